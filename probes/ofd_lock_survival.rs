@@ -1,0 +1,58 @@
+//! Checks whether an open file description (OFD) lock released by closing its
+//! descriptor stays held by a child's copy, as a flock does.
+//!
+//! Method: each trial takes a whole-file `F_OFD_SETLK` write lock on a fresh
+//! file (descriptor without close-on-exec), opens the window, releases as the
+//! arm does, and asks `F_OFD_GETLK` through a new open file description
+//! whether a conflicting lock remains. A remaining lock is a hit. A kernel
+//! without OFD locks answers `EINVAL`: the arm is then `unsupported`.
+
+use std::time::Duration;
+
+use fdwindow::harness::{Arm, Context, Fault, Probe, Trial};
+use fdwindow::locks::{RecordLock, open_rw, record_lock, record_lock_is_held, set_cloexec};
+use fdwindow::verdict::Role::{Control, Mitigation};
+use fdwindow::verdict::Window::{ForkWindow, Inherited, PosixSpawn};
+
+const SPAWNS: &[fdwindow::verdict::Window] = &[ForkWindow, PosixSpawn, Inherited];
+
+static PROBE: Probe = Probe {
+    hazard: "ofd-lock-survival",
+    about: "Checks whether an OFD lock released by closing its descriptor stays held by a child's copy.",
+    trials: 20,
+    race: Duration::from_millis(300),
+    arms: &[
+        Arm {
+            id: "close",
+            role: Control,
+            about: "fcntl(F_OFD_SETLK, F_WRLCK), then close the descriptor.",
+            windows: SPAWNS,
+            trial: |t| trial(t, false),
+        },
+        Arm {
+            id: "unlock-then-close",
+            role: Mitigation,
+            about: "fcntl(F_OFD_SETLK, F_UNLCK) before closing.",
+            windows: SPAWNS,
+            trial: |t| trial(t, true),
+        },
+    ],
+};
+
+fn main() -> std::process::ExitCode {
+    fdwindow::harness::main(&PROBE)
+}
+
+fn trial(t: &mut Trial<'_>, unlock_first: bool) -> Result<bool, Fault> {
+    let path = t.fresh_path("ofd");
+    let file = open_rw(&path).ctx("open the lock file")?;
+    set_cloexec(&file, false).ctx("clear close-on-exec")?;
+    record_lock(&file, RecordLock::Ofd, libc::F_WRLCK as _).ctx_feature("fcntl(F_OFD_SETLK)")?;
+    t.during_window(|| {
+        if unlock_first {
+            record_lock(&file, RecordLock::Ofd, libc::F_UNLCK as _).ctx("fcntl(F_OFD_SETLK, F_UNLCK)")?;
+        }
+        drop(file);
+        record_lock_is_held(&path).ctx_feature("fcntl(F_OFD_GETLK)")
+    })
+}

@@ -1,0 +1,92 @@
+//! Checks whether closing any descriptor of a file drops the process's POSIX
+//! record lock on it, though the descriptor that took the lock is still open.
+//!
+//! Method: each trial locks a fresh file through one descriptor, confirms the
+//! lock is visible, then opens and closes a second descriptor of the same file
+//! (as a library or another thread reading the file would) and asks again. A
+//! lock no longer visible is a hit. POSIX locks are observed from a forked
+//! child with `F_GETLK` (the owner cannot see its own locks, and a probe
+//! descriptor of its own would drop them); flock and OFD locks through a new
+//! open file description.
+
+use std::fs::File;
+use std::path::Path;
+use std::time::Duration;
+
+use fdwindow::harness::{Arm, Context, Fault, Probe, Trial};
+use fdwindow::locks::{
+    RecordLock, flock, flock_is_held, open_rw, posix_lock_seen_from_child, record_lock,
+    record_lock_is_held,
+};
+use fdwindow::verdict::Role::{Control, Mitigation};
+use fdwindow::verdict::Window::InProcess;
+
+static PROBE: Probe = Probe {
+    hazard: "posix-lock-drop",
+    about: "Checks whether closing another descriptor of a file drops the process's fcntl lock on it.",
+    trials: 50,
+    race: Duration::from_millis(300),
+    arms: &[
+        Arm {
+            id: "close-other-fd",
+            role: Control,
+            about: "fcntl(F_SETLK, F_WRLCK) through one descriptor; open and close a second one.",
+            windows: &[InProcess],
+            trial: |t| trial(t, Lock::Posix),
+        },
+        Arm {
+            id: "flock",
+            role: Mitigation,
+            about: "flock(LOCK_EX) instead; open and close a second descriptor.",
+            windows: &[InProcess],
+            trial: |t| trial(t, Lock::Flock),
+        },
+        Arm {
+            id: "ofd-lock",
+            role: Mitigation,
+            about: "fcntl(F_OFD_SETLK, F_WRLCK) instead; open and close a second descriptor.",
+            windows: &[InProcess],
+            trial: |t| trial(t, Lock::Ofd),
+        },
+    ],
+};
+
+fn main() -> std::process::ExitCode {
+    fdwindow::harness::main(&PROBE)
+}
+
+#[derive(Clone, Copy)]
+enum Lock {
+    Posix,
+    Flock,
+    Ofd,
+}
+
+fn take(file: &File, lock: Lock) -> Result<(), Fault> {
+    match lock {
+        Lock::Posix => record_lock(file, RecordLock::Posix, libc::F_WRLCK as _).ctx("fcntl(F_SETLK)"),
+        Lock::Flock => flock(file, libc::LOCK_EX).ctx("flock(LOCK_EX)"),
+        Lock::Ofd => record_lock(file, RecordLock::Ofd, libc::F_WRLCK as _).ctx_feature("fcntl(F_OFD_SETLK)"),
+    }
+}
+
+fn is_held(file: &File, path: &Path, lock: Lock) -> Result<bool, Fault> {
+    match lock {
+        Lock::Posix => posix_lock_seen_from_child(file).ctx("F_GETLK from a child"),
+        Lock::Flock => flock_is_held(path).ctx("flock(LOCK_NB) through a new open"),
+        Lock::Ofd => record_lock_is_held(path).ctx_feature("fcntl(F_OFD_GETLK)"),
+    }
+}
+
+fn trial(t: &mut Trial<'_>, lock: Lock) -> Result<bool, Fault> {
+    let path = t.fresh_path("lock");
+    let owner = open_rw(&path).ctx("open the lock file")?;
+    take(&owner, lock)?;
+    if !is_held(&owner, &path, lock)? {
+        return Err(Fault::Broken("the lock just taken is not visible".into()));
+    }
+    t.during_window(|| {
+        drop(open_rw(&path).ctx("open a second descriptor")?);
+        Ok(!is_held(&owner, &path, lock)?)
+    })
+}

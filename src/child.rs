@@ -1,0 +1,328 @@
+//! The children that hold a copy of the parent's descriptors, one per window kind.
+//!
+//! - [`HeldChild`] (`fork-window`): std's fork path with a `pre_exec` that parks
+//!   the child between fork and exec until the parent releases it.
+//! - [`SpawnRace`] (`posix-spawn`): a thread spawning children through std's
+//!   default path, which is `posix_spawn` (on glibc a `CLONE_VM|CLONE_VFORK`
+//!   clone), to race against.
+//! - [`InheritingChild`] (`inherited`): an exec'd child that keeps every
+//!   descriptor lacking close-on-exec until the parent lets it go.
+//!
+//! Every child runs `/usr/bin/true` or `/bin/cat` with an empty environment, so
+//! none can start children of its own, and every one is reaped on every path
+//! out: release, drop during a panic, or the parent's death (the child then
+//! reads end-of-file on its pipe and exits).
+
+use std::io::{self, PipeReader, PipeWriter, Read, Write};
+use std::os::fd::{AsFd, AsRawFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// The program every short-lived child execs. POSIX puts `true` in /usr/bin on
+/// both Linux (merged /usr or not) and macOS.
+pub const TRUE_PROGRAM: &str = "/usr/bin/true";
+/// The program an inheriting child execs: it reads stdin to end-of-file, so
+/// closing its stdin is how the parent lets it go.
+pub const CAT_PROGRAM: &str = "/bin/cat";
+
+/// How long a fork may take to reach its `pre_exec` before the window counts as
+/// broken. Generous: a loaded machine can stall a fork for seconds.
+const HOLD_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A `Command` for a child that can do nothing but exit: no environment (so no
+/// preload variable reaches it), no stdio.
+fn quiet_command(program: &str) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.env_clear()
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    cmd
+}
+
+/// A child parked between fork and exec, holding a copy of every descriptor the
+/// parent had when it forked (close-on-exec ones included).
+///
+/// 1. A helper thread calls `Command::spawn`, which forks (a `pre_exec` forces
+///    std's fork path) and then blocks until the child execs.
+/// 2. The child's `pre_exec` closes its copies of the parent's pipe ends, writes
+///    one byte to `ready` and blocks in `read(2)` on `release`.
+/// 3. [`HeldChild::hold`] returns once it has read that byte: from then on the
+///    child holds the copies.
+/// 4. [`HeldChild::release`] writes to `release`; the child execs `true`, spawn
+///    returns in the helper thread, which reaps the child.
+#[derive(Debug)]
+pub struct HeldChild {
+    release: Option<PipeWriter>,
+    spawner: Option<JoinHandle<io::Result<ExitStatus>>>,
+}
+
+impl HeldChild {
+    /// Forks a child and returns once it is parked inside the window.
+    pub fn hold() -> io::Result<HeldChild> {
+        let (mut ready_r, ready_w) = io::pipe()?;
+        let (release_r, release_w) = io::pipe()?;
+        let fds = ParkFds {
+            ready: ready_w.as_raw_fd(),
+            release: release_r.as_raw_fd(),
+            parent_ready: ready_r.as_raw_fd(),
+            parent_release: release_w.as_raw_fd(),
+        };
+        let mut cmd = quiet_command(TRUE_PROGRAM);
+        // SAFETY: `park` makes only async-signal-safe calls (close, write, read)
+        // on descriptors that stay open in the parent until the child has exec'd.
+        unsafe {
+            cmd.pre_exec(move || {
+                park(fds);
+                Ok(())
+            });
+        }
+        let spawner = std::thread::Builder::new()
+            .name("fdwindow-hold".into())
+            .spawn(move || {
+                let spawned = cmd.spawn();
+                // Only now may the pipe ends go: the child had its copies.
+                drop((ready_w, release_r));
+                spawned?.wait()
+            })?;
+        let mut held = HeldChild { release: Some(release_w), spawner: Some(spawner) };
+        match read_byte_by(&mut ready_r, Instant::now() + HOLD_TIMEOUT) {
+            Ok(true) => Ok(held),
+            // End of file: the spawn failed before the child reached the window.
+            Ok(false) => Err(held.finish().err().unwrap_or_else(|| {
+                io::Error::other("the held child exec'd without parking in pre_exec")
+            })),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Lets the child exec and reaps it.
+    pub fn release(mut self) -> io::Result<()> {
+        match self.finish()? {
+            status if status.success() => Ok(()),
+            status => Err(io::Error::other(format!("held child ended with {status}"))),
+        }
+    }
+
+    fn finish(&mut self) -> io::Result<ExitStatus> {
+        if let Some(mut release) = self.release.take() {
+            // A byte rather than end-of-file: another fork may hold a copy of
+            // this write end, and EOF would wait for it.
+            let _ = release.write_all(b"r");
+        }
+        match self.spawner.take() {
+            Some(spawner) => spawner
+                .join()
+                .map_err(|_| io::Error::other("the hold thread panicked"))?,
+            None => Err(io::Error::other("held child already released")),
+        }
+    }
+}
+
+impl Drop for HeldChild {
+    fn drop(&mut self) {
+        if self.spawner.is_some() {
+            let _ = self.finish();
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+struct ParkFds {
+    ready: RawFd,
+    release: RawFd,
+    parent_ready: RawFd,
+    parent_release: RawFd,
+}
+
+/// Runs in the child between fork and exec: async-signal-safe calls only.
+fn park(fds: ParkFds) {
+    // SAFETY: plain syscalls on descriptor numbers the child inherited; a
+    // failure only shortens the hold, which the parent then sees as EOF.
+    unsafe {
+        libc::close(fds.parent_ready);
+        libc::close(fds.parent_release);
+        let byte = 1u8;
+        libc::write(fds.ready, (&raw const byte).cast(), 1);
+        let mut buf = 0u8;
+        // `last_os_error` only reads errno: no allocation.
+        while libc::read(fds.release, (&raw mut buf).cast(), 1) < 0
+            && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted
+        {}
+    }
+}
+
+/// Reads one byte, waiting at most until `deadline`: `Ok(false)` on end of file.
+fn read_byte_by(reader: &mut PipeReader, deadline: Instant) -> io::Result<bool> {
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(io::ErrorKind::TimedOut, "child did not reach the window"));
+        }
+        let mut pfd = libc::pollfd { fd: reader.as_fd().as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        let ms = left.as_millis().min(i32::MAX as u128) as libc::c_int;
+        // SAFETY: one valid pollfd.
+        match unsafe { libc::poll(&mut pfd, 1, ms.max(1)) } {
+            -1 if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => continue,
+            -1 => return Err(io::Error::last_os_error()),
+            0 => continue,
+            _ => {
+                let mut buf = [0u8; 1];
+                return Ok(reader.read(&mut buf)? == 1);
+            }
+        }
+    }
+}
+
+/// An exec'd child that holds every descriptor of the parent that lacked
+/// close-on-exec when it was spawned, until [`InheritingChild::release`].
+///
+/// std returns from `spawn` only after the child has exec'd (posix_spawn's
+/// vfork semantics, or the fork path's close-on-exec status pipe), so the copies
+/// it holds from then on are the ones that survive exec.
+#[derive(Debug)]
+pub struct InheritingChild {
+    child: Child,
+}
+
+impl InheritingChild {
+    /// Spawns `cat` with a pipe on stdin.
+    pub fn spawn() -> io::Result<InheritingChild> {
+        let mut cmd = quiet_command(CAT_PROGRAM);
+        cmd.stdin(Stdio::piped());
+        Ok(InheritingChild { child: cmd.spawn()? })
+    }
+
+    /// Closes the child's stdin, so it exits, and reaps it.
+    pub fn release(mut self) -> io::Result<()> {
+        drop(self.child.stdin.take());
+        let status = self.child.wait()?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(io::Error::other(format!("inheriting child ended with {status}")))
+        }
+    }
+}
+
+impl Drop for InheritingChild {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// A thread spawning `true` through std's default path (posix_spawn where std
+/// uses it), one child at a time, until stopped or until its deadline.
+#[derive(Debug)]
+pub struct SpawnRace {
+    stop: Arc<AtomicBool>,
+    spawns: Arc<AtomicU64>,
+    thread: Option<JoinHandle<io::Result<()>>>,
+}
+
+impl SpawnRace {
+    /// Starts the race; it ends by itself at `deadline` if never stopped.
+    pub fn start(deadline: Instant) -> io::Result<SpawnRace> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let spawns = Arc::new(AtomicU64::new(0));
+        let (stop2, spawns2) = (Arc::clone(&stop), Arc::clone(&spawns));
+        let thread = std::thread::Builder::new()
+            .name("fdwindow-race".into())
+            .spawn(move || {
+                let mut cmd = quiet_command(TRUE_PROGRAM);
+                while !stop2.load(Ordering::Relaxed) && Instant::now() < deadline {
+                    cmd.spawn()?.wait()?;
+                    spawns2.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(())
+            })?;
+        Ok(SpawnRace { stop, spawns, thread: Some(thread) })
+    }
+
+    /// Children spawned so far.
+    pub fn spawns(&self) -> u64 {
+        self.spawns.load(Ordering::Relaxed)
+    }
+
+    /// Whether the spawning thread is still running (it ends at its deadline
+    /// or on a spawn error).
+    pub fn is_running(&self) -> bool {
+        self.thread.as_ref().is_some_and(|t| !t.is_finished())
+    }
+
+    /// Stops the race and reaps its last child: the number of spawns, or the
+    /// error that ended the race early.
+    pub fn stop(mut self) -> io::Result<u64> {
+        self.finish()?;
+        Ok(self.spawns())
+    }
+
+    fn finish(&mut self) -> io::Result<()> {
+        self.stop.store(true, Ordering::Relaxed);
+        match self.thread.take() {
+            Some(t) => t.join().map_err(|_| io::Error::other("the race thread panicked"))?,
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for SpawnRace {
+    fn drop(&mut self) {
+        let _ = self.finish();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pipe whose write end only the parent should hold: while a copy exists
+    /// elsewhere, the read end never sees end-of-file.
+    fn copy_is_held(w: PipeWriter, mut r: PipeReader) -> bool {
+        drop(w);
+        let mut pfd = libc::pollfd { fd: r.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        // A zero timeout: readiness now, no waiting.
+        let ready = unsafe { libc::poll(&mut pfd, 1, 0) } == 1;
+        !(ready && r.read(&mut [0u8; 1]).unwrap() == 0)
+    }
+
+    #[test]
+    fn held_child_holds_close_on_exec_copies_until_released() {
+        let _serial = crate::test_serial();
+        let (r, w) = io::pipe().unwrap(); // close-on-exec
+        let held = HeldChild::hold().unwrap();
+        assert!(copy_is_held(w, r), "a parked child must hold the parent's copy");
+        held.release().unwrap();
+    }
+
+    #[test]
+    fn inheriting_child_holds_only_descriptors_without_cloexec() {
+        let _serial = crate::test_serial();
+        let (r1, w1) = io::pipe().unwrap();
+        let (r2, w2) = io::pipe().unwrap();
+        crate::locks::set_cloexec(&w2, false).unwrap();
+        let child = InheritingChild::spawn().unwrap();
+        assert!(!copy_is_held(w1, r1), "close-on-exec copy survived exec");
+        assert!(copy_is_held(w2, r2), "a descriptor without close-on-exec must be inherited");
+        child.release().unwrap();
+    }
+
+    #[test]
+    fn spawn_race_spawns_and_stops() {
+        let _serial = crate::test_serial();
+        let race = SpawnRace::start(Instant::now() + Duration::from_secs(60)).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while race.spawns() < 3 && Instant::now() < deadline {
+            std::thread::yield_now();
+        }
+        assert!(race.is_running());
+        assert!(race.stop().unwrap() >= 3);
+    }
+}

@@ -1,0 +1,29 @@
+//! fdwindow: probes for the kernel behaviours behind descriptor-inheritance
+//! flakes, and the verdicts they support.
+//!
+//! When a thread starts a child, the child holds a copy of every descriptor of
+//! the parent until it execs (close-on-exec ones), or for its whole life (the
+//! others). A lock "released" by close, or a listener "closed", lives on in
+//! that copy. Each probe binary in `probes/` measures one such behaviour on
+//! this machine through the shared [`harness`]; the runner merges the reports
+//! into `results/`, and [`matrix`] renders what they show.
+#![deny(missing_docs)]
+
+pub mod child;
+pub mod harness;
+pub mod locks;
+pub mod platform;
+pub mod report;
+pub mod scratch;
+pub mod stats;
+mod sys;
+pub mod verdict;
+
+/// Serialises unit tests that fork or watch for descriptor copies: a fork in
+/// one test thread would hold another test's descriptors (the very hazard
+/// this crate measures).
+#[cfg(test)]
+pub(crate) fn test_serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}

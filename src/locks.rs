@@ -1,0 +1,200 @@
+//! The lock calls the lock probes (and users' fixes) are made of, each a thin
+//! wrapper that returns `io::Result` and names its call in the error.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::fd::{AsFd, AsRawFd};
+use std::path::Path;
+
+use crate::sys;
+
+fn check(rc: libc::c_int, what: &str) -> io::Result<()> {
+    if rc == -1 {
+        let e = io::Error::last_os_error();
+        Err(io::Error::new(e.kind(), format!("{what}: {e}")))
+    } else {
+        Ok(())
+    }
+}
+
+/// Sets or clears `FD_CLOEXEC` with `fcntl(F_SETFD)`.
+pub fn set_cloexec(fd: impl AsFd, on: bool) -> io::Result<()> {
+    let fd = fd.as_fd().as_raw_fd();
+    // SAFETY: F_GETFD/F_SETFD on a borrowed, open descriptor.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+    check(flags, "fcntl(F_GETFD)")?;
+    let flags = if on { flags | libc::FD_CLOEXEC } else { flags & !libc::FD_CLOEXEC };
+    check(unsafe { libc::fcntl(fd, libc::F_SETFD, flags) }, "fcntl(F_SETFD)")
+}
+
+/// `flock(fd, operation)`—Apply or remove an advisory lock on an open file.
+///
+/// The lock belongs to the open file description, so every duplicate (dup or
+/// fork) refers to the same lock: closing one copy leaves it held, and
+/// `LOCK_UN` through any copy releases it for all.
+///
+/// # References
+/// - <https://man7.org/linux/man-pages/man2/flock.2.html>
+/// - <https://developer.apple.com/library/archive/documentation/System/Conceptual/ManPages_iPhoneOS/man2/flock.2.html>
+pub fn flock(fd: impl AsFd, operation: libc::c_int) -> io::Result<()> {
+    // SAFETY: flock on a borrowed, open descriptor.
+    check(unsafe { libc::flock(fd.as_fd().as_raw_fd(), operation) }, "flock")
+}
+
+/// Opens `path` anew (a new open file description, close-on-exec).
+pub fn open_rw(path: &Path) -> io::Result<File> {
+    OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)
+}
+
+/// Whether someone holds a flock on `path`: a fresh open file description
+/// tries `LOCK_EX|LOCK_NB` (and, on success, drops it again by closing).
+pub fn flock_is_held(path: &Path) -> io::Result<bool> {
+    let probe = open_rw(path)?;
+    match flock(&probe, libc::LOCK_EX | libc::LOCK_NB) {
+        Ok(()) => Ok(false),
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(true),
+        Err(e) => Err(e),
+    }
+}
+
+/// Which record lock API to use: traditional POSIX (owned by the process) or
+/// open file description (owned like a flock).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordLock {
+    /// `F_SETLK`: owned by the process, not inherited, dropped by any close of the file.
+    Posix,
+    /// `F_OFD_SETLK`: owned by the open file description, shared by its copies.
+    Ofd,
+}
+
+/// A whole-file `struct flock` of type `l_type` (`F_WRLCK`, `F_UNLCK`).
+fn whole_file(l_type: libc::c_int) -> libc::flock {
+    // SAFETY: all-zero is a valid struct flock (whole file from offset 0);
+    // l_pid must be 0 for OFD locks.
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = l_type as _;
+    fl.l_whence = libc::SEEK_SET as _;
+    fl
+}
+
+fn ofd_command(cmd: Option<libc::c_int>) -> io::Result<libc::c_int> {
+    cmd.ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))
+}
+
+/// Sets (`F_WRLCK`) or removes (`F_UNLCK`) a whole-file record lock without
+/// waiting (`F_SETLK` / `F_OFD_SETLK`).
+///
+/// A kernel without OFD locks answers `EINVAL`.
+///
+/// # References
+/// - <https://man7.org/linux/man-pages/man2/fcntl.2.html>
+pub fn record_lock(fd: impl AsFd, kind: RecordLock, l_type: libc::c_int) -> io::Result<()> {
+    let (cmd, name) = match kind {
+        RecordLock::Posix => (libc::F_SETLK, "fcntl(F_SETLK)"),
+        RecordLock::Ofd => (ofd_command(sys::F_OFD_SETLK)?, "fcntl(F_OFD_SETLK)"),
+    };
+    let fl = whole_file(l_type);
+    // SAFETY: fcntl with a valid struct flock on a borrowed descriptor.
+    check(unsafe { libc::fcntl(fd.as_fd().as_raw_fd(), cmd, &fl) }, name)
+}
+
+/// Whether a write lock on `path` would conflict with an OFD lock someone
+/// holds, asked through a fresh open file description with `F_OFD_GETLK`.
+///
+/// Not for this process's POSIX locks: closing the fresh descriptor afterwards
+/// would itself drop them. Use [`posix_lock_seen_from_child`] for those.
+pub fn record_lock_is_held(path: &Path) -> io::Result<bool> {
+    let probe = open_rw(path)?;
+    let mut fl = whole_file(libc::F_WRLCK as libc::c_int);
+    let cmd = ofd_command(sys::F_OFD_GETLK)?;
+    // SAFETY: fcntl with a valid, writable struct flock.
+    check(unsafe { libc::fcntl(probe.as_raw_fd(), cmd, &mut fl) }, "fcntl(F_OFD_GETLK)")?;
+    Ok(fl.l_type as libc::c_int != libc::F_UNLCK as libc::c_int)
+}
+
+/// Whether another process sees a record lock on `fd`'s file: a forked child
+/// asks `F_GETLK` and reports through its exit status.
+///
+/// `F_GETLK` in the owning process never reports the owner's own locks, and a
+/// fresh descriptor closed afterwards would drop them; a child does neither
+/// (record locks are not inherited, so its exit releases nothing of ours).
+pub fn posix_lock_seen_from_child(fd: impl AsFd) -> io::Result<bool> {
+    let fd = fd.as_fd().as_raw_fd();
+    let mut fl = whole_file(libc::F_WRLCK as libc::c_int);
+    // SAFETY: between fork and _exit the child makes only async-signal-safe
+    // calls (fcntl, _exit) on memory prepared before the fork.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        unsafe {
+            let code = if libc::fcntl(fd, libc::F_GETLK, &mut fl) == -1 {
+                2
+            } else if fl.l_type as libc::c_int == libc::F_UNLCK as libc::c_int {
+                0
+            } else {
+                1
+            };
+            libc::_exit(code);
+        }
+    }
+    check(if pid < 0 { -1 } else { 0 }, "fork")?;
+    let mut status = 0;
+    loop {
+        // SAFETY: reaps the child just forked.
+        if unsafe { libc::waitpid(pid, &mut status, 0) } == pid {
+            break;
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(io::Error::new(e.kind(), format!("waitpid: {e}")));
+        }
+    }
+    match libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)) {
+        Some(0) => Ok(false),
+        Some(1) => Ok(true),
+        _ => Err(io::Error::other(format!("F_GETLK child failed (wait status {status})"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scratch::Scratch;
+
+    #[test]
+    fn flock_conflicts_across_open_file_descriptions() {
+        let s = Scratch::new("locks").unwrap();
+        let path = s.fresh("f");
+        let f = open_rw(&path).unwrap();
+        assert!(!flock_is_held(&path).unwrap());
+        flock(&f, libc::LOCK_EX).unwrap();
+        assert!(flock_is_held(&path).unwrap());
+        flock(&f, libc::LOCK_UN).unwrap();
+        assert!(!flock_is_held(&path).unwrap());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn ofd_getlk_sees_ofd_locks() {
+        let s = Scratch::new("locks").unwrap();
+        let path = s.fresh("f");
+        let f = open_rw(&path).unwrap();
+        assert!(!record_lock_is_held(&path).unwrap());
+        record_lock(&f, RecordLock::Ofd, libc::F_WRLCK as _).unwrap();
+        assert!(record_lock_is_held(&path).unwrap());
+        record_lock(&f, RecordLock::Ofd, libc::F_UNLCK as _).unwrap();
+        assert!(!record_lock_is_held(&path).unwrap());
+    }
+
+    #[test]
+    fn a_child_sees_the_parents_posix_lock() {
+        let _serial = crate::test_serial();
+        let s = Scratch::new("locks").unwrap();
+        let f = open_rw(&s.fresh("f")).unwrap();
+        assert!(!posix_lock_seen_from_child(&f).unwrap());
+        record_lock(&f, RecordLock::Posix, libc::F_WRLCK as _).unwrap();
+        assert!(posix_lock_seen_from_child(&f).unwrap());
+        assert!(posix_lock_seen_from_child(&f).unwrap(), "asking must not drop the lock");
+        record_lock(&f, RecordLock::Posix, libc::F_UNLCK as _).unwrap();
+        assert!(!posix_lock_seen_from_child(&f).unwrap());
+    }
+}
