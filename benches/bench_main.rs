@@ -1,1 +1,8 @@
-fn main(){}
+//! Criterion benches: each mitigation beside its baseline. Groups live one
+//! topic per file; this file only lists them.
+
+use criterion::criterion_main;
+
+mod locks;
+
+criterion_main!(locks::locks);

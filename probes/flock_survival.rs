@@ -25,7 +25,7 @@ static PROBE: Probe = Probe {
     hazard: "flock-survival",
     about: "Checks whether a flock released by closing its descriptor stays held by a child's copy.",
     trials: 20,
-    race: Duration::from_millis(300),
+    race: Duration::from_millis(400),
     arms: &[
         Arm {
             id: "close",
@@ -63,6 +63,7 @@ static PROBE: Probe = Probe {
             trial: cloexec,
         },
     ],
+    observe: None,
 };
 
 fn main() -> std::process::ExitCode {

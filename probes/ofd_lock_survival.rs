@@ -20,7 +20,7 @@ static PROBE: Probe = Probe {
     hazard: "ofd-lock-survival",
     about: "Checks whether an OFD lock released by closing its descriptor stays held by a child's copy.",
     trials: 20,
-    race: Duration::from_millis(300),
+    race: Duration::from_millis(400),
     arms: &[
         Arm {
             id: "close",
@@ -37,6 +37,7 @@ static PROBE: Probe = Probe {
             trial: |t| trial(t, true),
         },
     ],
+    observe: None,
 };
 
 fn main() -> std::process::ExitCode {
@@ -50,7 +51,8 @@ fn trial(t: &mut Trial<'_>, unlock_first: bool) -> Result<bool, Fault> {
     record_lock(&file, RecordLock::Ofd, libc::F_WRLCK as _).ctx_feature("fcntl(F_OFD_SETLK)")?;
     t.during_window(|| {
         if unlock_first {
-            record_lock(&file, RecordLock::Ofd, libc::F_UNLCK as _).ctx("fcntl(F_OFD_SETLK, F_UNLCK)")?;
+            record_lock(&file, RecordLock::Ofd, libc::F_UNLCK as _)
+                .ctx("fcntl(F_OFD_SETLK, F_UNLCK)")?;
         }
         drop(file);
         record_lock_is_held(&path).ctx_feature("fcntl(F_OFD_GETLK)")

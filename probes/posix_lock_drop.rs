@@ -25,7 +25,7 @@ static PROBE: Probe = Probe {
     hazard: "posix-lock-drop",
     about: "Checks whether closing another descriptor of a file drops the process's fcntl lock on it.",
     trials: 50,
-    race: Duration::from_millis(300),
+    race: Duration::from_millis(400),
     arms: &[
         Arm {
             id: "close-other-fd",
@@ -49,6 +49,7 @@ static PROBE: Probe = Probe {
             trial: |t| trial(t, Lock::Ofd),
         },
     ],
+    observe: None,
 };
 
 fn main() -> std::process::ExitCode {
@@ -64,9 +65,13 @@ enum Lock {
 
 fn take(file: &File, lock: Lock) -> Result<(), Fault> {
     match lock {
-        Lock::Posix => record_lock(file, RecordLock::Posix, libc::F_WRLCK as _).ctx("fcntl(F_SETLK)"),
+        Lock::Posix => {
+            record_lock(file, RecordLock::Posix, libc::F_WRLCK as _).ctx("fcntl(F_SETLK)")
+        }
         Lock::Flock => flock(file, libc::LOCK_EX).ctx("flock(LOCK_EX)"),
-        Lock::Ofd => record_lock(file, RecordLock::Ofd, libc::F_WRLCK as _).ctx_feature("fcntl(F_OFD_SETLK)"),
+        Lock::Ofd => {
+            record_lock(file, RecordLock::Ofd, libc::F_WRLCK as _).ctx_feature("fcntl(F_OFD_SETLK)")
+        }
     }
 }
 

@@ -13,7 +13,7 @@
 //! out: release, drop during a panic, or the parent's death (the child then
 //! reads end-of-file on its pipe and exits).
 
-use std::io::{self, PipeReader, PipeWriter, Read, Write};
+use std::io::{self, PipeWriter, Read, Write};
 use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -89,7 +89,10 @@ impl HeldChild {
                 drop((ready_w, release_r));
                 spawned?.wait()
             })?;
-        let mut held = HeldChild { release: Some(release_w), spawner: Some(spawner) };
+        let mut held = HeldChild {
+            release: Some(release_w),
+            spawner: Some(spawner),
+        };
         match read_byte_by(&mut ready_r, Instant::now() + HOLD_TIMEOUT) {
             Ok(true) => Ok(held),
             // End of file: the spawn failed before the child reached the window.
@@ -157,13 +160,20 @@ fn park(fds: ParkFds) {
 }
 
 /// Reads one byte, waiting at most until `deadline`: `Ok(false)` on end of file.
-fn read_byte_by(reader: &mut PipeReader, deadline: Instant) -> io::Result<bool> {
+fn read_byte_by(reader: &mut (impl Read + AsFd), deadline: Instant) -> io::Result<bool> {
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(io::Error::new(io::ErrorKind::TimedOut, "child did not reach the window"));
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "child did not reach the window",
+            ));
         }
-        let mut pfd = libc::pollfd { fd: reader.as_fd().as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        let mut pfd = libc::pollfd {
+            fd: reader.as_fd().as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
         let ms = left.as_millis().min(i32::MAX as u128) as libc::c_int;
         // SAFETY: one valid pollfd.
         match unsafe { libc::poll(&mut pfd, 1, ms.max(1)) } {
@@ -181,20 +191,32 @@ fn read_byte_by(reader: &mut PipeReader, deadline: Instant) -> io::Result<bool> 
 /// An exec'd child that holds every descriptor of the parent that lacked
 /// close-on-exec when it was spawned, until [`InheritingChild::release`].
 ///
-/// std returns from `spawn` only after the child has exec'd (posix_spawn's
-/// vfork semantics, or the fork path's close-on-exec status pipe), so the copies
-/// it holds from then on are the ones that survive exec.
+/// `spawn` returning is not enough to know the child dropped its close-on-exec
+/// copies: Linux wakes a vfork parent (glibc's posix_spawn) in `exec_mmap`,
+/// before `do_close_on_exec` runs (fs/exec.c, `begin_new_exec`), so for a
+/// moment after `spawn` returns the child still holds them. (This crate's own
+/// test caught it: about 1 run in 8 saw a close-on-exec copy after spawn.) So
+/// the child is `cat`, and [`InheritingChild::spawn`] returns only after cat
+/// has echoed a byte: user code runs, exec is complete.
 #[derive(Debug)]
 pub struct InheritingChild {
     child: Child,
 }
 
 impl InheritingChild {
-    /// Spawns `cat` with a pipe on stdin.
+    /// Spawns `cat` on two pipes and waits for it to echo one byte.
     pub fn spawn() -> io::Result<InheritingChild> {
         let mut cmd = quiet_command(CAT_PROGRAM);
-        cmd.stdin(Stdio::piped());
-        Ok(InheritingChild { child: cmd.spawn()? })
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped());
+        let mut held = InheritingChild {
+            child: cmd.spawn()?,
+        };
+        held.child.stdin.as_mut().expect("piped").write_all(b"x")?;
+        let stdout = held.child.stdout.as_mut().expect("piped");
+        if !read_byte_by(stdout, Instant::now() + HOLD_TIMEOUT)? {
+            return Err(io::Error::other("cat exited before echoing"));
+        }
+        Ok(held)
     }
 
     /// Closes the child's stdin, so it exits, and reaps it.
@@ -204,7 +226,9 @@ impl InheritingChild {
         if status.success() {
             Ok(())
         } else {
-            Err(io::Error::other(format!("inheriting child ended with {status}")))
+            Err(io::Error::other(format!(
+                "inheriting child ended with {status}"
+            )))
         }
     }
 }
@@ -243,7 +267,11 @@ impl SpawnRace {
                 }
                 Ok(())
             })?;
-        Ok(SpawnRace { stop, spawns, thread: Some(thread) })
+        Ok(SpawnRace {
+            stop,
+            spawns,
+            thread: Some(thread),
+        })
     }
 
     /// Children spawned so far.
@@ -267,7 +295,9 @@ impl SpawnRace {
     fn finish(&mut self) -> io::Result<()> {
         self.stop.store(true, Ordering::Relaxed);
         match self.thread.take() {
-            Some(t) => t.join().map_err(|_| io::Error::other("the race thread panicked"))?,
+            Some(t) => t
+                .join()
+                .map_err(|_| io::Error::other("the race thread panicked"))?,
             None => Ok(()),
         }
     }
@@ -285,9 +315,13 @@ mod tests {
 
     /// A pipe whose write end only the parent should hold: while a copy exists
     /// elsewhere, the read end never sees end-of-file.
-    fn copy_is_held(w: PipeWriter, mut r: PipeReader) -> bool {
+    fn copy_is_held(w: PipeWriter, mut r: io::PipeReader) -> bool {
         drop(w);
-        let mut pfd = libc::pollfd { fd: r.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        let mut pfd = libc::pollfd {
+            fd: r.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
         // A zero timeout: readiness now, no waiting.
         let ready = unsafe { libc::poll(&mut pfd, 1, 0) } == 1;
         !(ready && r.read(&mut [0u8; 1]).unwrap() == 0)
@@ -298,7 +332,10 @@ mod tests {
         let _serial = crate::test_serial();
         let (r, w) = io::pipe().unwrap(); // close-on-exec
         let held = HeldChild::hold().unwrap();
-        assert!(copy_is_held(w, r), "a parked child must hold the parent's copy");
+        assert!(
+            copy_is_held(w, r),
+            "a parked child must hold the parent's copy"
+        );
         held.release().unwrap();
     }
 
@@ -310,7 +347,10 @@ mod tests {
         crate::locks::set_cloexec(&w2, false).unwrap();
         let child = InheritingChild::spawn().unwrap();
         assert!(!copy_is_held(w1, r1), "close-on-exec copy survived exec");
-        assert!(copy_is_held(w2, r2), "a descriptor without close-on-exec must be inherited");
+        assert!(
+            copy_is_held(w2, r2),
+            "a descriptor without close-on-exec must be inherited"
+        );
         child.release().unwrap();
     }
 

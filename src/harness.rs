@@ -16,8 +16,9 @@ use clap::Parser;
 
 use crate::child::{HeldChild, InheritingChild, SpawnRace};
 use crate::platform::Platform;
-use crate::report::{ArmReport, ProbeReport, SCHEMA_VERSION, utc_now};
+use crate::report::{ArmReport, ProbeReport, SCHEMA_VERSION, Table, utc_now};
 use crate::scratch::Scratch;
+use crate::stats::{ABSENCE_THRESHOLD, decisive_trials};
 use crate::verdict::{Outcome, Role, Tallies, Window};
 
 /// A probe: one hazard and the arms that meet it.
@@ -29,10 +30,13 @@ pub struct Probe {
     pub about: &'static str,
     /// Trials per arm in a deterministic window (fork-window, inherited, in-process).
     pub trials: u64,
-    /// Time per arm in the posix-spawn race.
+    /// Time per arm in the posix-spawn race; the race goes on (up to three
+    /// times as long) until it has the trials that make zero hits decisive.
     pub race: Duration,
     /// Controls first; each mitigation is judged against the control in its window.
     pub arms: &'static [Arm],
+    /// For an observation probe: measures and returns its tables.
+    pub observe: Option<fn(&Scratch, Settings) -> Vec<Table>>,
 }
 
 /// One way of writing the code that meets the hazard.
@@ -166,7 +170,8 @@ pub fn interrupted() -> bool {
 pub struct Settings {
     /// Trials per arm in a deterministic window.
     pub trials: u64,
-    /// Time per arm in the posix-spawn race (at least `trials` trials are run).
+    /// Time per arm in the posix-spawn race (at least `trials` trials are
+    /// run, and more, up to three times as long, until zero hits are decisive).
     pub race: Duration,
 }
 
@@ -188,9 +193,17 @@ struct ProbeArgs {
 /// the report. Exit status 2 on bad input, 130 when interrupted.
 pub fn main(probe: &Probe) -> ExitCode {
     let args = ProbeArgs::parse();
-    if let Some(unknown) = args.arms.iter().find(|a| !probe.arms.iter().any(|arm| arm.id == *a)) {
+    if let Some(unknown) = args
+        .arms
+        .iter()
+        .find(|a| !probe.arms.iter().any(|arm| arm.id == *a))
+    {
         let known: Vec<_> = probe.arms.iter().map(|a| a.id).collect();
-        eprintln!("error: {} has no arm {unknown:?}; its arms: {}", probe.hazard, known.join(", "));
+        eprintln!(
+            "error: {} has no arm {unknown:?}; its arms: {}",
+            probe.hazard,
+            known.join(", ")
+        );
         return ExitCode::from(2);
     }
     let settings = Settings {
@@ -213,7 +226,10 @@ pub fn main(probe: &Probe) -> ExitCode {
             }
         }
         Err(RunError::Interrupted) => {
-            eprintln!("{}: interrupted; children reaped, scratch removed", probe.hazard);
+            eprintln!(
+                "{}: interrupted; children reaped, scratch removed",
+                probe.hazard
+            );
             ExitCode::from(130)
         }
         Err(RunError::Setup(e)) => {
@@ -238,7 +254,11 @@ pub fn run(probe: &Probe, settings: Settings, only: &[String]) -> Result<ProbeRe
     let started_at = utc_now();
     let scratch = Scratch::new(probe.hazard).map_err(RunError::Setup)?;
     let mut arms = Vec::new();
-    for arm in probe.arms.iter().filter(|a| only.is_empty() || only.iter().any(|o| o == a.id)) {
+    for arm in probe
+        .arms
+        .iter()
+        .filter(|a| only.is_empty() || only.iter().any(|o| o == a.id))
+    {
         for &window in arm.windows {
             let outcome = run_arm(arm, window, settings, &scratch)?;
             arms.push(ArmReport {
@@ -250,6 +270,15 @@ pub fn run(probe: &Probe, settings: Settings, only: &[String]) -> Result<ProbeRe
             });
         }
     }
+    if interrupted() {
+        return Err(RunError::Interrupted);
+    }
+    let tables = probe
+        .observe
+        .map_or_else(Vec::new, |observe| observe(&scratch, settings));
+    if interrupted() {
+        return Err(RunError::Interrupted);
+    }
     Ok(ProbeReport {
         schema: SCHEMA_VERSION,
         hazard: probe.hazard.to_owned(),
@@ -259,19 +288,32 @@ pub fn run(probe: &Probe, settings: Settings, only: &[String]) -> Result<ProbeRe
         started_at,
         elapsed_ms: started.elapsed().as_millis() as u64,
         arms,
+        tables,
     })
 }
 
-fn run_arm(arm: &Arm, window: Window, settings: Settings, scratch: &Scratch) -> Result<Outcome, RunError> {
+fn run_arm(
+    arm: &Arm,
+    window: Window,
+    settings: Settings,
+    scratch: &Scratch,
+) -> Result<Outcome, RunError> {
     let mut tallies = Tallies::new();
     let (mut trials, mut hits) = (0u64, 0u64);
-    // The race runs a little past the arm's budget, so the last trials still
-    // meet spawns, and ends by itself if this thread never stops it.
-    let race_end = Instant::now() + settings.race;
+    // A race arm runs for its budget and then on, up to three budgets, until
+    // it has enough trials for zero hits to be decisive at 1%. The race thread
+    // ends by itself shortly after, should this thread never stop it.
+    let started = Instant::now();
+    let (race_end, race_cap) = (started + settings.race, started + settings.race * 3);
+    let wanted = settings.trials.max(decisive_trials(ABSENCE_THRESHOLD));
     let race = match window {
-        Window::PosixSpawn => match SpawnRace::start(race_end + Duration::from_secs(60)) {
+        Window::PosixSpawn => match SpawnRace::start(race_cap + Duration::from_secs(60)) {
             Ok(race) => Some(race),
-            Err(e) => return Ok(Outcome::Broken { error: format!("start the spawn race: {e}") }),
+            Err(e) => {
+                return Ok(Outcome::Broken {
+                    error: format!("start the spawn race: {e}"),
+                });
+            }
         },
         _ => None,
     };
@@ -280,7 +322,13 @@ fn run_arm(arm: &Arm, window: Window, settings: Settings, scratch: &Scratch) -> 
             return Err(RunError::Interrupted);
         }
         let enough = match &race {
-            Some(race) => trials >= settings.trials && Instant::now() >= race_end && race.spawns() > 0,
+            Some(race) => {
+                let now = Instant::now();
+                trials >= settings.trials
+                    && race.spawns() > 0
+                    && now >= race_end
+                    && (trials >= wanted || now >= race_cap)
+            }
             None => trials >= settings.trials,
         };
         if enough {
@@ -291,7 +339,11 @@ fn run_arm(arm: &Arm, window: Window, settings: Settings, scratch: &Scratch) -> 
         {
             break;
         }
-        let mut trial = Trial { window, scratch, tallies: &mut tallies };
+        let mut trial = Trial {
+            window,
+            scratch,
+            tallies: &mut tallies,
+        };
         match (arm.trial)(&mut trial) {
             Ok(hit) => {
                 trials += 1;
@@ -303,9 +355,23 @@ fn run_arm(arm: &Arm, window: Window, settings: Settings, scratch: &Scratch) -> 
     }
     if let Some(race) = race {
         match race.stop() {
-            Ok(spawns) => *tallies.entry("race-spawns".into()).or_default().entry("total".into()).or_default() += spawns,
-            Err(e) => return Ok(Outcome::Broken { error: format!("the spawn race failed: {e}") }),
+            Ok(spawns) => {
+                *tallies
+                    .entry("race-spawns".into())
+                    .or_default()
+                    .entry("total".into())
+                    .or_default() += spawns
+            }
+            Err(e) => {
+                return Ok(Outcome::Broken {
+                    error: format!("the spawn race failed: {e}"),
+                });
+            }
         }
     }
-    Ok(Outcome::Observed { trials, hits, tallies })
+    Ok(Outcome::Observed {
+        trials,
+        hits,
+        tallies,
+    })
 }

@@ -12,8 +12,12 @@
 pub mod child;
 pub mod harness;
 pub mod locks;
+pub mod matrix;
 pub mod platform;
 pub mod report;
+pub mod reported;
+pub mod results;
+pub mod runner;
 pub mod scratch;
 pub mod stats;
 mod sys;
@@ -25,5 +29,7 @@ pub mod verdict;
 #[cfg(test)]
 pub(crate) fn test_serial() -> std::sync::MutexGuard<'static, ()> {
     static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

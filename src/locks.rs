@@ -23,8 +23,15 @@ pub fn set_cloexec(fd: impl AsFd, on: bool) -> io::Result<()> {
     // SAFETY: F_GETFD/F_SETFD on a borrowed, open descriptor.
     let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
     check(flags, "fcntl(F_GETFD)")?;
-    let flags = if on { flags | libc::FD_CLOEXEC } else { flags & !libc::FD_CLOEXEC };
-    check(unsafe { libc::fcntl(fd, libc::F_SETFD, flags) }, "fcntl(F_SETFD)")
+    let flags = if on {
+        flags | libc::FD_CLOEXEC
+    } else {
+        flags & !libc::FD_CLOEXEC
+    };
+    check(
+        unsafe { libc::fcntl(fd, libc::F_SETFD, flags) },
+        "fcntl(F_SETFD)",
+    )
 }
 
 /// `flock(fd, operation)`—Apply or remove an advisory lock on an open file.
@@ -38,12 +45,20 @@ pub fn set_cloexec(fd: impl AsFd, on: bool) -> io::Result<()> {
 /// - <https://developer.apple.com/library/archive/documentation/System/Conceptual/ManPages_iPhoneOS/man2/flock.2.html>
 pub fn flock(fd: impl AsFd, operation: libc::c_int) -> io::Result<()> {
     // SAFETY: flock on a borrowed, open descriptor.
-    check(unsafe { libc::flock(fd.as_fd().as_raw_fd(), operation) }, "flock")
+    check(
+        unsafe { libc::flock(fd.as_fd().as_raw_fd(), operation) },
+        "flock",
+    )
 }
 
 /// Opens `path` anew (a new open file description, close-on-exec).
 pub fn open_rw(path: &Path) -> io::Result<File> {
-    OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
 }
 
 /// Whether someone holds a flock on `path`: a fresh open file description
@@ -95,7 +110,10 @@ pub fn record_lock(fd: impl AsFd, kind: RecordLock, l_type: libc::c_int) -> io::
     };
     let fl = whole_file(l_type);
     // SAFETY: fcntl with a valid struct flock on a borrowed descriptor.
-    check(unsafe { libc::fcntl(fd.as_fd().as_raw_fd(), cmd, &fl) }, name)
+    check(
+        unsafe { libc::fcntl(fd.as_fd().as_raw_fd(), cmd, &fl) },
+        name,
+    )
 }
 
 /// Whether a write lock on `path` would conflict with an OFD lock someone
@@ -108,7 +126,10 @@ pub fn record_lock_is_held(path: &Path) -> io::Result<bool> {
     let mut fl = whole_file(libc::F_WRLCK as libc::c_int);
     let cmd = ofd_command(sys::F_OFD_GETLK)?;
     // SAFETY: fcntl with a valid, writable struct flock.
-    check(unsafe { libc::fcntl(probe.as_raw_fd(), cmd, &mut fl) }, "fcntl(F_OFD_GETLK)")?;
+    check(
+        unsafe { libc::fcntl(probe.as_raw_fd(), cmd, &mut fl) },
+        "fcntl(F_OFD_GETLK)",
+    )?;
     Ok(fl.l_type as libc::c_int != libc::F_UNLCK as libc::c_int)
 }
 
@@ -151,7 +172,9 @@ pub fn posix_lock_seen_from_child(fd: impl AsFd) -> io::Result<bool> {
     match libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)) {
         Some(0) => Ok(false),
         Some(1) => Ok(true),
-        _ => Err(io::Error::other(format!("F_GETLK child failed (wait status {status})"))),
+        _ => Err(io::Error::other(format!(
+            "F_GETLK child failed (wait status {status})"
+        ))),
     }
 }
 
@@ -193,7 +216,10 @@ mod tests {
         assert!(!posix_lock_seen_from_child(&f).unwrap());
         record_lock(&f, RecordLock::Posix, libc::F_WRLCK as _).unwrap();
         assert!(posix_lock_seen_from_child(&f).unwrap());
-        assert!(posix_lock_seen_from_child(&f).unwrap(), "asking must not drop the lock");
+        assert!(
+            posix_lock_seen_from_child(&f).unwrap(),
+            "asking must not drop the lock"
+        );
         record_lock(&f, RecordLock::Posix, libc::F_UNLCK as _).unwrap();
         assert!(!posix_lock_seen_from_child(&f).unwrap());
     }

@@ -1,1 +1,353 @@
-fn main(){}
+//! The `fdwindow` command: run the probes, render the matrix, answer verdicts.
+//!
+//! Exit status: 0 success, 1 a probe or a write failed, 2 bad input (unknown
+//! hazard, arm or platform, bad numbers, corrupt or future results files, an
+//! unwritable results folder), 130 interrupted.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+
+use fdwindow::matrix::{arm_verdict, combined_verdict, count_text};
+use fdwindow::platform::Platform;
+use fdwindow::report::ResultsFile;
+use fdwindow::runner::{self, RunError, RunOptions};
+use fdwindow::verdict::Window;
+use fdwindow::{harness, results};
+
+#[derive(Parser)]
+#[command(
+    version,
+    about = "Measure descriptor-inheritance hazards and the fixes that hold, per OS."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run every probe, merge into results/<platform>.json, regenerate MATRIX.md.
+    Run {
+        /// The results folder.
+        #[arg(long, default_value = "results")]
+        results: PathBuf,
+        /// Where the probe binaries are (default: beside this binary).
+        #[arg(long)]
+        probes: Option<PathBuf>,
+        /// Trials per arm in deterministic windows.
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+        trials: Option<u64>,
+        /// Milliseconds per arm in the posix-spawn race.
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=600_000))]
+        race_ms: Option<u64>,
+        /// Hard timeout per probe, in seconds.
+        #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..=3600))]
+        timeout: u64,
+        /// Run only this hazard's probe (repeatable).
+        #[arg(long = "only", value_name = "HAZARD")]
+        only: Vec<String>,
+    },
+    /// Regenerate MATRIX.md from the results files.
+    Matrix {
+        /// The results folder.
+        #[arg(long, default_value = "results")]
+        results: PathBuf,
+        /// Do not write: exit 1 if MATRIX.md is not what the results give.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Print one line, `<verdict> <hits>/<trials> (<95% interval>)`, for one arm.
+    Verdict {
+        /// Hazard id, e.g. flock-survival.
+        hazard: String,
+        /// Arm id, e.g. unlock-then-close.
+        arm: String,
+        /// One window (default: all the arm ran in, combined).
+        #[arg(long)]
+        window: Option<String>,
+        /// Platform id (default: this machine's, or the only results file).
+        #[arg(long)]
+        platform: Option<String>,
+        /// The results folder.
+        #[arg(long, default_value = "results")]
+        results: PathBuf,
+    },
+    /// Print the verdict table of one platform.
+    Summary {
+        /// Platform id (default: this machine's, or the only results file).
+        #[arg(long)]
+        platform: Option<String>,
+        /// The results folder.
+        #[arg(long, default_value = "results")]
+        results: PathBuf,
+    },
+}
+
+/// Bad input: printed as `error: …` with exit status 2.
+struct Usage(String);
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Cmd::Run {
+            results,
+            probes,
+            trials,
+            race_ms,
+            timeout,
+            only,
+        } => run(results, probes, trials, race_ms, timeout, only),
+        Cmd::Matrix { results, check } => matrix(&results, check),
+        Cmd::Verdict {
+            hazard,
+            arm,
+            window,
+            platform,
+            results,
+        } => verdict(
+            &results,
+            platform.as_deref(),
+            &hazard,
+            &arm,
+            window.as_deref(),
+        ),
+        Cmd::Summary { platform, results } => {
+            pick_platform(&results, platform.as_deref()).map(|f| {
+                print!("{}", summary_table(&f));
+                ExitCode::SUCCESS
+            })
+        }
+    };
+    result.unwrap_or_else(|Usage(msg)| {
+        eprintln!("error: {msg}");
+        ExitCode::from(2)
+    })
+}
+
+fn run(
+    results_dir: PathBuf,
+    probes: Option<PathBuf>,
+    trials: Option<u64>,
+    race_ms: Option<u64>,
+    timeout: u64,
+    only: Vec<String>,
+) -> Result<ExitCode, Usage> {
+    let probes_dir = match probes {
+        Some(dir) => dir,
+        None => std::env::current_exe()
+            .ok()
+            .and_then(|p| p.parent().map(Path::to_owned))
+            .ok_or_else(|| Usage("cannot locate the probe binaries; pass --probes DIR".into()))?,
+    };
+    harness::catch_interrupts();
+    let opts = RunOptions {
+        results_dir,
+        probes_dir,
+        trials,
+        race_ms,
+        timeout: Duration::from_secs(timeout),
+        only,
+    };
+    match runner::run(&opts) {
+        Ok(summary) => {
+            print!("{}", summary_table(&summary.results));
+            println!(
+                "\nwrote {} and {} in {:.1} s",
+                summary.results_path.display(),
+                opts.results_dir.join("MATRIX.md").display(),
+                summary.elapsed.as_secs_f64()
+            );
+            if summary.failures.is_empty() {
+                Ok(ExitCode::SUCCESS)
+            } else {
+                for (hazard, why) in &summary.failures {
+                    eprintln!("error: {hazard}: {why} (its previous results were kept)");
+                }
+                Ok(ExitCode::FAILURE)
+            }
+        }
+        Err(RunError::Usage(msg)) => Err(Usage(msg)),
+        Err(RunError::Interrupted) => {
+            eprintln!("interrupted: probes killed, results unchanged");
+            Ok(ExitCode::from(130))
+        }
+        Err(RunError::Io(e)) => {
+            eprintln!("error: {e}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+fn matrix(dir: &Path, check: bool) -> Result<ExitCode, Usage> {
+    let files = results::load_dir(dir).map_err(|e| Usage(e.to_string()))?;
+    let rendered = fdwindow::matrix::render(&files);
+    let path = dir.join("MATRIX.md");
+    if check {
+        let current = std::fs::read_to_string(&path).unwrap_or_default();
+        if current != rendered {
+            eprintln!(
+                "{} is stale: run `fdwindow matrix` (or `make matrix`)",
+                path.display()
+            );
+            return Ok(ExitCode::FAILURE);
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    match results::write_atomic(&path, rendered.as_bytes()) {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) => Err(Usage(format!("results folder is not writable: {e}"))),
+    }
+}
+
+/// The results file for `--platform`, else this machine's, else the only one.
+fn pick_platform(dir: &Path, platform: Option<&str>) -> Result<ResultsFile, Usage> {
+    let mut files = results::load_dir(dir).map_err(|e| Usage(e.to_string()))?;
+    let ids: Vec<String> = files.iter().map(|f| f.platform.id.clone()).collect();
+    let wanted = platform.map(str::to_owned).or_else(|| {
+        let here = Platform::detect().id;
+        if ids.contains(&here) {
+            Some(here)
+        } else if ids.len() == 1 {
+            Some(ids[0].clone())
+        } else {
+            None
+        }
+    });
+    let Some(wanted) = wanted else {
+        return Err(Usage(format!(
+            "{} holds no results for this machine; pass --platform (one of: {})",
+            dir.display(),
+            if ids.is_empty() {
+                "none; run `make probe-linux` first".into()
+            } else {
+                ids.join(", ")
+            }
+        )));
+    };
+    match files.iter().position(|f| f.platform.id == wanted) {
+        Some(i) => Ok(files.swap_remove(i)),
+        None => Err(Usage(format!(
+            "no results for platform {wanted:?} in {}; have: {}",
+            dir.display(),
+            ids.join(", ")
+        ))),
+    }
+}
+
+fn verdict(
+    dir: &Path,
+    platform: Option<&str>,
+    hazard: &str,
+    arm: &str,
+    window: Option<&str>,
+) -> Result<ExitCode, Usage> {
+    let window = window
+        .map(|w| {
+            Window::from_id(w).ok_or_else(|| {
+                let all: Vec<_> = Window::ALL.iter().map(|w| w.id()).collect();
+                Usage(format!("unknown window {w:?}; windows: {}", all.join(", ")))
+            })
+        })
+        .transpose()?;
+    let file = pick_platform(dir, platform)?;
+    let Some(report) = file.probes.get(hazard) else {
+        let known: Vec<_> = file.probes.keys().map(String::as_str).collect();
+        return Err(Usage(format!(
+            "unknown hazard {hazard:?}; {} has: {}",
+            file.platform.id,
+            known.join(", ")
+        )));
+    };
+    let arms: Vec<_> = report.arms.iter().filter(|a| a.arm == arm).collect();
+    // An observation has no verdict: print the row's measured values instead.
+    if let Some((table, row)) = report.tables.iter().find_map(|t| {
+        t.rows
+            .iter()
+            .find(|r| r.first().is_some_and(|k| k == arm))
+            .map(|r| (t, r))
+    }) {
+        let cells: Vec<String> = table
+            .columns
+            .iter()
+            .zip(row)
+            .skip(1)
+            .map(|(c, v)| format!("{c}={v}"))
+            .collect();
+        println!("observed {}", cells.join(" "));
+        return Ok(ExitCode::SUCCESS);
+    }
+    if arms.is_empty() {
+        let mut known: Vec<_> = report.arms.iter().map(|a| a.arm.as_str()).collect();
+        known.dedup();
+        return Err(Usage(format!(
+            "unknown arm {arm:?} for {hazard}; arms: {}",
+            known.join(", ")
+        )));
+    }
+    let chosen: Vec<_> = arms
+        .into_iter()
+        .filter(|a| window.is_none_or(|w| a.window == w))
+        .collect();
+    if chosen.is_empty() {
+        return Err(Usage(format!(
+            "{hazard} {arm} did not run in window {}",
+            window.map_or("", Window::id)
+        )));
+    }
+    let verdicts: Vec<_> = chosen
+        .iter()
+        .map(|a| (arm_verdict(report, a), a.outcome.count()))
+        .collect();
+    let (v, count) = combined_verdict(&verdicts);
+    match count {
+        Some(c) => println!("{} {}", v.id(), count_text(c)),
+        None => println!("{}", v.id()),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A plain-text table of every arm's verdict on one platform.
+fn summary_table(file: &ResultsFile) -> String {
+    let mut rows = vec![[
+        "hazard".to_owned(),
+        "arm".into(),
+        "window".into(),
+        "verdict".into(),
+        "hits/trials (95% CI)".into(),
+    ]];
+    for (hazard, report) in &file.probes {
+        for a in &report.arms {
+            let detail = match &a.outcome {
+                fdwindow::verdict::Outcome::Observed { trials, hits, .. } => {
+                    count_text(fdwindow::stats::Count::new(*hits, *trials))
+                }
+                fdwindow::verdict::Outcome::Unsupported { reason } => reason.clone(),
+                fdwindow::verdict::Outcome::Broken { error } => error.clone(),
+            };
+            rows.push([
+                hazard.clone(),
+                a.arm.clone(),
+                a.window.id().into(),
+                arm_verdict(report, a).id().into(),
+                detail,
+            ]);
+        }
+    }
+    let widths: Vec<usize> = (0..5)
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = format!("\nplatform {}\n", file.platform.id);
+    for r in &rows {
+        let line: Vec<String> = r
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}

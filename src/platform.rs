@@ -75,7 +75,11 @@ fn uname() -> Uname {
         };
     }
     let field = |f: &[libc::c_char]| {
-        let bytes: Vec<u8> = f.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+        let bytes: Vec<u8> = f
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
         String::from_utf8_lossy(&bytes).into_owned()
     };
     Uname {
@@ -92,7 +96,11 @@ pub(crate) fn major_minor(version: &str) -> String {
         .take_while(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
         .take(2)
         .collect();
-    if digits.is_empty() { "unknown".into() } else { digits.join(".") }
+    if digits.is_empty() {
+        "unknown".into()
+    } else {
+        digits.join(".")
+    }
 }
 
 #[cfg(test)]
@@ -102,9 +110,17 @@ mod tests {
     #[test]
     fn detects_something_plausible() {
         let p = Platform::detect();
-        assert!(!p.os.is_empty() && !p.kernel_release.is_empty() && p.cpus >= 1, "{p:?}");
+        assert!(
+            !p.os.is_empty() && !p.kernel_release.is_empty() && p.cpus >= 1,
+            "{p:?}"
+        );
         assert!(p.id.starts_with(&p.os), "{p:?}");
-        assert!(p.id.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b)), "{}", p.id);
+        assert!(
+            p.id.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b)),
+            "{}",
+            p.id
+        );
     }
 
     #[test]

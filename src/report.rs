@@ -34,6 +34,27 @@ pub struct ProbeReport {
     pub elapsed_ms: u64,
     /// The arms, controls first.
     pub arms: Vec<ArmReport>,
+    /// Observation tables: measured values with no hazard/mitigation sense.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tables: Vec<Table>,
+}
+
+/// An observation: a table of measured values (an errno name, a duration, a
+/// resolution). The first column is the row's key.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Table {
+    /// Table id, unique within its probe, e.g. `second-bind`.
+    pub id: String,
+    /// One sentence: what was measured, and how.
+    pub about: String,
+    /// Column headings; the first names the key.
+    pub columns: Vec<String>,
+    /// Rows, each as long as `columns`.
+    pub rows: Vec<Vec<String>>,
+    /// Set instead of rows when the observation could not be made:
+    /// `unsupported: …` or `broken: …`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
 }
 
 /// One arm in one window.
@@ -70,7 +91,19 @@ impl ProbeReport {
         let mut seen = std::collections::BTreeSet::new();
         for a in &self.arms {
             if !seen.insert((&a.arm, a.window)) {
-                return Err(format!("arm {} appears twice in window {}", a.arm, a.window.id()));
+                return Err(format!(
+                    "arm {} appears twice in window {}",
+                    a.arm,
+                    a.window.id()
+                ));
+            }
+        }
+        for t in &self.tables {
+            if let Some(row) = t.rows.iter().find(|r| r.len() != t.columns.len()) {
+                return Err(format!(
+                    "table {}: row {row:?} does not match its columns",
+                    t.id
+                ));
             }
         }
         Ok(())
@@ -93,7 +126,8 @@ impl ResultsFile {
     pub fn from_json(text: &str) -> Result<ResultsFile, String> {
         // Read the version first, so a future schema is named as such rather
         // than reported as whatever field it no longer has.
-        let head: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+        let head: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
         match head.get("schema").and_then(serde_json::Value::as_u64) {
             Some(v) if v > u64::from(SCHEMA_VERSION) => {
                 return Err(format!(
@@ -103,7 +137,8 @@ impl ResultsFile {
             Some(_) => {}
             None => return Err("no \"schema\" field: not an fdwindow results file".into()),
         }
-        let file: ResultsFile = serde_json::from_value(head).map_err(|e| format!("bad results: {e}"))?;
+        let file: ResultsFile =
+            serde_json::from_value(head).map_err(|e| format!("bad results: {e}"))?;
         for (id, p) in &file.probes {
             if *id != p.hazard {
                 return Err(format!("entry {id} holds a report for {}", p.hazard));
@@ -116,7 +151,9 @@ impl ResultsFile {
 
 /// Now, as RFC 3339 UTC with second precision (`2026-12-01T00:08:36Z`).
 pub fn utc_now() -> String {
-    let secs = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
     utc_from_unix(secs)
 }
 
@@ -172,9 +209,37 @@ mod tests {
             started_at: utc_now(),
             elapsed_ms: 12,
             arms: vec![
-                arm("close", Role::Control, Outcome::Observed { trials: 3, hits: 3, tallies: Tallies::new() }),
-                arm("a", Role::Mitigation, Outcome::Unsupported { reason: "r".into() }),
+                arm(
+                    "close",
+                    Role::Control,
+                    Outcome::Observed {
+                        trials: 3,
+                        hits: 3,
+                        tallies: Tallies::new(),
+                    },
+                ),
+                arm(
+                    "a",
+                    Role::Mitigation,
+                    Outcome::Unsupported { reason: "r".into() },
+                ),
                 arm("b", Role::Mitigation, Outcome::Broken { error: "e".into() }),
+            ],
+            tables: vec![
+                Table {
+                    id: "t".into(),
+                    about: "a table".into(),
+                    columns: vec!["key".into(), "value".into()],
+                    rows: vec![vec!["k".into(), "v".into()]],
+                    problem: None,
+                },
+                Table {
+                    id: "u".into(),
+                    about: "a failed table".into(),
+                    columns: vec!["key".into()],
+                    rows: vec![],
+                    problem: Some("unsupported: ENOSYS".into()),
+                },
             ],
         };
         ResultsFile {
@@ -197,11 +262,23 @@ mod tests {
         file.schema = SCHEMA_VERSION + 1;
         let err = ResultsFile::from_json(&serde_json::to_string(&file).unwrap()).unwrap_err();
         assert!(err.contains("newer"), "{err}");
-        assert!(ResultsFile::from_json("{\"x\":1}").unwrap_err().contains("schema"));
-        assert!(ResultsFile::from_json("{trunc").unwrap_err().contains("not JSON"));
+        assert!(
+            ResultsFile::from_json("{\"x\":1}")
+                .unwrap_err()
+                .contains("schema")
+        );
+        assert!(
+            ResultsFile::from_json("{trunc")
+                .unwrap_err()
+                .contains("not JSON")
+        );
         let mut file = sample();
         let dup = file.probes.get("flock-survival").unwrap().arms[0].clone();
-        file.probes.get_mut("flock-survival").unwrap().arms.push(dup);
+        file.probes
+            .get_mut("flock-survival")
+            .unwrap()
+            .arms
+            .push(dup);
         let err = ResultsFile::from_json(&serde_json::to_string(&file).unwrap()).unwrap_err();
         assert!(err.contains("twice"), "{err}");
     }

@@ -38,12 +38,25 @@ impl Scratch {
             let n = SEQUENCE.fetch_add(1, Ordering::Relaxed);
             let dir = root.join(format!("fdwindow-{label}-{pid}-{n}"));
             match std::fs::create_dir(&dir) {
-                Ok(()) => return Ok(Scratch { dir, next: AtomicU64::new(0) }),
+                Ok(()) => {
+                    return Ok(Scratch {
+                        dir,
+                        next: AtomicU64::new(0),
+                    });
+                }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(io::Error::new(e.kind(), format!("create {}: {e}", dir.display()))),
+                Err(e) => {
+                    return Err(io::Error::new(
+                        e.kind(),
+                        format!("create {}: {e}", dir.display()),
+                    ));
+                }
             }
         }
-        Err(io::Error::other(format!("no free scratch name under {}", root.display())))
+        Err(io::Error::other(format!(
+            "no free scratch name under {}",
+            root.display()
+        )))
     }
 
     /// The folder.

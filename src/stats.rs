@@ -51,7 +51,10 @@ impl Count {
     /// The 95% Wilson score interval of the rate; `[0, 1]` before any trial.
     pub fn wilson(self) -> Interval {
         if self.trials == 0 {
-            return Interval { low: 0.0, high: 1.0 };
+            return Interval {
+                low: 0.0,
+                high: 1.0,
+            };
         }
         let n = self.trials as f64;
         let p = self.hits as f64 / n;
@@ -59,9 +62,18 @@ impl Count {
         let denom = 1.0 + z2 / n;
         let centre = (p + z2 / (2.0 * n)) / denom;
         let half = Z95 * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt() / denom;
+        // At the edges the bound is exact; rounding must not move it off 0 or 1.
         Interval {
-            low: (centre - half).max(0.0),
-            high: (centre + half).min(1.0),
+            low: if self.hits == 0 {
+                0.0
+            } else {
+                (centre - half).max(0.0)
+            },
+            high: if self.hits == self.trials {
+                1.0
+            } else {
+                (centre + half).min(1.0)
+            },
         }
     }
 }
@@ -89,7 +101,10 @@ mod tests {
         assert!((i.high - 0.2775).abs() < 1e-4, "{i:?}");
         // 5/10: symmetric about one half, 0.2366..0.7634.
         let i = Count::new(5, 10).wilson();
-        assert!((i.low - 0.2366).abs() < 1e-4 && (i.high - 0.7634).abs() < 1e-4, "{i:?}");
+        assert!(
+            (i.low - 0.2366).abs() < 1e-4 && (i.high - 0.7634).abs() < 1e-4,
+            "{i:?}"
+        );
         // 10/10 mirrors 0/10.
         let i = Count::new(10, 10).wilson();
         assert!((i.low - 0.7225).abs() < 1e-4 && i.high == 1.0, "{i:?}");

@@ -24,7 +24,8 @@ pub enum Outcome {
         trials: u64,
         /// Trials in which the hazard showed.
         hits: u64,
-        /// Extra per-trial measurements, tallied by value.
+        /// Extra measurements, counted by value (per trial, or totals such as
+        /// the spawns a race made).
         #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
         tallies: Tallies,
     },
@@ -184,7 +185,11 @@ mod tests {
     use proptest::prelude::*;
 
     fn observed(hits: u64, trials: u64) -> Outcome {
-        Outcome::Observed { trials, hits, tallies: Tallies::new() }
+        Outcome::Observed {
+            trials,
+            hits,
+            tallies: Tallies::new(),
+        }
     }
 
     #[test]
@@ -192,9 +197,13 @@ mod tests {
         assert_eq!(control_verdict(&observed(1, 1)), Verdict::Present);
         assert_eq!(control_verdict(&observed(0, 380)), Verdict::Inconclusive);
         assert_eq!(control_verdict(&observed(0, 381)), Verdict::Absent);
-        let unsupported = Outcome::Unsupported { reason: "ENOSYS".into() };
+        let unsupported = Outcome::Unsupported {
+            reason: "ENOSYS".into(),
+        };
         assert_eq!(control_verdict(&unsupported), Verdict::Unsupported);
-        let broken = Outcome::Broken { error: "open: EACCES".into() };
+        let broken = Outcome::Broken {
+            error: "open: EACCES".into(),
+        };
         assert_eq!(control_verdict(&broken), Verdict::Broken);
     }
 
@@ -202,40 +211,81 @@ mod tests {
     fn mitigation_rules() {
         let always = observed(10, 10);
         // A control at rate 1 makes a single clean trial decisive.
-        assert_eq!(mitigation_verdict(&observed(0, 1), Some(&always)), Verdict::Valid);
-        assert_eq!(mitigation_verdict(&observed(1, 50), Some(&always)), Verdict::Invalid);
+        assert_eq!(
+            mitigation_verdict(&observed(0, 1), Some(&always)),
+            Verdict::Valid
+        );
+        assert_eq!(
+            mitigation_verdict(&observed(1, 50), Some(&always)),
+            Verdict::Invalid
+        );
         // A rare control needs as many trials as 1% does.
         let rare = observed(1, 1000);
-        assert_eq!(mitigation_verdict(&observed(0, 380), Some(&rare)), Verdict::Inconclusive);
-        assert_eq!(mitigation_verdict(&observed(0, 381), Some(&rare)), Verdict::Valid);
+        assert_eq!(
+            mitigation_verdict(&observed(0, 380), Some(&rare)),
+            Verdict::Inconclusive
+        );
+        assert_eq!(
+            mitigation_verdict(&observed(0, 381), Some(&rare)),
+            Verdict::Valid
+        );
         // A control at 5% needs the 0-hit upper bound under 5%: 73 trials.
         let five = observed(5, 100);
-        assert_eq!(mitigation_verdict(&observed(0, 72), Some(&five)), Verdict::Inconclusive);
-        assert_eq!(mitigation_verdict(&observed(0, 73), Some(&five)), Verdict::Valid);
+        assert_eq!(
+            mitigation_verdict(&observed(0, 72), Some(&five)),
+            Verdict::Inconclusive
+        );
+        assert_eq!(
+            mitigation_verdict(&observed(0, 73), Some(&five)),
+            Verdict::Valid
+        );
         // No reproduced hazard, no valid fix.
-        assert_eq!(mitigation_verdict(&observed(0, 10_000), None), Verdict::Inconclusive);
+        assert_eq!(
+            mitigation_verdict(&observed(0, 10_000), None),
+            Verdict::Inconclusive
+        );
         let absent = observed(0, 10_000);
-        assert_eq!(mitigation_verdict(&observed(0, 10_000), Some(&absent)), Verdict::Inconclusive);
+        assert_eq!(
+            mitigation_verdict(&observed(0, 10_000), Some(&absent)),
+            Verdict::Inconclusive
+        );
         let broken = Outcome::Broken { error: "x".into() };
-        assert_eq!(mitigation_verdict(&observed(0, 10_000), Some(&broken)), Verdict::Inconclusive);
+        assert_eq!(
+            mitigation_verdict(&observed(0, 10_000), Some(&broken)),
+            Verdict::Inconclusive
+        );
     }
 
     #[test]
     fn outcomes_round_trip_through_json() {
         let mut tallies = Tallies::new();
-        tallies.entry("connect".into()).or_default().insert("refused".into(), 3);
+        tallies
+            .entry("connect".into())
+            .or_default()
+            .insert("refused".into(), 3);
         let cases = [
-            (observed(2, 7), r#"{"status":"observed","trials":7,"hits":2}"#),
             (
-                Outcome::Observed { trials: 3, hits: 0, tallies },
+                observed(2, 7),
+                r#"{"status":"observed","trials":7,"hits":2}"#,
+            ),
+            (
+                Outcome::Observed {
+                    trials: 3,
+                    hits: 0,
+                    tallies,
+                },
                 r#"{"status":"observed","trials":3,"hits":0,"tallies":{"connect":{"refused":3}}}"#,
             ),
             (
-                Outcome::Unsupported { reason: "F_OFD_SETLK: EINVAL".into() },
+                Outcome::Unsupported {
+                    reason: "F_OFD_SETLK: EINVAL".into(),
+                },
                 r#"{"status":"unsupported","reason":"F_OFD_SETLK: EINVAL"}"#,
             ),
             (
-                Outcome::Broken { error: "open: EACCES".into() },
+                Outcome::Broken {
+                    error: "open: EACCES".into(),
+                },
                 r#"{"status":"broken","error":"open: EACCES"}"#,
             ),
         ];

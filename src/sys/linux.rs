@@ -32,7 +32,11 @@ pub(crate) fn libc_name_version() -> (String, String) {
 // musl has no call that reports its version; say so rather than guess.
 #[cfg(not(target_env = "gnu"))]
 pub(crate) fn libc_name_version() -> (String, String) {
-    let name = if cfg!(target_env = "musl") { "musl" } else { "libc" };
+    let name = if cfg!(target_env = "musl") {
+        "musl"
+    } else {
+        "libc"
+    };
     (name.into(), String::new())
 }
 

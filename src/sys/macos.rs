@@ -9,7 +9,13 @@ pub(crate) fn os_release() -> Option<String> {
     let mut len = buf.len();
     // SAFETY: buf and len describe a writable buffer; no new value is set.
     let rc = unsafe {
-        libc::sysctlbyname(name.as_ptr(), buf.as_mut_ptr().cast(), &mut len, std::ptr::null_mut(), 0)
+        libc::sysctlbyname(
+            name.as_ptr(),
+            buf.as_mut_ptr().cast(),
+            &mut len,
+            std::ptr::null_mut(),
+            0,
+        )
     };
     if rc != 0 {
         return None;

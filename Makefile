@@ -1,0 +1,62 @@
+# fdwindow: measure this machine, test, check the macOS code, bench.
+# See README.md.
+
+CARGO ?= cargo
+UNAME := $(shell uname -s)
+RESULTS ?= results
+MACOS_TARGETS := aarch64-apple-darwin x86_64-apple-darwin
+# Debian's rustc-web toolchain, used only to type-check for macOS (it ships
+# rust-src, which -Zbuild-std needs; rustup cannot fetch targets here).
+WEB_PACKAGES := rustc-web cargo-web rust-web-src rust-web-clippy
+WEB_ENV := PATH=/usr/bin:$$PATH RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc RUSTC_BOOTSTRAP=1 \
+	CARGO_TARGET_DIR=target/macos-check RUSTUP_TOOLCHAIN=
+
+.PHONY: probe-linux probe-macos probe matrix test check-macos bench bench-quick lint clean
+
+probe-linux:
+	@[ "$(UNAME)" = Linux ] || { echo "probe-linux measures Linux; this is $(UNAME): run 'make probe-macos' on a Mac" >&2; exit 2; }
+	@$(MAKE) --no-print-directory probe
+
+probe-macos:
+	@[ "$(UNAME)" = Darwin ] || { echo "probe-macos measures macOS and must run on a Mac (this is $(UNAME)); here run 'make probe-linux', and 'make check-macos' to type-check the macOS code" >&2; exit 2; }
+	@$(MAKE) --no-print-directory probe
+
+probe:
+	$(CARGO) build --release --locked --bins
+	./target/release/fdwindow run --results $(RESULTS)
+
+matrix:
+	$(CARGO) run --release --locked --bin fdwindow -- matrix --results $(RESULTS)
+
+test:
+	@if $(CARGO) nextest --version >/dev/null 2>&1; then \
+		$(CARGO) nextest run --locked --no-fail-fast && $(CARGO) test --locked --doc; \
+	else \
+		$(CARGO) test --locked --no-fail-fast && $(CARGO) test --locked --doc; \
+	fi
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --locked --all-targets -- -D warnings
+
+check-macos:
+	@missing=""; for p in $(WEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing$$missing"; \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+		$$SUDO apt-get update -q && $$SUDO apt-get install -y -q $$missing; \
+	fi
+	@for t in $(MACOS_TARGETS); do \
+		echo "== check and clippy for $$t"; \
+		$(WEB_ENV) /usr/bin/cargo clippy --locked -Zbuild-std=std,panic_abort --target $$t --all-targets -- -D warnings || exit 1; \
+	done
+
+bench:
+	$(CARGO) bench --locked --bench bench_main
+
+bench-quick:
+	$(CARGO) bench --locked --bench bench_main -- --quick
+
+clean:
+	$(CARGO) clean
+	rm -rf target/macos-check

@@ -1,0 +1,102 @@
+//! Reported facts: what cited public sources say about a platform that has not
+//! been measured yet. The matrix shows them only for an OS with no results
+//! file of its own, each marked `reported` with its source.
+
+use crate::verdict::{Verdict, Window};
+
+/// One claim from a public source about one arm in one window.
+#[derive(Clone, Copy, Debug)]
+pub struct Reported {
+    /// The OS the source speaks of (`macos`).
+    pub os: &'static str,
+    /// Hazard id.
+    pub hazard: &'static str,
+    /// Arm id.
+    pub arm: &'static str,
+    /// Window kind.
+    pub window: Window,
+    /// The verdict the source supports.
+    pub verdict: Verdict,
+    /// Where it is said: a citation a reader can follow.
+    pub source: &'static str,
+}
+
+const APPLE_FLOCK: &str = "Apple flock(2): locks made through dup(2) or fork(2) copies are one lock, \
+    and an explicit unlock through any copy releases it \
+    (developer.apple.com/library/archive/documentation/System/Conceptual/ManPages_iPhoneOS/man2/flock.2.html)";
+const STD_FLOCK: &str = "rust-lang/rust library/std/src/sys/fs/unix.rs: File::lock/unlock call \
+    flock(LOCK_EX/LOCK_UN) on macOS; with Apple flock(2) on explicit unlock";
+const FS2_FLOCK: &str = "danburkert/fs2-rs src/unix.rs: lock_exclusive/unlock call libc::flock; \
+    with Apple flock(2) on explicit unlock";
+const SEED_CLOEXEC: &str = "shared/reference write-up 001 (macOS, Apple Silicon): the descriptors \
+    were already close-on-exec and a pre-exec fork still held them; the window ends at exec";
+const POSIX_FCNTL: &str = "POSIX.1-2017 fcntl(): all of a process's locks on a file are removed \
+    when it closes any descriptor for that file (pubs.opengroup.org/onlinepubs/9699919799/functions/fcntl.html)";
+
+/// Every reported claim.
+pub const REPORTED: &[Reported] = &[
+    Reported {
+        os: "macos",
+        hazard: "flock-survival",
+        arm: "close",
+        window: Window::ForkWindow,
+        verdict: Verdict::Present,
+        source: APPLE_FLOCK,
+    },
+    Reported {
+        os: "macos",
+        hazard: "flock-survival",
+        arm: "close",
+        window: Window::Inherited,
+        verdict: Verdict::Present,
+        source: APPLE_FLOCK,
+    },
+    Reported {
+        os: "macos",
+        hazard: "flock-survival",
+        arm: "unlock-then-close",
+        window: Window::ForkWindow,
+        verdict: Verdict::Valid,
+        source: APPLE_FLOCK,
+    },
+    Reported {
+        os: "macos",
+        hazard: "flock-survival",
+        arm: "unlock-then-close",
+        window: Window::Inherited,
+        verdict: Verdict::Valid,
+        source: APPLE_FLOCK,
+    },
+    Reported {
+        os: "macos",
+        hazard: "flock-survival",
+        arm: "std-unlock",
+        window: Window::ForkWindow,
+        verdict: Verdict::Valid,
+        source: STD_FLOCK,
+    },
+    Reported {
+        os: "macos",
+        hazard: "flock-survival",
+        arm: "fs2-unlock",
+        window: Window::ForkWindow,
+        verdict: Verdict::Valid,
+        source: FS2_FLOCK,
+    },
+    Reported {
+        os: "macos",
+        hazard: "flock-survival",
+        arm: "cloexec",
+        window: Window::ForkWindow,
+        verdict: Verdict::Invalid,
+        source: SEED_CLOEXEC,
+    },
+    Reported {
+        os: "macos",
+        hazard: "posix-lock-drop",
+        arm: "close-other-fd",
+        window: Window::InProcess,
+        verdict: Verdict::Present,
+        source: POSIX_FCNTL,
+    },
+];

@@ -1,0 +1,127 @@
+//! The results folder: loading every `results/*.json`, and writing files
+//! atomically (a temp file in the same folder, fsync, rename), so a failed or
+//! interrupted run never leaves a half-written or emptied file behind.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use crate::report::ResultsFile;
+
+/// A results file that could not be used, with its path.
+#[derive(Debug)]
+pub struct BadResults {
+    /// The file.
+    pub path: PathBuf,
+    /// What is wrong with it.
+    pub problem: String,
+}
+
+impl std::fmt::Display for BadResults {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.problem)
+    }
+}
+
+/// Loads one results file; `Ok(None)` when it does not exist.
+pub fn load(path: &Path) -> Result<Option<ResultsFile>, BadResults> {
+    let bad = |problem: String| BadResults {
+        path: path.to_owned(),
+        problem,
+    };
+    match fs::read_to_string(path) {
+        Ok(text) => ResultsFile::from_json(&text).map(Some).map_err(bad),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(bad(e.to_string())),
+    }
+}
+
+/// Loads every `*.json` in `dir`, sorted by platform id. A missing folder holds none.
+pub fn load_dir(dir: &Path) -> Result<Vec<ResultsFile>, BadResults> {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => {
+            return Err(BadResults {
+                path: dir.to_owned(),
+                problem: e.to_string(),
+            });
+        }
+    };
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    paths.sort();
+    let mut files = Vec::new();
+    for path in paths {
+        let file = load(&path)?.expect("listed file vanished");
+        let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned());
+        if stem.as_deref() != Some(file.platform.id.as_str()) {
+            return Err(BadResults {
+                path,
+                problem: format!(
+                    "holds platform {}, so it must be named {}.json",
+                    file.platform.id, file.platform.id
+                ),
+            });
+        }
+        files.push(file);
+    }
+    files.sort_by(|a, b| a.platform.id.cmp(&b.platform.id));
+    Ok(files)
+}
+
+/// Writes `contents` to `path` atomically: readers see the old file or the
+/// new one, never a part.
+pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::other("no file name"))?;
+    let tmp = dir.join(format!(
+        ".{}.tmp-{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let result = (|| {
+        let mut f = fs::File::create(&tmp)?;
+        f.write_all(contents)?;
+        f.sync_all()?;
+        fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result.map_err(|e| io::Error::new(e.kind(), format!("write {}: {e}", path.display())))
+}
+
+/// Fails early, before any probe runs, if `dir` cannot take a results file.
+pub fn check_writable(dir: &Path) -> io::Result<()> {
+    fs::create_dir_all(dir)
+        .map_err(|e| io::Error::new(e.kind(), format!("create {}: {e}", dir.display())))?;
+    write_atomic(&dir.join(".fdwindow-write-check"), b"")?;
+    fs::remove_file(dir.join(".fdwindow-write-check"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scratch::Scratch;
+
+    #[test]
+    fn atomic_write_replaces_whole_files_and_leaves_no_temp() {
+        let s = Scratch::new("results").unwrap();
+        let path = s.dir().join("a.json");
+        write_atomic(&path, b"one").unwrap();
+        write_atomic(&path, b"two").unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"two");
+        assert_eq!(fs::read_dir(s.dir()).unwrap().count(), 1);
+        assert!(load_dir(&s.dir().join("missing")).unwrap().is_empty());
+        let err = load(&path).unwrap_err();
+        assert!(err.to_string().contains("not JSON"), "{err}");
+    }
+}

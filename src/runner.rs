@@ -1,0 +1,215 @@
+//! `fdwindow run`: runs every probe binary as its own process, under a hard
+//! timeout and in its own process group, and merges the reports into
+//! `results/<platform-id>.json`.
+//!
+//! A probe that fails, times out or prints a bad report keeps its previous
+//! results; the file is replaced atomically and only after every probe ran, so
+//! an interrupted run changes nothing.
+
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crate::harness::interrupted;
+use crate::platform::Platform;
+use crate::report::{ProbeReport, ResultsFile, SCHEMA_VERSION};
+use crate::results;
+use crate::scratch::{SCRATCH_ENV, Scratch};
+
+/// Every probe, by hazard id; its binary is `probe-<id>` beside `fdwindow`.
+pub const PROBES: &[&str] = &["flock-survival", "ofd-lock-survival", "posix-lock-drop"];
+
+/// What `fdwindow run` was asked to do.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// Where results files and MATRIX.md live.
+    pub results_dir: PathBuf,
+    /// Where the probe binaries are.
+    pub probes_dir: PathBuf,
+    /// Passed to each probe as `--trials`.
+    pub trials: Option<u64>,
+    /// Passed to each probe as `--race-ms`.
+    pub race_ms: Option<u64>,
+    /// Per-probe hard timeout.
+    pub timeout: Duration,
+    /// Run only these hazards (all when empty).
+    pub only: Vec<String>,
+}
+
+/// Why a run did not complete.
+#[derive(Debug)]
+pub enum RunError {
+    /// Bad input: unknown hazard, corrupt or future results file, unwritable folder.
+    Usage(String),
+    /// SIGINT or SIGTERM: probes killed, nothing written.
+    Interrupted,
+    /// Writing the results failed.
+    Io(std::io::Error),
+}
+
+/// What a completed run did.
+#[derive(Debug)]
+pub struct RunSummary {
+    /// The results file written.
+    pub results_path: PathBuf,
+    /// The merged results for this platform.
+    pub results: ResultsFile,
+    /// Probes that failed, with why (their previous results were kept).
+    pub failures: Vec<(String, String)>,
+    /// Wall time of the whole run.
+    pub elapsed: Duration,
+}
+
+/// Runs the probes and writes the results and the matrix.
+pub fn run(opts: &RunOptions) -> Result<RunSummary, RunError> {
+    let started = Instant::now();
+    if let Some(unknown) = opts.only.iter().find(|h| !PROBES.contains(&h.as_str())) {
+        return Err(RunError::Usage(format!(
+            "no probe for hazard {unknown:?}; probes: {}",
+            PROBES.join(", ")
+        )));
+    }
+    let platform = Platform::detect();
+    let results_path = opts.results_dir.join(format!("{}.json", platform.id));
+    // Refuse before measuring anything: bad files stay untouched.
+    results::check_writable(&opts.results_dir)
+        .map_err(|e| RunError::Usage(format!("results folder is not writable: {e}")))?;
+    let previous = results::load(&results_path).map_err(|e| RunError::Usage(e.to_string()))?;
+    results::load_dir(&opts.results_dir).map_err(|e| RunError::Usage(e.to_string()))?;
+    let scratch = Scratch::new("run").map_err(RunError::Io)?;
+
+    let mut merged = previous.unwrap_or_else(|| ResultsFile {
+        schema: SCHEMA_VERSION,
+        platform: platform.clone(),
+        probes: Default::default(),
+    });
+    merged.schema = SCHEMA_VERSION;
+    merged.platform = platform;
+    let mut failures = Vec::new();
+    for hazard in PROBES
+        .iter()
+        .filter(|h| opts.only.is_empty() || opts.only.iter().any(|o| o == *h))
+    {
+        eprintln!("fdwindow: probing {hazard} …");
+        match run_probe(hazard, opts, scratch.dir()) {
+            Ok(report) => {
+                merged.probes.insert(hazard.to_string(), report);
+            }
+            Err(ProbeFailure::Interrupted) => return Err(RunError::Interrupted),
+            Err(ProbeFailure::Failed(why)) => {
+                eprintln!("fdwindow: {hazard} failed: {why}");
+                failures.push((hazard.to_string(), why));
+            }
+        }
+    }
+    let json = serde_json::to_string_pretty(&merged).expect("results serialise") + "\n";
+    results::write_atomic(&results_path, json.as_bytes()).map_err(RunError::Io)?;
+    write_matrix(&opts.results_dir).map_err(RunError::Io)?;
+    Ok(RunSummary {
+        results_path,
+        results: merged,
+        failures,
+        elapsed: started.elapsed(),
+    })
+}
+
+/// Regenerates `<dir>/MATRIX.md` from every results file in `dir`.
+pub fn write_matrix(dir: &Path) -> std::io::Result<()> {
+    let files = results::load_dir(dir).map_err(|e| std::io::Error::other(e.to_string()))?;
+    results::write_atomic(
+        &dir.join("MATRIX.md"),
+        crate::matrix::render(&files).as_bytes(),
+    )
+}
+
+enum ProbeFailure {
+    Interrupted,
+    Failed(String),
+}
+
+fn run_probe(hazard: &str, opts: &RunOptions, scratch: &Path) -> Result<ProbeReport, ProbeFailure> {
+    let bin = opts.probes_dir.join(format!("probe-{hazard}"));
+    let mut cmd = Command::new(&bin);
+    if let Some(t) = opts.trials {
+        cmd.arg("--trials").arg(t.to_string());
+    }
+    if let Some(ms) = opts.race_ms {
+        cmd.arg("--race-ms").arg(ms.to_string());
+    }
+    // Its own process group, so a timeout kills the probe and every child it
+    // holds in one signal; process_group keeps std on posix_spawn.
+    cmd.env(SCRATCH_ENV, scratch)
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().map_err(|e| {
+        ProbeFailure::Failed(format!(
+            "start {}: {e} (build with `cargo build --release`)",
+            bin.display()
+        ))
+    })?;
+    let pgid = child.id() as libc::pid_t;
+    // Drain both pipes on their own threads, so a chatty probe can never fill
+    // a pipe buffer and deadlock against our wait.
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = r.read_to_end(&mut buf);
+            buf
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().expect("piped")));
+    let err = drain(Box::new(child.stderr.take().expect("piped")));
+    let (tx, rx) = mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    let deadline = Instant::now() + opts.timeout;
+    let status = loop {
+        // Wake every 50 ms only to notice Ctrl-C; the exit itself arrives on the channel.
+        match rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(status) => break status.map_err(|e| ProbeFailure::Failed(format!("wait: {e}")))?,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                let timed_out = Instant::now() >= deadline;
+                if interrupted() || timed_out {
+                    // SAFETY: signals the probe's own process group; the probe
+                    // is not yet reaped, so its pid (the group id) is not reused.
+                    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+                    let _ = waiter.join();
+                    return Err(if timed_out {
+                        ProbeFailure::Failed(format!("timed out after {:?}; killed", opts.timeout))
+                    } else {
+                        ProbeFailure::Interrupted
+                    });
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(ProbeFailure::Failed("lost the probe's wait thread".into()));
+            }
+        }
+    };
+    let _ = waiter.join();
+    let stdout = out.join().unwrap_or_default();
+    let stderr = String::from_utf8_lossy(&err.join().unwrap_or_default())
+        .trim()
+        .to_owned();
+    if !status.success() {
+        return Err(ProbeFailure::Failed(format!(
+            "exited with {status}: {stderr}"
+        )));
+    }
+    let report: ProbeReport = serde_json::from_slice(&stdout)
+        .map_err(|e| ProbeFailure::Failed(format!("unreadable report: {e}")))?;
+    report.validate().map_err(ProbeFailure::Failed)?;
+    if report.hazard != hazard {
+        return Err(ProbeFailure::Failed(format!(
+            "reported hazard {} instead",
+            report.hazard
+        )));
+    }
+    Ok(report)
+}

@@ -1,0 +1,257 @@
+//! The command line: bad input gets a clear error and exit status 2, files are
+//! left untouched, and a run writes results, the matrix and nothing else.
+
+mod common;
+
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+
+use common::{fdwindow, probes_dir, scratch, stderr};
+
+fn assert_usage_error(args: &[&str], needle: &str) {
+    let out = fdwindow().args(args).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+    assert!(stderr(&out).contains(needle), "{args:?}: {}", stderr(&out));
+    assert!(
+        !stderr(&out).contains("panicked"),
+        "{args:?}: {}",
+        stderr(&out)
+    );
+}
+
+/// A quick run of the in-process probe into `dir`.
+fn quick_run(dir: &std::path::Path) -> std::process::Output {
+    fdwindow()
+        .args([
+            "run",
+            "--trials",
+            "2",
+            "--race-ms",
+            "5",
+            "--only",
+            "posix-lock-drop",
+            "--results",
+        ])
+        .arg(dir)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn bad_numbers_and_names() {
+    assert_usage_error(&["run", "--trials", "0"], "--trials");
+    assert_usage_error(&["run", "--trials", "abc"], "--trials");
+    assert_usage_error(&["run", "--only", "no-such-hazard"], "no probe for hazard");
+    let probe = probes_dir().join("probe-flock-survival");
+    for (args, needle) in [
+        (&["--trials", "0"][..], "--trials"),
+        (&["--trials", "abc"][..], "--trials"),
+        (&["--arm", "nope"][..], "no arm"),
+    ] {
+        let out = std::process::Command::new(&probe)
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&out).contains(needle), "{args:?}: {}", stderr(&out));
+        assert!(out.stdout.is_empty());
+    }
+}
+
+#[test]
+fn run_then_ask_for_verdicts() {
+    let s = scratch("cli-run");
+    let dir = s.dir().join("results");
+    let out = quick_run(&dir);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut names: Vec<String> = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert_eq!(names[0], "MATRIX.md");
+    let d = dir.to_str().unwrap();
+
+    let out = fdwindow()
+        .args(["verdict", "posix-lock-drop", "flock", "--results", d])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let line = String::from_utf8(out.stdout).unwrap();
+    assert!(line.starts_with("valid 0/2 ("), "{line}");
+    assert_eq!(line.lines().count(), 1);
+
+    assert_usage_error(
+        &["verdict", "nope", "flock", "--results", d],
+        "unknown hazard",
+    );
+    assert_usage_error(
+        &["verdict", "posix-lock-drop", "nope", "--results", d],
+        "unknown arm",
+    );
+    assert_usage_error(
+        &[
+            "verdict",
+            "posix-lock-drop",
+            "flock",
+            "--window",
+            "nope",
+            "--results",
+            d,
+        ],
+        "unknown window",
+    );
+    assert_usage_error(
+        &[
+            "verdict",
+            "posix-lock-drop",
+            "flock",
+            "--platform",
+            "vax-1",
+            "--results",
+            d,
+        ],
+        "no results for platform",
+    );
+
+    let out = fdwindow()
+        .args(["matrix", "--check", "--results", d])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
+fn corrupt_and_future_results_are_refused_and_left_untouched() {
+    let s = scratch("cli-bad");
+    let dir = s.dir().join("results");
+    assert!(quick_run(&dir).status.success());
+    let file = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .unwrap();
+    let good = fs::read_to_string(&file).unwrap();
+    let future = good.replacen("\"schema\": 1", "\"schema\": 99", 1);
+    assert_ne!(future, good);
+    for (bad, needle) in [
+        (&good[..good.len() / 2], "not JSON"),
+        (future.as_str(), "newer"),
+    ] {
+        fs::write(&file, bad).unwrap();
+        let out = quick_run(&dir);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(stderr(&out).contains(needle), "{}", stderr(&out));
+        assert_eq!(
+            fs::read_to_string(&file).unwrap(),
+            bad,
+            "a refused file was changed"
+        );
+        assert_usage_error(
+            &[
+                "verdict",
+                "posix-lock-drop",
+                "flock",
+                "--results",
+                dir.to_str().unwrap(),
+            ],
+            needle,
+        );
+    }
+}
+
+#[test]
+fn unwritable_results_folder() {
+    let s = scratch("cli-unwritable");
+    // A file where the folder should be: refused even for root.
+    let not_a_dir = s.dir().join("results");
+    fs::write(&not_a_dir, b"").unwrap();
+    let out = quick_run(&not_a_dir.join("sub"));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("not writable"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_timed_out_probe_keeps_the_previous_results() {
+    let s = scratch("cli-timeout");
+    let dir = s.dir().join("results");
+    assert!(quick_run(&dir).status.success());
+    let file = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .unwrap();
+    let before = fs::read_to_string(&file).unwrap();
+    let tmp = s.dir().join("tmp");
+    fs::create_dir(&tmp).unwrap();
+    let out = fdwindow()
+        .args([
+            "run",
+            "--trials",
+            "1000000",
+            "--timeout",
+            "1",
+            "--only",
+            "posix-lock-drop",
+            "--results",
+        ])
+        .arg(&dir)
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("timed out"), "{}", stderr(&out));
+    let after: fdwindow::report::ResultsFile =
+        serde_json::from_str(&fs::read_to_string(&file).unwrap()).unwrap();
+    let before: fdwindow::report::ResultsFile = serde_json::from_str(&before).unwrap();
+    assert_eq!(
+        after.probes, before.probes,
+        "the old report must survive a failed probe"
+    );
+    assert_eq!(
+        fs::read_dir(&tmp).unwrap().count(),
+        0,
+        "scratch left behind"
+    );
+}
+
+#[test]
+fn ctrl_c_stops_the_run_and_changes_nothing() {
+    let s = scratch("cli-sigint");
+    let dir = s.dir().join("results");
+    let tmp = s.dir().join("tmp");
+    fs::create_dir(&tmp).unwrap();
+    let mut child = fdwindow()
+        .args([
+            "run",
+            "--trials",
+            "1000000",
+            "--only",
+            "flock-survival",
+            "--results",
+        ])
+        .arg(&dir)
+        .env("TMPDIR", &tmp)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait (on the pipe, not a clock) until the probe has started.
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    assert!(first.contains("probing flock-survival"), "{first}");
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(
+        !dir.join("MATRIX.md").exists(),
+        "an interrupted run wrote results"
+    );
+    assert_eq!(
+        fs::read_dir(&tmp).unwrap().count(),
+        0,
+        "scratch left behind"
+    );
+}
