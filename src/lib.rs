@@ -9,8 +9,10 @@
 //! into `results/`, and [`matrix`] renders what they show.
 #![deny(missing_docs)]
 
+pub mod advise;
 pub mod child;
 pub mod harness;
+pub mod knowledge;
 pub mod locks;
 pub mod matrix;
 pub mod platform;

@@ -75,6 +75,33 @@ enum Cmd {
         #[arg(long, default_value = "results")]
         results: PathBuf,
     },
+    /// Advice for a review: the valid fixes, the invalid ones and why, with evidence.
+    Advise {
+        /// Hazard id (see --list).
+        #[arg(required_unless_present = "list")]
+        hazard: Option<String>,
+        /// Which OS to advise on (default: this one).
+        #[arg(long, value_parser = ["linux", "macos"])]
+        os: Option<String>,
+        /// Output format.
+        #[arg(long, default_value = "md", value_parser = ["md", "json"])]
+        format: String,
+        /// List every hazard instead.
+        #[arg(long, conflicts_with = "hazard")]
+        list: bool,
+        /// The results folder.
+        #[arg(long, default_value = "results")]
+        results: PathBuf,
+    },
+    /// Merge results files (e.g. CI artifacts from several OSes) into one folder and regenerate MATRIX.md.
+    Merge {
+        /// Results files, or folders searched recursively for them.
+        #[arg(required = true)]
+        inputs: Vec<PathBuf>,
+        /// The results folder to merge into.
+        #[arg(long, default_value = "results")]
+        results: PathBuf,
+    },
     /// Print the verdict table of one platform.
     Summary {
         /// Platform id (default: this machine's, or the only results file).
@@ -114,6 +141,14 @@ fn main() -> ExitCode {
             &arm,
             window.as_deref(),
         ),
+        Cmd::Advise {
+            hazard,
+            os,
+            format,
+            list,
+            results,
+        } => advise(&results, hazard.as_deref(), os, &format, list),
+        Cmd::Merge { inputs, results } => merge(&inputs, &results),
         Cmd::Summary { platform, results } => {
             pick_platform(&results, platform.as_deref()).map(|f| {
                 print!("{}", summary_table(&f));
@@ -305,6 +340,69 @@ fn verdict(
     match count {
         Some(c) => println!("{} {}", v.id(), count_text(c)),
         None => println!("{}", v.id()),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn merge(inputs: &[PathBuf], dir: &Path) -> Result<ExitCode, Usage> {
+    // Read everything first: one bad input changes nothing.
+    let mut all = results::load_dir(dir).map_err(|e| Usage(e.to_string()))?;
+    for input in inputs {
+        all.extend(results::collect(input).map_err(|e| Usage(e.to_string()))?);
+    }
+    results::check_writable(dir)
+        .map_err(|e| Usage(format!("results folder is not writable: {e}")))?;
+    let merged = results::merge(all);
+    for file in &merged {
+        let json = serde_json::to_string_pretty(file).expect("results serialise") + "\n";
+        let path = dir.join(format!("{}.json", file.platform.id));
+        if let Err(e) = results::write_atomic(&path, json.as_bytes()) {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+        println!("{}: {} probes", path.display(), file.probes.len());
+    }
+    match runner::write_matrix(dir) {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) => {
+            eprintln!("error: {e}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+fn advise(
+    dir: &Path,
+    hazard: Option<&str>,
+    os: Option<String>,
+    format: &str,
+    list: bool,
+) -> Result<ExitCode, Usage> {
+    let files = results::load_dir(dir).map_err(|e| Usage(e.to_string()))?;
+    if list {
+        for (id, about) in fdwindow::advise::hazards(&files) {
+            println!("{id:<22} {about}");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let hazard = hazard.expect("clap requires a hazard without --list");
+    let os = os.unwrap_or_else(|| Platform::detect().os);
+    let Some(advice) = fdwindow::advise::advise(&files, hazard, &os) else {
+        let known: Vec<String> = fdwindow::advise::hazards(&files)
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
+        return Err(Usage(format!(
+            "unknown hazard {hazard:?}; hazards: {}",
+            known.join(", ")
+        )));
+    };
+    match format {
+        "json" => println!(
+            "{}",
+            serde_json::to_string_pretty(&advice).expect("advice serialises")
+        ),
+        _ => print!("{}", fdwindow::advise::markdown(&advice)),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -107,6 +107,66 @@ pub fn check_writable(dir: &Path) -> io::Result<()> {
     fs::remove_file(dir.join(".fdwindow-write-check"))
 }
 
+/// Merges results files: for each platform, each probe's most recent report
+/// wins (by its start time). Used to combine the files that CI runners on
+/// different OSes upload into one results folder.
+pub fn merge(files: Vec<ResultsFile>) -> Vec<ResultsFile> {
+    let mut merged: Vec<ResultsFile> = Vec::new();
+    for file in files {
+        match merged
+            .iter_mut()
+            .find(|m| m.platform.id == file.platform.id)
+        {
+            None => merged.push(file),
+            Some(into) => {
+                for (hazard, report) in file.probes {
+                    let newer = into
+                        .probes
+                        .get(&hazard)
+                        .is_none_or(|old| report.started_at > old.started_at);
+                    if newer {
+                        into.probes.insert(hazard, report);
+                    }
+                }
+            }
+        }
+    }
+    merged.sort_by(|a, b| a.platform.id.cmp(&b.platform.id));
+    merged
+}
+
+/// Every results file under `path` (a file, or a folder searched recursively).
+pub fn collect(path: &Path) -> Result<Vec<ResultsFile>, BadResults> {
+    let meta = fs::metadata(path).map_err(|e| BadResults {
+        path: path.to_owned(),
+        problem: e.to_string(),
+    })?;
+    if meta.is_file() {
+        return Ok(vec![load(path)?.expect("file exists")]);
+    }
+    let mut entries: Vec<PathBuf> = fs::read_dir(path)
+        .map_err(|e| BadResults {
+            path: path.to_owned(),
+            problem: e.to_string(),
+        })?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    entries.sort();
+    let mut files = Vec::new();
+    for p in entries {
+        if p.is_dir() {
+            files.extend(collect(&p)?);
+        } else if p.extension().is_some_and(|x| x == "json")
+            && !p
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+        {
+            files.push(load(&p)?.expect("listed file exists"));
+        }
+    }
+    Ok(files)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -255,3 +255,61 @@ fn ctrl_c_stops_the_run_and_changes_nothing() {
         "scratch left behind"
     );
 }
+
+#[test]
+fn merge_combines_artifacts_and_keeps_the_newest_report() {
+    let s = scratch("cli-merge");
+    let (a, b, out) = (s.dir().join("a"), s.dir().join("b"), s.dir().join("out"));
+    assert!(quick_run(&a).status.success());
+    assert!(quick_run(&b).status.success());
+    // Pretend `b` came from another OS's runner: rename its platform.
+    let file_b = fs::read_dir(&b)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .unwrap();
+    let mut other: fdwindow::report::ResultsFile =
+        serde_json::from_str(&fs::read_to_string(&file_b).unwrap()).unwrap();
+    other.platform.id = "macos-15.3-aarch64-libsystem".into();
+    other.platform.os = "macos".into();
+    fs::remove_file(&file_b).unwrap();
+    fs::create_dir_all(b.join("nested")).unwrap();
+    fs::write(
+        b.join("nested/macos-15.3-aarch64-libsystem.json"),
+        serde_json::to_string(&other).unwrap(),
+    )
+    .unwrap();
+
+    let out_s = out.to_str().unwrap();
+    let status = fdwindow()
+        .arg("merge")
+        .arg(&a)
+        .arg(&b)
+        .args(["--results", out_s])
+        .output()
+        .unwrap();
+    assert!(status.status.success(), "{}", stderr(&status));
+    let merged = fdwindow::results::load_dir(&out).unwrap();
+    assert_eq!(merged.len(), 2);
+    let matrix = fs::read_to_string(out.join("MATRIX.md")).unwrap();
+    assert!(
+        matrix.contains("`macos-15.3-aarch64-libsystem`"),
+        "{matrix}"
+    );
+    assert!(
+        !matrix.contains("macos (reported)"),
+        "a measured macOS replaces the reported column"
+    );
+
+    // A corrupt input is refused and changes nothing.
+    fs::write(b.join("bad.json"), "{").unwrap();
+    let before = fs::read_to_string(out.join("MATRIX.md")).unwrap();
+    let status = fdwindow()
+        .arg("merge")
+        .arg(&b)
+        .args(["--results", out_s])
+        .output()
+        .unwrap();
+    assert_eq!(status.status.code(), Some(2), "{}", stderr(&status));
+    assert_eq!(fs::read_to_string(out.join("MATRIX.md")).unwrap(), before);
+}

@@ -1,0 +1,227 @@
+//! `fdwindow advise`: what a reviewer needs about one hazard on one OS, ready
+//! to paste: the valid fixes (cheapest first where costs are measured), the
+//! invalid ones and why, each with its evidence or its source.
+
+use std::collections::BTreeSet;
+use std::fmt::Write;
+
+use serde::Serialize;
+
+use crate::knowledge::{Claim, claim_for, claims};
+use crate::matrix::{arm_verdict, combined_verdict, count_text};
+use crate::report::ResultsFile;
+use crate::verdict::{Role, Verdict};
+
+/// The advice on one hazard for one OS.
+#[derive(Clone, Debug, Serialize)]
+pub struct Advice {
+    /// Hazard id.
+    pub hazard: String,
+    /// `linux` or `macos`.
+    pub os: String,
+    /// What the probe checks.
+    pub about: String,
+    /// The naive code, and whether the hazard showed.
+    pub controls: Vec<ArmAdvice>,
+    /// Mitigations that held in every window measured.
+    pub valid: Vec<ArmAdvice>,
+    /// Mitigations that showed the hazard.
+    pub invalid: Vec<ArmAdvice>,
+    /// Mitigations the evidence does not decide (inconclusive, unsupported, broken).
+    pub undecided: Vec<ArmAdvice>,
+}
+
+/// One arm's standing.
+#[derive(Clone, Debug, Serialize)]
+pub struct ArmAdvice {
+    /// Arm id.
+    pub arm: String,
+    /// What the arm's code does.
+    pub about: String,
+    /// Its verdict over every window and platform measured (or the reported one).
+    pub verdict: Verdict,
+    /// Why, from the encoded knowledge.
+    pub why: Option<String>,
+    /// Where that is documented.
+    pub refs: Vec<String>,
+    /// Per window and platform: `window: verdict hits/trials (interval) on platform, date`.
+    pub evidence: Vec<String>,
+    /// `true` when nothing was measured: the verdict repeats a public source.
+    pub reported: bool,
+}
+
+/// Every hazard id known from the claims or the results, with what it checks.
+pub fn hazards(files: &[ResultsFile]) -> Vec<(String, String)> {
+    let mut ids: BTreeSet<String> = claims().map(|c| c.hazard.to_owned()).collect();
+    ids.extend(files.iter().flat_map(|f| f.probes.keys().cloned()));
+    ids.into_iter()
+        .map(|id| {
+            let about = files
+                .iter()
+                .find_map(|f| f.probes.get(&id))
+                .map_or_else(String::new, |r| r.about.clone());
+            (id, about)
+        })
+        .collect()
+}
+
+/// Builds the advice; `None` when neither a measurement nor a claim knows the hazard.
+pub fn advise(files: &[ResultsFile], hazard: &str, os: &str) -> Option<Advice> {
+    let measured: Vec<&ResultsFile> = files
+        .iter()
+        .filter(|f| f.platform.os == os && f.probes.contains_key(hazard))
+        .collect();
+    let about = files
+        .iter()
+        .find_map(|f| f.probes.get(hazard))
+        .map(|r| r.about.clone());
+    let mut advice = Advice {
+        hazard: hazard.to_owned(),
+        os: os.to_owned(),
+        about: about.clone().unwrap_or_default(),
+        controls: Vec::new(),
+        valid: Vec::new(),
+        invalid: Vec::new(),
+        undecided: Vec::new(),
+    };
+    // Arms in the order the reports (or, failing those, the claims) list them.
+    let mut arms: Vec<(String, Role, String)> = Vec::new();
+    for f in files.iter().filter(|f| f.probes.contains_key(hazard)) {
+        for a in &f.probes[hazard].arms {
+            if !arms.iter().any(|(id, _, _)| *id == a.arm) {
+                arms.push((a.arm.clone(), a.role, a.about.clone()));
+            }
+        }
+    }
+    if arms.is_empty() && about.is_none() && !claims().any(|c| c.hazard == hazard) {
+        return None;
+    }
+    for c in claims().filter(|c| c.hazard == hazard && c.os == os) {
+        if !arms.iter().any(|(id, _, _)| id == c.arm) {
+            let role = if matches!(c.verdict, Verdict::Present | Verdict::Absent) {
+                Role::Control
+            } else {
+                Role::Mitigation
+            };
+            arms.push((c.arm.to_owned(), role, String::new()));
+        }
+    }
+    for (arm, role, arm_about) in arms {
+        let mut evidence = Vec::new();
+        let mut verdicts = Vec::new();
+        let mut claim: Option<Claim> = None;
+        for f in &measured {
+            let report = &f.probes[hazard];
+            for a in report.arms.iter().filter(|a| a.arm == arm) {
+                let v = arm_verdict(report, a);
+                verdicts.push((v, a.outcome.count()));
+                let counts = a
+                    .outcome
+                    .count()
+                    .map_or_else(String::new, |c| format!(" {}", count_text(c)));
+                let date = report.started_at.get(..10).unwrap_or(&report.started_at);
+                evidence.push(format!(
+                    "{}: {}{counts} on `{}`, {date}",
+                    a.window.id(),
+                    v.id(),
+                    f.platform.id
+                ));
+                claim = claim.or_else(|| claim_for(os, hazard, &arm, a.window));
+            }
+        }
+        let reported = verdicts.is_empty();
+        let verdict = if reported {
+            // Nothing measured on this OS: fall back to what sources say.
+            let cs: Vec<Claim> = claims()
+                .filter(|c| c.os == os && c.hazard == hazard && c.arm == arm)
+                .collect();
+            claim = cs.first().copied();
+            for c in &cs {
+                let window = c.window.map_or("every window", |w| w.id());
+                evidence.push(format!("{window}: {} (reported)", c.verdict.id()));
+            }
+            match cs.as_slice() {
+                [] => continue,
+                _ => combined_verdict(&cs.iter().map(|c| (c.verdict, None)).collect::<Vec<_>>()).0,
+            }
+        } else {
+            combined_verdict(&verdicts).0
+        };
+        let entry = ArmAdvice {
+            arm,
+            about: arm_about,
+            verdict,
+            why: claim.map(|c| c.reason.to_owned()),
+            refs: claim.map_or_else(Vec::new, |c| c.refs.iter().map(|r| r.to_string()).collect()),
+            evidence,
+            reported,
+        };
+        match (role, verdict) {
+            (Role::Control, _) => advice.controls.push(entry),
+            (Role::Mitigation, Verdict::Valid) => advice.valid.push(entry),
+            (Role::Mitigation, Verdict::Invalid) => advice.invalid.push(entry),
+            (Role::Mitigation, _) => advice.undecided.push(entry),
+        }
+    }
+    Some(advice)
+}
+
+/// Renders advice as Markdown for a review comment.
+pub fn markdown(a: &Advice) -> String {
+    let mut out = format!("### fdwindow: `{}` on {}\n\n", a.hazard, a.os);
+    if !a.about.is_empty() {
+        let _ = writeln!(out, "{}\n", a.about);
+    }
+    let section = |out: &mut String, title: &str, arms: &[ArmAdvice]| {
+        if arms.is_empty() {
+            return;
+        }
+        let _ = writeln!(out, "**{title}**\n");
+        for (i, x) in arms.iter().enumerate() {
+            let tag = if x.reported {
+                " *(reported, not measured)*"
+            } else {
+                ""
+            };
+            let _ = write!(out, "{}. `{}`: **{}**{tag}", i + 1, x.arm, x.verdict.id());
+            if !x.about.is_empty() {
+                let _ = write!(out, ". {}", x.about);
+            }
+            out.push('\n');
+            if let Some(why) = &x.why {
+                let _ = writeln!(out, "   - why: {why}");
+            }
+            for e in &x.evidence {
+                let _ = writeln!(out, "   - {e}");
+            }
+            for r in &x.refs {
+                let _ = writeln!(out, "   - see: {r}");
+            }
+        }
+        out.push('\n');
+    };
+    section(&mut out, "The hazard (control)", &a.controls);
+    section(&mut out, "Valid fixes", &a.valid);
+    section(&mut out, "Invalid: these do not fix it", &a.invalid);
+    section(&mut out, "Not decided by the evidence", &a.undecided);
+    out.push_str("Verdicts: `valid` = zero hits in enough trials against a control that showed the hazard in the same run; intervals are 95% Wilson.\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reported_only_advice_for_an_unmeasured_os() {
+        let a = advise(&[], "flock-survival", "macos").unwrap();
+        assert!(
+            a.valid
+                .iter()
+                .any(|x| x.arm == "unlock-then-close" && x.reported)
+        );
+        assert!(a.invalid.iter().any(|x| x.arm == "cloexec"));
+        assert!(markdown(&a).contains("(reported, not measured)"));
+        assert!(advise(&[], "no-such-hazard", "linux").is_none());
+    }
+}

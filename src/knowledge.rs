@@ -1,0 +1,299 @@
+//! What is known, encoded: for each hazard, arm and OS, the verdict expected,
+//! why, and where that is documented. [`contradictions`] holds these claims
+//! against every measured results file, so the encoding cannot drift from the
+//! evidence: a measurement that disagrees fails the test suite, naming the
+//! cell, the claim and the evidence.
+//!
+//! Claims about an OS with no results file are only as good as their source:
+//! the macOS ones come from [`crate::reported`] and are marked so everywhere.
+
+use crate::matrix::arm_verdict;
+use crate::report::ResultsFile;
+use crate::reported::REPORTED;
+use crate::verdict::{Verdict, Window};
+
+/// One encoded claim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Claim {
+    /// `linux` or `macos`.
+    pub os: &'static str,
+    /// Hazard id.
+    pub hazard: &'static str,
+    /// Arm id.
+    pub arm: &'static str,
+    /// The window it speaks of; `None` for every window the arm runs in.
+    pub window: Option<Window>,
+    /// The verdict expected.
+    pub verdict: Verdict,
+    /// Why, in one line.
+    pub reason: &'static str,
+    /// Where it is documented (man pages, kernel or libc source, issues).
+    pub refs: &'static [&'static str],
+    /// Whether the claim only repeats a public source (not yet measured here).
+    pub reported: bool,
+}
+
+const FLOCK_MAN: &str = "flock(2): https://man7.org/linux/man-pages/man2/flock.2.html";
+const FCNTL_MAN: &str = "fcntl(2), Advisory record locking / Open file description locks: https://man7.org/linux/man-pages/man2/fcntl.2.html";
+const FORK_MAN: &str = "fork(2): the child inherits copies of the parent's descriptors: https://man7.org/linux/man-pages/man2/fork.2.html";
+const EXEC_MAN: &str = "execve(2): close-on-exec descriptors are closed at exec, others stay open: https://man7.org/linux/man-pages/man2/execve.2.html";
+const STD_LOCK: &str =
+    "rust-lang/rust library/std/src/sys/fs/unix.rs: File::lock/unlock are flock(LOCK_EX/LOCK_UN)";
+const FS2_LOCK: &str = "danburkert/fs2-rs src/unix.rs: lock_exclusive/unlock are libc::flock";
+
+/// The Linux claims. Each is held against every Linux results file.
+const LINUX: &[Claim] = &[
+    Claim {
+        os: "linux",
+        hazard: "flock-survival",
+        arm: "close",
+        window: None,
+        verdict: Verdict::Present,
+        reason: "a flock belongs to the open file description; a child's copy keeps it until the child closes it (at exec for close-on-exec copies, at exit otherwise)",
+        refs: &[FLOCK_MAN, FORK_MAN],
+        reported: false,
+    },
+    Claim {
+        os: "linux",
+        hazard: "flock-survival",
+        arm: "unlock-then-close",
+        window: None,
+        verdict: Verdict::Valid,
+        reason: "LOCK_UN through any copy releases the lock for every copy",
+        refs: &[FLOCK_MAN],
+        reported: false,
+    },
+    Claim {
+        os: "linux",
+        hazard: "flock-survival",
+        arm: "std-unlock",
+        window: None,
+        verdict: Verdict::Valid,
+        reason: "std's File::unlock is flock(LOCK_UN)",
+        refs: &[STD_LOCK, FLOCK_MAN],
+        reported: false,
+    },
+    Claim {
+        os: "linux",
+        hazard: "flock-survival",
+        arm: "fs2-unlock",
+        window: None,
+        verdict: Verdict::Valid,
+        reason: "fs2's FileExt::unlock is flock(LOCK_UN)",
+        refs: &[FS2_LOCK, FLOCK_MAN],
+        reported: false,
+    },
+    Claim {
+        os: "linux",
+        hazard: "flock-survival",
+        arm: "cloexec",
+        window: Some(Window::ForkWindow),
+        verdict: Verdict::Invalid,
+        reason: "close-on-exec takes effect at exec; a child between fork and exec still holds the copy",
+        refs: &[EXEC_MAN, FORK_MAN],
+        reported: false,
+    },
+    Claim {
+        os: "linux",
+        hazard: "flock-survival",
+        arm: "cloexec",
+        window: Some(Window::PosixSpawn),
+        verdict: Verdict::Invalid,
+        reason: "posix_spawn's child copies the descriptor table before it execs; the copy lives until exec",
+        refs: &[
+            EXEC_MAN,
+            "glibc sysdeps/unix/sysv/linux/spawni.c: clone(CLONE_VM|CLONE_VFORK) without CLONE_FILES",
+        ],
+        reported: false,
+    },
+    Claim {
+        os: "linux",
+        hazard: "flock-survival",
+        arm: "cloexec",
+        window: Some(Window::Inherited),
+        verdict: Verdict::Valid,
+        reason: "once the child has exec'd, a close-on-exec copy is gone",
+        refs: &[EXEC_MAN],
+        reported: false,
+    },
+    Claim {
+        os: "linux",
+        hazard: "ofd-lock-survival",
+        arm: "close",
+        window: None,
+        verdict: Verdict::Present,
+        reason: "OFD locks are owned by the open file description and inherited across fork like flocks",
+        refs: &[FCNTL_MAN],
+        reported: false,
+    },
+    Claim {
+        os: "linux",
+        hazard: "ofd-lock-survival",
+        arm: "unlock-then-close",
+        window: None,
+        verdict: Verdict::Valid,
+        reason: "F_UNLCK through any descriptor of the open file description releases it for every copy",
+        refs: &[FCNTL_MAN],
+        reported: false,
+    },
+    Claim {
+        os: "linux",
+        hazard: "posix-lock-drop",
+        arm: "close-other-fd",
+        window: None,
+        verdict: Verdict::Present,
+        reason: "a process's POSIX record locks on a file are all released when it closes any descriptor for that file",
+        refs: &[
+            FCNTL_MAN,
+            "POSIX.1-2017 fcntl(): https://pubs.opengroup.org/onlinepubs/9699919799/functions/fcntl.html",
+        ],
+        reported: false,
+    },
+    Claim {
+        os: "linux",
+        hazard: "posix-lock-drop",
+        arm: "flock",
+        window: None,
+        verdict: Verdict::Valid,
+        reason: "a flock belongs to the open file description that took it; closing another one leaves it",
+        refs: &[FLOCK_MAN],
+        reported: false,
+    },
+    Claim {
+        os: "linux",
+        hazard: "posix-lock-drop",
+        arm: "ofd-lock",
+        window: None,
+        verdict: Verdict::Valid,
+        reason: "an OFD lock is released only with its own open file description",
+        refs: &[FCNTL_MAN],
+        reported: false,
+    },
+];
+
+/// Every claim: the Linux ones and the reported macOS facts.
+pub fn claims() -> impl Iterator<Item = Claim> {
+    LINUX.iter().copied().chain(REPORTED.iter().map(|r| Claim {
+        os: r.os,
+        hazard: r.hazard,
+        arm: r.arm,
+        window: Some(r.window),
+        verdict: r.verdict,
+        reason: r.source,
+        refs: &[],
+        reported: true,
+    }))
+}
+
+/// The claim about one arm in one window on one OS, if any: a window-specific
+/// claim wins over an every-window one.
+pub fn claim_for(os: &str, hazard: &str, arm: &str, window: Window) -> Option<Claim> {
+    let matching = || claims().filter(|c| c.os == os && c.hazard == hazard && c.arm == arm);
+    matching()
+        .find(|c| c.window == Some(window))
+        .or_else(|| matching().find(|c| c.window.is_none()))
+}
+
+/// A measurement that disagrees with a claim.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Contradiction {
+    /// Platform id of the results file.
+    pub platform: String,
+    /// `hazard arm window`.
+    pub cell: String,
+    /// The claimed verdict and its reason.
+    pub claim: String,
+    /// The measured verdict and counts.
+    pub evidence: String,
+}
+
+impl std::fmt::Display for Contradiction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} on {}: claimed {}, measured {}",
+            self.cell, self.platform, self.claim, self.evidence
+        )
+    }
+}
+
+/// Whether a measured verdict is consistent with a claimed one. Too few
+/// trials contradict nothing; anything else must match.
+fn consistent(claimed: Verdict, measured: Verdict) -> bool {
+    measured == claimed || measured == Verdict::Inconclusive
+}
+
+/// Every disagreement between the claims and the measurements in `files`,
+/// and every measured arm that no claim covers (an unencoded result).
+pub fn contradictions(files: &[ResultsFile]) -> Vec<Contradiction> {
+    let mut found = Vec::new();
+    for file in files {
+        let os = file.platform.os.as_str();
+        let has_claims = claims().any(|c| c.os == os);
+        for (hazard, report) in &file.probes {
+            for arm in &report.arms {
+                let cell = format!("{hazard} {} {}", arm.arm, arm.window.id());
+                let measured = arm_verdict(report, arm);
+                let evidence = match arm.outcome.count() {
+                    Some(c) => format!("{} {}/{}", measured.id(), c.hits, c.trials),
+                    None => measured.id().to_owned(),
+                };
+                match claim_for(os, hazard, &arm.arm, arm.window) {
+                    Some(claim) if !consistent(claim.verdict, measured) => {
+                        found.push(Contradiction {
+                            platform: file.platform.id.clone(),
+                            cell,
+                            claim: format!("{} ({})", claim.verdict.id(), claim.reason),
+                            evidence,
+                        })
+                    }
+                    Some(_) => {}
+                    // An OS whose behaviour is encoded must have every measured arm encoded.
+                    None if has_claims => found.push(Contradiction {
+                        platform: file.platform.id.clone(),
+                        cell,
+                        claim: "nothing: no claim encodes this arm".into(),
+                        evidence,
+                    }),
+                    None => {}
+                }
+            }
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn claims_are_unique() {
+        let all: Vec<Claim> = claims().collect();
+        for (i, a) in all.iter().enumerate() {
+            for b in &all[i + 1..] {
+                assert!(
+                    (a.os, a.hazard, a.arm, a.window) != (b.os, b.hazard, b.arm, b.window),
+                    "{a:?} twice"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn window_specific_claims_win() {
+        let c = claim_for("linux", "flock-survival", "cloexec", Window::Inherited).unwrap();
+        assert_eq!(c.verdict, Verdict::Valid);
+        let c = claim_for("linux", "flock-survival", "close", Window::Inherited).unwrap();
+        assert_eq!(c.verdict, Verdict::Present);
+        assert!(claim_for("linux", "flock-survival", "nope", Window::Inherited).is_none());
+    }
+
+    #[test]
+    fn inconclusive_contradicts_nothing() {
+        assert!(consistent(Verdict::Valid, Verdict::Inconclusive));
+        assert!(!consistent(Verdict::Valid, Verdict::Invalid));
+        assert!(!consistent(Verdict::Present, Verdict::Absent));
+        assert!(!consistent(Verdict::Valid, Verdict::Broken));
+    }
+}
