@@ -11,6 +11,7 @@
 
 pub mod advise;
 pub mod child;
+pub mod fix;
 pub mod harness;
 pub mod knowledge;
 pub mod locks;

@@ -47,3 +47,18 @@ pub(crate) fn libc_name_version() -> (String, String) {
 pub(crate) const F_OFD_GETLK: Option<libc::c_int> = Some(libc::F_OFD_GETLK);
 /// See [`F_OFD_GETLK`].
 pub(crate) const F_OFD_SETLK: Option<libc::c_int> = Some(libc::F_OFD_SETLK);
+
+/// `socket(domain, ty | SOCK_CLOEXEC, 0)`: close-on-exec from the start.
+pub(crate) fn socket_cloexec(
+    domain: libc::c_int,
+    ty: libc::c_int,
+) -> std::io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: socket returns a new descriptor or -1.
+    let fd = unsafe { libc::socket(domain, ty | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: fd is new and owned by nobody else.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+}

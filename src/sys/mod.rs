@@ -17,3 +17,6 @@ pub(crate) use macos::*;
 mod other;
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
 pub(crate) use other::*;
+
+mod sockaddr;
+pub(crate) use sockaddr::sockaddr_from;

@@ -1,0 +1,43 @@
+//! `SocketAddr` to `sockaddr_storage`: the same on every Unix but for the
+//! BSD length byte, which the cfg below fills where it exists.
+
+use std::net::SocketAddr;
+
+/// The address as a `sockaddr_storage` and its length, for bind/connect.
+pub(crate) fn sockaddr_from(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: all-zero is a valid sockaddr_storage.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let len = match addr {
+        SocketAddr::V4(a) => {
+            // SAFETY: sockaddr_storage is large and aligned enough for sockaddr_in.
+            let sin = unsafe { &mut *(&raw mut storage).cast::<libc::sockaddr_in>() };
+            sin.sin_family = libc::AF_INET as libc::sa_family_t;
+            sin.sin_port = a.port().to_be();
+            sin.sin_addr = libc::in_addr {
+                s_addr: u32::from(*a.ip()).to_be(),
+            };
+            #[cfg(any(target_os = "macos", target_os = "freebsd", target_os = "ios"))]
+            {
+                sin.sin_len = size_of::<libc::sockaddr_in>() as u8;
+            }
+            size_of::<libc::sockaddr_in>()
+        }
+        SocketAddr::V6(a) => {
+            // SAFETY: as above, for sockaddr_in6.
+            let sin6 = unsafe { &mut *(&raw mut storage).cast::<libc::sockaddr_in6>() };
+            sin6.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+            sin6.sin6_port = a.port().to_be();
+            sin6.sin6_addr = libc::in6_addr {
+                s6_addr: a.ip().octets(),
+            };
+            sin6.sin6_flowinfo = a.flowinfo();
+            sin6.sin6_scope_id = a.scope_id();
+            #[cfg(any(target_os = "macos", target_os = "freebsd", target_os = "ios"))]
+            {
+                sin6.sin6_len = size_of::<libc::sockaddr_in6>() as u8;
+            }
+            size_of::<libc::sockaddr_in6>()
+        }
+    };
+    (storage, len as libc::socklen_t)
+}
