@@ -20,6 +20,17 @@ fn assert_usage_error(args: &[&str], needle: &str) {
     );
 }
 
+/// A quick run into `dir` that must succeed: the results file it wrote.
+fn quick_results(dir: &std::path::Path) -> std::path::PathBuf {
+    let out = quick_run(dir);
+    assert!(out.status.success(), "{}", stderr(&out));
+    fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .unwrap()
+}
+
 /// A quick run of the in-process probe into `dir`.
 fn quick_run(dir: &std::path::Path) -> std::process::Output {
     fdwindow()
@@ -127,12 +138,7 @@ fn run_then_ask_for_verdicts() {
 fn corrupt_and_future_results_are_refused_and_left_untouched() {
     let s = scratch("cli-bad");
     let dir = s.dir().join("results");
-    assert!(quick_run(&dir).status.success());
-    let file = fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|x| x == "json"))
-        .unwrap();
+    let file = quick_results(&dir);
     let good = fs::read_to_string(&file).unwrap();
     let future = good.replacen("\"schema\": 1", "\"schema\": 99", 1);
     assert_ne!(future, good);
@@ -177,12 +183,7 @@ fn unwritable_results_folder() {
 fn a_timed_out_probe_keeps_the_previous_results() {
     let s = scratch("cli-timeout");
     let dir = s.dir().join("results");
-    assert!(quick_run(&dir).status.success());
-    let file = fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|x| x == "json"))
-        .unwrap();
+    let file = quick_results(&dir);
     let before = fs::read_to_string(&file).unwrap();
     let tmp = s.dir().join("tmp");
     fs::create_dir(&tmp).unwrap();
@@ -260,14 +261,9 @@ fn ctrl_c_stops_the_run_and_changes_nothing() {
 fn merge_combines_artifacts_and_keeps_the_newest_report() {
     let s = scratch("cli-merge");
     let (a, b, out) = (s.dir().join("a"), s.dir().join("b"), s.dir().join("out"));
-    assert!(quick_run(&a).status.success());
-    assert!(quick_run(&b).status.success());
+    quick_results(&a);
     // Pretend `b` came from another OS's runner: rename its platform.
-    let file_b = fs::read_dir(&b)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|x| x == "json"))
-        .unwrap();
+    let file_b = quick_results(&b);
     let mut other: fdwindow::report::ResultsFile =
         serde_json::from_str(&fs::read_to_string(&file_b).unwrap()).unwrap();
     other.platform.id = "macos-15.3-aarch64-libsystem".into();

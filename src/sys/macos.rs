@@ -41,26 +41,3 @@ pub(crate) fn libc_name_version() -> (String, String) {
 pub(crate) const F_OFD_GETLK: Option<libc::c_int> = Some(92);
 /// See [`F_OFD_GETLK`].
 pub(crate) const F_OFD_SETLK: Option<libc::c_int> = Some(90);
-
-/// `socket` then `ioctl(FIOCLEX)`: macOS has no SOCK_CLOEXEC (through macOS
-/// 26), so a spawn between the two calls inherits the socket for the child's
-/// life (the `two-step-cloexec` hazard). Callers that spawn concurrently need
-/// a spawn lock around this.
-pub(crate) fn socket_cloexec(
-    domain: libc::c_int,
-    ty: libc::c_int,
-) -> std::io::Result<std::os::fd::OwnedFd> {
-    use std::os::fd::{AsRawFd, FromRawFd};
-    // SAFETY: socket returns a new descriptor or -1.
-    let fd = unsafe { libc::socket(domain, ty, 0) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: fd is new and owned by nobody else.
-    let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
-    // SAFETY: FIOCLEX takes no argument.
-    if unsafe { libc::ioctl(fd.as_raw_fd(), libc::FIOCLEX) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(fd)
-}

@@ -18,5 +18,7 @@ mod other;
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
 pub(crate) use other::*;
 
-mod sockaddr;
-pub(crate) use sockaddr::sockaddr_from;
+mod socket;
+pub(crate) use socket::sockaddr_from;
+#[cfg(not(target_os = "linux"))]
+pub(crate) use socket::socket_cloexec;

@@ -1,5 +1,5 @@
-//! `SocketAddr` to `sockaddr_storage`: the same on every Unix but for the
-//! BSD length byte, which the cfg below fills where it exists.
+//! Socket plumbing that is the same on every Unix but for small differences
+//! marked by cfg: the BSD sockaddr length byte, and whether SOCK_CLOEXEC exists.
 
 use std::net::SocketAddr;
 
@@ -40,4 +40,25 @@ pub(crate) fn sockaddr_from(addr: SocketAddr) -> (libc::sockaddr_storage, libc::
         }
     };
     (storage, len as libc::socklen_t)
+}
+
+/// `socket` then `fcntl(F_SETFD, FD_CLOEXEC)`, for systems without
+/// SOCK_CLOEXEC (macOS through 26). A spawn between the two calls inherits the
+/// socket for the child's life (the `two-step-cloexec` hazard): callers that
+/// spawn concurrently need a spawn lock around this.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn socket_cloexec(
+    domain: libc::c_int,
+    ty: libc::c_int,
+) -> std::io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: socket returns a new descriptor or -1.
+    let fd = unsafe { libc::socket(domain, ty, 0) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: fd is new and owned by nobody else.
+    let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+    crate::locks::set_cloexec(&fd, true)?;
+    Ok(fd)
 }
