@@ -10,6 +10,7 @@
 #![deny(missing_docs)]
 
 pub mod child;
+pub mod errno;
 pub mod harness;
 pub mod locks;
 pub mod matrix;
@@ -19,6 +20,7 @@ pub mod reported;
 pub mod results;
 pub mod runner;
 pub mod scratch;
+pub mod sockets;
 pub mod stats;
 mod sys;
 pub mod verdict;

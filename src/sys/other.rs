@@ -19,3 +19,14 @@ pub(crate) fn libc_name_version() -> (String, String) {
 pub(crate) const F_OFD_GETLK: Option<libc::c_int> = None;
 /// See [`F_OFD_GETLK`].
 pub(crate) const F_OFD_SETLK: Option<libc::c_int> = None;
+
+/// No reader for this OS's TCP connection table.
+pub(crate) fn tcp_state(
+    _local: std::net::SocketAddr,
+    _peer: std::net::SocketAddr,
+) -> std::io::Result<Option<&'static str>> {
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "no reader for the TCP connection table on this OS",
+    ))
+}
