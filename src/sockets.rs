@@ -53,26 +53,13 @@ pub fn bound(addr: SocketAddr, opts: BindOptions) -> io::Result<Socket> {
         sock.set_reuse_address(true)?;
     }
     if opts.reuse_port {
-        set_reuse_port(&sock)?;
+        crate::sys::set_reuse_port(&sock)?;
     }
     if let Some(only) = opts.v6_only {
         sock.set_only_v6(only)?;
     }
     sock.bind(&addr.into())?;
     Ok(sock)
-}
-
-/// `SO_REUSEPORT` (Linux 3.9; on macOS since its BSD origins). Absent on
-/// other targets socket2 serves; reported there as `ENOPROTOOPT`.
-fn set_reuse_port(sock: &Socket) -> io::Result<()> {
-    #[cfg(any(target_os = "linux", target_os = "macos"))]
-    return sock.set_reuse_port(true);
-    // Other Unixes: the probes report it unsupported rather than guess.
-    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
-    {
-        let _ = sock;
-        Err(io::Error::from_raw_os_error(libc::ENOPROTOOPT))
-    }
 }
 
 /// A listening TCP socket on `addr` (port 0 picks one), like std's

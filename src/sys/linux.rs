@@ -128,6 +128,15 @@ fn parse_proc_addr(field: &str) -> Option<std::net::SocketAddr> {
     Some(std::net::SocketAddr::new(ip, port))
 }
 
+/// `setsockopt(SO_REUSEPORT, 1)` (Linux 3.9): sockets of one user that all
+/// set it may bind the same address and port, listening ones included.
+///
+/// # References
+/// - <https://man7.org/linux/man-pages/man7/socket.7.html>
+pub(crate) fn set_reuse_port(sock: &socket2::Socket) -> std::io::Result<()> {
+    sock.set_reuse_port(true)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -53,3 +53,12 @@ pub(crate) fn tcp_state(
         "no reader for the TCP connection table on macOS yet",
     ))
 }
+
+/// `setsockopt(SO_REUSEPORT, 1)`: on macOS (BSD semantics) every socket
+/// binding the same address and port must set it.
+///
+/// # References
+/// - <https://developer.apple.com/library/archive/documentation/System/Conceptual/ManPages_iPhoneOS/man2/setsockopt.2.html>
+pub(crate) fn set_reuse_port(sock: &socket2::Socket) -> std::io::Result<()> {
+    sock.set_reuse_port(true)
+}

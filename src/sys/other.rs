@@ -30,3 +30,9 @@ pub(crate) fn tcp_state(
         "no reader for the TCP connection table on this OS",
     ))
 }
+
+/// `SO_REUSEPORT` is not wired up here (socket2 lacks it on some Unixes):
+/// reported as `ENOPROTOOPT`, which the bind matrix shows in its cells.
+pub(crate) fn set_reuse_port(_sock: &socket2::Socket) -> std::io::Result<()> {
+    Err(std::io::Error::from_raw_os_error(libc::ENOPROTOOPT))
+}
