@@ -11,6 +11,7 @@
 
 pub mod advise;
 pub mod child;
+pub mod errno;
 pub mod fix;
 pub mod harness;
 pub mod knowledge;
@@ -22,6 +23,7 @@ pub mod reported;
 pub mod results;
 pub mod runner;
 pub mod scratch;
+pub mod sockets;
 pub mod stats;
 mod sys;
 pub mod verdict;

@@ -32,6 +32,25 @@ const SEED_CLOEXEC: &str = "shared/reference write-up 001 (macOS, Apple Silicon)
     were already close-on-exec and a pre-exec fork still held them; the window ends at exec";
 const POSIX_FCNTL: &str = "POSIX.1-2017 fcntl(): all of a process's locks on a file are removed \
     when it closes any descriptor for that file (pubs.opengroup.org/onlinepubs/9699919799/functions/fcntl.html)";
+const SEED_DROPPED_LISTENER: &str = "shared/reference write-up 001 (macOS, Apple Silicon), \
+    HACK-1347: an unrelated test's pre_exec fork holds a copy of every descriptor until it execs, \
+    so socket probes saw a dropped listener still accepting";
+const XNU_SHUTDOWN: &str = "apple-oss-distributions/xnu bsd/kern/uipc_socket.c (1031c584): \
+    soshutdown() returns ENOTCONN for a socket that is not connected, connecting or disconnecting, \
+    which a listener never is, and changes nothing; field reports: NixOS/nix#8168, \
+    lightpanda-io/browser#1782, FluidSynth/FluidSynth#1837 (platform-facts.md §2)";
+const SEED_UNLISTENED: &str = "shared/reference write-up 001 (macOS): test_socket::bound_unlistened \
+    binds a socket that never listens \"so every copy refuses connections\"; its regression test \
+    an_inherited_copy_of_an_unlistened_socket_still_refuses_connections fails when listen() is \
+    added after bind()";
+const SEED_PEER_SHUTDOWN: &str = "shared/reference write-up 001 (macOS): the relay_exec framing \
+    test (stream kind not stated) holds a cloned copy of the peer and shuts the peer down instead of \
+    only dropping it; with the shutdown removed (cloned copy kept) the test sees no end of stream";
+const SEED_PROBE_PORT: &str = "shared/reference write-up 001 (macOS): a fixture started a server \
+    on a probe port it had bound and dropped; \"a fork's copy of the probe (or another test) kept \
+    the port\" and the server exited without readiness (2/5 runs under fork pressure)";
+const SEED_PUBLISH_ZERO: &str = "shared/reference write-up 001 (macOS): the fixture now lets the \
+    server bind port 0 itself (--publish 0) and report the port; the failures stopped";
 
 /// Every reported claim.
 pub const REPORTED: &[Reported] = &[
@@ -98,5 +117,101 @@ pub const REPORTED: &[Reported] = &[
         window: Window::InProcess,
         verdict: Verdict::Present,
         source: POSIX_FCNTL,
+    },
+    Reported {
+        os: "macos",
+        hazard: "listener-survival",
+        arm: "close",
+        window: Window::ForkWindow,
+        verdict: Verdict::Present,
+        source: SEED_DROPPED_LISTENER,
+    },
+    Reported {
+        os: "macos",
+        hazard: "listener-survival",
+        arm: "shutdown-rd",
+        window: Window::ForkWindow,
+        verdict: Verdict::Invalid,
+        source: XNU_SHUTDOWN,
+    },
+    Reported {
+        os: "macos",
+        hazard: "listener-survival",
+        arm: "shutdown-rd",
+        window: Window::Inherited,
+        verdict: Verdict::Invalid,
+        source: XNU_SHUTDOWN,
+    },
+    Reported {
+        os: "macos",
+        hazard: "listener-survival",
+        arm: "shutdown-rdwr",
+        window: Window::ForkWindow,
+        verdict: Verdict::Invalid,
+        source: XNU_SHUTDOWN,
+    },
+    Reported {
+        os: "macos",
+        hazard: "listener-survival",
+        arm: "shutdown-rdwr",
+        window: Window::Inherited,
+        verdict: Verdict::Invalid,
+        source: XNU_SHUTDOWN,
+    },
+    Reported {
+        os: "macos",
+        hazard: "listener-survival",
+        arm: "shutdown-wr",
+        window: Window::ForkWindow,
+        verdict: Verdict::Invalid,
+        source: XNU_SHUTDOWN,
+    },
+    Reported {
+        os: "macos",
+        hazard: "listener-survival",
+        arm: "shutdown-wr",
+        window: Window::Inherited,
+        verdict: Verdict::Invalid,
+        source: XNU_SHUTDOWN,
+    },
+    Reported {
+        os: "macos",
+        hazard: "listener-survival",
+        arm: "bound-unlistened",
+        window: Window::Inherited,
+        verdict: Verdict::Valid,
+        source: SEED_UNLISTENED,
+    },
+    Reported {
+        os: "macos",
+        hazard: "peer-fin-with-clone",
+        arm: "drop",
+        window: Window::InProcess,
+        verdict: Verdict::Present,
+        source: SEED_PEER_SHUTDOWN,
+    },
+    Reported {
+        os: "macos",
+        hazard: "peer-fin-with-clone",
+        arm: "shutdown-write",
+        window: Window::InProcess,
+        verdict: Verdict::Valid,
+        source: SEED_PEER_SHUTDOWN,
+    },
+    Reported {
+        os: "macos",
+        hazard: "port-pick",
+        arm: "pick-then-drop",
+        window: Window::ForkWindow,
+        verdict: Verdict::Present,
+        source: SEED_PROBE_PORT,
+    },
+    Reported {
+        os: "macos",
+        hazard: "port-pick",
+        arm: "bind-zero-in-server",
+        window: Window::ForkWindow,
+        verdict: Verdict::Valid,
+        source: SEED_PUBLISH_ZERO,
     },
 ];

@@ -12,7 +12,9 @@
 
 use std::io;
 use std::net::{SocketAddr, TcpListener};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
+
+use crate::sockets::{BindOptions, bound};
 
 /// What [`retire`] achieved.
 #[derive(Debug)]
@@ -49,14 +51,15 @@ pub fn retire(listener: TcpListener) -> Retired {
 /// and every copy of it refuses connections (a SYN to a socket that is not
 /// listening gets a reset). Call [`Placeholder::listen`] when the server is
 /// ready, so the port was never free for someone else in between.
+/// Backed by `listener-survival bound-unlistened` and `port-pick pick-unlistened`.
 #[derive(Debug)]
 pub struct Placeholder {
-    fd: OwnedFd,
+    socket: socket2::Socket,
 }
 
 impl Placeholder {
-    /// Creates a close-on-exec TCP socket with SO_REUSEADDR (as std's
-    /// listener has) and binds it; port 0 picks a free port.
+    /// Binds a close-on-exec TCP socket with SO_REUSEADDR (as std's listener
+    /// has); port 0 picks a free port.
     ///
     /// ```
     /// let placeholder = fdwindow::fix::listener::Placeholder::bind("127.0.0.1:0".parse().unwrap())?;
@@ -67,51 +70,27 @@ impl Placeholder {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn bind(addr: SocketAddr) -> io::Result<Placeholder> {
-        let domain = if addr.is_ipv4() {
-            libc::AF_INET
-        } else {
-            libc::AF_INET6
+        let opts = BindOptions {
+            reuse_addr: true,
+            ..BindOptions::default()
         };
-        let fd = crate::sys::socket_cloexec(domain, libc::SOCK_STREAM)?;
-        let one: libc::c_int = 1;
-        // SAFETY: setsockopt with a valid int option on an open socket.
-        let rc = unsafe {
-            libc::setsockopt(
-                fd.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_REUSEADDR,
-                (&raw const one).cast(),
-                size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        if rc != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let (storage, len) = crate::sys::sockaddr_from(addr);
-        // SAFETY: storage holds a valid sockaddr of length len.
-        if unsafe { libc::bind(fd.as_raw_fd(), (&raw const storage).cast(), len) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(Placeholder { fd })
+        Ok(Placeholder {
+            socket: bound(addr, opts)?,
+        })
     }
 
     /// The bound address (with the port the kernel picked).
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        // std's listener type reads the name; borrowing through it avoids
-        // a second sockaddr parser. ManuallyDrop keeps the fd ours.
-        // SAFETY: the fd is open and is not closed by the borrowed listener.
-        let l =
-            std::mem::ManuallyDrop::new(unsafe { TcpListener::from_raw_fd(self.fd.as_raw_fd()) });
-        l.local_addr()
+        self.socket
+            .local_addr()?
+            .as_socket()
+            .ok_or_else(|| io::Error::other("not an IP socket"))
     }
 
     /// Starts listening on the held port.
     pub fn listen(self, backlog: i32) -> io::Result<TcpListener> {
-        // SAFETY: listen on an open, bound socket.
-        if unsafe { libc::listen(self.fd.as_raw_fd(), backlog) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(TcpListener::from(self.fd))
+        self.socket.listen(backlog)?;
+        Ok(self.socket.into())
     }
 }
 

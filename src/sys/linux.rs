@@ -48,17 +48,126 @@ pub(crate) const F_OFD_GETLK: Option<libc::c_int> = Some(libc::F_OFD_GETLK);
 /// See [`F_OFD_GETLK`].
 pub(crate) const F_OFD_SETLK: Option<libc::c_int> = Some(libc::F_OFD_SETLK);
 
-/// `socket(domain, ty | SOCK_CLOEXEC, 0)`: close-on-exec from the start.
-pub(crate) fn socket_cloexec(
-    domain: libc::c_int,
-    ty: libc::c_int,
-) -> std::io::Result<std::os::fd::OwnedFd> {
-    use std::os::fd::FromRawFd;
-    // SAFETY: socket returns a new descriptor or -1.
-    let fd = unsafe { libc::socket(domain, ty | libc::SOCK_CLOEXEC, 0) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
+/// Linux's TCP state names, indexed by the number `/proc/net/tcp` prints
+/// (`include/net/tcp_states.h`).
+const TCP_STATES: [&str; 13] = [
+    "?",
+    "ESTABLISHED",
+    "SYN_SENT",
+    "SYN_RECV",
+    "FIN_WAIT1",
+    "FIN_WAIT2",
+    "TIME_WAIT",
+    "CLOSE",
+    "CLOSE_WAIT",
+    "LAST_ACK",
+    "LISTEN",
+    "CLOSING",
+    "NEW_SYN_RECV",
+];
+
+/// Finds `local` → `peer` in `/proc/net/tcp` (or `tcp6`). Each line holds
+/// `local_address rem_address st` as hex: the address as the kernel's 32-bit
+/// words in host byte order, the port in host order, the state number.
+/// Where a stale TIME_WAIT entry shares the 4-tuple, the live one wins.
+///
+/// # References
+/// - <https://man7.org/linux/man-pages/man5/proc_pid_net.5.html>
+/// - Linux `net/ipv4/tcp_ipv4.c` (`get_tcp4_sock`), `net/ipv6/tcp_ipv6.c` (`get_tcp6_sock`)
+pub(crate) fn tcp_state(
+    local: std::net::SocketAddr,
+    peer: std::net::SocketAddr,
+) -> std::io::Result<Option<&'static str>> {
+    let table = if local.is_ipv4() {
+        "/proc/net/tcp"
+    } else {
+        "/proc/net/tcp6"
+    };
+    let text = std::fs::read_to_string(table)?;
+    let mut found = None;
+    for line in text.lines().skip(1) {
+        let mut fields = line.split_whitespace().skip(1);
+        let (Some(l), Some(r), Some(st)) = (fields.next(), fields.next(), fields.next()) else {
+            continue;
+        };
+        if parse_proc_addr(l) != Some(local) || parse_proc_addr(r) != Some(peer) {
+            continue;
+        }
+        let state = u8::from_str_radix(st, 16)
+            .ok()
+            .and_then(|n| TCP_STATES.get(usize::from(n)).copied())
+            .unwrap_or("?");
+        if state != "TIME_WAIT" {
+            return Ok(Some(state));
+        }
+        found = Some(state);
     }
-    // SAFETY: fd is new and owned by nobody else.
-    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+    Ok(found)
+}
+
+/// Parses `0100007F:1F90` (IPv4) or a 32-digit IPv6 form.
+fn parse_proc_addr(field: &str) -> Option<std::net::SocketAddr> {
+    let (addr, port) = field.split_once(':')?;
+    let port = u16::from_str_radix(port, 16).ok()?;
+    let word = |i: usize| {
+        addr.get(i * 8..i * 8 + 8)
+            .and_then(|w| u32::from_str_radix(w, 16).ok())
+            .map(u32::to_ne_bytes)
+    };
+    let ip: std::net::IpAddr = match addr.len() {
+        8 => std::net::Ipv4Addr::from(word(0)?).into(),
+        32 => {
+            let mut bytes = [0u8; 16];
+            for i in 0..4 {
+                bytes[i * 4..i * 4 + 4].copy_from_slice(&word(i)?);
+            }
+            std::net::Ipv6Addr::from(bytes).into()
+        }
+        _ => return None,
+    };
+    Some(std::net::SocketAddr::new(ip, port))
+}
+
+/// `setsockopt(SO_REUSEPORT, 1)` (Linux 3.9): sockets of one user that all
+/// set it may bind the same address and port, listening ones included.
+///
+/// # References
+/// - <https://man7.org/linux/man-pages/man7/socket.7.html>
+pub(crate) fn set_reuse_port(sock: &socket2::Socket) -> std::io::Result<()> {
+    sock.set_reuse_port(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+
+    /// Formats an address as the kernel does (`%08X` of each 32-bit word as
+    /// it lies in memory, so this holds on either byte order).
+    fn kernel_form(ip: &[u8], port: u16) -> String {
+        let words: String = ip
+            .chunks(4)
+            .map(|w| format!("{:08X}", u32::from_ne_bytes(w.try_into().unwrap())))
+            .collect();
+        format!("{words}:{port:04X}")
+    }
+
+    #[test]
+    fn parses_both_families() {
+        let v4 = SocketAddr::from((Ipv4Addr::LOCALHOST, 8080));
+        assert_eq!(
+            parse_proc_addr(&kernel_form(&[127, 0, 0, 1], 8080)),
+            Some(v4)
+        );
+        let ip6 = Ipv4Addr::LOCALHOST.to_ipv6_mapped();
+        let v6 = SocketAddr::from((ip6, 443));
+        assert_eq!(parse_proc_addr(&kernel_form(&ip6.octets(), 443)), Some(v6));
+        let lo6 = SocketAddr::from((Ipv6Addr::LOCALHOST, 1));
+        assert_eq!(
+            parse_proc_addr(&kernel_form(&Ipv6Addr::LOCALHOST.octets(), 1)),
+            Some(lo6)
+        );
+        assert_eq!(parse_proc_addr("0100007F"), None);
+        assert_eq!(parse_proc_addr("XYZ:0001"), None);
+    }
 }

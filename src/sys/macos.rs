@@ -41,3 +41,24 @@ pub(crate) fn libc_name_version() -> (String, String) {
 pub(crate) const F_OFD_GETLK: Option<libc::c_int> = Some(92);
 /// See [`F_OFD_GETLK`].
 pub(crate) const F_OFD_SETLK: Option<libc::c_int> = Some(90);
+
+/// No reader for xnu's TCP connection table yet (netstat reads it through
+/// the `net.inet.tcp.pcblist_n` sysctl); callers report `unsupported`.
+pub(crate) fn tcp_state(
+    _local: std::net::SocketAddr,
+    _peer: std::net::SocketAddr,
+) -> std::io::Result<Option<&'static str>> {
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "no reader for the TCP connection table on macOS yet",
+    ))
+}
+
+/// `setsockopt(SO_REUSEPORT, 1)`: on macOS (BSD semantics) every socket
+/// binding the same address and port must set it.
+///
+/// # References
+/// - <https://developer.apple.com/library/archive/documentation/System/Conceptual/ManPages_iPhoneOS/man2/setsockopt.2.html>
+pub(crate) fn set_reuse_port(sock: &socket2::Socket) -> std::io::Result<()> {
+    sock.set_reuse_port(true)
+}

@@ -17,8 +17,3 @@ pub(crate) use macos::*;
 mod other;
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
 pub(crate) use other::*;
-
-mod socket;
-pub(crate) use socket::sockaddr_from;
-#[cfg(not(target_os = "linux"))]
-pub(crate) use socket::socket_cloexec;
