@@ -41,6 +41,11 @@ const STD_LOCK: &str =
     "rust-lang/rust library/std/src/sys/fs/unix.rs: File::lock/unlock are flock(LOCK_EX/LOCK_UN)";
 const FS2_LOCK: &str = "danburkert/fs2-rs src/unix.rs: lock_exclusive/unlock are libc::flock";
 
+const LISTEN_MAN: &str = "listen(2): the kernel completes handshakes into the backlog by itself: https://man7.org/linux/man-pages/man2/listen.2.html";
+const SHUTDOWN_MAN: &str = "shutdown(2): acts on the socket, not the descriptor: https://man7.org/linux/man-pages/man2/shutdown.2.html";
+const INET_SHUTDOWN: &str = "Linux net/ipv4/af_inet.c inet_shutdown(): a TCP_LISTEN socket is disconnected (tcp_disconnect → inet_csk_listen_stop) only when RCV_SHUTDOWN is asked";
+const SOCKET7_REUSEADDR: &str = "socket(7) SO_REUSEADDR: a bind may reuse the address unless a socket is listening on it: https://man7.org/linux/man-pages/man7/socket.7.html";
+
 /// The Linux claims. Each is held against every Linux results file.
 const LINUX: &[Claim] = &[
     Claim {
