@@ -10,6 +10,7 @@
 #![deny(missing_docs)]
 
 pub mod child;
+pub mod cloexec;
 pub mod harness;
 pub mod locks;
 pub mod matrix;
@@ -19,6 +20,7 @@ pub mod reported;
 pub mod results;
 pub mod runner;
 pub mod scratch;
+pub mod spawn_lock;
 pub mod stats;
 mod sys;
 pub mod verdict;
