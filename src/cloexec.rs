@@ -552,3 +552,68 @@ fn read_byte_by(reader: &mut File, deadline: Instant) -> io::Result<bool> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scratch::Scratch;
+
+    fn has_cloexec(fd: RawFd) -> bool {
+        // SAFETY: F_GETFD on a descriptor the caller owns.
+        let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+        assert!(flags >= 0, "fd {fd} is not open");
+        flags & libc::FD_CLOEXEC != 0
+    }
+
+    #[test]
+    fn two_step_makes_without_the_flag_until_set() {
+        // Descriptors without the flag would leak into other tests' children.
+        let _serial = crate::test_serial();
+        let s = Scratch::new("cloexec").unwrap();
+        for call in Call::ALL {
+            let maker = Maker::new(call, &s.fresh("sock")).unwrap();
+            let made = maker.make(Flag::TwoStep).unwrap();
+            assert!(!made.raw_fds().is_empty());
+            assert!(
+                made.raw_fds().iter().all(|&fd| !has_cloexec(fd)),
+                "{call:?}"
+            );
+            made.set_cloexec().unwrap();
+            assert!(made.raw_fds().iter().all(|&fd| has_cloexec(fd)), "{call:?}");
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn linux_has_every_atomic_form() {
+        let s = Scratch::new("cloexec").unwrap();
+        for call in Call::ALL {
+            let made = Maker::new(call, &s.fresh("sock"))
+                .unwrap()
+                .make(Flag::Atomic)
+                .unwrap();
+            assert!(made.raw_fds().iter().all(|&fd| has_cloexec(fd)), "{call:?}");
+        }
+    }
+
+    #[test]
+    fn a_holder_keeps_exactly_the_descriptors_without_the_flag() {
+        let _serial = crate::test_serial();
+        let s = Scratch::new("cloexec").unwrap();
+        let maker = Maker::new(Call::Pipe, &s.fresh("sock")).unwrap();
+        let bare = maker.make(Flag::TwoStep).unwrap();
+        let flagged = maker.make(Flag::TwoStep).unwrap();
+        flagged.set_cloexec().unwrap();
+        let holder = Holder::spawn(SpawnHow::Std).unwrap();
+        let held = holder.fds().unwrap();
+        holder.release().unwrap();
+        assert!(
+            bare.raw_fds().iter().all(|fd| held.contains(fd)),
+            "{held:?}"
+        );
+        assert!(
+            !flagged.raw_fds().iter().any(|fd| held.contains(fd)),
+            "{held:?}"
+        );
+    }
+}
