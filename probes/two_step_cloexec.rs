@@ -15,9 +15,11 @@
 //! `posix-spawn` (statistical, the natural gap): 1. a creator thread loops
 //! "make, set the flag, close" (or calls a std constructor); 2. this thread
 //! spawns the holder through std's posix_spawn; 3. once cat echoed, the creator
-//! stops; 4. a hit is the holder having any descriptor the parent lacked
-//! without close-on-exec before the trial. The harness's race thread spawns
-//! `true` alongside, as a busy process would.
+//! stops; 4. a hit is the holder having a descriptor beyond stdio that the
+//! parent did not already have open without close-on-exec before the trial.
+//! The harness's race thread spawns `true` alongside, as a busy process would.
+//! (On macOS `std-accept`'s client comes from `UnixStream::connect`, itself
+//! two-step there, so a hit in that arm may be the client's socket.)
 
 use std::collections::BTreeMap;
 use std::io;
@@ -309,6 +311,9 @@ fn race(t: &mut Trial<'_>, arm: &'static str, make: Make, locked: bool) -> Resul
     let (holder, rounds) = std::thread::scope(|s| {
         let (tx, rx) = mpsc::channel();
         let looping = s.spawn(|| creator.run(locked, &stop, tx));
+        // Stops the creator on every way out of this scope, a panic included,
+        // so the scope's join cannot wait forever.
+        let _stop = StopOnDrop(&stop);
         // Spawn only once the creator is looping (or has failed).
         let started = rx.recv().is_ok();
         let holder = if started {
@@ -338,6 +343,14 @@ fn race(t: &mut Trial<'_>, arm: &'static str, make: Make, locked: bool) -> Resul
         t.tally("leaked-descriptors", &leaked.to_string());
     }
     Ok(note(t, arm, call.id(), leaked > 0))
+}
+
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
 }
 
 /// A coarse bucket for how many rounds the creator made during one spawn.
