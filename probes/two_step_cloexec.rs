@@ -45,7 +45,7 @@ static PROBE: Probe = Probe {
     hazard: "two-step-cloexec",
     about: "Checks whether a descriptor flagged close-on-exec in a second call leaks into a child spawned in between.",
     trials: 12,
-    race: Duration::from_millis(50),
+    race: Duration::from_millis(70),
     arms: &[
         Arm {
             id: "two-step",
