@@ -3,6 +3,7 @@
 
 use criterion::criterion_main;
 
+mod cloexec;
 mod locks;
 
-criterion_main!(locks::locks);
+criterion_main!(locks::locks, cloexec::cloexec);

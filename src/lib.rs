@@ -11,6 +11,7 @@
 
 pub mod advise;
 pub mod child;
+pub mod cloexec;
 pub mod errno;
 pub mod fix;
 pub mod harness;
@@ -24,6 +25,7 @@ pub mod results;
 pub mod runner;
 pub mod scratch;
 pub mod sockets;
+pub mod spawn_lock;
 pub mod stats;
 mod sys;
 pub mod verdict;

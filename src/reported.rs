@@ -51,6 +51,25 @@ const SEED_PROBE_PORT: &str = "shared/reference write-up 001 (macOS): a fixture 
     the port\" and the server exited without readiness (2/5 runs under fork pressure)";
 const SEED_PUBLISH_ZERO: &str = "shared/reference write-up 001 (macOS): the fixture now lets the \
     server bind port 0 itself (--publish 0) and report the port; the failures stopped";
+const SEED_TWO_STEP: &str = "shared/reference write-up 001, Findings 2 (macOS): with std's two-step pattern \
+    (socket, then close-on-exec; gap widened to 500 us) 199 of 200 children spawned in the gap inherited the \
+    socket, with either spawn path; 0 without the creator";
+const RUST_95584: &str = "rust-lang/rust#95584 (open): Command::spawn() leaks file descriptors on unix platforms \
+    that don't have pipe2(); n2 at -j250 exhausted its descriptors on macOS (evmar/n2#14). See also \
+    rust-lang/cargo#6344: cargo test leaks fd 6 on macOS, an \"unfortunate inevitability because OSX doesn't \
+    have atomic ... CLOEXEC APIs\"";
+const N2_MUTEX: &str = "evmar/n2#14 (via rust-lang/rust#95584): the macOS descriptor leak went away when \
+    spawns were put behind a mutex";
+const MACOS_NO_ATOMIC: &str = "platform-facts.md section 3: macOS through 26 has no SOCK_CLOEXEC (gdnsd/gdnsd#180), \
+    accept4 (rust-lang/socket2#105) or pipe2 (declared only from the macOS 27 SDK: rbenv/ruby-build#2641)";
+const CLOEXEC_DEFAULT: &str = "Apple posix_spawnattr_setflags(3): with POSIX_SPAWN_CLOEXEC_DEFAULT only \
+    descriptors named in the file actions survive into the child (python/cpython#109154; use macOS 10.8+)";
+const NO_CLOSE_RANGE: &str = "close_range(2) is Linux 5.9+ and FreeBSD (man.archlinux.org/man/close_range.2); \
+    macOS has none";
+const NO_CLOSEFROM_NP: &str = "gnulib: posix_spawn_file_actions_addclosefrom_np is missing on macOS 14 \
+    (gnu.org/software/gnulib/manual/html_node/posix_005fspawn_005ffile_005factions_005faddclosefrom_005fnp.html)";
+const DARWIN_NO_ETXTBSY: &str = "w1ne/labwired-core#909 (PR description): on Darwin, exec of a file while \
+    holding an open write descriptor to it runs cleanly; Linux answers Text file busy";
 
 /// Every reported claim.
 pub const REPORTED: &[Reported] = &[
@@ -213,5 +232,85 @@ pub const REPORTED: &[Reported] = &[
         window: Window::ForkWindow,
         verdict: Verdict::Valid,
         source: SEED_PUBLISH_ZERO,
+    },
+    Reported {
+        os: "macos",
+        hazard: "two-step-cloexec",
+        arm: "two-step",
+        window: Window::Inherited,
+        verdict: Verdict::Present,
+        source: SEED_TWO_STEP,
+    },
+    Reported {
+        os: "macos",
+        hazard: "two-step-cloexec",
+        arm: "two-step",
+        window: Window::PosixSpawn,
+        verdict: Verdict::Present,
+        source: RUST_95584,
+    },
+    Reported {
+        os: "macos",
+        hazard: "two-step-cloexec",
+        arm: "atomic-flag",
+        window: Window::Inherited,
+        verdict: Verdict::Unsupported,
+        source: MACOS_NO_ATOMIC,
+    },
+    Reported {
+        os: "macos",
+        hazard: "two-step-cloexec",
+        arm: "atomic-flag",
+        window: Window::PosixSpawn,
+        verdict: Verdict::Unsupported,
+        source: MACOS_NO_ATOMIC,
+    },
+    Reported {
+        os: "macos",
+        hazard: "two-step-cloexec",
+        arm: "spawn-lock",
+        window: Window::PosixSpawn,
+        verdict: Verdict::Valid,
+        source: N2_MUTEX,
+    },
+    Reported {
+        os: "macos",
+        hazard: "two-step-cloexec",
+        arm: "close-range-in-child",
+        window: Window::Inherited,
+        verdict: Verdict::Unsupported,
+        source: NO_CLOSE_RANGE,
+    },
+    Reported {
+        os: "macos",
+        hazard: "two-step-cloexec",
+        arm: "closefrom-file-action",
+        window: Window::Inherited,
+        verdict: Verdict::Unsupported,
+        source: NO_CLOSEFROM_NP,
+    },
+    Reported {
+        os: "macos",
+        hazard: "two-step-cloexec",
+        arm: "spawn-cloexec-default",
+        window: Window::Inherited,
+        verdict: Verdict::Valid,
+        source: CLOEXEC_DEFAULT,
+    },
+    Reported {
+        os: "macos",
+        hazard: "two-step-cloexec",
+        arm: "std-pipe",
+        window: Window::PosixSpawn,
+        verdict: Verdict::Invalid,
+        source: RUST_95584,
+    },
+    Reported {
+        os: "macos",
+        hazard: "etxtbsy",
+        arm: "write-then-exec",
+        window: Window::ForkWindow,
+        verdict: Verdict::Absent,
+        source: DARWIN_NO_ETXTBSY,
     },
 ];

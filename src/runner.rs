@@ -28,6 +28,8 @@ pub const PROBES: &[&str] = &[
     "peer-fin-with-clone",
     "port-pick",
     "bind-matrix",
+    "two-step-cloexec",
+    "etxtbsy",
 ];
 
 /// What `fdwindow run` was asked to do.

@@ -1,5 +1,8 @@
 //! macOS: the product version names the platform (xnu's release tracks it).
 
+use std::io;
+use std::os::fd::{OwnedFd, RawFd};
+
 pub(crate) const OS_ID: Option<&str> = Some("macos");
 
 /// `sysctlbyname("kern.osproductversion")`, e.g. `15.3.1`.
@@ -61,4 +64,96 @@ pub(crate) fn tcp_state(
 /// - <https://developer.apple.com/library/archive/documentation/System/Conceptual/ManPages_iPhoneOS/man2/setsockopt.2.html>
 pub(crate) fn set_reuse_port(sock: &socket2::Socket) -> std::io::Result<()> {
     sock.set_reuse_port(true)
+}
+
+/// macOS has no `SOCK_CLOEXEC`: std makes sockets with `socket`, then
+/// `ioctl(FIOCLEX)`.
+///
+/// # References
+/// - gdnsd/gdnsd#180; libc 0.2.68 dropped the constant for Apple targets
+///   (vmware-archive/differential-datalog#560); rust-lang/rust#24237
+pub(crate) const SOCK_CLOEXEC: Result<libc::c_int, &str> = Err(
+    "macOS has no SOCK_CLOEXEC (through macOS 26): sockets are made close-on-exec in a second call",
+);
+
+/// macOS has no `accept4` (rust-lang/socket2#105).
+pub(crate) fn accept4_cloexec(_fd: RawFd) -> Result<io::Result<OwnedFd>, &'static str> {
+    Err(
+        "macOS has no accept4 (through macOS 26): accepted sockets are made close-on-exec in a second call",
+    )
+}
+
+/// `pipe2(fds, O_CLOEXEC)`, looked up at run time: the macOS 27 SDK declares
+/// it "available since macOS 27.0"; on macOS 26 and earlier the weak symbol is
+/// NULL (rbenv/ruby-build#2641, python/cpython#154718).
+pub(crate) fn pipe2_cloexec() -> Result<io::Result<(OwnedFd, OwnedFd)>, &'static str> {
+    // SAFETY: dlsym with a NUL-terminated name; RTLD_DEFAULT searches every image.
+    let sym = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"pipe2".as_ptr()) };
+    if sym.is_null() {
+        return Err(
+            "this macOS has no pipe2 (added in macOS 27): pipes are made close-on-exec in a second call",
+        );
+    }
+    // SAFETY: pipe2's C signature is int pipe2(int fds[2], int flags).
+    let pipe2: unsafe extern "C" fn(*mut libc::c_int, libc::c_int) -> libc::c_int =
+        unsafe { std::mem::transmute(sym) };
+    let mut fds = [-1; 2];
+    // SAFETY: fds has room for the two descriptors pipe2 writes.
+    let rc = unsafe { pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
+    if rc < 0 {
+        return Ok(Err(io::Error::last_os_error()));
+    }
+    Ok(owned(fds[0]).and_then(|r| Ok((r, owned(fds[1])?))))
+}
+
+/// macOS has no `close_range(2)`: answers `ENOSYS` without a syscall, so a
+/// `pre_exec` that calls it fails the spawn and the arm reads `unsupported`.
+pub(crate) fn close_range_from(_first: libc::c_uint) -> io::Result<()> {
+    Err(io::Error::from_raw_os_error(libc::ENOSYS))
+}
+
+/// `POSIX_SPAWN_CLOEXEC_DEFAULT` (`<spawn.h>`, macOS 10.7; use 10.8+, see
+/// python/cpython#109154): only descriptors named in the file actions survive.
+pub(crate) const POSIX_SPAWN_CLOEXEC_DEFAULT: Result<libc::c_short, &str> =
+    Ok(libc::POSIX_SPAWN_CLOEXEC_DEFAULT as libc::c_short);
+
+/// The descriptors `pid` has open: `proc_pidinfo(PROC_PIDLISTFDS)` (libproc;
+/// works for the caller's own children).
+pub(crate) fn process_fds(pid: libc::pid_t) -> io::Result<Vec<RawFd>> {
+    let size = std::mem::size_of::<libc::proc_fdinfo>();
+    let mut buf: Vec<libc::proc_fdinfo> = Vec::with_capacity(64);
+    loop {
+        let bytes = (buf.capacity() * size).min(i32::MAX as usize) as libc::c_int;
+        // SAFETY: buf has room for `bytes` bytes; proc_pidinfo writes at most that.
+        let n = unsafe {
+            libc::proc_pidinfo(
+                pid,
+                libc::PROC_PIDLISTFDS,
+                0,
+                buf.as_mut_ptr().cast(),
+                bytes,
+            )
+        };
+        if n <= 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // A full buffer may have cut the list short: grow and ask again.
+        if n < bytes {
+            // SAFETY: proc_pidinfo initialised n bytes of whole records.
+            unsafe { buf.set_len(n as usize / size) };
+            let mut fds: Vec<RawFd> = buf.iter().map(|i| i.proc_fd).collect();
+            fds.sort_unstable();
+            return Ok(fds);
+        }
+        buf.reserve(buf.capacity() * 2);
+    }
+}
+
+fn owned(rc: libc::c_int) -> io::Result<OwnedFd> {
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        // SAFETY: a descriptor the kernel just returned, owned by no one else.
+        Ok(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(rc) })
+    }
 }

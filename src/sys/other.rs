@@ -1,6 +1,9 @@
 //! Other Unixes: uname only. fdwindow measures Linux and macOS; elsewhere it
 //! compiles and labels its results with what uname says.
 
+use std::io;
+use std::os::fd::{OwnedFd, RawFd};
+
 pub(crate) const OS_ID: Option<&str> = None;
 
 pub(crate) fn os_release() -> Option<String> {
@@ -35,4 +38,35 @@ pub(crate) fn tcp_state(
 /// reported as `ENOPROTOOPT`, which the bind matrix shows in its cells.
 pub(crate) fn set_reuse_port(_sock: &socket2::Socket) -> std::io::Result<()> {
     Err(std::io::Error::from_raw_os_error(libc::ENOPROTOOPT))
+}
+
+/// Not known here: reported unsupported rather than guessed.
+pub(crate) const SOCK_CLOEXEC: Result<libc::c_int, &str> =
+    Err("fdwindow does not know this OS's SOCK_CLOEXEC");
+
+/// Not known here.
+pub(crate) fn accept4_cloexec(_fd: RawFd) -> Result<io::Result<OwnedFd>, &'static str> {
+    Err("fdwindow does not know this OS's accept4")
+}
+
+/// Not known here.
+pub(crate) fn pipe2_cloexec() -> Result<io::Result<(OwnedFd, OwnedFd)>, &'static str> {
+    Err("fdwindow does not know this OS's pipe2")
+}
+
+/// Not known here: `ENOSYS`.
+pub(crate) fn close_range_from(_first: libc::c_uint) -> io::Result<()> {
+    Err(io::Error::from_raw_os_error(libc::ENOSYS))
+}
+
+/// Not known here.
+pub(crate) const POSIX_SPAWN_CLOEXEC_DEFAULT: Result<libc::c_short, &str> =
+    Err("fdwindow does not know this OS's POSIX_SPAWN_CLOEXEC_DEFAULT");
+
+/// Not known here.
+pub(crate) fn process_fds(_pid: libc::pid_t) -> io::Result<Vec<RawFd>> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "fdwindow cannot list another process's descriptors on this OS",
+    ))
 }

@@ -1,0 +1,619 @@
+//! Descriptor creation with and without the atomic close-on-exec flag, and the
+//! children that show which descriptors a spawn leaked.
+//!
+//! Each creation call ([`Call`]) is made either in two steps (the call without
+//! its close-on-exec flag; the caller sets `FD_CLOEXEC` afterwards) or
+//! atomically (`SOCK_CLOEXEC`, `accept4`, `pipe2`, `F_DUPFD_CLOEXEC`,
+//! `O_CLOEXEC`). A call the OS lacks fails with [`io::ErrorKind::Unsupported`]
+//! and says why, without making a syscall.
+//!
+//! A [`Holder`] is `/bin/cat`, spawned one of several ways ([`SpawnHow`]) and
+//! known to have exec'd (it echoed a byte), so every descriptor it still has
+//! beyond stdio is one it inherited for its whole life; [`Holder::fds`] lists
+//! them (`/proc/<pid>/fd` on Linux, `proc_pidinfo(PROC_PIDLISTFDS)` on macOS).
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::child::CAT_PROGRAM;
+use crate::sys;
+
+/// How long a holder may take to exec and echo before spawning counts as broken.
+const ECHO_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A call that creates descriptors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Call {
+    /// `socket(AF_UNIX, SOCK_STREAM)`.
+    Socket,
+    /// `socketpair(AF_UNIX, SOCK_STREAM)`.
+    Socketpair,
+    /// `accept` on a listening Unix socket.
+    Accept,
+    /// `pipe`.
+    Pipe,
+    /// `fcntl(F_DUPFD)` (what `dup` does, with a chosen lowest number).
+    Dup,
+    /// `open("/dev/null", O_RDONLY)`.
+    Open,
+}
+
+impl Call {
+    /// Every call, in matrix order.
+    pub const ALL: [Call; 6] = [
+        Call::Socket,
+        Call::Socketpair,
+        Call::Accept,
+        Call::Pipe,
+        Call::Dup,
+        Call::Open,
+    ];
+
+    /// The public id, e.g. `socketpair`.
+    pub fn id(self) -> &'static str {
+        match self {
+            Call::Socket => "socket",
+            Call::Socketpair => "socketpair",
+            Call::Accept => "accept",
+            Call::Pipe => "pipe",
+            Call::Dup => "dup",
+            Call::Open => "open",
+        }
+    }
+
+    /// The one-step way to create it close-on-exec.
+    pub fn atomic_form(self) -> &'static str {
+        match self {
+            Call::Socket => "socket(SOCK_CLOEXEC)",
+            Call::Socketpair => "socketpair(SOCK_CLOEXEC)",
+            Call::Accept => "accept4(SOCK_CLOEXEC)",
+            Call::Pipe => "pipe2(O_CLOEXEC)",
+            Call::Dup => "fcntl(F_DUPFD_CLOEXEC)",
+            Call::Open => "open(O_CLOEXEC)",
+        }
+    }
+
+    /// The std constructor that makes this kind of descriptor.
+    pub fn std_wrapper(self) -> &'static str {
+        match self {
+            Call::Socket => "TcpListener::bind",
+            Call::Socketpair => "UnixStream::pair",
+            Call::Accept => "UnixListener::accept",
+            Call::Pipe => "std::io::pipe",
+            Call::Dup => "OwnedFd::try_clone",
+            Call::Open => "File::open",
+        }
+    }
+}
+
+/// Whether a call sets close-on-exec itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flag {
+    /// Without the flag: the caller sets `FD_CLOEXEC` in a second call.
+    TwoStep,
+    /// With the atomic flag.
+    Atomic,
+}
+
+/// What one call must have ready: for `accept`, a listener and a path to
+/// connect to; for `dup`, a descriptor to duplicate.
+#[derive(Debug)]
+pub struct Maker {
+    call: Call,
+    listener: Option<(UnixListener, std::path::PathBuf)>,
+    source: Option<File>,
+}
+
+impl Maker {
+    /// Prepares `call`; `scratch` is a fresh path for the `accept` listener.
+    pub fn new(call: Call, scratch: &Path) -> io::Result<Maker> {
+        let listener = match call {
+            Call::Accept => Some((UnixListener::bind(scratch)?, scratch.to_owned())),
+            _ => None,
+        };
+        let source = match call {
+            Call::Dup => Some(File::open("/dev/null")?),
+            _ => None,
+        };
+        Ok(Maker {
+            call,
+            listener,
+            source,
+        })
+    }
+
+    /// The call this maker makes.
+    pub fn call(&self) -> Call {
+        self.call
+    }
+
+    /// Makes the call's descriptors, two-step (no flag yet) or atomically.
+    pub fn make(&self, flag: Flag) -> io::Result<Made> {
+        let mut made = Made { fds: Vec::new() };
+        let atomic = flag == Flag::Atomic;
+        match self.call {
+            Call::Socket => made.fds.push(owned(unsafe {
+                // SAFETY: plain socket(2).
+                libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | sock_flag(atomic)?, 0)
+            })?),
+            Call::Socketpair => {
+                let mut fds = [-1; 2];
+                // SAFETY: fds has room for the pair.
+                let rc = unsafe {
+                    libc::socketpair(
+                        libc::AF_UNIX,
+                        libc::SOCK_STREAM | sock_flag(atomic)?,
+                        0,
+                        fds.as_mut_ptr(),
+                    )
+                };
+                check_rc(rc)?;
+                made.fds.extend([owned(fds[0])?, owned(fds[1])?]);
+            }
+            Call::Accept => {
+                let (listener, path) = self.listener.as_ref().expect("accept maker has a listener");
+                // The client end comes from std (atomic on Linux); only the
+                // accepted end is under test.
+                let _client = UnixStream::connect(path)?;
+                let fd = listener.as_raw_fd();
+                made.fds.push(if atomic {
+                    sys::accept4_cloexec(fd).map_err(unsupported)??
+                } else {
+                    // SAFETY: accept with null address arguments.
+                    owned(unsafe { libc::accept(fd, std::ptr::null_mut(), std::ptr::null_mut()) })?
+                });
+            }
+            Call::Pipe => {
+                let (r, w) = if atomic {
+                    sys::pipe2_cloexec().map_err(unsupported)??
+                } else {
+                    let mut fds = [-1; 2];
+                    // SAFETY: fds has room for both ends.
+                    check_rc(unsafe { libc::pipe(fds.as_mut_ptr()) })?;
+                    (owned(fds[0])?, owned(fds[1])?)
+                };
+                made.fds.extend([r, w]);
+            }
+            Call::Dup => {
+                let source = self.source.as_ref().expect("dup maker has a source");
+                let cmd = if atomic {
+                    libc::F_DUPFD_CLOEXEC
+                } else {
+                    libc::F_DUPFD
+                };
+                // SAFETY: fcntl duplicating a borrowed, open descriptor.
+                made.fds
+                    .push(owned(unsafe { libc::fcntl(source.as_raw_fd(), cmd, 3) })?);
+            }
+            Call::Open => {
+                let flags = libc::O_RDONLY | if atomic { libc::O_CLOEXEC } else { 0 };
+                // SAFETY: open with a NUL-terminated path.
+                made.fds
+                    .push(owned(unsafe { libc::open(c"/dev/null".as_ptr(), flags) })?);
+            }
+        }
+        Ok(made)
+    }
+}
+
+/// The descriptors one call created.
+#[derive(Debug)]
+pub struct Made {
+    fds: Vec<OwnedFd>,
+}
+
+impl Made {
+    /// The second step: `fcntl(F_SETFD, FD_CLOEXEC)` on each descriptor.
+    pub fn set_cloexec(&self) -> io::Result<()> {
+        for fd in &self.fds {
+            crate::locks::set_cloexec(fd, true)?;
+        }
+        Ok(())
+    }
+
+    /// The descriptor numbers.
+    pub fn raw_fds(&self) -> Vec<RawFd> {
+        self.fds.iter().map(AsRawFd::as_raw_fd).collect()
+    }
+}
+
+fn sock_flag(atomic: bool) -> io::Result<libc::c_int> {
+    if atomic {
+        sys::SOCK_CLOEXEC.map_err(unsupported)
+    } else {
+        Ok(0)
+    }
+}
+
+/// An error that says the OS lacks the call (`ErrorKind::Unsupported`).
+fn unsupported(reason: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::Unsupported, reason.to_owned())
+}
+
+fn check_rc(rc: libc::c_int) -> io::Result<()> {
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+fn owned(rc: libc::c_int) -> io::Result<OwnedFd> {
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        // SAFETY: a descriptor the kernel just returned, owned by no one else.
+        Ok(unsafe { OwnedFd::from_raw_fd(rc) })
+    }
+}
+
+/// The descriptors this process has open without close-on-exec: what any
+/// child inherits whatever the code under test does.
+pub fn inheritable_fds() -> io::Result<Vec<RawFd>> {
+    let mut fds = sys::process_fds(std::process::id() as libc::pid_t)?;
+    fds.retain(|&fd| {
+        // SAFETY: F_GETFD on a number; a closed one (the listing's own
+        // directory descriptor) answers EBADF and is dropped.
+        let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+        flags >= 0 && flags & libc::FD_CLOEXEC == 0
+    });
+    Ok(fds)
+}
+
+/// How a [`Holder`] is spawned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpawnHow {
+    /// std's `Command::spawn` (posix_spawn where std uses it).
+    Std,
+    /// std's `Command` with a `pre_exec` that calls `close_range(3, ~0U, 0)`
+    /// (forces std's fork path). It also closes std's exec-error channel, so
+    /// `spawn` returns before exec; the holder waits for cat's echo anyway.
+    CloseRangeInChild,
+    /// `posix_spawn` with `posix_spawn_file_actions_addclosefrom_np(3)` after
+    /// the stdio `dup2`s (glibc 2.34; looked up at run time).
+    ClosefromFileAction,
+    /// `posix_spawn` with `POSIX_SPAWN_CLOEXEC_DEFAULT` (macOS).
+    CloexecDefault,
+}
+
+/// `/bin/cat` on two pipes, exec'd and alive until released: every descriptor
+/// it has beyond 0, 1 and 2 it inherited.
+#[derive(Debug)]
+pub struct Holder {
+    pid: libc::pid_t,
+    stdin: Option<File>,
+    stdout: File,
+    /// Set when std spawned it (std then reaps it); else reaped by waitpid.
+    child: Option<Child>,
+    reaped: bool,
+}
+
+impl Holder {
+    /// Spawns cat as `how` says and returns once it has echoed a byte.
+    pub fn spawn(how: SpawnHow) -> io::Result<Holder> {
+        let mut holder = match how {
+            SpawnHow::Std | SpawnHow::CloseRangeInChild => {
+                let mut cmd = Command::new(CAT_PROGRAM);
+                cmd.env_clear()
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::null());
+                if how == SpawnHow::CloseRangeInChild {
+                    // SAFETY: close_range is one raw syscall; its error is an
+                    // errno value: no allocation between fork and exec.
+                    unsafe { cmd.pre_exec(|| sys::close_range_from(3)) };
+                }
+                let mut child = cmd.spawn()?;
+                Holder {
+                    pid: child.id() as libc::pid_t,
+                    stdin: child.stdin.take().map(|s| File::from(OwnedFd::from(s))),
+                    stdout: File::from(OwnedFd::from(child.stdout.take().expect("piped"))),
+                    child: Some(child),
+                    reaped: false,
+                }
+            }
+            SpawnHow::ClosefromFileAction | SpawnHow::CloexecDefault => raw_spawn(how)?,
+        };
+        holder
+            .stdin
+            .as_mut()
+            .expect("stdin held until release")
+            .write_all(b"x")?;
+        if !read_byte_by(&mut holder.stdout, Instant::now() + ECHO_TIMEOUT)? {
+            return Err(io::Error::other("cat exited before echoing"));
+        }
+        Ok(holder)
+    }
+
+    /// The holder's pid.
+    pub fn pid(&self) -> libc::pid_t {
+        self.pid
+    }
+
+    /// The descriptors the holder has open.
+    pub fn fds(&self) -> io::Result<Vec<RawFd>> {
+        sys::process_fds(self.pid)
+    }
+
+    /// Closes cat's stdin, so it exits, and reaps it.
+    pub fn release(mut self) -> io::Result<()> {
+        drop(self.stdin.take());
+        let code = self.reap()?;
+        if code == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::other(format!(
+                "cat ended with wait status {code}"
+            )))
+        }
+    }
+
+    fn reap(&mut self) -> io::Result<libc::c_int> {
+        self.reaped = true;
+        if let Some(child) = self.child.as_mut() {
+            let status = child.wait()?;
+            return Ok(if status.success() { 0 } else { 1 });
+        }
+        let mut status = 0;
+        loop {
+            // SAFETY: reaps our own child.
+            if unsafe { libc::waitpid(self.pid, &mut status, 0) } == self.pid {
+                return Ok(status);
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+    }
+}
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        if !self.reaped {
+            // Closing stdin ends cat; kill covers a cat that is stuck.
+            drop(self.stdin.take());
+            // SAFETY: signals our own, not yet reaped, child.
+            unsafe { libc::kill(self.pid, libc::SIGKILL) };
+            let _ = self.reap();
+        }
+    }
+}
+
+/// `posix_spawn_file_actions_addclosefrom_np`, found at run time: the libc
+/// crate binds it for glibc, but a static reference would not load on glibc
+/// before 2.34, and other libcs (musl, macOS 14) lack it.
+///
+/// # References
+/// - <https://www.gnu.org/software/gnulib/manual/html_node/posix_005fspawn_005ffile_005factions_005faddclosefrom_005fnp.html>
+fn addclosefrom_np()
+-> Option<unsafe extern "C" fn(*mut libc::posix_spawn_file_actions_t, libc::c_int) -> libc::c_int> {
+    // SAFETY: dlsym with a NUL-terminated name.
+    let sym = unsafe {
+        libc::dlsym(
+            libc::RTLD_DEFAULT,
+            c"posix_spawn_file_actions_addclosefrom_np".as_ptr(),
+        )
+    };
+    // SAFETY: glibc declares it as int (posix_spawn_file_actions_t *, int).
+    (!sym.is_null()).then(|| unsafe { std::mem::transmute::<*mut libc::c_void, _>(sym) })
+}
+
+/// Whether `posix_spawn_file_actions_addclosefrom_np` exists in this libc.
+pub fn has_addclosefrom_np() -> bool {
+    addclosefrom_np().is_some()
+}
+
+/// Frees posix_spawn's attribute and file-action objects on every path out.
+struct SpawnObjects {
+    actions: libc::posix_spawn_file_actions_t,
+    attr: libc::posix_spawnattr_t,
+}
+
+impl Drop for SpawnObjects {
+    fn drop(&mut self) {
+        // SAFETY: both were initialised before this guard was made.
+        unsafe {
+            libc::posix_spawn_file_actions_destroy(&mut self.actions);
+            libc::posix_spawnattr_destroy(&mut self.attr);
+        }
+    }
+}
+
+fn check_errno(rc: libc::c_int, what: &str) -> io::Result<()> {
+    if rc == 0 {
+        Ok(())
+    } else {
+        let e = io::Error::from_raw_os_error(rc);
+        Err(io::Error::new(e.kind(), format!("{what}: {e}")))
+    }
+}
+
+/// Spawns cat with `posix_spawn` directly: the only way to add a closefrom
+/// file action or `POSIX_SPAWN_CLOEXEC_DEFAULT`, which std never sets.
+fn raw_spawn(how: SpawnHow) -> io::Result<Holder> {
+    let closefrom = match how {
+        SpawnHow::ClosefromFileAction => Some(addclosefrom_np().ok_or_else(|| {
+            unsupported("this libc has no posix_spawn_file_actions_addclosefrom_np (glibc 2.34+)")
+        })?),
+        _ => None,
+    };
+    let cloexec_default = match how {
+        SpawnHow::CloexecDefault => Some(sys::POSIX_SPAWN_CLOEXEC_DEFAULT.map_err(unsupported)?),
+        _ => None,
+    };
+    // Everything the spawn reads is prepared first; the environment is empty.
+    let path = CString::new(CAT_PROGRAM).expect("no NUL");
+    let argv0 = CString::new("cat").expect("no NUL");
+    let argv = [argv0.as_ptr() as *mut libc::c_char, std::ptr::null_mut()];
+    let envp = [std::ptr::null_mut::<libc::c_char>()];
+    let (in_r, in_w) = io::pipe()?;
+    let (out_r, out_w) = io::pipe()?;
+    let mut actions: libc::posix_spawn_file_actions_t = unsafe { std::mem::zeroed() };
+    // SAFETY: initialises the zeroed storage.
+    check_errno(
+        unsafe { libc::posix_spawn_file_actions_init(&mut actions) },
+        "posix_spawn_file_actions_init",
+    )?;
+    let mut attr: libc::posix_spawnattr_t = unsafe { std::mem::zeroed() };
+    // SAFETY: initialises the zeroed storage.
+    if let Err(e) = check_errno(
+        unsafe { libc::posix_spawnattr_init(&mut attr) },
+        "posix_spawnattr_init",
+    ) {
+        // SAFETY: initialised just above.
+        unsafe { libc::posix_spawn_file_actions_destroy(&mut actions) };
+        return Err(e);
+    }
+    let mut objects = SpawnObjects { actions, attr };
+    // SAFETY (this block): file actions and attributes on initialised objects.
+    unsafe {
+        let fa = &mut objects.actions;
+        check_errno(
+            libc::posix_spawn_file_actions_adddup2(fa, in_r.as_raw_fd(), 0),
+            "adddup2 stdin",
+        )?;
+        check_errno(
+            libc::posix_spawn_file_actions_adddup2(fa, out_w.as_raw_fd(), 1),
+            "adddup2 stdout",
+        )?;
+        check_errno(
+            libc::posix_spawn_file_actions_addopen(fa, 2, c"/dev/null".as_ptr(), libc::O_WRONLY, 0),
+            "addopen stderr",
+        )?;
+        // After the dup2s: their sources are above 2 and would be closed first.
+        if let Some(addclosefrom) = closefrom {
+            check_errno(
+                addclosefrom(fa, 3),
+                "posix_spawn_file_actions_addclosefrom_np",
+            )?;
+        }
+        if let Some(flag) = cloexec_default {
+            check_errno(
+                libc::posix_spawnattr_setflags(&mut objects.attr, flag),
+                "posix_spawnattr_setflags(POSIX_SPAWN_CLOEXEC_DEFAULT)",
+            )?;
+        }
+    }
+    let mut pid: libc::pid_t = 0;
+    // SAFETY: every pointer is valid for the call; argv and envp are NULL-terminated.
+    check_errno(
+        unsafe {
+            libc::posix_spawn(
+                &mut pid,
+                path.as_ptr(),
+                &objects.actions,
+                &objects.attr,
+                argv.as_ptr(),
+                envp.as_ptr(),
+            )
+        },
+        "posix_spawn",
+    )?;
+    drop((in_r, out_w));
+    Ok(Holder {
+        pid,
+        stdin: Some(File::from(OwnedFd::from(in_w))),
+        stdout: File::from(OwnedFd::from(out_r)),
+        child: None,
+        reaped: false,
+    })
+}
+
+/// Reads one byte, waiting at most until `deadline`: `Ok(false)` on end of file.
+fn read_byte_by(reader: &mut File, deadline: Instant) -> io::Result<bool> {
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(io::ErrorKind::TimedOut, "cat did not echo"));
+        }
+        let mut pfd = libc::pollfd {
+            fd: reader.as_fd().as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = left.as_millis().min(i32::MAX as u128) as libc::c_int;
+        // SAFETY: one valid pollfd.
+        match unsafe { libc::poll(&mut pfd, 1, ms.max(1)) } {
+            -1 if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => continue,
+            -1 => return Err(io::Error::last_os_error()),
+            0 => continue,
+            _ => {
+                let mut buf = [0u8; 1];
+                return Ok(reader.read(&mut buf)? == 1);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scratch::Scratch;
+
+    fn has_cloexec(fd: RawFd) -> bool {
+        // SAFETY: F_GETFD on a descriptor the caller owns.
+        let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+        assert!(flags >= 0, "fd {fd} is not open");
+        flags & libc::FD_CLOEXEC != 0
+    }
+
+    #[test]
+    fn two_step_makes_without_the_flag_until_set() {
+        // Descriptors without the flag would leak into other tests' children.
+        let _serial = crate::test_serial();
+        let s = Scratch::new("cloexec").unwrap();
+        for call in Call::ALL {
+            let maker = Maker::new(call, &s.fresh("sock")).unwrap();
+            let made = maker.make(Flag::TwoStep).unwrap();
+            assert!(!made.raw_fds().is_empty());
+            assert!(
+                made.raw_fds().iter().all(|&fd| !has_cloexec(fd)),
+                "{call:?}"
+            );
+            made.set_cloexec().unwrap();
+            assert!(made.raw_fds().iter().all(|&fd| has_cloexec(fd)), "{call:?}");
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn linux_has_every_atomic_form() {
+        let s = Scratch::new("cloexec").unwrap();
+        for call in Call::ALL {
+            let made = Maker::new(call, &s.fresh("sock"))
+                .unwrap()
+                .make(Flag::Atomic)
+                .unwrap();
+            assert!(made.raw_fds().iter().all(|&fd| has_cloexec(fd)), "{call:?}");
+        }
+    }
+
+    #[test]
+    fn a_holder_keeps_exactly_the_descriptors_without_the_flag() {
+        let _serial = crate::test_serial();
+        let s = Scratch::new("cloexec").unwrap();
+        let maker = Maker::new(Call::Pipe, &s.fresh("sock")).unwrap();
+        let bare = maker.make(Flag::TwoStep).unwrap();
+        let flagged = maker.make(Flag::TwoStep).unwrap();
+        flagged.set_cloexec().unwrap();
+        let holder = Holder::spawn(SpawnHow::Std).unwrap();
+        let held = holder.fds().unwrap();
+        holder.release().unwrap();
+        assert!(
+            bare.raw_fds().iter().all(|fd| held.contains(fd)),
+            "{held:?}"
+        );
+        assert!(
+            !flagged.raw_fds().iter().any(|fd| held.contains(fd)),
+            "{held:?}"
+        );
+    }
+}
