@@ -46,6 +46,16 @@ const SHUTDOWN_MAN: &str = "shutdown(2): acts on the socket, not the descriptor:
 const INET_SHUTDOWN: &str = "Linux net/ipv4/af_inet.c inet_shutdown(): a TCP_LISTEN socket is disconnected (tcp_disconnect → inet_csk_listen_stop) only when RCV_SHUTDOWN is asked";
 const CLOSE_MAN: &str = "close(2): https://man7.org/linux/man-pages/man2/close.2.html";
 const BIND_MAN: &str = "bind(2): https://man7.org/linux/man-pages/man2/bind.2.html";
+const SOCKET_MAN: &str =
+    "socket(2) SOCK_CLOEXEC, accept4(2): https://man7.org/linux/man-pages/man2/socket.2.html";
+const PIPE_MAN: &str = "pipe2(2) O_CLOEXEC: https://man7.org/linux/man-pages/man2/pipe.2.html";
+const GO_FORKLOCK: &str = "golang/go src/syscall/exec_unix.go: ForkLock, a RWMutex held for reading around create+CloseOnExec and for writing around fork";
+const CLOSE_RANGE_MAN: &str =
+    "close_range(2), Linux 5.9: https://man7.org/linux/man-pages/man2/close_range.2.html";
+const CLOSEFROM_NP: &str = "posix_spawn_file_actions_addclosefrom_np, glibc 2.34: https://www.gnu.org/software/gnulib/manual/html_node/posix_005fspawn_005ffile_005factions_005faddclosefrom_005fnp.html";
+const STD_CLOEXEC: &str = "rust-lang/rust library/std/src/sys/net/connection/socket/unix.rs and sys/pal/unix/pipe.rs: SOCK_CLOEXEC, accept4, pipe2 on Linux";
+const EXECVE_ETXTBSY: &str = "execve(2) ETXTBSY: the file is open for writing by one or more processes: https://man7.org/linux/man-pages/man2/execve.2.html";
+const ETXTBSY_COMMITS: &str = "Linux 2a010c412853 (\"fs: don't block i_writecount during exec\", 6.11), reverted by 3b832035387f (6.13)";
 const SOCKET7_REUSEADDR: &str = "socket(7) SO_REUSEADDR: a bind may reuse the address unless a socket is listening on it: https://man7.org/linux/man-pages/man7/socket.7.html";
 
 /// The Linux claims. Each is held against every Linux results file.
@@ -261,6 +271,146 @@ const LINUX: &[Claim] = &[
         verdict: Verdict::Valid,
         reason: "with SO_REUSEADDR on both sockets, a bind succeeds while the other socket is only bound, not listening",
         refs: &[SOCKET7_REUSEADDR],
+        reported: false,
+    },
+    Claim {
+        os: "linux",
+        hazard: "two-step-cloexec",
+        arm: "two-step",
+        window: None,
+        verdict: Verdict::Present,
+        reason: "a child spawned between the creation and the close-on-exec flag copies the descriptor without the flag and keeps it across exec",
+        refs: &[EXEC_MAN, FORK_MAN],
+        reported: false,
+    },
+    Claim {
+        os: "linux",
+        hazard: "two-step-cloexec",
+        arm: "atomic-flag",
+        window: None,
+        verdict: Verdict::Valid,
+        reason: "SOCK_CLOEXEC, accept4, pipe2, F_DUPFD_CLOEXEC and O_CLOEXEC set the flag in the creating call: there is no gap",
+        refs: &[SOCKET_MAN, PIPE_MAN, FCNTL_MAN],
+        reported: false,
+    },
+    Claim {
+        os: "linux",
+        hazard: "two-step-cloexec",
+        arm: "spawn-lock",
+        window: None,
+        verdict: Verdict::Valid,
+        reason: "creation and flag happen under the shared side of one lock, spawns under the exclusive side: no spawn falls in a gap",
+        refs: &[GO_FORKLOCK],
+        reported: false,
+    },
+    Claim {
+        os: "linux",
+        hazard: "two-step-cloexec",
+        arm: "close-range-in-child",
+        window: None,
+        verdict: Verdict::Valid,
+        reason: "close_range(3, ~0) in pre_exec closes every inherited descriptor above stdio before exec",
+        refs: &[CLOSE_RANGE_MAN],
+        reported: false,
+    },
+    Claim {
+        os: "linux",
+        hazard: "two-step-cloexec",
+        arm: "closefrom-file-action",
+        window: None,
+        verdict: Verdict::Valid,
+        reason: "glibc 2.34's posix_spawn_file_actions_addclosefrom_np closes every descriptor from the given one in the child before exec",
+        refs: &[CLOSEFROM_NP],
+        reported: false,
+    },
+    Claim {
+        os: "linux",
+        hazard: "two-step-cloexec",
+        arm: "spawn-cloexec-default",
+        window: None,
+        verdict: Verdict::Unsupported,
+        reason: "POSIX_SPAWN_CLOEXEC_DEFAULT is an Apple extension; glibc has no such flag",
+        refs: &[CLOSEFROM_NP],
+        reported: false,
+    },
+    Claim {
+        os: "linux",
+        hazard: "two-step-cloexec",
+        arm: "std-socket",
+        window: None,
+        verdict: Verdict::Valid,
+        reason: "std creates sockets with SOCK_CLOEXEC on Linux",
+        refs: &[STD_CLOEXEC],
+        reported: false,
+    },
+    Claim {
+        os: "linux",
+        hazard: "two-step-cloexec",
+        arm: "std-accept",
+        window: None,
+        verdict: Verdict::Valid,
+        reason: "std accepts with accept4(SOCK_CLOEXEC) on Linux",
+        refs: &[STD_CLOEXEC],
+        reported: false,
+    },
+    Claim {
+        os: "linux",
+        hazard: "two-step-cloexec",
+        arm: "std-pipe",
+        window: None,
+        verdict: Verdict::Valid,
+        reason: "std creates pipes with pipe2(O_CLOEXEC) on Linux",
+        refs: &[STD_CLOEXEC],
+        reported: false,
+    },
+    Claim {
+        os: "linux",
+        hazard: "two-step-cloexec",
+        arm: "std-socketpair",
+        window: None,
+        verdict: Verdict::Valid,
+        reason: "std creates socket pairs with SOCK_CLOEXEC on Linux",
+        refs: &[STD_CLOEXEC],
+        reported: false,
+    },
+    Claim {
+        os: "linux",
+        hazard: "etxtbsy",
+        arm: "write-then-exec",
+        window: None,
+        verdict: Verdict::Present,
+        reason: "exec refuses a file that any process holds open for writing, and a fork's copy of the writer's descriptor is such a holder (Linux 6.11 and 6.12 briefly dropped the check; it was restored for 6.13)",
+        refs: &[EXECVE_ETXTBSY, ETXTBSY_COMMITS],
+        reported: false,
+    },
+    Claim {
+        os: "linux",
+        hazard: "etxtbsy",
+        arm: "spawn-lock",
+        window: None,
+        verdict: Verdict::Valid,
+        reason: "the file is written under the shared side of the spawn lock, so no fork can copy its write descriptor",
+        refs: &[GO_FORKLOCK],
+        reported: false,
+    },
+    Claim {
+        os: "linux",
+        hazard: "etxtbsy",
+        arm: "retry-on-etxtbsy",
+        window: Some(Window::ForkWindow),
+        verdict: Verdict::Invalid,
+        reason: "a child parked before exec holds the write descriptor longer than any bounded retry waits",
+        refs: &[EXECVE_ETXTBSY],
+        reported: false,
+    },
+    Claim {
+        os: "linux",
+        hazard: "etxtbsy",
+        arm: "retry-on-etxtbsy",
+        window: Some(Window::PosixSpawn),
+        verdict: Verdict::Valid,
+        reason: "a posix_spawn child holds the copy only until its exec, which a few bounded retries outlast",
+        refs: &[EXECVE_ETXTBSY],
         reported: false,
     },
     Claim {
