@@ -10,6 +10,8 @@
 #![deny(missing_docs)]
 
 pub mod child;
+pub mod clocks;
+pub mod fix;
 pub mod harness;
 pub mod locks;
 pub mod matrix;

@@ -32,6 +32,18 @@ const SEED_CLOEXEC: &str = "shared/reference write-up 001 (macOS, Apple Silicon)
     were already close-on-exec and a pre-exec fork still held them; the window ends at exec";
 const POSIX_FCNTL: &str = "POSIX.1-2017 fcntl(): all of a process's locks on a file are removed \
     when it closes any descriptor for that file (pubs.opengroup.org/onlinepubs/9699919799/functions/fcntl.html)";
+const MACOS_US_CLOCK: &str = "shared/reference write-up 001, HACK-1348 (macOS): scratch folders named \
+    <prefix>-<pid>-<nanos> and created exclusively failed with File exists (os error 17) in parallel \
+    tests; Apple Libc builds CLOCK_REALTIME from gettimeofday(), in whole microseconds (Libc-1158.1.2 \
+    gen/clock_gettime.c, quoted in mono/mono#21137), and consecutive reads can be equal (pytorch/pytorch#37280)";
+const MACOS_US_TRUNCATED: &str = "Apple Libc CLOCK_REALTIME is already whole microseconds (Libc-1158.1.2 \
+    gen/clock_gettime.c, quoted in mono/mono#21137), so truncating to µs changes nothing there: \
+    us-truncated is pid-realtime-nanos, witnessed colliding in write-up 001, HACK-1348";
+const SEED_SEQUENCE: &str = "shared/reference write-up 001, HACK-1348 (macOS): a process-unique sequence \
+    appended to every pid+timestamp scratch name, with the regression test \
+    parallel_fixtures_reading_one_clock_tick_create_distinct_directories";
+const TEMPFILE_RETRY: &str = "Stebalien/tempfile src/util.rs (commit 6e995724): 6 random characters per \
+    name, exclusive create, retry on AlreadyExists up to 65536 times; no clock in the name";
 
 /// Every reported claim.
 pub const REPORTED: &[Reported] = &[
@@ -98,5 +110,37 @@ pub const REPORTED: &[Reported] = &[
         window: Window::InProcess,
         verdict: Verdict::Present,
         source: POSIX_FCNTL,
+    },
+    Reported {
+        os: "macos",
+        hazard: "clock-collision",
+        arm: "pid-realtime-nanos",
+        window: Window::InProcess,
+        verdict: Verdict::Present,
+        source: MACOS_US_CLOCK,
+    },
+    Reported {
+        os: "macos",
+        hazard: "clock-collision",
+        arm: "us-truncated",
+        window: Window::InProcess,
+        verdict: Verdict::Present,
+        source: MACOS_US_TRUNCATED,
+    },
+    Reported {
+        os: "macos",
+        hazard: "clock-collision",
+        arm: "process-sequence",
+        window: Window::InProcess,
+        verdict: Verdict::Valid,
+        source: SEED_SEQUENCE,
+    },
+    Reported {
+        os: "macos",
+        hazard: "clock-collision",
+        arm: "tempfile",
+        window: Window::InProcess,
+        verdict: Verdict::Valid,
+        source: TEMPFILE_RETRY,
     },
 ];

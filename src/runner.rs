@@ -20,7 +20,13 @@ use crate::results;
 use crate::scratch::{SCRATCH_ENV, Scratch};
 
 /// Every probe, by hazard id; its binary is `probe-<id>` beside `fdwindow`.
-pub const PROBES: &[&str] = &["flock-survival", "ofd-lock-survival", "posix-lock-drop"];
+pub const PROBES: &[&str] = &[
+    "flock-survival",
+    "ofd-lock-survival",
+    "posix-lock-drop",
+    "clock-resolution",
+    "clock-collision",
+];
 
 /// What `fdwindow run` was asked to do.
 #[derive(Clone, Debug)]

@@ -47,3 +47,21 @@ pub(crate) fn libc_name_version() -> (String, String) {
 pub(crate) const F_OFD_GETLK: Option<libc::c_int> = Some(libc::F_OFD_GETLK);
 /// See [`F_OFD_GETLK`].
 pub(crate) const F_OFD_SETLK: Option<libc::c_int> = Some(libc::F_OFD_SETLK);
+
+/// The clocks `clock_gettime(2)` offers here, by name. The coarse clocks
+/// (Linux 2.6.32) read the tick-granular time the kernel last stored, without
+/// touching the clocksource.
+///
+/// # References
+/// - <https://man7.org/linux/man-pages/man2/clock_gettime.2.html>
+pub(crate) const CLOCKS: &[(&str, libc::clockid_t)] = &[
+    ("CLOCK_REALTIME", libc::CLOCK_REALTIME),
+    ("CLOCK_MONOTONIC", libc::CLOCK_MONOTONIC),
+    ("CLOCK_MONOTONIC_RAW", libc::CLOCK_MONOTONIC_RAW),
+    ("CLOCK_REALTIME_COARSE", libc::CLOCK_REALTIME_COARSE),
+    ("CLOCK_MONOTONIC_COARSE", libc::CLOCK_MONOTONIC_COARSE),
+];
+
+/// The clock behind `std::time::Instant` here (rust-lang/rust
+/// `library/std/src/sys/pal/unix/time.rs`).
+pub(crate) const INSTANT_CLOCK: &str = "CLOCK_MONOTONIC";

@@ -41,3 +41,25 @@ pub(crate) fn libc_name_version() -> (String, String) {
 pub(crate) const F_OFD_GETLK: Option<libc::c_int> = Some(92);
 /// See [`F_OFD_GETLK`].
 pub(crate) const F_OFD_SETLK: Option<libc::c_int> = Some(90);
+
+/// The clocks `clock_gettime(3)` offers on macOS (10.12+), by name. Apple's
+/// Libc builds CLOCK_REALTIME from `gettimeofday()`, so it ticks in whole
+/// microseconds; the `_APPROX` clocks are the cheap, coarse ones.
+///
+/// # References
+/// - Apple `clock_gettime(3)`; Libc-1158.1.2 `gen/clock_gettime.c`, quoted in mono/mono#21137
+pub(crate) const CLOCKS: &[(&str, libc::clockid_t)] = &[
+    ("CLOCK_REALTIME", libc::CLOCK_REALTIME),
+    ("CLOCK_MONOTONIC", libc::CLOCK_MONOTONIC),
+    ("CLOCK_MONOTONIC_RAW", libc::CLOCK_MONOTONIC_RAW),
+    (
+        "CLOCK_MONOTONIC_RAW_APPROX",
+        libc::CLOCK_MONOTONIC_RAW_APPROX,
+    ),
+    ("CLOCK_UPTIME_RAW", libc::CLOCK_UPTIME_RAW),
+    ("CLOCK_UPTIME_RAW_APPROX", libc::CLOCK_UPTIME_RAW_APPROX),
+];
+
+/// The clock behind `std::time::Instant` on Apple targets (rust-lang/rust
+/// `library/std/src/sys/pal/unix/time.rs`).
+pub(crate) const INSTANT_CLOCK: &str = "CLOCK_UPTIME_RAW";

@@ -19,3 +19,13 @@ pub(crate) fn libc_name_version() -> (String, String) {
 pub(crate) const F_OFD_GETLK: Option<libc::c_int> = None;
 /// See [`F_OFD_GETLK`].
 pub(crate) const F_OFD_SETLK: Option<libc::c_int> = None;
+
+/// POSIX requires only CLOCK_REALTIME; CLOCK_MONOTONIC is near universal.
+/// Missing ones show as unsupported at run time.
+pub(crate) const CLOCKS: &[(&str, libc::clockid_t)] = &[
+    ("CLOCK_REALTIME", libc::CLOCK_REALTIME),
+    ("CLOCK_MONOTONIC", libc::CLOCK_MONOTONIC),
+];
+
+/// The clock behind `std::time::Instant` on other Unixes.
+pub(crate) const INSTANT_CLOCK: &str = "CLOCK_MONOTONIC";
