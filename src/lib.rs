@@ -13,6 +13,7 @@ pub mod child;
 pub mod clocks;
 pub mod fix;
 pub mod harness;
+pub mod holders;
 pub mod locks;
 pub mod matrix;
 pub mod platform;

@@ -26,6 +26,8 @@ pub const PROBES: &[&str] = &[
     "posix-lock-drop",
     "clock-resolution",
     "clock-collision",
+    "holder-scan",
+    "env-race",
 ];
 
 /// What `fdwindow run` was asked to do.
