@@ -170,6 +170,11 @@ fn run_isolated(t: &mut Trial<'_>) -> Result<bool, Fault> {
 }
 
 /// Children of ours that still run our executable: forks that have not exec'd.
+///
+/// Linux switches `/proc/PID/exe` (exec_mmap) a few steps before it closes
+/// the close-on-exec descriptors (do_close_on_exec, both in fs/exec.c
+/// begin_new_exec), so a scan could in principle still meet an exec'd
+/// child's copy; the scan that follows takes far longer than that gap.
 fn pending_forks(me: &Path) -> io::Result<Vec<u32>> {
     Ok(children_of(std::process::id())?
         .into_iter()
