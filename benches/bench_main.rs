@@ -4,5 +4,6 @@
 use criterion::criterion_main;
 
 mod locks;
+mod scratch_names;
 
-criterion_main!(locks::locks);
+criterion_main!(locks::locks, scratch_names::scratch_names);
