@@ -5,5 +5,6 @@ use criterion::criterion_main;
 
 mod cloexec;
 mod locks;
+mod scratch_names;
 
-criterion_main!(locks::locks, cloexec::cloexec);
+criterion_main!(locks::locks, cloexec::cloexec, scratch_names::scratch_names);

@@ -11,10 +11,12 @@
 
 pub mod advise;
 pub mod child;
+pub mod clocks;
 pub mod cloexec;
 pub mod errno;
 pub mod fix;
 pub mod harness;
+pub mod holders;
 pub mod knowledge;
 pub mod locks;
 pub mod matrix;

@@ -20,10 +20,9 @@ DO NOT EDIT: run `make probe-linux` (or `make matrix`) instead. -->";
 pub fn arm_verdict(report: &ProbeReport, arm: &ArmReport) -> Verdict {
     match arm.role {
         Role::Control => control_verdict(&arm.outcome),
-        Role::Mitigation => mitigation_verdict(
-            &arm.outcome,
-            report.control_for(arm.window).map(|c| &c.outcome),
-        ),
+        Role::Mitigation => {
+            mitigation_verdict(&arm.outcome, report.control_of(arm).map(|c| &c.outcome))
+        }
     }
 }
 
@@ -218,8 +217,11 @@ fn render_arms(
     out.push('\n');
     for (arm, role, window, _) in rows {
         let role = match role {
-            Role::Control => "control",
-            Role::Mitigation => "mitigation",
+            Role::Control => "control".to_owned(),
+            Role::Mitigation => match crate::report::baseline(hazard, arm) {
+                Some(control) => format!("mitigation (vs `{control}`)"),
+                None => "mitigation".to_owned(),
+            },
         };
         let _ = write!(out, "| `{arm}` | {role} | {} |", window.id());
         for c in columns {

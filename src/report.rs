@@ -72,12 +72,70 @@ pub struct ArmReport {
     pub outcome: Outcome,
 }
 
+/// A mitigation judged against a named control instead of its window's first
+/// control: for a hazard with two controls in one window, where a fix only
+/// means something against the one that reproduces the hazard here.
+///
+/// `clock-collision` is the case: its real control (`pid-realtime-nanos`)
+/// rarely collides at nanosecond granularity on Linux, so the fixes are built
+/// on, and judged against, the microsecond simulation (`us-truncated`). The
+/// pairing lives in the library, beside the verdict rules, so a results file
+/// is always judged by the rules of the fdwindow reading it, like every other
+/// verdict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Baseline {
+    /// Hazard id.
+    pub hazard: &'static str,
+    /// The mitigation arm.
+    pub arm: &'static str,
+    /// The control arm (in the same window) it is judged against.
+    pub control: &'static str,
+}
+
+/// Every mitigation with a named control; the rest are judged against the
+/// first control in their window.
+pub const BASELINES: &[Baseline] = &[
+    Baseline {
+        hazard: "clock-collision",
+        arm: "process-sequence",
+        control: "us-truncated",
+    },
+    Baseline {
+        hazard: "clock-collision",
+        arm: "tempfile",
+        control: "us-truncated",
+    },
+];
+
+/// The control a mitigation arm of `hazard` is judged against, when it is not
+/// simply the first control in its window.
+pub fn baseline(hazard: &str, arm: &str) -> Option<&'static str> {
+    BASELINES
+        .iter()
+        .find(|b| b.hazard == hazard && b.arm == arm)
+        .map(|b| b.control)
+}
+
 impl ProbeReport {
-    /// The control arm that a mitigation in `window` is judged against.
+    /// The first control arm in `window`: what a mitigation there is judged
+    /// against unless [`BASELINES`] names another.
     pub fn control_for(&self, window: Window) -> Option<&ArmReport> {
         self.arms
             .iter()
             .find(|a| a.role == Role::Control && a.window == window)
+    }
+
+    /// The control that the mitigation `arm` is judged against: the one
+    /// [`BASELINES`] names, in the arm's window, else the window's first.
+    /// `None` when that control did not run (so the arm is inconclusive).
+    pub fn control_of(&self, arm: &ArmReport) -> Option<&ArmReport> {
+        match baseline(&self.hazard, &arm.arm) {
+            Some(named) => self
+                .arms
+                .iter()
+                .find(|a| a.role == Role::Control && a.window == arm.window && a.arm == named),
+            None => self.control_for(arm.window),
+        }
     }
 
     /// Checks what a reader relies on: a known schema and unique (arm, window) pairs.
@@ -246,6 +304,44 @@ mod tests {
             schema: SCHEMA_VERSION,
             platform,
             probes: [("flock-survival".to_owned(), report)].into(),
+        }
+    }
+
+    #[test]
+    fn a_named_baseline_overrides_the_first_control() {
+        let observed = |hits| Outcome::Observed {
+            trials: 10,
+            hits,
+            tallies: Tallies::new(),
+        };
+        let arm = |arm: &str, role, outcome| ArmReport {
+            arm: arm.into(),
+            role,
+            window: Window::InProcess,
+            about: "x".into(),
+            outcome,
+        };
+        let mut report = sample().probes.remove("flock-survival").unwrap();
+        report.hazard = "clock-collision".into();
+        report.arms = vec![
+            arm("pid-realtime-nanos", Role::Control, observed(0)),
+            arm("us-truncated", Role::Control, observed(4)),
+            arm("process-sequence", Role::Mitigation, observed(0)),
+            arm("other", Role::Mitigation, observed(0)),
+        ];
+        fn of(r: &ProbeReport, i: usize) -> Option<&str> {
+            r.control_of(&r.arms[i]).map(|c| c.arm.as_str())
+        }
+        assert_eq!(of(&report, 2), Some("us-truncated"));
+        assert_eq!(of(&report, 3), Some("pid-realtime-nanos"));
+        // The named control missing means no control, never the window's first.
+        report.arms.remove(1);
+        assert_eq!(of(&report, 1), None);
+        // Other hazards keep the window's first control.
+        report.hazard = "flock-survival".into();
+        assert_eq!(of(&report, 1), Some("pid-realtime-nanos"));
+        for b in BASELINES {
+            assert_eq!(baseline(b.hazard, b.arm), Some(b.control));
         }
     }
 

@@ -70,6 +70,25 @@ const NO_CLOSEFROM_NP: &str = "gnulib: posix_spawn_file_actions_addclosefrom_np 
     (gnu.org/software/gnulib/manual/html_node/posix_005fspawn_005ffile_005factions_005faddclosefrom_005fnp.html)";
 const DARWIN_NO_ETXTBSY: &str = "w1ne/labwired-core#909 (PR description): on Darwin, exec of a file while \
     holding an open write descriptor to it runs cleanly; Linux answers Text file busy";
+const MACOS_US_CLOCK: &str = "shared/reference write-up 001, HACK-1348 (macOS): scratch folders named \
+    <prefix>-<pid>-<nanos> and created exclusively failed with File exists (os error 17) in parallel \
+    tests; Apple Libc builds CLOCK_REALTIME from gettimeofday(), in whole microseconds (Libc-1158.1.2 \
+    gen/clock_gettime.c, quoted in mono/mono#21137), and consecutive reads can be equal (pytorch/pytorch#37280)";
+const MACOS_US_TRUNCATED: &str = "Apple Libc CLOCK_REALTIME is already whole microseconds (Libc-1158.1.2 \
+    gen/clock_gettime.c, quoted in mono/mono#21137), so truncating to µs changes nothing there: \
+    us-truncated is pid-realtime-nanos, witnessed colliding in write-up 001, HACK-1348";
+const SEED_SEQUENCE: &str = "shared/reference write-up 001, HACK-1348 (macOS): a process-unique sequence \
+    appended to every pid+timestamp scratch name, with the regression test \
+    parallel_fixtures_reading_one_clock_tick_create_distinct_directories";
+const TEMPFILE_RETRY: &str = "Stebalien/tempfile src/util.rs (commit 6e995724): 6 random characters per \
+    name, exclusive create, retry on AlreadyExists up to 65536 times; no clock in the name";
+const SEED_HOLDER_SCAN: &str = "shared/reference write-up 001, HACK-1347 (macOS): endpoint discovery \
+    scanned every same-user process running the selected executable; the test binary was both scanner \
+    and selected executable, so a co-tenant test's pre-exec fork was a second holder of the listener \
+    (host_endpoint under fork pressure: 3/10 runs passed)";
+const SEED_RUN_ISOLATED: &str = "shared/reference write-up 001, HACK-1347 (macOS): each exposed test \
+    re-run alone in a child test process (run_isolated): host_endpoint under fork pressure and CPU \
+    load 20/20 runs passed, against 3/10 before";
 
 /// Every reported claim.
 pub const REPORTED: &[Reported] = &[
@@ -312,5 +331,61 @@ pub const REPORTED: &[Reported] = &[
         window: Window::ForkWindow,
         verdict: Verdict::Absent,
         source: DARWIN_NO_ETXTBSY,
+    },
+    Reported {
+        os: "macos",
+        hazard: "clock-collision",
+        arm: "pid-realtime-nanos",
+        window: Window::InProcess,
+        verdict: Verdict::Present,
+        source: MACOS_US_CLOCK,
+    },
+    Reported {
+        os: "macos",
+        hazard: "clock-collision",
+        arm: "us-truncated",
+        window: Window::InProcess,
+        verdict: Verdict::Present,
+        source: MACOS_US_TRUNCATED,
+    },
+    Reported {
+        os: "macos",
+        hazard: "clock-collision",
+        arm: "process-sequence",
+        window: Window::InProcess,
+        verdict: Verdict::Valid,
+        source: SEED_SEQUENCE,
+    },
+    Reported {
+        os: "macos",
+        hazard: "clock-collision",
+        arm: "tempfile",
+        window: Window::InProcess,
+        verdict: Verdict::Valid,
+        source: TEMPFILE_RETRY,
+    },
+    Reported {
+        os: "macos",
+        hazard: "holder-scan",
+        arm: "scan-during-window",
+        window: Window::ForkWindow,
+        verdict: Verdict::Present,
+        source: SEED_HOLDER_SCAN,
+    },
+    Reported {
+        os: "macos",
+        hazard: "holder-scan",
+        arm: "exe-filter",
+        window: Window::ForkWindow,
+        verdict: Verdict::Invalid,
+        source: SEED_HOLDER_SCAN,
+    },
+    Reported {
+        os: "macos",
+        hazard: "holder-scan",
+        arm: "run-isolated",
+        window: Window::ForkWindow,
+        verdict: Verdict::Valid,
+        source: SEED_RUN_ISOLATED,
     },
 ];

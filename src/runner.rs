@@ -30,6 +30,10 @@ pub const PROBES: &[&str] = &[
     "bind-matrix",
     "two-step-cloexec",
     "etxtbsy",
+    "clock-resolution",
+    "clock-collision",
+    "holder-scan",
+    "env-race",
 ];
 
 /// What `fdwindow run` was asked to do.

@@ -6,3 +6,4 @@
 
 pub mod listener;
 pub mod lock;
+pub mod scratch;

@@ -157,3 +157,47 @@ fn owned(rc: libc::c_int) -> io::Result<OwnedFd> {
         Ok(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(rc) })
     }
 }
+
+/// The clocks `clock_gettime(3)` offers on macOS (10.12+), by name. Apple's
+/// Libc builds CLOCK_REALTIME from `gettimeofday()`, so it ticks in whole
+/// microseconds; the `_APPROX` clocks are the cheap, coarse ones.
+///
+/// # References
+/// - Apple `clock_gettime(3)`; Libc-1158.1.2 `gen/clock_gettime.c`, quoted in mono/mono#21137
+pub(crate) const CLOCKS: &[(&str, libc::clockid_t)] = &[
+    ("CLOCK_REALTIME", libc::CLOCK_REALTIME),
+    ("CLOCK_MONOTONIC", libc::CLOCK_MONOTONIC),
+    ("CLOCK_MONOTONIC_RAW", libc::CLOCK_MONOTONIC_RAW),
+    (
+        "CLOCK_MONOTONIC_RAW_APPROX",
+        libc::CLOCK_MONOTONIC_RAW_APPROX,
+    ),
+    ("CLOCK_UPTIME_RAW", libc::CLOCK_UPTIME_RAW),
+    ("CLOCK_UPTIME_RAW_APPROX", libc::CLOCK_UPTIME_RAW_APPROX),
+];
+
+/// The clock behind `std::time::Instant` on Apple targets (rust-lang/rust
+/// `library/std/src/sys/pal/unix/time.rs`).
+pub(crate) const INSTANT_CLOCK: &str = "CLOCK_UPTIME_RAW";
+
+// Holder scans read Linux's /proc. On macOS, proc_pidinfo(PROC_PIDLISTFDS)
+// with proc_pidfdinfo could do the same; until it is written, the scan
+// reports ENOSYS, which the probes show as unsupported.
+fn no_scan<T>() -> std::io::Result<T> {
+    Err(std::io::Error::from_raw_os_error(libc::ENOSYS))
+}
+
+/// Unsupported here: see `no_scan`.
+pub(crate) fn holders_of_inode(_dev: u64, _ino: u64) -> std::io::Result<Vec<u32>> {
+    no_scan()
+}
+
+/// Unsupported here: see `no_scan`.
+pub(crate) fn exe_of(_pid: u32) -> std::io::Result<std::path::PathBuf> {
+    no_scan()
+}
+
+/// Unsupported here: see `no_scan`.
+pub(crate) fn children_of(_parent: u32) -> std::io::Result<Vec<u32>> {
+    no_scan()
+}

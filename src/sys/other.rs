@@ -70,3 +70,35 @@ pub(crate) fn process_fds(_pid: libc::pid_t) -> io::Result<Vec<RawFd>> {
         "fdwindow cannot list another process's descriptors on this OS",
     ))
 }
+
+/// POSIX requires only CLOCK_REALTIME; CLOCK_MONOTONIC is near universal.
+/// Missing ones show as unsupported at run time.
+pub(crate) const CLOCKS: &[(&str, libc::clockid_t)] = &[
+    ("CLOCK_REALTIME", libc::CLOCK_REALTIME),
+    ("CLOCK_MONOTONIC", libc::CLOCK_MONOTONIC),
+];
+
+/// The clock behind `std::time::Instant` on other Unixes.
+pub(crate) const INSTANT_CLOCK: &str = "CLOCK_MONOTONIC";
+
+// Holder scans read Linux's /proc. On macOS, proc_pidinfo(PROC_PIDLISTFDS)
+// with proc_pidfdinfo could do the same; until it is written, the scan
+// reports ENOSYS, which the probes show as unsupported.
+fn no_scan<T>() -> std::io::Result<T> {
+    Err(std::io::Error::from_raw_os_error(libc::ENOSYS))
+}
+
+/// Unsupported here: see `no_scan`.
+pub(crate) fn holders_of_inode(_dev: u64, _ino: u64) -> std::io::Result<Vec<u32>> {
+    no_scan()
+}
+
+/// Unsupported here: see `no_scan`.
+pub(crate) fn exe_of(_pid: u32) -> std::io::Result<std::path::PathBuf> {
+    no_scan()
+}
+
+/// Unsupported here: see `no_scan`.
+pub(crate) fn children_of(_parent: u32) -> std::io::Result<Vec<u32>> {
+    no_scan()
+}

@@ -1,0 +1,156 @@
+//! Checks whether names built as `<prefix>-<pid>-<nanos>` collide when threads
+//! create them exclusively at the same moment.
+//!
+//! Method: each trial is one round:
+//! 1. 8 threads wait on one `Barrier`;
+//! 2. once released, each reads the clock, builds its name as the arm does,
+//!    and creates that folder with `create_dir` (exclusive: `mkdir(2)`);
+//! 3. a hit is any `EEXIST` in the round.
+//!
+//! `us-truncated` simulates macOS's microsecond CLOCK_REALTIME on Linux by
+//! truncating the nanoseconds; the fixes keep that µs timestamp in their names
+//! and are judged against it (see `fdwindow::report::BASELINES`).
+
+use std::io;
+use std::path::Path;
+use std::sync::Barrier;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use fdwindow::clocks::truncate_to_micros;
+use fdwindow::fix::scratch::unique_name;
+use fdwindow::harness::{Arm, Context, Fault, Probe, Trial};
+use fdwindow::verdict::Role::{Control, Mitigation};
+use fdwindow::verdict::Window::InProcess;
+
+/// Threads per round.
+const THREADS: usize = 8;
+
+static PROBE: Probe = Probe {
+    hazard: "clock-collision",
+    about: "Checks whether pid+timestamp scratch names collide when 8 threads create them exclusively at the same moment.",
+    // Enough rounds for a control with no hit to be `absent` (bound under 1%).
+    trials: 400,
+    race: Duration::ZERO,
+    arms: &[
+        Arm {
+            id: "pid-realtime-nanos",
+            role: Control,
+            about: "Each thread creates `<prefix>-<pid>-<SystemTime nanos>` with create_dir.",
+            windows: &[InProcess],
+            trial: pid_realtime_nanos,
+        },
+        Arm {
+            id: "us-truncated",
+            role: Control,
+            about: "A SIMULATION of macOS's microsecond CLOCK_REALTIME on Linux: \
+                `pid-realtime-nanos` with the nanos truncated to whole microseconds.",
+            windows: &[InProcess],
+            trial: us_truncated,
+        },
+        Arm {
+            id: "process-sequence",
+            role: Mitigation,
+            about: "`fdwindow::fix::scratch::unique_name` (pid + a process-wide atomic counter), \
+                with the µs timestamp of `us-truncated` kept in the name.",
+            windows: &[InProcess],
+            trial: process_sequence,
+        },
+        Arm {
+            id: "tempfile",
+            role: Mitigation,
+            about: "tempfile's Builder: the µs-timestamp prefix plus 6 random characters, \
+                created exclusively with its own retry on EEXIST.",
+            windows: &[InProcess],
+            trial: tempfile_builder,
+        },
+    ],
+    observe: None,
+};
+
+fn main() -> std::process::ExitCode {
+    fdwindow::harness::main(&PROBE)
+}
+
+/// Nanoseconds since the epoch from `SystemTime` (CLOCK_REALTIME).
+fn nanos() -> io::Result<u128> {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .map_err(io::Error::other)
+}
+
+/// Runs one round: `THREADS` threads released together each call `create` in
+/// a fresh folder. A hit is any `AlreadyExists`; any other error is broken.
+fn round(
+    t: &mut Trial<'_>,
+    create: impl Fn(&Path) -> io::Result<()> + Sync,
+) -> Result<bool, Fault> {
+    let dir = t.fresh_path("round");
+    std::fs::create_dir(&dir).ctx("create the round's folder")?;
+    let barrier = Barrier::new(THREADS);
+    let results: Vec<io::Result<()>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..THREADS)
+            .map(|_| {
+                s.spawn(|| {
+                    barrier.wait();
+                    create(&dir)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(io::Error::other("a creating thread panicked")))
+            })
+            .collect()
+    });
+    // Removed now rather than with the scratch folder, so 400 rounds leave no
+    // 3200 folders behind during the run.
+    std::fs::remove_dir_all(&dir).ctx("remove the round's folder")?;
+    let mut collisions = 0;
+    for r in results {
+        match r {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => collisions += 1,
+            Err(e) => return Err(Fault::Broken(format!("create a named folder: {e}"))),
+        }
+    }
+    t.tally("threads", &THREADS.to_string());
+    t.tally("eexist-per-round", &collisions.to_string());
+    Ok(collisions > 0)
+}
+
+fn pid_realtime_nanos(t: &mut Trial<'_>) -> Result<bool, Fault> {
+    let pid = std::process::id();
+    round(t, |dir| {
+        std::fs::create_dir(dir.join(format!("fixture-{pid}-{}", nanos()?)))
+    })
+}
+
+fn us_truncated(t: &mut Trial<'_>) -> Result<bool, Fault> {
+    let pid = std::process::id();
+    round(t, |dir| {
+        let micros = truncate_to_micros(nanos()?);
+        std::fs::create_dir(dir.join(format!("fixture-{pid}-{micros}")))
+    })
+}
+
+fn process_sequence(t: &mut Trial<'_>) -> Result<bool, Fault> {
+    round(t, |dir| {
+        let micros = truncate_to_micros(nanos()?);
+        std::fs::create_dir(dir.join(format!("{}-{micros}", unique_name("fixture"))))
+    })
+}
+
+fn tempfile_builder(t: &mut Trial<'_>) -> Result<bool, Fault> {
+    let pid = std::process::id();
+    round(t, |dir| {
+        let micros = truncate_to_micros(nanos()?);
+        // keep(): the round removes its whole folder, not each TempDir.
+        tempfile::Builder::new()
+            .prefix(&format!("fixture-{pid}-{micros}-"))
+            .tempdir_in(dir)
+            .map(|d| drop(d.keep()))
+    })
+}

@@ -1,0 +1,95 @@
+//! Runs `holder-scan` and `env-race` with few trials.
+//!
+//! `holder-scan` holds its fork deterministically, so its verdicts are
+//! asserted on Linux. `env-race` is a race inside each child: only what cannot
+//! depend on luck is asserted there (the fixes never tear, every trial's end
+//! is accounted for, the libc is recorded).
+
+mod common;
+
+use common::run_probe;
+use fdwindow::matrix::arm_verdict;
+use fdwindow::report::ProbeReport;
+use fdwindow::verdict::{Outcome, Verdict, Window};
+
+fn arm<'a>(r: &'a ProbeReport, id: &str, window: Window) -> &'a fdwindow::report::ArmReport {
+    r.arms
+        .iter()
+        .find(|a| a.arm == id && a.window == window)
+        .unwrap_or_else(|| panic!("{} has no {id} in {}", r.hazard, window.id()))
+}
+
+fn tally<'a>(outcome: &'a Outcome, quantity: &str) -> Vec<(&'a str, u64)> {
+    match outcome {
+        Outcome::Observed { tallies, .. } => tallies
+            .get(quantity)
+            .map(|m| m.iter().map(|(k, v)| (k.as_str(), *v)).collect())
+            .unwrap_or_default(),
+        other => panic!("{quantity}: {other:?}"),
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn holder_scan_sees_the_fork_and_the_fixes_do_not() {
+    let r = run_probe("holder-scan", &["--trials", "3"]);
+    r.validate().unwrap();
+    let w = Window::ForkWindow;
+    let v = |id| arm_verdict(&r, arm(&r, id, w));
+    assert_eq!(v("scan-during-window"), Verdict::Present);
+    assert_eq!(v("exe-filter"), Verdict::Invalid);
+    assert_eq!(v("run-isolated"), Verdict::Valid);
+    assert_eq!(v("scan-after-exec"), Verdict::Valid);
+    // Holders seen per trial: the parked fork makes two; the fixes see one.
+    let control = &arm(&r, "scan-during-window", w).outcome;
+    assert_eq!(tally(control, "holders"), [("2", 3)]);
+    for fix in ["run-isolated", "scan-after-exec"] {
+        assert_eq!(
+            tally(&arm(&r, fix, w).outcome, "holders"),
+            [("1", 3)],
+            "{fix}"
+        );
+    }
+}
+
+/// Elsewhere the scan is not written yet: unsupported, never broken.
+#[cfg(not(target_os = "linux"))]
+#[test]
+fn holder_scan_is_unsupported_off_linux() {
+    let r = run_probe("holder-scan", &["--trials", "3"]);
+    for a in &r.arms {
+        assert!(
+            matches!(a.outcome, Outcome::Unsupported { .. }),
+            "{}: {:?}",
+            a.arm,
+            a.outcome
+        );
+    }
+}
+
+#[test]
+fn env_race_fixes_never_tear_and_every_child_is_accounted_for() {
+    let r = run_probe("env-race", &["--trials", "3"]);
+    r.validate().unwrap();
+    assert!(!r.platform.libc.is_empty());
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    assert!(!r.platform.libc_version.is_empty(), "{:?}", r.platform);
+    for id in [
+        "setenv-vs-libc-getenv",
+        "std-env-only",
+        "one-env-guard",
+        "pass-explicitly",
+    ] {
+        let a = arm(&r, id, Window::InProcess);
+        let ends = tally(&a.outcome, "child");
+        assert_eq!(
+            ends.iter().map(|(_, n)| n).sum::<u64>(),
+            3,
+            "{id}: {ends:?}"
+        );
+        if id != "setenv-vs-libc-getenv" {
+            assert_eq!(ends, [("clean", 3)], "{id}");
+            assert_ne!(arm_verdict(&r, a), Verdict::Invalid, "{id}");
+        }
+    }
+}
