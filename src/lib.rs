@@ -14,6 +14,7 @@ pub mod harness;
 pub mod locks;
 pub mod matrix;
 pub mod platform;
+pub mod pressure;
 pub mod report;
 pub mod reported;
 pub mod results;
