@@ -60,6 +60,14 @@ use crate::child::TRUE_PROGRAM;
 /// The environment variable the injector reads its [`Spec`] from.
 pub const ENV_VAR: &str = "FDWINDOW_PRESSURE";
 
+/// The loader variable that preloads a library on this OS, and the file name
+/// of the injector cdylib (`LD_PRELOAD`, `libfdwindow_inject.so` on Linux;
+/// `DYLD_INSERT_LIBRARIES`, `libfdwindow_inject.dylib` on macOS); `None` where
+/// fdwindow knows no preload mechanism.
+pub fn preload() -> Option<(&'static str, &'static str)> {
+    crate::sys::PRELOAD
+}
+
 /// How pressure threads start their children.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SpawnPath {

@@ -47,3 +47,11 @@ pub(crate) fn libc_name_version() -> (String, String) {
 pub(crate) const F_OFD_GETLK: Option<libc::c_int> = Some(libc::F_OFD_GETLK);
 /// See [`F_OFD_GETLK`].
 pub(crate) const F_OFD_SETLK: Option<libc::c_int> = Some(libc::F_OFD_SETLK);
+
+/// The dynamic loader's preload variable (`ld.so(8)`: "A list of additional,
+/// user-specified, ELF shared objects to be loaded before all others"), and the
+/// file name cargo gives the injector cdylib.
+///
+/// # References
+/// - <https://man7.org/linux/man-pages/man8/ld.so.8.html>
+pub(crate) const PRELOAD: Option<(&str, &str)> = Some(("LD_PRELOAD", "libfdwindow_inject.so"));

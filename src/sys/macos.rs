@@ -41,3 +41,15 @@ pub(crate) fn libc_name_version() -> (String, String) {
 pub(crate) const F_OFD_GETLK: Option<libc::c_int> = Some(92);
 /// See [`F_OFD_GETLK`].
 pub(crate) const F_OFD_SETLK: Option<libc::c_int> = Some(90);
+
+/// dyld's insert variable (`dyld(1)`: "a colon separated list of dynamic
+/// libraries to load before the ones specified in the program"), and the file
+/// name cargo gives the injector cdylib. System Integrity Protection strips
+/// `DYLD_*` from protected binaries (those under /usr/bin, /bin), so the host
+/// must be the test binary itself, not a shell that runs it.
+///
+/// # References
+/// - `man 1 dyld` (DYLD_INSERT_LIBRARIES)
+/// - <https://developer.apple.com/library/archive/documentation/Security/Conceptual/System_Integrity_Protection_Guide/RuntimeProtections/RuntimeProtections.html>
+pub(crate) const PRELOAD: Option<(&str, &str)> =
+    Some(("DYLD_INSERT_LIBRARIES", "libfdwindow_inject.dylib"));

@@ -19,3 +19,6 @@ pub(crate) fn libc_name_version() -> (String, String) {
 pub(crate) const F_OFD_GETLK: Option<libc::c_int> = None;
 /// See [`F_OFD_GETLK`].
 pub(crate) const F_OFD_SETLK: Option<libc::c_int> = None;
+
+/// No preload mechanism is assumed elsewhere; `fdwindow stress` says so.
+pub(crate) const PRELOAD: Option<(&str, &str)> = None;
