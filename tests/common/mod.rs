@@ -44,3 +44,27 @@ pub fn scratch(label: &str) -> Scratch {
 pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
+
+/// The preload injector beside `fdwindow`, built on first use: `cargo test`
+/// and `cargo nextest run` build only test targets' dependencies, never a
+/// cdylib, so this runs `cargo build -p fdwindow-inject` into the same target
+/// folder and profile (cargo's own lock serialises concurrent callers).
+pub fn injector() -> PathBuf {
+    let (_, name) = fdwindow::pressure::preload().expect("a preload mechanism on this OS");
+    let exe = Path::new(env!("CARGO_BIN_EXE_fdwindow"));
+    let path = exe.with_file_name(name);
+    if !path.exists() {
+        let profile_dir = exe.parent().unwrap();
+        let mut build = Command::new(std::env::var_os("CARGO").unwrap_or("cargo".into()));
+        build
+            .args(["build", "--quiet", "-p", "fdwindow-inject", "--target-dir"])
+            .arg(profile_dir.parent().unwrap());
+        if profile_dir.file_name().is_some_and(|n| n == "release") {
+            build.arg("--release");
+        }
+        let status = build.status().unwrap();
+        assert!(status.success(), "cargo build -p fdwindow-inject: {status}");
+    }
+    assert!(path.exists(), "{} is missing", path.display());
+    path
+}
