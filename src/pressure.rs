@@ -108,14 +108,16 @@ pub struct Config {
 }
 
 impl Default for Config {
-    /// Four threads forking with a 1 ms hold: on the examples measured here
-    /// (see the README), fork rate catches a descriptor open for microseconds
-    /// better than a long hold, and 1 ms still outlives a close-then-reopen.
+    /// Four threads alternating fork+exec with a 1 ms hold and posix_spawn:
+    /// on the examples measured here (see README, "Fork pressure") rate beats
+    /// hold, since a descriptor open for microseconds is caught by a fork
+    /// landing in that moment, and the mix reproduced the flock flake fastest
+    /// (the listener flake showed in nearly every run at any short hold).
     fn default() -> Config {
         Config {
             threads: 4,
             hold: Duration::from_millis(1),
-            path: SpawnPath::ForkExec,
+            path: SpawnPath::Mix,
             max_alive: 64,
             deadline: Duration::from_secs(600),
         }
@@ -397,7 +399,7 @@ fn spawn_loop(shared: &Shared, index: usize) -> io::Result<()> {
         let cmd = match config.path {
             SpawnPath::ForkExec => &mut fork,
             SpawnPath::PosixSpawn => &mut spawn,
-            SpawnPath::Mix if turn % 2 == 0 => &mut fork,
+            SpawnPath::Mix if turn.is_multiple_of(2) => &mut fork,
             SpawnPath::Mix => &mut spawn,
         };
         turn = turn.wrapping_add(1);
@@ -471,7 +473,7 @@ fn leave_window(shared: &Shared) {
 /// |---|---|---|
 /// | `threads` | spawning threads | 4 |
 /// | `hold` | `0`, `500us`, `20ms`, `1s` | `1ms` |
-/// | `path` | `fork`, `spawn` (posix_spawn) or `mix` | `fork` |
+/// | `path` | `fork`, `spawn` (posix_spawn) or `mix` | `mix` |
 /// | `max-alive` | children alive at once | 64 |
 /// | `for` | the threads stop after this long | `600s` |
 /// | `match` | start only in a process whose executable's file name matches this glob (`*` only) | any |
@@ -575,9 +577,9 @@ fn duration_text(d: Duration) -> String {
     let us = d.as_micros();
     if us == 0 {
         "0".into()
-    } else if us % 1_000_000 == 0 {
+    } else if us.is_multiple_of(1_000_000) {
         format!("{}s", us / 1_000_000)
-    } else if us % 1_000 == 0 {
+    } else if us.is_multiple_of(1_000) {
         format!("{}ms", us / 1_000)
     } else {
         format!("{us}us")
@@ -707,8 +709,11 @@ mod tests {
                 let status = std::fs::read_to_string(path.join("status")).unwrap_or_default();
                 comm.starts_with("fdwindow-pressu")
                     && status.lines().any(|l| {
-                        l.strip_prefix("SigBlk:")
-                            .is_some_and(|m| u64::from_str_radix(m.trim(), 16).unwrap_or(0) & (1 << (libc::SIGCHLD - 1)) != 0)
+                        l.strip_prefix("SigBlk:").is_some_and(|m| {
+                            u64::from_str_radix(m.trim(), 16).unwrap_or(0)
+                                & (1 << (libc::SIGCHLD - 1))
+                                != 0
+                        })
                     })
             });
             assert!(blocked, "the pressure thread does not block SIGCHLD");

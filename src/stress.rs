@@ -145,7 +145,10 @@ impl Drop for ReportFile {
 
 /// Runs `fdwindow stress`; `Err` is bad input (exit status 2).
 pub fn run(args: StressArgs) -> Result<ExitCode, String> {
-    let mut spec: Spec = args.pressure.parse().map_err(|e| format!("--pressure: {e}"))?;
+    let mut spec: Spec = args
+        .pressure
+        .parse()
+        .map_err(|e| format!("--pressure: {e}"))?;
     if args.exe_match.is_some() {
         spec.exe_match = args.exe_match.clone();
     }
@@ -164,10 +167,9 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
             injector.display()
         )
     })?;
-    let report = ReportFile(std::env::temp_dir().join(format!(
-        "fdwindow-stress-{}.pressure",
-        std::process::id()
-    )));
+    let report = ReportFile(
+        std::env::temp_dir().join(format!("fdwindow-stress-{}.pressure", std::process::id())),
+    );
     let preload = match std::env::var(preload_var) {
         Ok(old) if !old.is_empty() => format!("{}:{old}", injector.display()),
         _ => injector.display().to_string(),

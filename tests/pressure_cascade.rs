@@ -72,7 +72,10 @@ fn preloaded_pressure_never_cascades_and_process_count_returns_to_baseline() {
     let mut host = Command::new("/bin/sleep")
         .arg("0.4")
         .env("LD_PRELOAD", common::injector())
-        .env("FDWINDOW_PRESSURE", format!("threads={threads},hold=2ms,path=mix"))
+        .env(
+            "FDWINDOW_PRESSURE",
+            format!("threads={threads},hold=2ms,path=mix"),
+        )
         .env("FDWINDOW_PRESSURE_REPORT", &report)
         .stdin(Stdio::null())
         .spawn()
@@ -86,7 +89,10 @@ fn preloaded_pressure_never_cascades_and_process_count_returns_to_baseline() {
         let tree = descendants(me);
         let below: Vec<(i32, usize)> = tree.into_iter().filter(|&(p, _)| p != host_pid).collect();
         for &(pid, depth) in &below {
-            assert!(depth <= 2, "process {pid} at depth {depth}: pressure cascaded");
+            assert!(
+                depth <= 2,
+                "process {pid} at depth {depth}: pressure cascaded"
+            );
             // Before exec a child's environ is its copy of the host's memory;
             // what it execs with is what counts.
             let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok();
@@ -97,7 +103,10 @@ fn preloaded_pressure_never_cascades_and_process_count_returns_to_baseline() {
                 !environ_has(pid, b"FDWINDOW_PRESSURE="),
                 "child {pid} inherited the pressure config"
             );
-            assert!(!environ_has(pid, b"LD_PRELOAD="), "child {pid} inherited LD_PRELOAD");
+            assert!(
+                !environ_has(pid, b"LD_PRELOAD="),
+                "child {pid} inherited LD_PRELOAD"
+            );
         }
         max_alive = max_alive.max(below.len());
         samples += 1;
@@ -121,7 +130,11 @@ fn preloaded_pressure_never_cascades_and_process_count_returns_to_baseline() {
         }
     }
     assert_eq!(orphans, 0, "the host left children behind");
-    assert_eq!(descendants(me).len(), baseline, "the process count did not return");
+    assert_eq!(
+        descendants(me).len(),
+        baseline,
+        "the process count did not return"
+    );
     let line = std::fs::read_to_string(&report).unwrap();
     let _ = std::fs::remove_file(&report);
     let spawns: u64 = line.split(' ').nth(1).unwrap().parse().unwrap();

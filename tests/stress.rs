@@ -60,7 +60,14 @@ fn true_never_fails_and_false_always_fails_under_pressure() {
 #[cfg(target_os = "linux")]
 #[test]
 fn match_keeps_pressure_out_of_other_executables() {
-    let none = stress(&["--runs", "2", "--match", "no-such-exe-*", "--", "/usr/bin/true"]);
+    let none = stress(&[
+        "--runs",
+        "2",
+        "--match",
+        "no-such-exe-*",
+        "--",
+        "/usr/bin/true",
+    ]);
     assert_eq!(none["pressured_processes"], 0);
     let named = stress(&["--runs", "2", "--match", "tru*", "--", "/usr/bin/true"]);
     assert_eq!(named["pressured_processes"], 2);

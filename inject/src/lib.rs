@@ -117,7 +117,11 @@ fn stop_pressure() {
             running.exe
         );
         // One short O_APPEND write: lines from concurrent processes do not interleave.
-        if let Ok(mut f) = std::fs::OpenOptions::new().append(true).create(true).open(path) {
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(path)
+        {
             let _ = f.write_all(line.as_bytes());
         }
     }
