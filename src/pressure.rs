@@ -48,14 +48,14 @@
 use std::fmt;
 use std::io;
 use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::child::TRUE_PROGRAM;
+use crate::child::{TRUE_PROGRAM, quiet_command};
 
 /// The environment variable the injector reads its [`Spec`] from.
 pub const ENV_VAR: &str = "FDWINDOW_PRESSURE";
@@ -348,12 +348,7 @@ fn restore_signals(old: &libc::sigset_t) {
 /// child never allocates; the empty environment is what keeps `LD_PRELOAD`,
 /// `DYLD_INSERT_LIBRARIES` and [`ENV_VAR`] from reaching it.
 fn true_command() -> Command {
-    let mut cmd = Command::new(TRUE_PROGRAM);
-    cmd.env_clear()
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    cmd
+    quiet_command(TRUE_PROGRAM)
 }
 
 /// A fork+exec command: a `pre_exec` (even an empty one) makes std fork

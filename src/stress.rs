@@ -194,6 +194,7 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
     let started = Instant::now();
     let total = args.runs;
     let budget = args.duration;
+    // SAFETY: isatty only inspects descriptor 2.
     let tty = unsafe { libc::isatty(2) } == 1;
     let (mut alone, mut pressured) = (Arm::default(), Arm::default());
     eprintln!(
@@ -209,6 +210,7 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
     );
     fdwindow::harness::catch_interrupts();
     let mut warned = false;
+    let mut last_line = Instant::now();
     loop {
         let done = alone.count.trials;
         let more = match (total, budget) {
@@ -241,8 +243,12 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
         );
         if tty {
             eprint!("\r{status}   ");
-        } else if total.is_none_or(|t| n % (t / 10).max(1) == 0) {
+        } else if last_line.elapsed() >= Duration::from_secs(1)
+            || total.is_some_and(|t| n % (t / 10).max(1) == 0)
+        {
+            // Not a terminal (a CI log): a line a second or every tenth.
             eprintln!("{status}");
+            last_line = Instant::now();
         }
     }
     if tty {

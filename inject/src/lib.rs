@@ -16,6 +16,11 @@
 //!    most the hold plus two seconds so a host's exit never hangs; in a forked
 //!    copy of the host (which has none of the threads) it does nothing.
 //!
+//! A host that execs loses its pressure threads with its old image (exec ends
+//! every other thread); a child they left in its hold becomes the new image's
+//! child and exits within the hold. A host that ends by `_exit` skips step 3
+//! the same way. A forked copy of the host starts no pressure of its own.
+//!
 //! With `FDWINDOW_PRESSURE_REPORT=FILE` it appends one line per pressured
 //! process at exit: `pid spawns elapsed_s covered_s exe`, which `fdwindow
 //! stress` reads to show that pressure reached the processes it meant.
