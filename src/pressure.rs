@@ -652,9 +652,14 @@ mod tests {
         // Every forked child slept 1 ms inside its window.
         assert!(stats.covered >= Duration::from_millis(1), "{stats:?}");
         assert!(stats.covered <= stats.elapsed, "{stats:?}");
-        // Reaped: no child of this process is left to wait for.
+        // Reaped: this process has no child left, exited or running (every
+        // unit test that starts children holds the serial guard).
         let r = unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) };
-        assert!(r <= 0, "an unreaped child {r} was left");
+        let errno = io::Error::last_os_error().raw_os_error();
+        assert!(
+            r == -1 && errno == Some(libc::ECHILD),
+            "a child was left: waitpid gave {r}"
+        );
     }
 
     #[test]
@@ -694,6 +699,11 @@ mod tests {
             libc::sigismember(&set, libc::SIGCHLD)
         };
         assert_eq!(before, after);
+        // The thread names itself when it starts: wait until it has spawned.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while pressure.stats().spawns == 0 && Instant::now() < deadline {
+            std::thread::yield_now();
+        }
         #[cfg(target_os = "linux")]
         {
             // /proc/self/task/<tid>/status: the pressure thread's SigBlk.

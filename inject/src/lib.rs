@@ -13,7 +13,7 @@
 //!    signal and spawn `/usr/bin/true` with an empty environment, so no child
 //!    carries the preload or the variable: pressure never cascades.
 //! 3. An `atexit` hook stops the threads and reaps their children, waiting at
-//!    most the hold plus two seconds so a host's exit never hangs; in a forked
+//!    most the hold plus five seconds so a host's exit never hangs; in a forked
 //!    copy of the host (which has none of the threads) it does nothing.
 //!
 //! A host that execs loses its pressure threads with its old image (exec ends
@@ -78,7 +78,7 @@ fn start_pressure() {
     if !spec.applies_to(&exe) {
         return;
     }
-    let bound = spec.config.hold + Duration::from_secs(2);
+    let bound = spec.config.hold + Duration::from_secs(5);
     match Pressure::start(spec.config) {
         Ok(pressure) => {
             let mut running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
