@@ -1,10 +1,11 @@
 //! Measures what the pressure co-tenant costs: children per second, and per
 //! CPU-second (user+system time of this process and its reaped children),
 //! for `fdwindow::pressure` against a plain loop of `Command::spawn` + `wait`
-//! on the same path and thread count.
+//! on the same path and thread count. Each pair runs five times, alternating,
+//! and the table shows medians, so a neighbour's load falls on both alike.
 //!
 //! ```text
-//! cargo run --release --example pressure_rate -- [SECONDS_PER_ROW]
+//! cargo run --release --example pressure_rate -- [SECONDS_PER_RUN]
 //! ```
 
 use std::os::unix::process::CommandExt;
@@ -60,35 +61,48 @@ fn main() {
     println!("|---|---|---|---|---|");
     for threads in [1, cpus] {
         for (path, fork) in [(SpawnPath::PosixSpawn, false), (SpawnPath::ForkExec, true)] {
-            let (t0, c0) = (Instant::now(), cpu_seconds());
-            let n = plain(threads, fork, run);
-            let (wall, cpu) = (t0.elapsed().as_secs_f64(), cpu_seconds() - c0);
-            println!(
-                "| plain | {} | {threads} | {:.0} | {:.0} |",
-                path.id(),
-                n as f64 / wall,
-                n as f64 / cpu
-            );
-            let c0 = cpu_seconds();
-            let pressure = Pressure::start(Config {
-                threads,
-                hold: Duration::ZERO,
-                path,
-                ..Config::default()
-            })
-            .unwrap();
-            let end = Instant::now() + run;
-            while Instant::now() < end {
-                std::thread::park_timeout(end - Instant::now());
+            let (mut plain_rows, mut pressure_rows) = (Vec::new(), Vec::new());
+            for _ in 0..5 {
+                let (t0, c0) = (Instant::now(), cpu_seconds());
+                let n = plain(threads, fork, run);
+                let (wall, cpu) = (t0.elapsed().as_secs_f64(), cpu_seconds() - c0);
+                plain_rows.push((n as f64 / wall, n as f64 / cpu));
+
+                let c0 = cpu_seconds();
+                let pressure = Pressure::start(Config {
+                    threads,
+                    hold: Duration::ZERO,
+                    path,
+                    ..Config::default()
+                })
+                .unwrap();
+                let end = Instant::now() + run;
+                while Instant::now() < end {
+                    std::thread::park_timeout(end - Instant::now());
+                }
+                let stats = pressure.stop().unwrap();
+                let cpu = cpu_seconds() - c0;
+                pressure_rows.push((stats.rate(), stats.spawns as f64 / cpu));
             }
-            let stats = pressure.stop().unwrap();
-            let cpu = cpu_seconds() - c0;
-            println!(
-                "| pressure | {} | {threads} | {:.0} | {:.0} |",
-                path.id(),
-                stats.rate(),
-                stats.spawns as f64 / cpu
-            );
+            for (name, rows) in [("plain", plain_rows), ("pressure", pressure_rows)] {
+                let (rate, per_cpu) = medians(rows);
+                println!(
+                    "| {name} | {} | {threads} | {rate:.0} | {per_cpu:.0} |",
+                    path.id()
+                );
+            }
         }
     }
+}
+
+/// The medians of both columns.
+fn medians(rows: Vec<(f64, f64)>) -> (f64, f64) {
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    (
+        median(rows.iter().map(|r| r.0).collect()),
+        median(rows.iter().map(|r| r.1).collect()),
+    )
 }
