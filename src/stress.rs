@@ -224,7 +224,13 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
         for (arm, pressured_run) in [(&mut alone, false), (&mut pressured, true)] {
             let (failed, took) =
                 run_once(make(pressured_run), timeout).map_err(|e| format!("{program}: {e}"))?;
+            if failed && fdwindow::harness::interrupted() {
+                break; // Ctrl-C reached the run too: it did not fail on its own.
+            }
             arm.record(failed, took);
+            if fdwindow::harness::interrupted() {
+                break;
+            }
         }
         if !warned && !report.0.exists() {
             warned = true;
