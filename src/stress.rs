@@ -266,6 +266,8 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
     eprintln!("pressure ran in {processes} processes and spawned {spawns} children");
     let summary = serde_json::json!({
         "command": args.command,
+        "platform": fdwindow::platform::Platform::detect(),
+        "fdwindow_version": env!("CARGO_PKG_VERSION"),
         "pressure": spec.to_string(),
         "injector": injector,
         "pressured_processes": processes,
