@@ -35,7 +35,7 @@ const HOLD_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A `Command` for a child that can do nothing but exit: no environment (so no
 /// preload variable reaches it), no stdio.
-fn quiet_command(program: &str) -> Command {
+pub(crate) fn quiet_command(program: &str) -> Command {
     let mut cmd = Command::new(program);
     cmd.env_clear()
         .stdin(Stdio::null())

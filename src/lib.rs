@@ -21,6 +21,7 @@ pub mod knowledge;
 pub mod locks;
 pub mod matrix;
 pub mod platform;
+pub mod pressure;
 pub mod report;
 pub mod reported;
 pub mod results;

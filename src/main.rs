@@ -17,6 +17,8 @@ use fdwindow::runner::{self, RunError, RunOptions};
 use fdwindow::verdict::Window;
 use fdwindow::{harness, results};
 
+mod stress;
+
 #[derive(Parser)]
 #[command(
     version,
@@ -111,6 +113,9 @@ enum Cmd {
         #[arg(long, default_value = "results")]
         results: PathBuf,
     },
+    /// Run a command N times alone and N times under fork pressure (injected),
+    /// and compare failures: `k/N` with 95% intervals, time to first failure.
+    Stress(stress::StressArgs),
 }
 
 /// Bad input: printed as `error: …` with exit status 2.
@@ -155,6 +160,7 @@ fn main() -> ExitCode {
                 ExitCode::SUCCESS
             })
         }
+        Cmd::Stress(args) => stress::run(args).map_err(Usage),
     };
     result.unwrap_or_else(|Usage(msg)| {
         eprintln!("error: {msg}");

@@ -201,3 +201,14 @@ pub(crate) fn exe_of(_pid: u32) -> std::io::Result<std::path::PathBuf> {
 pub(crate) fn children_of(_parent: u32) -> std::io::Result<Vec<u32>> {
     no_scan()
 }
+/// dyld's insert variable (`dyld(1)`: "a colon separated list of dynamic
+/// libraries to load before the ones specified in the program"), and the file
+/// name cargo gives the injector cdylib. System Integrity Protection strips
+/// `DYLD_*` from protected binaries (those under /usr/bin, /bin), so the host
+/// must be the test binary itself, not a shell that runs it.
+///
+/// # References
+/// - `man 1 dyld` (DYLD_INSERT_LIBRARIES)
+/// - <https://developer.apple.com/library/archive/documentation/Security/Conceptual/System_Integrity_Protection_Guide/RuntimeProtections/RuntimeProtections.html>
+pub(crate) const PRELOAD: Option<(&str, &str)> =
+    Some(("DYLD_INSERT_LIBRARIES", "libfdwindow_inject.dylib"));

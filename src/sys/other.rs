@@ -102,3 +102,6 @@ pub(crate) fn exe_of(_pid: u32) -> std::io::Result<std::path::PathBuf> {
 pub(crate) fn children_of(_parent: u32) -> std::io::Result<Vec<u32>> {
     no_scan()
 }
+
+/// No preload mechanism is assumed elsewhere; `fdwindow stress` says so.
+pub(crate) const PRELOAD: Option<(&str, &str)> = None;

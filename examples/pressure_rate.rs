@@ -1,0 +1,108 @@
+//! Measures what the pressure co-tenant costs: children per second, and per
+//! CPU-second (user+system time of this process and its reaped children),
+//! for `fdwindow::pressure` against a plain loop of `Command::spawn` + `wait`
+//! on the same path and thread count. Each pair runs five times, alternating,
+//! and the table shows medians, so a neighbour's load falls on both alike.
+//!
+//! ```text
+//! cargo run --release --example pressure_rate -- [SECONDS_PER_RUN]
+//! ```
+
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use fdwindow::pressure::{Config, Pressure, SpawnPath};
+
+/// User+system seconds of this process and its reaped children.
+fn cpu_seconds() -> f64 {
+    let secs = |who| {
+        // SAFETY: getrusage fills the struct.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        unsafe { libc::getrusage(who, &mut ru) };
+        let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        tv(ru.ru_utime) + tv(ru.ru_stime)
+    };
+    secs(libc::RUSAGE_SELF) + secs(libc::RUSAGE_CHILDREN)
+}
+
+/// A plain loop: `threads` threads spawning and waiting for `/usr/bin/true`.
+fn plain(threads: usize, fork: bool, run: Duration) -> u64 {
+    let spawns = AtomicU64::new(0);
+    let end = Instant::now() + run;
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                let mut cmd = Command::new("/usr/bin/true");
+                cmd.env_clear().stdin(Stdio::null()).stdout(Stdio::null());
+                if fork {
+                    // SAFETY: an empty pre_exec (it only forces the fork path).
+                    unsafe { cmd.pre_exec(|| Ok(())) };
+                }
+                while Instant::now() < end {
+                    cmd.spawn().unwrap().wait().unwrap();
+                    spawns.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    spawns.into_inner()
+}
+
+fn main() {
+    let secs: f64 = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2.0);
+    let run = Duration::from_secs_f64(secs);
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!("| loop | path | threads | spawns/s | spawns per CPU-second |");
+    println!("|---|---|---|---|---|");
+    for threads in [1, cpus] {
+        for (path, fork) in [(SpawnPath::PosixSpawn, false), (SpawnPath::ForkExec, true)] {
+            let (mut plain_rows, mut pressure_rows) = (Vec::new(), Vec::new());
+            for _ in 0..5 {
+                let (t0, c0) = (Instant::now(), cpu_seconds());
+                let n = plain(threads, fork, run);
+                let (wall, cpu) = (t0.elapsed().as_secs_f64(), cpu_seconds() - c0);
+                plain_rows.push((n as f64 / wall, n as f64 / cpu));
+
+                let c0 = cpu_seconds();
+                let pressure = Pressure::start(Config {
+                    threads,
+                    hold: Duration::ZERO,
+                    path,
+                    ..Config::default()
+                })
+                .unwrap();
+                let end = Instant::now() + run;
+                while Instant::now() < end {
+                    std::thread::park_timeout(end - Instant::now());
+                }
+                let stats = pressure.stop().unwrap();
+                let cpu = cpu_seconds() - c0;
+                pressure_rows.push((stats.rate(), stats.spawns as f64 / cpu));
+            }
+            for (name, rows) in [("plain", plain_rows), ("pressure", pressure_rows)] {
+                let (rate, per_cpu) = medians(rows);
+                println!(
+                    "| {name} | {} | {threads} | {rate:.0} | {per_cpu:.0} |",
+                    path.id()
+                );
+            }
+        }
+    }
+}
+
+/// The medians of both columns.
+fn medians(rows: Vec<(f64, f64)>) -> (f64, f64) {
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    (
+        median(rows.iter().map(|r| r.0).collect()),
+        median(rows.iter().map(|r| r.1).collect()),
+    )
+}

@@ -1,0 +1,739 @@
+//! The fork-pressure co-tenant: threads that keep starting children inside a
+//! process, so that a test's descriptors are copied into children the way a
+//! busy test runner copies them, and descriptor-inheritance flakes show on
+//! demand instead of once a week in CI.
+//!
+//! [`Pressure::start`] starts [`Config::threads`] threads. Each loops:
+//!
+//! 1. take a slot (at most [`Config::max_alive`] children alive at once);
+//! 2. start a child by the chosen [`SpawnPath`]: fork+exec with a `pre_exec`
+//!    that sleeps [`Config::hold`] between fork and exec (the child holds a copy
+//!    of every descriptor, close-on-exec ones included, for that long), or
+//!    std's default path (`posix_spawn`; on glibc a `CLONE_VM|CLONE_VFORK`
+//!    clone whose window is short and cannot be stretched), or both in turn;
+//! 3. reap the child and give the slot back.
+//!
+//! Every child execs `/usr/bin/true` with an empty environment prepared before
+//! the fork, so no child can start pressure of its own (a preloaded injector
+//! whose children kept `LD_PRELOAD` would fill the process table in seconds).
+//! The threads block every signal, so a host's signal handling is unchanged:
+//! process-directed signals (SIGCHLD, SIGINT, SIGTERM) go to the host's threads.
+//! Dropping the guard stops the threads and reaps every child; the threads also
+//! stop by themselves at [`Config::deadline`], so a leaked guard cannot spawn
+//! forever.
+//!
+//! ```
+//! use fdwindow::pressure::{Config, Pressure};
+//!
+//! let pressure = Pressure::start(Config::default())?;
+//! // ... the code under test: open, lock, close, bind, spawn ...
+//! let stats = pressure.stop()?;
+//! eprintln!("{} children, {:?} with one inside a window", stats.spawns, stats.covered);
+//! # Ok::<(), std::io::Error>(())
+//! ```
+//!
+//! The same loop runs inside any process, in any language, from the injector
+//! (`inject/`, a `cdylib` preloaded with `LD_PRELOAD` / `DYLD_INSERT_LIBRARIES`
+//! and configured by [`ENV_VAR`] in the [`Spec`] syntax), which
+//! `fdwindow stress` uses.
+//!
+//! # References
+//! - <https://man7.org/linux/man-pages/man2/fork.2.html> ("The child inherits
+//!   copies of the parent's set of open file descriptors.")
+//! - <https://man7.org/linux/man-pages/man7/signal-safety.7.html> (`nanosleep`
+//!   is async-signal-safe)
+//! - <https://man7.org/linux/man-pages/man3/pthread_sigmask.3.html> ("A new
+//!   thread inherits a copy of its creator's signal mask.")
+
+use std::fmt;
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command};
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::child::{TRUE_PROGRAM, quiet_command};
+
+/// The environment variable the injector reads its [`Spec`] from.
+pub const ENV_VAR: &str = "FDWINDOW_PRESSURE";
+
+/// The loader variable that preloads a library on this OS, and the file name
+/// of the injector cdylib (`LD_PRELOAD`, `libfdwindow_inject.so` on Linux;
+/// `DYLD_INSERT_LIBRARIES`, `libfdwindow_inject.dylib` on macOS); `None` where
+/// fdwindow knows no preload mechanism.
+pub fn preload() -> Option<(&'static str, &'static str)> {
+    crate::sys::PRELOAD
+}
+
+/// How pressure threads start their children.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpawnPath {
+    /// fork, hold for [`Config::hold`] in `pre_exec`, exec: a long window in
+    /// which the child holds copies of every descriptor.
+    ForkExec,
+    /// std's default path (`posix_spawn`): the path most real test runners and
+    /// libraries take; [`Config::hold`] does not apply.
+    PosixSpawn,
+    /// Each thread alternates between the two.
+    Mix,
+}
+
+impl SpawnPath {
+    /// The id used in [`Spec`] strings.
+    pub fn id(self) -> &'static str {
+        match self {
+            SpawnPath::ForkExec => "fork",
+            SpawnPath::PosixSpawn => "spawn",
+            SpawnPath::Mix => "mix",
+        }
+    }
+}
+
+/// What a [`Pressure`] does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Spawning threads.
+    pub threads: usize,
+    /// Time each fork+exec child sleeps between fork and exec.
+    pub hold: Duration,
+    /// How children are started.
+    pub path: SpawnPath,
+    /// Children alive at once, over all threads (each thread has at most one).
+    pub max_alive: usize,
+    /// The threads stop by themselves this long after the start.
+    pub deadline: Duration,
+}
+
+impl Default for Config {
+    /// Four threads alternating fork+exec with a 1 ms hold and posix_spawn:
+    /// on the examples measured here (see README, "Fork pressure") rate beats
+    /// hold, since a descriptor open for microseconds is caught by a fork
+    /// landing in that moment, and the mix reproduced the flock flake fastest
+    /// (the listener flake showed in nearly every run at any short hold).
+    fn default() -> Config {
+        Config {
+            threads: 4,
+            hold: Duration::from_millis(1),
+            path: SpawnPath::Mix,
+            max_alive: 64,
+            deadline: Duration::from_secs(600),
+        }
+    }
+}
+
+/// What a [`Pressure`] did so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Children started and reaped.
+    pub spawns: u64,
+    /// Time since the start.
+    pub elapsed: Duration,
+    /// Time with at least one child between fork and exec (measured from
+    /// before the fork to the return of `spawn`, which waits for the exec).
+    pub covered: Duration,
+}
+
+impl Stats {
+    /// Children per second.
+    pub fn rate(&self) -> f64 {
+        self.spawns as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+/// The running co-tenant; dropping it stops the threads and reaps the children.
+#[derive(Debug)]
+pub struct Pressure {
+    shared: Arc<Shared>,
+    threads: Vec<JoinHandle<io::Result<()>>>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    config: Config,
+    started: Instant,
+    stop: AtomicBool,
+    spawns: AtomicU64,
+    /// Children alive now, capped by `max_alive`.
+    alive: Mutex<usize>,
+    slot_freed: Condvar,
+    /// Threads still looping, so a bounded stop can wait for them.
+    running: Mutex<usize>,
+    thread_ended: Condvar,
+    window: Mutex<WindowClock>,
+}
+
+/// The union over all threads of the time a child is inside a window.
+#[derive(Debug)]
+struct WindowClock {
+    inside: usize,
+    since: Instant,
+    covered: Duration,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panicking pressure thread must not wedge the guard's drop.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Pressure {
+    /// Starts the threads. Fails if a thread cannot be started (those already
+    /// started are stopped and joined first).
+    pub fn start(config: Config) -> io::Result<Pressure> {
+        if config.threads == 0 || config.max_alive == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "pressure needs at least one thread and one child alive",
+            ));
+        }
+        let now = Instant::now();
+        let shared = Arc::new(Shared {
+            config,
+            started: now,
+            stop: AtomicBool::new(false),
+            spawns: AtomicU64::new(0),
+            alive: Mutex::new(0),
+            slot_freed: Condvar::new(),
+            running: Mutex::new(0),
+            thread_ended: Condvar::new(),
+            window: Mutex::new(WindowClock {
+                inside: 0,
+                since: now,
+                covered: Duration::ZERO,
+            }),
+        });
+        let mut pressure = Pressure {
+            shared,
+            threads: Vec::with_capacity(config.threads),
+        };
+        // New threads inherit the creator's mask: block everything here so the
+        // spawning threads never take a signal meant for the host (GNU timeout
+        // hung waiting for a SIGCHLD that a spawning thread had taken), then
+        // restore this thread's mask.
+        let old = block_all_signals()?;
+        let started = (0..config.threads).try_for_each(|i| {
+            let shared = Arc::clone(&pressure.shared);
+            *lock(&shared.running) += 1;
+            let spawned = std::thread::Builder::new()
+                .name(format!("fdwindow-pressure-{i}"))
+                .spawn(move || {
+                    let result = spawn_loop(&shared, i);
+                    *lock(&shared.running) -= 1;
+                    shared.thread_ended.notify_all();
+                    result
+                });
+            match spawned {
+                Ok(handle) => {
+                    pressure.threads.push(handle);
+                    Ok(())
+                }
+                Err(e) => {
+                    *lock(&pressure.shared.running) -= 1;
+                    Err(e)
+                }
+            }
+        });
+        restore_signals(&old);
+        started.map(|()| pressure)
+    }
+
+    /// What the threads did so far.
+    pub fn stats(&self) -> Stats {
+        let now = Instant::now();
+        let window = lock(&self.shared.window);
+        let open = if window.inside > 0 {
+            now.saturating_duration_since(window.since)
+        } else {
+            Duration::ZERO
+        };
+        Stats {
+            spawns: self.shared.spawns.load(Ordering::Relaxed),
+            elapsed: now.saturating_duration_since(self.shared.started),
+            covered: window.covered + open,
+        }
+    }
+
+    /// Whether every thread is still spawning (they end at the deadline, or
+    /// on a spawn error that [`Pressure::stop`] returns).
+    pub fn is_running(&self) -> bool {
+        self.threads.iter().all(|t| !t.is_finished())
+    }
+
+    /// Stops the threads, reaps their children and returns the final stats,
+    /// or the first spawn error that ended a thread early.
+    pub fn stop(mut self) -> io::Result<Stats> {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        self.shared.slot_freed.notify_all();
+        let mut first_error = None;
+        for t in self.threads.drain(..) {
+            let result = t
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("a pressure thread panicked")));
+            if let Err(e) = result {
+                first_error.get_or_insert(e);
+            }
+        }
+        let stats = self.stats();
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(stats),
+        }
+    }
+
+    /// Stops the threads, waiting at most `bound` for them to reap their last
+    /// children; `None` if some were still running then (they are detached and
+    /// stop at their next loop). For exit handlers, which must not hang.
+    pub fn stop_within(mut self, bound: Duration) -> Option<Stats> {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        self.shared.slot_freed.notify_all();
+        let deadline = Instant::now() + bound;
+        let mut running = lock(&self.shared.running);
+        while *running > 0 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                self.threads.clear(); // detach
+                return None;
+            }
+            running = self
+                .shared
+                .thread_ended
+                .wait_timeout(running, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        drop(running);
+        let stats = self.stats();
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+        Some(stats)
+    }
+}
+
+impl Drop for Pressure {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        self.shared.slot_freed.notify_all();
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+fn block_all_signals() -> io::Result<libc::sigset_t> {
+    // SAFETY: sigset_t is plain data, initialised by sigfillset / pthread_sigmask.
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        match libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut old) {
+            0 => Ok(old),
+            e => Err(io::Error::from_raw_os_error(e)),
+        }
+    }
+}
+
+fn restore_signals(old: &libc::sigset_t) {
+    // SAFETY: `old` came from pthread_sigmask.
+    unsafe {
+        libc::pthread_sigmask(libc::SIG_SETMASK, old, std::ptr::null_mut());
+    }
+}
+
+/// A `Command` for `/usr/bin/true` with an empty environment and no stdio.
+///
+/// std builds the child's argv and envp in `spawn` before it forks, so the
+/// child never allocates; the empty environment is what keeps `LD_PRELOAD`,
+/// `DYLD_INSERT_LIBRARIES` and [`ENV_VAR`] from reaching it.
+fn true_command() -> Command {
+    quiet_command(TRUE_PROGRAM)
+}
+
+/// A fork+exec command: a `pre_exec` (even an empty one) makes std fork
+/// instead of calling posix_spawn; this one sleeps `hold` in the window.
+fn fork_command(hold: Duration) -> Command {
+    let mut cmd = true_command();
+    let ts = libc::timespec {
+        tv_sec: hold.as_secs().min(libc::time_t::MAX as u64) as libc::time_t,
+        tv_nsec: hold.subsec_nanos() as _,
+    };
+    let held = !hold.is_zero();
+    // SAFETY: the closure only calls nanosleep, which is async-signal-safe,
+    // on a timespec copied in before the fork. Sleeping is the purpose here,
+    // not synchronisation: the hold is how long the child keeps its copies.
+    unsafe {
+        cmd.pre_exec(move || {
+            if held {
+                let mut req = ts;
+                let mut rem = ts;
+                // EINTR: sleep what is left (reading errno does not allocate).
+                while libc::nanosleep(&req, &mut rem) == -1
+                    && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted
+                {
+                    req = rem;
+                }
+            }
+            Ok(())
+        });
+    }
+    cmd
+}
+
+fn spawn_loop(shared: &Shared, index: usize) -> io::Result<()> {
+    let config = shared.config;
+    let deadline = shared.started + config.deadline;
+    let mut fork = fork_command(config.hold);
+    let mut spawn = true_command();
+    let mut turn = index; // Mix: threads start on alternate paths.
+    while !shared.stop.load(Ordering::Relaxed) && Instant::now() < deadline {
+        if !take_slot(shared, deadline) {
+            break;
+        }
+        let cmd = match config.path {
+            SpawnPath::ForkExec => &mut fork,
+            SpawnPath::PosixSpawn => &mut spawn,
+            SpawnPath::Mix if turn.is_multiple_of(2) => &mut fork,
+            SpawnPath::Mix => &mut spawn,
+        };
+        turn = turn.wrapping_add(1);
+        enter_window(shared);
+        let spawned = cmd.spawn();
+        leave_window(shared);
+        let result = spawned.and_then(reap);
+        *lock(&shared.alive) -= 1;
+        shared.slot_freed.notify_one();
+        result?;
+        shared.spawns.fetch_add(1, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+/// Waits for the child. ECHILD counts as reaped: a host that ignores SIGCHLD
+/// or reaps with `waitpid(-1)` takes the status first.
+fn reap(mut child: Child) -> io::Result<()> {
+    match child.wait() {
+        Ok(_) => Ok(()),
+        Err(e) if e.raw_os_error() == Some(libc::ECHILD) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Takes one of `max_alive` slots; false when stopped or past the deadline.
+fn take_slot(shared: &Shared, deadline: Instant) -> bool {
+    let mut alive = lock(&shared.alive);
+    loop {
+        if shared.stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        if *alive < shared.config.max_alive {
+            *alive += 1;
+            return true;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        alive = shared
+            .slot_freed
+            .wait_timeout(alive, left)
+            .unwrap_or_else(PoisonError::into_inner)
+            .0;
+    }
+}
+
+fn enter_window(shared: &Shared) {
+    let mut w = lock(&shared.window);
+    if w.inside == 0 {
+        w.since = Instant::now();
+    }
+    w.inside += 1;
+}
+
+fn leave_window(shared: &Shared) {
+    let mut w = lock(&shared.window);
+    w.inside -= 1;
+    if w.inside == 0 {
+        let since = w.since;
+        w.covered += since.elapsed();
+    }
+}
+
+/// A pressure configuration as text, for the injector's [`ENV_VAR`] and
+/// `fdwindow stress --pressure`: comma-separated `key=value` pairs, any
+/// subset, e.g. `threads=4,hold=20ms,path=fork`.
+///
+/// | key | value | default |
+/// |---|---|---|
+/// | `threads` | spawning threads | 4 |
+/// | `hold` | `0`, `500us`, `20ms`, `1s` | `1ms` |
+/// | `path` | `fork`, `spawn` (posix_spawn) or `mix` | `mix` |
+/// | `max-alive` | children alive at once | 64 |
+/// | `for` | the threads stop after this long | `600s` |
+/// | `match` | start only in a process whose executable's file name matches this glob (`*` only) | any |
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Spec {
+    /// The pressure to start.
+    pub config: Config,
+    /// Start only in processes whose executable name matches (the injector
+    /// checks; a build driver such as cargo and its compilers stay unpressured).
+    pub exe_match: Option<String>,
+}
+
+impl Spec {
+    /// Whether the pressure applies to an executable named `exe_name`.
+    pub fn applies_to(&self, exe_name: &str) -> bool {
+        self.exe_match
+            .as_deref()
+            .is_none_or(|pattern| glob_match(pattern, exe_name))
+    }
+}
+
+impl FromStr for Spec {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Spec, String> {
+        let mut spec = Spec::default();
+        for pair in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (key, value) = pair
+                .split_once('=')
+                .ok_or_else(|| format!("{pair:?} is not key=value"))?;
+            let count = |v: &str| match v.parse::<usize>() {
+                Ok(n) if (1..=1024).contains(&n) => Ok(n),
+                _ => Err(format!("{key}={v}: expected a number from 1 to 1024")),
+            };
+            let c = &mut spec.config;
+            match key {
+                "threads" => c.threads = count(value)?,
+                "max-alive" => c.max_alive = count(value)?,
+                "hold" => c.hold = parse_duration(value)?,
+                "for" => c.deadline = parse_duration(value)?,
+                "path" => {
+                    c.path = match value {
+                        "fork" | "fork-exec" => SpawnPath::ForkExec,
+                        "spawn" | "posix-spawn" => SpawnPath::PosixSpawn,
+                        "mix" => SpawnPath::Mix,
+                        _ => return Err(format!("path={value}: expected fork, spawn or mix")),
+                    }
+                }
+                "match" if !value.is_empty() => spec.exe_match = Some(value.to_owned()),
+                _ => {
+                    return Err(format!(
+                        "unknown key {key:?}; keys: threads, hold, path, max-alive, for, match"
+                    ));
+                }
+            }
+        }
+        if spec.config.hold >= spec.config.deadline {
+            return Err("hold must be shorter than for".into());
+        }
+        Ok(spec)
+    }
+}
+
+impl fmt::Display for Spec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let c = &self.config;
+        write!(
+            f,
+            "threads={},hold={},path={},max-alive={},for={}",
+            c.threads,
+            duration_text(c.hold),
+            c.path.id(),
+            c.max_alive,
+            duration_text(c.deadline)
+        )?;
+        if let Some(m) = &self.exe_match {
+            write!(f, ",match={m}")?;
+        }
+        Ok(())
+    }
+}
+
+/// `0`, `250us`, `20ms`, `2s`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let bad = || format!("{text:?}: expected a duration such as 0, 500us, 20ms or 2s");
+    if text == "0" {
+        return Ok(Duration::ZERO);
+    }
+    let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
+    let n: u64 = text[..split].parse().map_err(|_| bad())?;
+    match &text[split..] {
+        "us" => Ok(Duration::from_micros(n)),
+        "ms" => Ok(Duration::from_millis(n)),
+        "s" => Ok(Duration::from_secs(n)),
+        _ => Err(bad()),
+    }
+}
+
+/// The shortest exact text [`parse_duration`] reads back.
+fn duration_text(d: Duration) -> String {
+    let us = d.as_micros();
+    if us == 0 {
+        "0".into()
+    } else if us.is_multiple_of(1_000_000) {
+        format!("{}s", us / 1_000_000)
+    } else if us.is_multiple_of(1_000) {
+        format!("{}ms", us / 1_000)
+    } else {
+        format!("{us}us")
+    }
+}
+
+/// A glob with `*` (any run of characters) and nothing else.
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let first = parts.next().unwrap_or("");
+    let Some(mut rest) = text.strip_prefix(first) else {
+        return false;
+    };
+    let parts: Vec<&str> = parts.collect();
+    let Some((last, middle)) = parts.split_last() else {
+        return rest.is_empty(); // no `*`: an exact match
+    };
+    for part in middle {
+        match rest.find(part) {
+            Some(i) => rest = &rest[i + part.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spec_round_trips_and_rejects_nonsense() {
+        let spec: Spec = "threads=2,hold=250us,path=mix,match=demo-*"
+            .parse()
+            .unwrap();
+        assert_eq!(spec.config.threads, 2);
+        assert_eq!(spec.config.hold, Duration::from_micros(250));
+        assert_eq!(spec.config.path, SpawnPath::Mix);
+        assert_eq!(spec.to_string().parse::<Spec>().unwrap(), spec);
+        assert_eq!("".parse::<Spec>().unwrap(), Spec::default());
+        for bad in ["threads=0", "hold=5", "path=vfork", "colour=red", "threads"] {
+            assert!(bad.parse::<Spec>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn glob_matches_star_only() {
+        assert!(glob_match("demo-*", "demo-0123abcd"));
+        assert!(glob_match("demo", "demo"));
+        assert!(!glob_match("demo", "demo-1"));
+        assert!(glob_match("*test*", "my_tests-9"));
+        assert!(!glob_match("a*b*c", "acb"));
+        assert!(glob_match("a*a", "aa"));
+        assert!(!glob_match("a*a", "a"));
+        assert!(!glob_match("rustc", "demo-1"));
+    }
+
+    #[test]
+    fn guard_spawns_covers_and_reaps() {
+        let _serial = crate::test_serial();
+        let config = Config {
+            threads: 2,
+            hold: Duration::from_millis(1),
+            path: SpawnPath::Mix,
+            ..Config::default()
+        };
+        let pressure = Pressure::start(config).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while pressure.stats().spawns < 6 && Instant::now() < deadline {
+            std::thread::yield_now();
+        }
+        assert!(pressure.is_running());
+        let stats = pressure.stop().unwrap();
+        assert!(stats.spawns >= 6, "{stats:?}");
+        // Every forked child slept 1 ms inside its window.
+        assert!(stats.covered >= Duration::from_millis(1), "{stats:?}");
+        assert!(stats.covered <= stats.elapsed, "{stats:?}");
+        // Reaped: this process has no child left, exited or running (every
+        // unit test that starts children holds the serial guard).
+        let r = unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) };
+        let errno = io::Error::last_os_error().raw_os_error();
+        assert!(
+            r == -1 && errno == Some(libc::ECHILD),
+            "a child was left: waitpid gave {r}"
+        );
+    }
+
+    #[test]
+    fn pressure_stops_by_itself_at_its_deadline() {
+        let _serial = crate::test_serial();
+        let pressure = Pressure::start(Config {
+            threads: 1,
+            deadline: Duration::from_millis(50),
+            ..Config::default()
+        })
+        .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while pressure.is_running() && Instant::now() < deadline {
+            std::thread::yield_now();
+        }
+        assert!(!pressure.is_running());
+        pressure.stop().unwrap();
+    }
+
+    #[test]
+    fn spawning_threads_block_every_signal() {
+        let _serial = crate::test_serial();
+        // The mask of this thread is restored after start.
+        let before = unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut set);
+            libc::sigismember(&set, libc::SIGCHLD)
+        };
+        let pressure = Pressure::start(Config {
+            threads: 1,
+            ..Config::default()
+        })
+        .unwrap();
+        let after = unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut set);
+            libc::sigismember(&set, libc::SIGCHLD)
+        };
+        assert_eq!(before, after);
+        // The thread names itself when it starts: wait until it has spawned.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while pressure.stats().spawns == 0 && Instant::now() < deadline {
+            std::thread::yield_now();
+        }
+        #[cfg(target_os = "linux")]
+        {
+            // /proc/self/task/<tid>/status: the pressure thread's SigBlk.
+            let tasks = std::fs::read_dir("/proc/self/task").unwrap();
+            let blocked = tasks.filter_map(Result::ok).any(|t| {
+                let path = t.path();
+                let comm = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
+                let status = std::fs::read_to_string(path.join("status")).unwrap_or_default();
+                comm.starts_with("fdwindow-pressu")
+                    && status.lines().any(|l| {
+                        l.strip_prefix("SigBlk:").is_some_and(|m| {
+                            u64::from_str_radix(m.trim(), 16).unwrap_or(0)
+                                & (1 << (libc::SIGCHLD - 1))
+                                != 0
+                        })
+                    })
+            });
+            assert!(blocked, "the pressure thread does not block SIGCHLD");
+        }
+        pressure.stop().unwrap();
+    }
+
+    #[test]
+    fn stop_within_returns_stats() {
+        let _serial = crate::test_serial();
+        let pressure = Pressure::start(Config {
+            threads: 2,
+            ..Config::default()
+        })
+        .unwrap();
+        assert!(pressure.stop_within(Duration::from_secs(30)).is_some());
+    }
+}
