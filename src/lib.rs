@@ -9,7 +9,9 @@
 //! into `results/`, and [`matrix`] renders what they show.
 #![deny(missing_docs)]
 
+pub mod chart;
 pub mod child;
+pub mod costs;
 pub mod harness;
 pub mod locks;
 pub mod matrix;
@@ -19,6 +21,7 @@ pub mod reported;
 pub mod results;
 pub mod runner;
 pub mod scratch;
+pub mod spawn;
 pub mod stats;
 mod sys;
 pub mod verdict;

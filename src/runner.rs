@@ -20,7 +20,12 @@ use crate::results;
 use crate::scratch::{SCRATCH_ENV, Scratch};
 
 /// Every probe, by hazard id; its binary is `probe-<id>` beside `fdwindow`.
-pub const PROBES: &[&str] = &["flock-survival", "ofd-lock-survival", "posix-lock-drop"];
+pub const PROBES: &[&str] = &[
+    "flock-survival",
+    "ofd-lock-survival",
+    "posix-lock-drop",
+    "spawn-window",
+];
 
 /// What `fdwindow run` was asked to do.
 #[derive(Clone, Debug)]
@@ -116,13 +121,26 @@ pub fn run(opts: &RunOptions) -> Result<RunSummary, RunError> {
     })
 }
 
-/// Regenerates `<dir>/MATRIX.md` from every results file in `dir`.
+/// What `fdwindow matrix` writes: each file's name in the results folder and
+/// its contents, all derived from the results and costs files in `dir`.
+pub fn render_outputs(dir: &Path) -> Result<Vec<(&'static str, String)>, results::BadResults> {
+    let files = results::load_dir(dir)?;
+    let costs = crate::costs::load_dir(dir)?;
+    let mut outputs = vec![("MATRIX.md", crate::matrix::render(&files, &costs))];
+    if let Some(svg) = crate::chart::render_spawn_window(&files) {
+        outputs.push((crate::chart::SPAWN_WINDOW_SVG, svg));
+    }
+    Ok(outputs)
+}
+
+/// Regenerates `<dir>/MATRIX.md` (and the spawn-window chart, when there is a
+/// sweep to draw) from every results and costs file in `dir`.
 pub fn write_matrix(dir: &Path) -> std::io::Result<()> {
-    let files = results::load_dir(dir).map_err(|e| std::io::Error::other(e.to_string()))?;
-    results::write_atomic(
-        &dir.join("MATRIX.md"),
-        crate::matrix::render(&files).as_bytes(),
-    )
+    let outputs = render_outputs(dir).map_err(|e| std::io::Error::other(e.to_string()))?;
+    for (name, contents) in outputs {
+        results::write_atomic(&dir.join(name), contents.as_bytes())?;
+    }
+    Ok(())
 }
 
 enum ProbeFailure {
