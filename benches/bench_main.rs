@@ -1,8 +1,20 @@
 //! Criterion benches: each mitigation beside its baseline. Groups live one
-//! topic per file; this file only lists them.
+//! topic per file; this file only lists them. `support::write_costs`, last,
+//! writes the medians to `results/costs-<platform>.json` for the matrix.
 
 use criterion::criterion_main;
 
-mod locks;
+mod benchmarks;
 
-criterion_main!(locks::locks);
+use benchmarks::{isolate, locks, scratch, sockets, spawn, support};
+
+criterion_main!(
+    // First: a child started by the run-test group runs its test and exits here.
+    isolate::serve_child,
+    spawn::spawns,
+    sockets::sockets,
+    locks::locks,
+    scratch::scratch,
+    isolate::isolate,
+    support::write_costs,
+);

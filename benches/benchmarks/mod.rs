@@ -1,0 +1,8 @@
+//! One module per topic, each ending in `criterion_group!`.
+
+pub mod isolate;
+pub mod locks;
+pub mod scratch;
+pub mod sockets;
+pub mod spawn;
+pub mod support;
