@@ -17,8 +17,8 @@ pub const SPAWN_WINDOW_SVG: &str = "spawn-window.svg";
 pub const SPAWN_WINDOW: &str = "spawn-window";
 
 const WIDTH: f64 = 960.0;
-const ROW_HEIGHT: f64 = 330.0;
-const TOP: f64 = 40.0;
+const ROW_HEIGHT: f64 = 320.0;
+const TOP: f64 = 48.0;
 const PLOT_W: f64 = 370.0;
 const PLOT_H: f64 = 220.0;
 const LEFT: [f64; 2] = [80.0, 560.0];
@@ -105,7 +105,7 @@ pub fn render_spawn_window(files: &[ResultsFile]) -> Option<String> {
     if drawn.is_empty() {
         return None;
     }
-    let height = TOP + ROW_HEIGHT * drawn.len() as f64 + 30.0;
+    let height = TOP + ROW_HEIGHT * drawn.len() as f64;
     let mut svg = String::new();
     let _ = writeln!(
         svg,
@@ -118,9 +118,10 @@ pub fn render_spawn_window(files: &[ResultsFile]) -> Option<String> {
     );
     let _ = writeln!(
         svg,
-        "<text x=\"{}\" y=\"22\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"bold\">\
-         spawn-window: time until the child no longer holds the parent's close-on-exec descriptors \
-         (median solid, p90 dashed)</text>",
+        "<text x=\"{0}\" y=\"20\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"bold\">\
+         spawn-window: from the start of a spawn until the child holds no close-on-exec copy</text>\n\
+         <text x=\"{0}\" y=\"38\" text-anchor=\"middle\">median solid, p90 dashed; \
+         both axes logarithmic</text>",
         WIDTH / 2.0
     );
     for (i, f) in drawn.iter().enumerate() {
