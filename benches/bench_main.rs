@@ -6,7 +6,7 @@ use criterion::criterion_main;
 
 mod benchmarks;
 
-use benchmarks::{isolate, locks, scratch, sockets, spawn, support};
+use benchmarks::{isolate, listeners, locks, scratch, sockets, spawn, support};
 
 criterion_main!(
     // First: a child started by the run-test group runs its test and exits here.
@@ -14,6 +14,7 @@ criterion_main!(
     spawn::spawns,
     sockets::sockets,
     locks::locks,
+    listeners::listeners,
     scratch::scratch,
     isolate::isolate,
     support::write_costs,

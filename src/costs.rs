@@ -117,6 +117,36 @@ pub const LINKS: &[CostLink] = &[
         "lock-kind/posix-fcntl/lock-unlock",
     ),
     link(
+        "listener-survival",
+        "shutdown-rd",
+        "listener-retire/shutdown-rd/tcp-loopback",
+        "listener-retire/close/tcp-loopback",
+    ),
+    link(
+        "listener-survival",
+        "shutdown-rdwr",
+        "listener-retire/shutdown-rdwr/tcp-loopback",
+        "listener-retire/close/tcp-loopback",
+    ),
+    link(
+        "listener-survival",
+        "shutdown-wr",
+        "listener-retire/shutdown-wr/tcp-loopback",
+        "listener-retire/close/tcp-loopback",
+    ),
+    link(
+        "listener-survival",
+        "drain-then-close",
+        "listener-retire/drain-then-close/tcp-loopback",
+        "listener-retire/close/tcp-loopback",
+    ),
+    link(
+        "peer-fin-with-clone",
+        "shutdown-write",
+        "stream-close/shutdown-write/tcp-loopback",
+        "stream-close/drop/tcp-loopback",
+    ),
+    link(
         "two-step-cloexec",
         "spawn-lock",
         "socket-create/spawn-lock/udp-loopback",

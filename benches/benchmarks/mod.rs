@@ -1,6 +1,7 @@
 //! One module per topic, each ending in `criterion_group!`.
 
 pub mod isolate;
+pub mod listeners;
 pub mod locks;
 pub mod scratch;
 pub mod sockets;
