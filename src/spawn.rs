@@ -18,7 +18,10 @@
 //!
 //! Step 3 matters: Linux wakes a vfork parent (glibc's posix_spawn) in
 //! `exec_mmap`, before `do_close_on_exec` runs (fs/exec.c, `begin_new_exec`),
-//! so a spawn that has returned does not prove the copies are gone.
+//! so a spawn that has returned does not prove the copies are gone. std's
+//! fork path is different: its `spawn` reads a close-on-exec error pipe until
+//! end-of-file, and that pipe is newer than ours, so exec has closed our copy
+//! before `spawn` returns there (library/std/src/sys/process/unix/unix.rs).
 
 use std::ffi::{CStr, CString};
 use std::fs::File;
