@@ -51,11 +51,16 @@ check-macos:
 		$(WEB_ENV) /usr/bin/cargo clippy --locked -Zbuild-std=std,panic_abort --target $$t --all-targets -- -D warnings || exit 1; \
 	done
 
+# Both write $(RESULTS)/costs-<platform>.json (the medians behind MATRIX.md's
+# cost columns; criterion's own JSON stays private) and regenerate the matrix.
 bench:
-	$(CARGO) bench --locked --bench bench_main
+	FDWINDOW_RESULTS=$(RESULTS) $(CARGO) bench --locked --bench bench_main
+	$(CARGO) run --release --locked --bin fdwindow -- matrix --results $(RESULTS)
 
+# Criterion's --quick with the short times each group sets: under 2 minutes.
 bench-quick:
-	$(CARGO) bench --locked --bench bench_main -- --quick
+	FDWINDOW_RESULTS=$(RESULTS) $(CARGO) bench --locked --bench bench_main -- --quick
+	$(CARGO) run --release --locked --bin fdwindow -- matrix --results $(RESULTS)
 
 clean:
 	$(CARGO) clean

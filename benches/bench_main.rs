@@ -1,10 +1,22 @@
 //! Criterion benches: each mitigation beside its baseline. Groups live one
-//! topic per file; this file only lists them.
+//! topic per file; this file only lists them. `support::write_costs`, last,
+//! writes the medians to `results/costs-<platform>.json` for the matrix.
 
 use criterion::criterion_main;
 
-mod cloexec;
-mod locks;
-mod scratch_names;
+mod benchmarks;
 
-criterion_main!(locks::locks, cloexec::cloexec, scratch_names::scratch_names);
+use benchmarks::{creation, isolate, listeners, locks, scratch, sockets, spawn, support};
+
+criterion_main!(
+    // First: a child started by the run-test group runs its test and exits here.
+    isolate::serve_child,
+    spawn::spawns,
+    creation::creation,
+    sockets::sockets,
+    locks::locks,
+    listeners::listeners,
+    scratch::scratch,
+    isolate::isolate,
+    support::write_costs,
+);

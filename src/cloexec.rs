@@ -387,28 +387,9 @@ impl Drop for Holder {
     }
 }
 
-/// `posix_spawn_file_actions_addclosefrom_np`, found at run time: the libc
-/// crate binds it for glibc, but a static reference would not load on glibc
-/// before 2.34, and other libcs (musl, macOS 14) lack it.
-///
-/// # References
-/// - <https://www.gnu.org/software/gnulib/manual/html_node/posix_005fspawn_005ffile_005factions_005faddclosefrom_005fnp.html>
-fn addclosefrom_np()
--> Option<unsafe extern "C" fn(*mut libc::posix_spawn_file_actions_t, libc::c_int) -> libc::c_int> {
-    // SAFETY: dlsym with a NUL-terminated name.
-    let sym = unsafe {
-        libc::dlsym(
-            libc::RTLD_DEFAULT,
-            c"posix_spawn_file_actions_addclosefrom_np".as_ptr(),
-        )
-    };
-    // SAFETY: glibc declares it as int (posix_spawn_file_actions_t *, int).
-    (!sym.is_null()).then(|| unsafe { std::mem::transmute::<*mut libc::c_void, _>(sym) })
-}
-
 /// Whether `posix_spawn_file_actions_addclosefrom_np` exists in this libc.
 pub fn has_addclosefrom_np() -> bool {
-    addclosefrom_np().is_some()
+    sys::addclosefrom_supported().is_ok()
 }
 
 /// Frees posix_spawn's attribute and file-action objects on every path out.
@@ -439,14 +420,12 @@ fn check_errno(rc: libc::c_int, what: &str) -> io::Result<()> {
 /// Spawns cat with `posix_spawn` directly: the only way to add a closefrom
 /// file action or `POSIX_SPAWN_CLOEXEC_DEFAULT`, which std never sets.
 fn raw_spawn(how: SpawnHow) -> io::Result<Holder> {
-    let closefrom = match how {
-        SpawnHow::ClosefromFileAction => Some(addclosefrom_np().ok_or_else(|| {
-            unsupported("this libc has no posix_spawn_file_actions_addclosefrom_np (glibc 2.34+)")
-        })?),
-        _ => None,
-    };
+    let closefrom = how == SpawnHow::ClosefromFileAction;
+    if closefrom {
+        sys::addclosefrom_supported()?;
+    }
     let cloexec_default = match how {
-        SpawnHow::CloexecDefault => Some(sys::POSIX_SPAWN_CLOEXEC_DEFAULT.map_err(unsupported)?),
+        SpawnHow::CloexecDefault => Some(sys::spawn_cloexec_default_flag()?),
         _ => None,
     };
     // Everything the spawn reads is prepared first; the environment is empty.
@@ -489,11 +468,13 @@ fn raw_spawn(how: SpawnHow) -> io::Result<Holder> {
             "addopen stderr",
         )?;
         // After the dup2s: their sources are above 2 and would be closed first.
-        if let Some(addclosefrom) = closefrom {
-            check_errno(
-                addclosefrom(fa, 3),
-                "posix_spawn_file_actions_addclosefrom_np",
-            )?;
+        if closefrom {
+            sys::addclosefrom(fa, 3).map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("posix_spawn_file_actions_addclosefrom_np: {e}"),
+                )
+            })?;
         }
         if let Some(flag) = cloexec_default {
             check_errno(

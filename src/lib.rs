@@ -10,9 +10,11 @@
 #![deny(missing_docs)]
 
 pub mod advise;
+pub mod chart;
 pub mod child;
 pub mod clocks;
 pub mod cloexec;
+pub mod costs;
 pub mod errno;
 pub mod fix;
 pub mod harness;
@@ -28,6 +30,7 @@ pub mod results;
 pub mod runner;
 pub mod scratch;
 pub mod sockets;
+pub mod spawn;
 pub mod spawn_lock;
 pub mod stats;
 mod sys;

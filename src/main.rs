@@ -223,24 +223,31 @@ fn run(
 }
 
 fn matrix(dir: &Path, check: bool) -> Result<ExitCode, Usage> {
-    let files = results::load_dir(dir).map_err(|e| Usage(e.to_string()))?;
-    let rendered = fdwindow::matrix::render(&files);
-    let path = dir.join("MATRIX.md");
+    let outputs = runner::render_outputs(dir).map_err(|e| Usage(e.to_string()))?;
     if check {
-        let current = std::fs::read_to_string(&path).unwrap_or_default();
-        if current != rendered {
-            eprintln!(
-                "{} is stale: run `fdwindow matrix` (or `make matrix`)",
-                path.display()
-            );
-            return Ok(ExitCode::FAILURE);
+        let mut stale = false;
+        for (name, rendered) in &outputs {
+            let path = dir.join(name);
+            if std::fs::read_to_string(&path).unwrap_or_default() != *rendered {
+                eprintln!(
+                    "{} is stale: run `fdwindow matrix` (or `make matrix`)",
+                    path.display()
+                );
+                stale = true;
+            }
         }
-        return Ok(ExitCode::SUCCESS);
+        return Ok(if stale {
+            ExitCode::FAILURE
+        } else {
+            ExitCode::SUCCESS
+        });
     }
-    match results::write_atomic(&path, rendered.as_bytes()) {
-        Ok(()) => Ok(ExitCode::SUCCESS),
-        Err(e) => Err(Usage(format!("results folder is not writable: {e}"))),
+    for (name, rendered) in &outputs {
+        if let Err(e) = results::write_atomic(&dir.join(name), rendered.as_bytes()) {
+            return Err(Usage(format!("results folder is not writable: {e}")));
+        }
     }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The results file for `--platform`, else this machine's, else the only one.

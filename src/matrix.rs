@@ -7,6 +7,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
+use crate::chart::{SPAWN_WINDOW, SPAWN_WINDOW_SVG, has_spawn_window};
+use crate::costs::{CostsFile, ns_text};
 use crate::report::{ArmReport, ProbeReport, ResultsFile, Table};
 use crate::reported::{REPORTED, Reported};
 use crate::stats::Count;
@@ -94,8 +96,9 @@ enum Column<'a> {
     Reported(&'static str),
 }
 
-/// Renders MATRIX.md.
-pub fn render(files: &[ResultsFile]) -> String {
+/// Renders MATRIX.md from the results files and the costs files (each
+/// costs file adds a cost column for its platform, and a table of its benches).
+pub fn render(files: &[ResultsFile], costs: &[CostsFile]) -> String {
     let mut columns: Vec<Column> = files.iter().map(Column::Measured).collect();
     let mut reported_oses: Vec<&'static str> = REPORTED.iter().map(|r| r.os).collect();
     reported_oses.dedup();
@@ -175,14 +178,21 @@ an exec'd child), `in-process` (no child). Measured cells come from `results/<pl
     for (hazard, (about, rows)) in &hazards {
         let _ = writeln!(out, "\n## `{hazard}`\n\n{about}");
         if !rows.is_empty() {
-            render_arms(&mut out, hazard, rows, &columns, &mut sources);
+            render_arms(&mut out, hazard, rows, &columns, costs, &mut sources);
         }
         for f in files {
             for t in f.probes.get(*hazard).map_or(&[][..], |r| &r.tables) {
                 render_table(&mut out, t, &f.platform.id);
             }
         }
+        if *hazard == SPAWN_WINDOW && has_spawn_window(files) {
+            let _ = writeln!(
+                out,
+                "\nChart of the sweep: [{SPAWN_WINDOW_SVG}]({SPAWN_WINDOW_SVG})."
+            );
+        }
     }
+    render_costs(&mut out, costs);
     if !sources.is_empty() {
         out.push_str("\n## Sources of reported cells\n\n");
         for (i, s) in sources.iter().enumerate() {
@@ -199,6 +209,7 @@ fn render_arms(
     hazard: &str,
     rows: &[Row<'_>],
     columns: &[Column<'_>],
+    costs: &[CostsFile],
     sources: &mut Vec<&'static str>,
 ) {
     out.push_str("\n| arm | role | window |");
@@ -212,18 +223,21 @@ fn render_arms(
             }
         }
     }
+    for c in costs {
+        let _ = write!(out, " cost on `{}` |", c.platform.id);
+    }
     out.push_str("\n|---|---|---|");
-    out.push_str(&"---|".repeat(columns.len()));
+    out.push_str(&"---|".repeat(columns.len() + costs.len()));
     out.push('\n');
     for (arm, role, window, _) in rows {
-        let role = match role {
+        let role_text = match role {
             Role::Control => "control".to_owned(),
             Role::Mitigation => match crate::report::baseline(hazard, arm) {
                 Some(control) => format!("mitigation (vs `{control}`)"),
                 None => "mitigation".to_owned(),
             },
         };
-        let _ = write!(out, "| `{arm}` | {role} | {} |", window.id());
+        let _ = write!(out, "| `{arm}` | {role_text} | {} |", window.id());
         for c in columns {
             let text = match c {
                 Column::Measured(f) => f
@@ -255,6 +269,15 @@ fn render_arms(
             };
             let _ = write!(out, " {text} |");
         }
+        for c in costs {
+            let text = match role {
+                Role::Mitigation => c
+                    .cost(hazard, arm)
+                    .map_or_else(|| "—".to_owned(), |c| c.text()),
+                Role::Control => "—".to_owned(),
+            };
+            let _ = write!(out, " {text} |");
+        }
         out.push('\n');
     }
     out.push_str("\nArms:\n\n");
@@ -263,6 +286,29 @@ fn render_arms(
         if !seen.contains(arm) {
             seen.push(arm);
             let _ = writeln!(out, "- `{arm}`: {about}");
+        }
+    }
+}
+
+/// The benches behind the cost columns: every benchmark's median per platform.
+fn render_costs(out: &mut String, costs: &[CostsFile]) {
+    if costs.is_empty() {
+        return;
+    }
+    out.push_str(
+        "\n## Costs\n\nMedian time per iteration of each criterion benchmark (`<group>/<impl>/<param>`), \
+timed by the benches themselves and written by `make bench` to `results/costs-<platform>.json`. \
+A cost column above is a mitigation's benchmark minus its baseline's (`fdwindow::costs::LINKS`), \
+and their ratio.\n",
+    );
+    for c in costs {
+        let _ = writeln!(
+            out,
+            "\n### Benchmarks on `{}`\n\n| benchmark | median | samples |\n|---|---|---|",
+            c.platform.id
+        );
+        for (id, b) in &c.benches {
+            let _ = writeln!(out, "| `{id}` | {} | {} |", ns_text(b.median_ns), b.samples);
         }
     }
 }

@@ -36,7 +36,8 @@ pub fn load(path: &Path) -> Result<Option<ResultsFile>, BadResults> {
     }
 }
 
-/// Loads every `*.json` in `dir`, sorted by platform id. A missing folder holds none.
+/// Loads every `*.json` in `dir` but the costs files, sorted by platform id.
+/// A missing folder holds none.
 pub fn load_dir(dir: &Path) -> Result<Vec<ResultsFile>, BadResults> {
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
@@ -51,6 +52,8 @@ pub fn load_dir(dir: &Path) -> Result<Vec<ResultsFile>, BadResults> {
     let mut paths: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        // Costs files (`costs-*.json`) have a schema of their own: crate::costs.
+        .filter(|p| !crate::costs::is_costs_file(p))
         .collect();
     paths.sort();
     let mut files = Vec::new();

@@ -34,6 +34,7 @@ pub const PROBES: &[&str] = &[
     "clock-collision",
     "holder-scan",
     "env-race",
+    "spawn-window",
 ];
 
 /// What `fdwindow run` was asked to do.
@@ -130,13 +131,26 @@ pub fn run(opts: &RunOptions) -> Result<RunSummary, RunError> {
     })
 }
 
-/// Regenerates `<dir>/MATRIX.md` from every results file in `dir`.
+/// What `fdwindow matrix` writes: each file's name in the results folder and
+/// its contents, all derived from the results and costs files in `dir`.
+pub fn render_outputs(dir: &Path) -> Result<Vec<(&'static str, String)>, results::BadResults> {
+    let files = results::load_dir(dir)?;
+    let costs = crate::costs::load_dir(dir)?;
+    let mut outputs = vec![("MATRIX.md", crate::matrix::render(&files, &costs))];
+    if let Some(svg) = crate::chart::render_spawn_window(&files) {
+        outputs.push((crate::chart::SPAWN_WINDOW_SVG, svg));
+    }
+    Ok(outputs)
+}
+
+/// Regenerates `<dir>/MATRIX.md` (and the spawn-window chart, when there is a
+/// sweep to draw) from every results and costs file in `dir`.
 pub fn write_matrix(dir: &Path) -> std::io::Result<()> {
-    let files = results::load_dir(dir).map_err(|e| std::io::Error::other(e.to_string()))?;
-    results::write_atomic(
-        &dir.join("MATRIX.md"),
-        crate::matrix::render(&files).as_bytes(),
-    )
+    let outputs = render_outputs(dir).map_err(|e| std::io::Error::other(e.to_string()))?;
+    for (name, contents) in outputs {
+        results::write_atomic(&dir.join(name), contents.as_bytes())?;
+    }
+    Ok(())
 }
 
 enum ProbeFailure {

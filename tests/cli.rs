@@ -309,3 +309,107 @@ fn merge_combines_artifacts_and_keeps_the_newest_report() {
     assert_eq!(status.status.code(), Some(2), "{}", stderr(&status));
     assert_eq!(fs::read_to_string(out.join("MATRIX.md")).unwrap(), before);
 }
+
+/// A spawn-window run writes the chart beside MATRIX.md and links it; a
+/// costs file adds a cost column; `matrix --check` notices a stale chart.
+#[cfg(target_os = "linux")]
+#[test]
+fn spawn_window_chart_and_costs_reach_the_matrix() {
+    let s = scratch("cli-chart");
+    let dir = s.dir().join("results");
+    let out = fdwindow()
+        .args([
+            "run",
+            "--trials",
+            "1",
+            "--race-ms",
+            "5",
+            "--only",
+            "spawn-window",
+            "--only",
+            "posix-lock-drop",
+            "--results",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let svg = fs::read_to_string(dir.join("spawn-window.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("fork-exec at 1024"));
+    let matrix = fs::read_to_string(dir.join("MATRIX.md")).unwrap();
+    assert!(matrix.contains("[spawn-window.svg](spawn-window.svg)"));
+    assert!(!matrix.contains("cost on"), "no costs file yet");
+
+    let out = fdwindow()
+        .args([
+            "verdict",
+            "spawn-window",
+            "fork-exec/rss-1024MiB",
+            "--results",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let line = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        line.starts_with("observed ") && line.contains("median µs="),
+        "{line}"
+    );
+
+    // The costs of one fix and its baseline, as `make bench` would write them.
+    let costs = [
+        ("lock-kind/posix-fcntl/lock-unlock", 1000.0),
+        ("lock-kind/flock/lock-unlock", 1250.0),
+    ]
+    .map(|(id, ns)| {
+        (
+            id.to_owned(),
+            fdwindow::costs::BenchCost {
+                median_ns: ns,
+                samples: 10,
+            },
+        )
+    });
+    fdwindow::costs::merge_and_write(&dir, costs.into()).unwrap();
+    let check = || {
+        fdwindow()
+            .args(["matrix", "--check", "--results"])
+            .arg(&dir)
+            .output()
+            .unwrap()
+    };
+    assert!(
+        !check().status.success(),
+        "a new costs file makes the matrix stale"
+    );
+    assert!(
+        fdwindow()
+            .args(["matrix", "--results"])
+            .arg(&dir)
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert!(check().status.success());
+    let matrix = fs::read_to_string(dir.join("MATRIX.md")).unwrap();
+    assert!(
+        matrix.contains("| cost on `") && matrix.contains("## Costs"),
+        "{matrix}"
+    );
+    assert!(matrix.contains("| `lock-kind/posix-fcntl/lock-unlock` | 1.0 µs | 10 |"));
+    assert!(
+        matrix.lines().any(
+            |l| l.starts_with("| `flock` | mitigation |") && l.ends_with("| +250 ns (1.25×) |")
+        ),
+        "{matrix}"
+    );
+
+    fs::write(dir.join("spawn-window.svg"), "<svg/>").unwrap();
+    let out = check();
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("spawn-window.svg is stale"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -1,4 +1,5 @@
-//! The committed results/MATRIX.md is exactly what the committed results give.
+//! The committed results/MATRIX.md (and the spawn-window chart, when the
+//! results hold a sweep) is exactly what the committed results and costs give.
 
 use std::path::Path;
 
@@ -7,10 +8,12 @@ fn matrix_md_is_current() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
     let files = fdwindow::results::load_dir(&dir).expect("committed results load");
     assert!(!files.is_empty(), "no results committed");
-    let rendered = fdwindow::matrix::render(&files);
-    let committed = std::fs::read_to_string(dir.join("MATRIX.md")).expect("MATRIX.md");
-    assert!(
-        committed == rendered,
-        "results/MATRIX.md is stale: run `make matrix` (or `make probe-linux`) and commit it"
-    );
+    let outputs = fdwindow::runner::render_outputs(&dir).expect("committed results load");
+    for (name, rendered) in outputs {
+        let committed = std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+        assert!(
+            committed == rendered,
+            "results/{name} is stale: run `make matrix` (or `make probe-linux`) and commit it"
+        );
+    }
 }

@@ -102,3 +102,40 @@ fn arm_filter_runs_only_the_named_arms() {
     );
     assert_eq!(r.arms[0].outcome.count().map(|c| c.trials), Some(2));
 }
+
+/// The spawn-window observation: every path measured at every sweep point
+/// (the whole sweep, one sample per point), and the slopes table filled.
+#[cfg(target_os = "linux")]
+#[test]
+fn spawn_window_sweeps_every_path() {
+    use fdwindow::spawn::{TABLE_BY_FDS, TABLE_BY_RSS, TABLE_PATHS, TABLE_SLOPES, cell};
+    let r = run_probe("spawn-window", &["--trials", "1"]);
+    r.validate().unwrap();
+    assert!(r.arms.is_empty());
+    let table = |id: &str| {
+        let t = r.tables.iter().find(|t| t.id == id).unwrap();
+        assert_eq!(t.problem, None, "{id}");
+        t
+    };
+    let paths = table(TABLE_PATHS);
+    for p in ["posix-spawn", "fork-exec", "vfork"] {
+        assert!(
+            paths.rows.iter().any(|r| r[0] == p && r[2] == "measured"),
+            "{paths:?}"
+        );
+    }
+    for id in [TABLE_BY_RSS, TABLE_BY_FDS] {
+        let t = table(id);
+        assert_eq!(t.rows.len(), 3 * 4, "{t:?}");
+        for row in &t.rows {
+            assert_eq!(cell(t, row, "samples"), Some(1.0), "{row:?}");
+            assert!(
+                cell(t, row, "median µs").is_some_and(|m| m > 0.0),
+                "{row:?}"
+            );
+        }
+    }
+    let slopes = table(TABLE_SLOPES);
+    assert_eq!(slopes.rows.len(), 3);
+    assert!(slopes.rows.iter().all(|r| r[1].parse::<f64>().is_ok()));
+}

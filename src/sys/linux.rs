@@ -169,35 +169,30 @@ pub(crate) fn pipe2_cloexec() -> Result<io::Result<(OwnedFd, OwnedFd)>, &'static
     Ok(owned(fds[0]).and_then(|r| Ok((r, owned(fds[1])?))))
 }
 
-/// `close_range(first, ~0U, 0)` (Linux 5.9): closes every descriptor from
-/// `first` up. Async-signal-safe (one raw syscall, no allocation: the error is
-/// an errno value), so it may run in `pre_exec`. A kernel before 5.9 answers
-/// `ENOSYS`.
+/// `close_range(first, ~0U, 0)`—Close every descriptor from `first` up (Linux 5.9).
+///
+/// A raw `syscall(2)`, so it is async-signal-safe (it may run in `pre_exec`)
+/// and links against any glibc; `ENOSYS` (an older kernel) comes back as
+/// `ErrorKind::Unsupported`.
 ///
 /// # References
 /// - <https://man7.org/linux/man-pages/man2/close_range.2.html>
-pub(crate) fn close_range_from(first: libc::c_uint) -> io::Result<()> {
-    // SAFETY: close_range touches only this process's descriptor table; the
-    // libc crate's SYS_close_range avoids needing glibc 2.34's wrapper.
+pub(crate) fn close_range_from(first: std::os::fd::RawFd) -> std::io::Result<()> {
+    // SAFETY: closes descriptors only; the caller owns what it closes.
     let rc = unsafe {
         libc::syscall(
             libc::SYS_close_range,
-            first,
+            first as libc::c_uint,
             libc::c_uint::MAX,
-            0 as libc::c_uint,
+            0,
         )
     };
     if rc == -1 {
-        Err(io::Error::last_os_error())
+        Err(std::io::Error::last_os_error())
     } else {
         Ok(())
     }
 }
-
-/// `POSIX_SPAWN_CLOEXEC_DEFAULT` is an Apple extension.
-pub(crate) const POSIX_SPAWN_CLOEXEC_DEFAULT: Result<libc::c_short, &str> = Err(
-    "POSIX_SPAWN_CLOEXEC_DEFAULT is an Apple extension: glibc and Linux have no such posix_spawn flag",
-);
 
 /// The descriptors `pid` has open, from `/proc/<pid>/fd` (proc(5)).
 pub(crate) fn process_fds(pid: libc::pid_t) -> io::Result<Vec<RawFd>> {
@@ -310,6 +305,163 @@ pub(crate) fn children_of(parent: u32) -> std::io::Result<Vec<u32>> {
 /// # References
 /// - <https://man7.org/linux/man-pages/man8/ld.so.8.html>
 pub(crate) const PRELOAD: Option<(&str, &str)> = Some(("LD_PRELOAD", "libfdwindow_inject.so"));
+
+/// vfork's kernel path is available on every Linux.
+pub(crate) fn vfork_supported() -> std::io::Result<()> {
+    Ok(())
+}
+
+/// What the vfork child reads and writes; it lives on the parent's stack,
+/// which the child may touch because the parent's thread is suspended.
+struct VforkArgs {
+    program: *const libc::c_char,
+    argv: *const *const libc::c_char,
+    envp: *const *const libc::c_char,
+    stdio: libc::c_int,
+    mask: libc::sigset_t,
+    errno: libc::c_int,
+}
+
+/// The vfork child: async-signal-safe calls only, on its own stack.
+extern "C" fn vfork_child(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the parent's VforkArgs, alive until the parent resumes,
+    // which happens only once this child has exec'd or exited.
+    unsafe {
+        let args = &mut *arg.cast::<VforkArgs>();
+        for target in 0..3 {
+            if libc::dup2(args.stdio, target) == -1 {
+                args.errno = *libc::__errno_location();
+                libc::_exit(127);
+            }
+        }
+        libc::sigprocmask(libc::SIG_SETMASK, &args.mask, std::ptr::null_mut());
+        libc::execve(args.program, args.argv, args.envp);
+        args.errno = *libc::__errno_location();
+        libc::_exit(127)
+    }
+}
+
+/// `clone(CLONE_VM|CLONE_VFORK|SIGCHLD)` then `execve`: what `vfork(2)` does
+/// in the kernel (kernel/fork.c: vfork is `kernel_clone` with
+/// `CLONE_VFORK|CLONE_VM` and `SIGCHLD`), with the child on a stack of its own.
+///
+/// Rust cannot call `vfork()` itself soundly: it returns twice into one stack
+/// frame, and Rust has no `returns_twice` attribute to stop the optimiser from
+/// keeping state across the first return. A separate stack avoids that; this
+/// is how glibc's posix_spawn runs its child too. Every signal is blocked
+/// around the clone, so no handler of the parent runs on the child's stack
+/// before the child restores the mask just ahead of `execve`.
+///
+/// # References
+/// - <https://man7.org/linux/man-pages/man2/vfork.2.html>
+/// - <https://man7.org/linux/man-pages/man2/clone.2.html>
+/// - glibc `sysdeps/unix/sysv/linux/spawni.c` (`__spawnix`)
+pub(crate) fn vfork_exec(
+    program: &std::ffi::CStr,
+    argv: &[*const libc::c_char],
+    envp: &[*const libc::c_char],
+    stdio: std::os::fd::RawFd,
+) -> std::io::Result<libc::pid_t> {
+    assert!(argv.last().is_some_and(|p| p.is_null()) && envp.last().is_some_and(|p| p.is_null()));
+    const STACK: usize = 64 * 1024;
+    let mut stack = vec![0u8; STACK];
+    // SAFETY: the stack outlives the child's use of it (the parent resumes only
+    // after exec or exit); the masks are valid sigset_ts; VforkArgs outlives
+    // the clone call.
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        let mut args = VforkArgs {
+            program: program.as_ptr(),
+            argv: argv.as_ptr(),
+            envp: envp.as_ptr(),
+            stdio,
+            mask: std::mem::zeroed(),
+            errno: 0,
+        };
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut args.mask);
+        // Stacks grow down on every architecture Linux runs Rust on here; the
+        // top is kept 16-byte aligned as the ABIs want.
+        let top = (stack.as_mut_ptr().add(STACK) as usize & !15) as *mut libc::c_void;
+        let pid = libc::clone(
+            vfork_child,
+            top,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            (&raw mut args).cast(),
+        );
+        let clone_error = std::io::Error::last_os_error();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &args.mask, std::ptr::null_mut());
+        if pid == -1 {
+            return Err(clone_error);
+        }
+        let errno = std::ptr::read_volatile(&raw const args.errno);
+        if errno != 0 {
+            let mut status = 0;
+            while libc::waitpid(pid, &mut status, 0) == -1
+                && *libc::__errno_location() == libc::EINTR
+            {}
+            return Err(std::io::Error::from_raw_os_error(errno));
+        }
+        Ok(pid)
+    }
+}
+
+type AddClosefrom =
+    unsafe extern "C" fn(*mut libc::posix_spawn_file_actions_t, libc::c_int) -> libc::c_int;
+
+/// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34), looked up at run
+/// time so that the binary still runs on an older glibc or on musl.
+fn addclosefrom_fn() -> Option<AddClosefrom> {
+    static FN: std::sync::OnceLock<Option<AddClosefrom>> = std::sync::OnceLock::new();
+    *FN.get_or_init(|| {
+        // SAFETY: dlsym with a NUL-terminated name; the symbol, if present,
+        // has the documented signature.
+        let sym = unsafe {
+            libc::dlsym(
+                libc::RTLD_DEFAULT,
+                c"posix_spawn_file_actions_addclosefrom_np".as_ptr(),
+            )
+        };
+        (!sym.is_null())
+            .then(|| unsafe { std::mem::transmute::<*mut libc::c_void, AddClosefrom>(sym) })
+    })
+}
+
+/// Whether this libc has `posix_spawn_file_actions_addclosefrom_np`.
+pub(crate) fn addclosefrom_supported() -> std::io::Result<()> {
+    addclosefrom_fn().map(|_| ()).ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            "this libc has no posix_spawn_file_actions_addclosefrom_np (glibc 2.34 added it)",
+        )
+    })
+}
+
+/// `posix_spawn_file_actions_addclosefrom_np(actions, from)`—Add a "close
+/// every descriptor from `from` up" action (glibc 2.34).
+///
+/// # References
+/// - <https://man7.org/linux/man-pages/man3/posix_spawn_file_actions_addclosefrom_np.3.html>
+pub(crate) fn addclosefrom(
+    actions: &mut libc::posix_spawn_file_actions_t,
+    from: libc::c_int,
+) -> std::io::Result<()> {
+    addclosefrom_supported()?;
+    let f = addclosefrom_fn().expect("checked");
+    // SAFETY: an initialised file-actions object.
+    match unsafe { f(actions, from) } {
+        0 => Ok(()),
+        rc => Err(std::io::Error::from_raw_os_error(rc)),
+    }
+}
+
+/// `POSIX_SPAWN_CLOEXEC_DEFAULT` is Apple's; Linux has no such attribute.
+pub(crate) fn spawn_cloexec_default_flag() -> std::io::Result<libc::c_short> {
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "POSIX_SPAWN_CLOEXEC_DEFAULT is an Apple extension; Linux's posix_spawn has no such flag",
+    ))
+}
 
 #[cfg(test)]
 mod tests {

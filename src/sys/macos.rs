@@ -106,17 +106,6 @@ pub(crate) fn pipe2_cloexec() -> Result<io::Result<(OwnedFd, OwnedFd)>, &'static
     Ok(owned(fds[0]).and_then(|r| Ok((r, owned(fds[1])?))))
 }
 
-/// macOS has no `close_range(2)`: answers `ENOSYS` without a syscall, so a
-/// `pre_exec` that calls it fails the spawn and the arm reads `unsupported`.
-pub(crate) fn close_range_from(_first: libc::c_uint) -> io::Result<()> {
-    Err(io::Error::from_raw_os_error(libc::ENOSYS))
-}
-
-/// `POSIX_SPAWN_CLOEXEC_DEFAULT` (`<spawn.h>`, macOS 10.7; use 10.8+, see
-/// python/cpython#109154): only descriptors named in the file actions survive.
-pub(crate) const POSIX_SPAWN_CLOEXEC_DEFAULT: Result<libc::c_short, &str> =
-    Ok(libc::POSIX_SPAWN_CLOEXEC_DEFAULT as libc::c_short);
-
 /// The descriptors `pid` has open: `proc_pidinfo(PROC_PIDLISTFDS)` (libproc;
 /// works for the caller's own children).
 pub(crate) fn process_fds(pid: libc::pid_t) -> io::Result<Vec<RawFd>> {
@@ -212,3 +201,57 @@ pub(crate) fn children_of(_parent: u32) -> std::io::Result<Vec<u32>> {
 /// - <https://developer.apple.com/library/archive/documentation/Security/Conceptual/System_Integrity_Protection_Guide/RuntimeProtections/RuntimeProtections.html>
 pub(crate) const PRELOAD: Option<(&str, &str)> =
     Some(("DYLD_INSERT_LIBRARIES", "libfdwindow_inject.dylib"));
+/// macOS has no `close_range(2)`.
+pub(crate) fn close_range_from(_first: std::os::fd::RawFd) -> std::io::Result<()> {
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "macOS has no close_range(2)",
+    ))
+}
+
+/// macOS has `vfork(2)`, but Rust cannot call it soundly (it returns twice
+/// into one stack frame, and Rust has no `returns_twice` attribute), and xnu
+/// offers no clone-style call that runs the child on a stack of its own.
+pub(crate) fn vfork_supported() -> std::io::Result<()> {
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "vfork() returns twice into one stack frame, which Rust cannot call soundly, and xnu has \
+         no clone(CLONE_VM|CLONE_VFORK) to run the child on its own stack",
+    ))
+}
+
+/// Never called: [`vfork_supported`] fails first.
+pub(crate) fn vfork_exec(
+    _program: &std::ffi::CStr,
+    _argv: &[*const libc::c_char],
+    _envp: &[*const libc::c_char],
+    _stdio: std::os::fd::RawFd,
+) -> std::io::Result<libc::pid_t> {
+    vfork_supported().map(|()| 0)
+}
+
+/// libSystem has no `posix_spawn_file_actions_addclosefrom_np`; its own
+/// answer is `POSIX_SPAWN_CLOEXEC_DEFAULT`.
+pub(crate) fn addclosefrom_supported() -> std::io::Result<()> {
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "libSystem has no posix_spawn_file_actions_addclosefrom_np (use POSIX_SPAWN_CLOEXEC_DEFAULT)",
+    ))
+}
+
+/// Never called: [`addclosefrom_supported`] fails first.
+pub(crate) fn addclosefrom(
+    _actions: &mut libc::posix_spawn_file_actions_t,
+    _from: libc::c_int,
+) -> std::io::Result<()> {
+    addclosefrom_supported()
+}
+
+/// `POSIX_SPAWN_CLOEXEC_DEFAULT`—posix_spawn closes every descriptor not
+/// named by a file action in the child (an Apple extension).
+///
+/// # References
+/// - <https://developer.apple.com/library/archive/documentation/System/Conceptual/ManPages_iPhoneOS/man3/posix_spawnattr_setflags.3.html>
+pub(crate) fn spawn_cloexec_default_flag() -> std::io::Result<libc::c_short> {
+    Ok(libc::POSIX_SPAWN_CLOEXEC_DEFAULT as libc::c_short)
+}

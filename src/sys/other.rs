@@ -54,15 +54,6 @@ pub(crate) fn pipe2_cloexec() -> Result<io::Result<(OwnedFd, OwnedFd)>, &'static
     Err("fdwindow does not know this OS's pipe2")
 }
 
-/// Not known here: `ENOSYS`.
-pub(crate) fn close_range_from(_first: libc::c_uint) -> io::Result<()> {
-    Err(io::Error::from_raw_os_error(libc::ENOSYS))
-}
-
-/// Not known here.
-pub(crate) const POSIX_SPAWN_CLOEXEC_DEFAULT: Result<libc::c_short, &str> =
-    Err("fdwindow does not know this OS's POSIX_SPAWN_CLOEXEC_DEFAULT");
-
 /// Not known here.
 pub(crate) fn process_fds(_pid: libc::pid_t) -> io::Result<Vec<RawFd>> {
     Err(io::Error::new(
@@ -105,3 +96,47 @@ pub(crate) fn children_of(_parent: u32) -> std::io::Result<Vec<u32>> {
 
 /// No preload mechanism is assumed elsewhere; `fdwindow stress` says so.
 pub(crate) const PRELOAD: Option<(&str, &str)> = None;
+fn unsupported(what: &str) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        format!("{what} is not wired up on this OS"),
+    )
+}
+
+/// Not wired up here.
+pub(crate) fn close_range_from(_first: std::os::fd::RawFd) -> std::io::Result<()> {
+    Err(unsupported("close_range"))
+}
+
+/// Not wired up here.
+pub(crate) fn vfork_supported() -> std::io::Result<()> {
+    Err(unsupported("a vfork-style spawn"))
+}
+
+/// Not wired up here.
+pub(crate) fn vfork_exec(
+    _program: &std::ffi::CStr,
+    _argv: &[*const libc::c_char],
+    _envp: &[*const libc::c_char],
+    _stdio: std::os::fd::RawFd,
+) -> std::io::Result<libc::pid_t> {
+    Err(unsupported("a vfork-style spawn"))
+}
+
+/// Not wired up here.
+pub(crate) fn addclosefrom_supported() -> std::io::Result<()> {
+    Err(unsupported("posix_spawn_file_actions_addclosefrom_np"))
+}
+
+/// Not wired up here.
+pub(crate) fn addclosefrom(
+    _actions: &mut libc::posix_spawn_file_actions_t,
+    _from: libc::c_int,
+) -> std::io::Result<()> {
+    Err(unsupported("posix_spawn_file_actions_addclosefrom_np"))
+}
+
+/// Not wired up here.
+pub(crate) fn spawn_cloexec_default_flag() -> std::io::Result<libc::c_short> {
+    Err(unsupported("POSIX_SPAWN_CLOEXEC_DEFAULT"))
+}

@@ -1,0 +1,37 @@
+//! Creating a descriptor close-on-exec: two steps (the baseline) versus the
+//! atomic flag versus two steps under the spawn lock, per creation call.
+
+use std::time::Duration;
+
+use criterion::{Criterion, criterion_group};
+use fdwindow::cloexec::{Call, Flag, Maker};
+use fdwindow::scratch::Scratch;
+use fdwindow::spawn_lock::SPAWN_LOCK;
+
+use super::support::Group;
+
+fn create(c: &mut Criterion) {
+    let scratch = Scratch::new("bench-creation").expect("scratch folder");
+    let mut group = Group::new(c, "cloexec-create", Duration::from_millis(800));
+    for call in [Call::Socket, Call::Pipe, Call::Open] {
+        let maker = Maker::new(call, &scratch.fresh("make")).expect("maker");
+        group.bench("two-step", call.id(), || {
+            let made = maker.make(Flag::TwoStep).expect("make");
+            made.set_cloexec().expect("set the flag");
+        });
+        // Linux has every atomic form; elsewhere a missing one is skipped.
+        if maker.make(Flag::Atomic).is_ok() {
+            group.bench("atomic-flag", call.id(), || {
+                maker.make(Flag::Atomic).expect("make")
+            });
+        }
+        group.bench("spawn-lock", call.id(), || {
+            let _creating = SPAWN_LOCK.creating();
+            let made = maker.make(Flag::TwoStep).expect("make");
+            made.set_cloexec().expect("set the flag");
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(creation, create);

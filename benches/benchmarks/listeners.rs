@@ -1,0 +1,79 @@
+//! Retiring a loopback listener: close alone (the baseline) versus the
+//! shutdown variants and draining the accept queue before the close; and
+//! ending a connection: drop alone versus `shutdown(Write)` then drop.
+
+use std::io;
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::time::Duration;
+
+use criterion::{Criterion, criterion_group};
+
+use super::support::Group;
+
+fn listener() -> TcpListener {
+    TcpListener::bind("127.0.0.1:0").expect("bind a loopback listener")
+}
+
+/// `shutdown(fd, how)` on a listener; Linux accepts it, other kernels may
+/// answer `ENOTCONN`, which the fix then simply pays for.
+fn shutdown_listener(l: &TcpListener, how: libc::c_int) {
+    // SAFETY: shutdown on a borrowed, open socket.
+    unsafe { libc::shutdown(l.as_raw_fd(), how) };
+}
+
+fn listener_retire(c: &mut Criterion) {
+    let mut group = Group::new(c, "listener-retire", Duration::from_millis(800));
+    let param = "tcp-loopback";
+    group.bench_batched("close", param, listener, drop);
+    for (imp, how) in [
+        ("shutdown-rd", libc::SHUT_RD),
+        ("shutdown-rdwr", libc::SHUT_RDWR),
+        ("shutdown-wr", libc::SHUT_WR),
+    ] {
+        group.bench_batched(imp, param, listener, |l| {
+            shutdown_listener(&l, how);
+            drop(l)
+        });
+    }
+    group.bench_batched("drain-then-close", param, listener, |l| {
+        l.set_nonblocking(true).expect("nonblocking");
+        loop {
+            match l.accept() {
+                Ok(_) => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => panic!("accept: {e}"),
+            }
+        }
+        drop(l)
+    });
+    group.finish();
+}
+
+fn stream_close(c: &mut Criterion) {
+    let server = listener();
+    let addr = server.local_addr().expect("address");
+    let pair = || {
+        let client = TcpStream::connect(addr).expect("connect");
+        let (accepted, _) = server.accept().expect("accept");
+        (client, accepted)
+    };
+    let mut group = Group::new(c, "stream-close", Duration::from_millis(800));
+    group.bench_batched("drop", "tcp-loopback", pair, |(client, accepted)| {
+        drop(client);
+        accepted
+    });
+    group.bench_batched(
+        "shutdown-write",
+        "tcp-loopback",
+        pair,
+        |(client, accepted)| {
+            client.shutdown(Shutdown::Write).expect("shutdown");
+            drop(client);
+            accepted
+        },
+    );
+    group.finish();
+}
+
+criterion_group!(listeners, listener_retire, stream_close);

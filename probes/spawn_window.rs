@@ -1,0 +1,38 @@
+//! Checks how long a child holds the parent's close-on-exec descriptors after
+//! a spawn starts, per spawn path, as the parent's memory and descriptors grow.
+//!
+//! Method: per sample, a fresh close-on-exec pipe; the clock starts, the path
+//! spawns `/usr/bin/true`, the parent drops its write end, and `poll(2)` on the
+//! read end wakes when exec has closed the child's copy (see `fdwindow::spawn`).
+//! Sweeps touched anonymous memory (4 MiB–1 GiB) and open descriptors
+//! (10–10,000); `--trials` sets the samples per point and path.
+
+use std::time::Duration;
+
+use fdwindow::harness::{Probe, Settings, interrupted};
+use fdwindow::report::Table;
+use fdwindow::scratch::Scratch;
+use fdwindow::spawn::{Sweep, measure_sweep};
+
+static PROBE: Probe = Probe {
+    hazard: "spawn-window",
+    about: "Checks how long a child holds the parent's close-on-exec descriptors after a spawn \
+            starts, per spawn path, by the parent's resident memory and open descriptors.",
+    trials: 12,
+    race: Duration::ZERO,
+    arms: &[],
+    observe: Some(observe),
+};
+
+fn main() -> std::process::ExitCode {
+    fdwindow::harness::main(&PROBE)
+}
+
+fn observe(_: &Scratch, settings: Settings) -> Vec<Table> {
+    let sweep = Sweep {
+        rss_mib: vec![4, 64, 256, 1024],
+        fds: vec![10, 100, 1000, 10_000],
+        samples: settings.trials as usize,
+    };
+    measure_sweep(&sweep, &interrupted)
+}

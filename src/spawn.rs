@@ -1,0 +1,982 @@
+//! Spawn paths, and the length of the window in which a child holds copies of
+//! the parent's close-on-exec descriptors.
+//!
+//! Every path here starts `/usr/bin/true` with an empty environment and its
+//! stdio on `/dev/null`, so a child can do nothing but exit; every child is
+//! reaped by [`Spawned::wait`] or, failing that, on drop.
+//!
+//! # How the window is measured
+//!
+//! 1. A fresh pipe is made, both ends close-on-exec; its write end has the
+//!    highest descriptor number in the process, so exec's close-on-exec pass
+//!    (which walks descriptors in order) closes it last.
+//! 2. The clock (`Instant`, `CLOCK_MONOTONIC`) starts; the path spawns.
+//! 3. As soon as the spawn returns, the parent drops its own write end and
+//!    notes whether the read end already sees end-of-file.
+//! 4. `poll(2)` on the read end wakes when the last write end is gone: when the
+//!    child's exec has closed its copy. The clock stops there.
+//!
+//! Step 3 matters: Linux wakes a vfork parent (glibc's posix_spawn) in
+//! `exec_mmap`, before `do_close_on_exec` runs (fs/exec.c, `begin_new_exec`),
+//! so a spawn that has returned does not prove the copies are gone. std's
+//! fork path is different: its `spawn` reads a close-on-exec error pipe until
+//! end-of-file, and that pipe is newer than ours, so exec has closed our copy
+//! before `spawn` returns there (library/std/src/sys/process/unix/unix.rs).
+
+use std::ffi::{CStr, CString};
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::child::TRUE_PROGRAM;
+use crate::sys;
+
+/// How long one window may last before the measurement counts as broken.
+const WINDOW_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// One way of starting a child.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpawnPath {
+    /// std's `Command::spawn` as it is: `posix_spawn` where std can use it (on
+    /// glibc a `clone(CLONE_VM|CLONE_VFORK)`).
+    PosixSpawn,
+    /// std's `Command::spawn` with a no-op `pre_exec`, which forces `fork` + `exec`.
+    ForkExec,
+    /// `vfork(2)`'s kernel path: `clone(CLONE_VM|CLONE_VFORK|SIGCHLD)` with a
+    /// child stack of its own, then `execve`. Linux only.
+    Vfork,
+    /// std with a `pre_exec` that calls `close_range(3, ~0U, 0)` in the child
+    /// (fork + exec; Linux 5.9).
+    CloseRangeInChild,
+    /// `posix_spawn(3)` called directly, stdio by `adddup2` file actions: the
+    /// baseline of the two spawn-attribute fixes below.
+    LibcPosixSpawn,
+    /// `posix_spawn(3)` with `posix_spawn_file_actions_addclosefrom_np(3)`
+    /// (glibc 2.34), found at run time.
+    ClosefromFileAction,
+    /// `posix_spawn(3)` with the `POSIX_SPAWN_CLOEXEC_DEFAULT` attribute flag
+    /// (macOS only).
+    SpawnCloexecDefault,
+}
+
+impl SpawnPath {
+    /// Every path, in display order.
+    pub const ALL: [SpawnPath; 7] = [
+        SpawnPath::PosixSpawn,
+        SpawnPath::ForkExec,
+        SpawnPath::Vfork,
+        SpawnPath::CloseRangeInChild,
+        SpawnPath::LibcPosixSpawn,
+        SpawnPath::ClosefromFileAction,
+        SpawnPath::SpawnCloexecDefault,
+    ];
+
+    /// The public id, e.g. `fork-exec`.
+    pub fn id(self) -> &'static str {
+        match self {
+            SpawnPath::PosixSpawn => "posix-spawn",
+            SpawnPath::ForkExec => "fork-exec",
+            SpawnPath::Vfork => "vfork",
+            SpawnPath::CloseRangeInChild => "close-range-in-child",
+            SpawnPath::LibcPosixSpawn => "libc-posix-spawn",
+            SpawnPath::ClosefromFileAction => "closefrom-file-action",
+            SpawnPath::SpawnCloexecDefault => "spawn-cloexec-default",
+        }
+    }
+
+    /// One sentence: what the path calls.
+    pub fn about(self) -> &'static str {
+        match self {
+            SpawnPath::PosixSpawn => "std Command::spawn as is (posix_spawn where std uses it).",
+            SpawnPath::ForkExec => "std Command::spawn with a no-op pre_exec (fork, then exec).",
+            SpawnPath::Vfork => {
+                "clone(CLONE_VM|CLONE_VFORK|SIGCHLD) on a child stack of its own, then execve: \
+                 vfork(2)'s kernel path (Rust cannot call vfork() itself soundly: it returns twice)."
+            }
+            SpawnPath::CloseRangeInChild => {
+                "std Command::spawn with a pre_exec calling close_range(3, ~0U, 0) (fork, then exec)."
+            }
+            SpawnPath::LibcPosixSpawn => "posix_spawn(3) called directly, stdio by adddup2.",
+            SpawnPath::ClosefromFileAction => {
+                "posix_spawn(3) with posix_spawn_file_actions_addclosefrom_np(3, after stdio)."
+            }
+            SpawnPath::SpawnCloexecDefault => {
+                "posix_spawn(3) with the POSIX_SPAWN_CLOEXEC_DEFAULT attribute flag."
+            }
+        }
+    }
+}
+
+/// A spawned child, reaped by [`Spawned::wait`] or on drop.
+#[derive(Debug)]
+pub struct Spawned(Reap);
+
+#[derive(Debug)]
+enum Reap {
+    Std(Child),
+    Pid(libc::pid_t),
+    Done,
+}
+
+impl Spawned {
+    /// Waits for the child and fails unless it exited with status 0.
+    pub fn wait(mut self) -> io::Result<()> {
+        let reap = std::mem::replace(&mut self.0, Reap::Done);
+        let ok = match reap {
+            Reap::Std(mut child) => child.wait()?.success(),
+            Reap::Pid(pid) => {
+                let status = wait_pid(pid)?;
+                libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
+            }
+            Reap::Done => true,
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(io::Error::other("the spawned child did not exit with 0"))
+        }
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        match std::mem::replace(&mut self.0, Reap::Done) {
+            Reap::Std(mut child) => {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+            Reap::Pid(pid) => {
+                // SAFETY: our own unreaped child, so the pid is not reused yet.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                let _ = wait_pid(pid);
+            }
+            Reap::Done => {}
+        }
+    }
+}
+
+/// `waitpid(pid, &status, 0)`, retried on `EINTR`.
+fn wait_pid(pid: libc::pid_t) -> io::Result<libc::c_int> {
+    let mut status = 0;
+    loop {
+        // SAFETY: waits for our own child.
+        if unsafe { libc::waitpid(pid, &mut status, 0) } == pid {
+            return Ok(status);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Everything a spawn needs, made before the clock starts: the program, its
+/// argv and an empty environment as C strings, and `/dev/null` for stdio.
+#[derive(Debug)]
+pub struct Prepared {
+    path: SpawnPath,
+    command: Option<Command>,
+    program: CString,
+    devnull: Option<File>,
+}
+
+impl Prepared {
+    /// Prepares a spawn of `/usr/bin/true` through `path`; fails with
+    /// `ErrorKind::Unsupported` where this OS lacks the path.
+    pub fn new(path: SpawnPath) -> io::Result<Prepared> {
+        let std_command = |pre_exec: Option<fn() -> io::Result<()>>| {
+            let mut cmd = Command::new(TRUE_PROGRAM);
+            cmd.env_clear()
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            if let Some(f) = pre_exec {
+                // SAFETY: both hooks below make only async-signal-safe calls.
+                unsafe { cmd.pre_exec(f) };
+            }
+            cmd
+        };
+        let command = match path {
+            SpawnPath::PosixSpawn => Some(std_command(None)),
+            SpawnPath::ForkExec => Some(std_command(Some(|| Ok(())))),
+            SpawnPath::CloseRangeInChild => {
+                // Detect in the parent, where an error can be reported: a
+                // close_range over an empty range closes nothing.
+                sys::close_range_from(RawFd::MAX)?;
+                Some(std_command(Some(|| sys::close_range_from(3))))
+            }
+            SpawnPath::Vfork
+            | SpawnPath::LibcPosixSpawn
+            | SpawnPath::ClosefromFileAction
+            | SpawnPath::SpawnCloexecDefault => None,
+        };
+        if path == SpawnPath::Vfork {
+            sys::vfork_supported()?;
+        }
+        if path == SpawnPath::ClosefromFileAction {
+            sys::addclosefrom_supported()?;
+        }
+        if path == SpawnPath::SpawnCloexecDefault {
+            sys::spawn_cloexec_default_flag()?;
+        }
+        Ok(Prepared {
+            path,
+            command,
+            program: CString::new(TRUE_PROGRAM).expect("no NUL"),
+            devnull: None,
+        })
+    }
+
+    /// The path this spawns through.
+    pub fn path(&self) -> SpawnPath {
+        self.path
+    }
+
+    /// Opens `/dev/null` for the child's stdio ahead of the spawn, as std does
+    /// inside its own spawn (the raw paths open it here, untimed, when asked).
+    fn devnull(&mut self) -> io::Result<RawFd> {
+        if self.devnull.is_none() {
+            self.devnull = Some(File::options().read(true).write(true).open("/dev/null")?);
+        }
+        Ok(self.devnull.as_ref().expect("just set").as_raw_fd())
+    }
+
+    /// Spawns the child.
+    pub fn spawn(&mut self) -> io::Result<Spawned> {
+        if let Some(cmd) = &mut self.command {
+            return Ok(Spawned(Reap::Std(cmd.spawn()?)));
+        }
+        let stdio = self.devnull()?;
+        let argv: [*const libc::c_char; 2] = [self.program.as_ptr(), std::ptr::null()];
+        let envp: [*const libc::c_char; 1] = [std::ptr::null()];
+        let pid = match self.path {
+            SpawnPath::Vfork => sys::vfork_exec(&self.program, &argv, &envp, stdio)?,
+            SpawnPath::LibcPosixSpawn => {
+                libc_posix_spawn(&self.program, &argv, &envp, stdio, Extra::None)?
+            }
+            SpawnPath::ClosefromFileAction => {
+                libc_posix_spawn(&self.program, &argv, &envp, stdio, Extra::Closefrom)?
+            }
+            SpawnPath::SpawnCloexecDefault => {
+                libc_posix_spawn(&self.program, &argv, &envp, stdio, Extra::CloexecDefault)?
+            }
+            SpawnPath::PosixSpawn | SpawnPath::ForkExec | SpawnPath::CloseRangeInChild => {
+                unreachable!("std paths have a Command")
+            }
+        };
+        Ok(Spawned(Reap::Pid(pid)))
+    }
+}
+
+/// What a direct `posix_spawn` adds to the baseline.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Extra {
+    None,
+    Closefrom,
+    CloexecDefault,
+}
+
+/// Checks a `posix_spawn*` return value (an error number, not -1/errno).
+fn spawn_rc(rc: libc::c_int, what: &str) -> io::Result<()> {
+    if rc == 0 {
+        Ok(())
+    } else {
+        let e = io::Error::from_raw_os_error(rc);
+        Err(io::Error::new(e.kind(), format!("{what}: {e}")))
+    }
+}
+
+/// `posix_spawn(pid, path, file_actions, attrp, argv, envp)`—Spawn a process.
+///
+/// stdio goes to `stdio` by `adddup2` file actions; `extra` adds the fix.
+///
+/// # References
+/// - <https://man7.org/linux/man-pages/man3/posix_spawn.3.html>
+/// - <https://pubs.opengroup.org/onlinepubs/9799919799/functions/posix_spawn.html>
+fn libc_posix_spawn(
+    program: &CStr,
+    argv: &[*const libc::c_char],
+    envp: &[*const libc::c_char],
+    stdio: RawFd,
+    extra: Extra,
+) -> io::Result<libc::pid_t> {
+    // SAFETY: the file actions and attributes are initialised before use and
+    // destroyed on every path; argv and envp are NUL-terminated arrays of
+    // C strings that outlive the call.
+    unsafe {
+        let mut actions: libc::posix_spawn_file_actions_t = std::mem::zeroed();
+        spawn_rc(
+            libc::posix_spawn_file_actions_init(&mut actions),
+            "posix_spawn_file_actions_init",
+        )?;
+        let mut attr: libc::posix_spawnattr_t = std::mem::zeroed();
+        if let Err(e) = spawn_rc(
+            libc::posix_spawnattr_init(&mut attr),
+            "posix_spawnattr_init",
+        ) {
+            libc::posix_spawn_file_actions_destroy(&mut actions);
+            return Err(e);
+        }
+        let result = (|| {
+            for target in 0..3 {
+                spawn_rc(
+                    libc::posix_spawn_file_actions_adddup2(&mut actions, stdio, target),
+                    "posix_spawn_file_actions_adddup2",
+                )?;
+            }
+            match extra {
+                Extra::None => {}
+                Extra::Closefrom => sys::addclosefrom(&mut actions, 3)?,
+                Extra::CloexecDefault => {
+                    let flag = sys::spawn_cloexec_default_flag()?;
+                    spawn_rc(
+                        libc::posix_spawnattr_setflags(&mut attr, flag),
+                        "posix_spawnattr_setflags",
+                    )?;
+                }
+            }
+            let mut pid = 0;
+            spawn_rc(
+                libc::posix_spawn(
+                    &mut pid,
+                    program.as_ptr(),
+                    &actions,
+                    &attr,
+                    argv.as_ptr().cast(),
+                    envp.as_ptr().cast(),
+                ),
+                "posix_spawn",
+            )?;
+            Ok(pid)
+        })();
+        libc::posix_spawnattr_destroy(&mut attr);
+        libc::posix_spawn_file_actions_destroy(&mut actions);
+        result
+    }
+}
+
+/// One measured window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WindowSample {
+    /// From just before the spawn until the child held no copy of the
+    /// parent's newest close-on-exec descriptor.
+    pub window: Duration,
+    /// From just before the spawn until the spawn returned.
+    pub spawn_returned: Duration,
+    /// Whether the child still held the copy when the spawn had returned.
+    pub held_after_return: bool,
+}
+
+/// Spawns once through `prepared` and measures the window (see the module
+/// doc); reaps the child before returning.
+pub fn measure_window(prepared: &mut Prepared) -> io::Result<WindowSample> {
+    let (read, write) = cloexec_pipe()?;
+    let started = Instant::now();
+    let child = prepared.spawn()?;
+    let spawn_returned = started.elapsed();
+    drop(write);
+    let held_after_return = !wait_eof(&read, Some(Instant::now()))?;
+    if held_after_return && !wait_eof(&read, None)? {
+        return Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            "the child held the pipe for 30 s",
+        ));
+    }
+    let window = started.elapsed();
+    child.wait()?;
+    Ok(WindowSample {
+        window,
+        spawn_returned,
+        held_after_return,
+    })
+}
+
+/// A pipe whose ends are both close-on-exec (std's `io::pipe` uses `pipe2`
+/// with `O_CLOEXEC` where it exists, else sets the flag before returning).
+fn cloexec_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let (r, w) = io::pipe()?;
+    Ok((OwnedFd::from(r), OwnedFd::from(w)))
+}
+
+/// Waits until the read end of a pipe sees end-of-file: every write end is
+/// closed. `Some(now)` checks once without waiting; `None` waits up to
+/// [`WINDOW_TIMEOUT`]. Nothing is ever written, so readiness is end-of-file.
+fn wait_eof(read: &OwnedFd, poll_once: Option<Instant>) -> io::Result<bool> {
+    let deadline = poll_once.unwrap_or_else(|| Instant::now() + WINDOW_TIMEOUT);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let mut pfd = libc::pollfd {
+            fd: read.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = left.as_millis().min(i32::MAX as u128) as libc::c_int;
+        // SAFETY: one valid pollfd.
+        match unsafe { libc::poll(&mut pfd, 1, ms) } {
+            -1 if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => continue,
+            -1 => return Err(io::Error::last_os_error()),
+            0 if left.is_zero() => return Ok(false),
+            0 => continue,
+            _ => return Ok(true),
+        }
+    }
+}
+
+/// Anonymous memory with every page touched, so it is resident: it makes the
+/// parent's page tables as large as a process of that size has. Unmapped on drop.
+#[derive(Debug)]
+pub struct Ballast {
+    addr: *mut libc::c_void,
+    len: usize,
+}
+
+impl Ballast {
+    /// Maps `mib` MiB and writes one byte to every page.
+    pub fn touch(mib: usize) -> io::Result<Ballast> {
+        let len = mib << 20;
+        if len == 0 {
+            return Ok(Ballast {
+                addr: std::ptr::null_mut(),
+                len,
+            });
+        }
+        // SAFETY: a fresh private anonymous mapping; nothing else refers to it.
+        let addr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANON,
+                -1,
+                0,
+            )
+        };
+        if addr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let ballast = Ballast { addr, len };
+        let page = page_size();
+        let base = addr.cast::<u8>();
+        for offset in (0..len).step_by(page) {
+            // SAFETY: inside the mapping; volatile so the store is not elided.
+            unsafe { base.add(offset).write_volatile(1) };
+        }
+        Ok(ballast)
+    }
+}
+
+impl Drop for Ballast {
+    fn drop(&mut self) {
+        if self.len > 0 {
+            // SAFETY: the mapping made in `touch`, unmapped once.
+            unsafe { libc::munmap(self.addr, self.len) };
+        }
+    }
+}
+
+/// The page size, from `sysconf(_SC_PAGESIZE)`.
+pub fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if n > 0 { n as usize } else { 4096 }
+}
+
+/// Extra open descriptors (each its own open of `/dev/null`, close-on-exec)
+/// that bring the process's count to a target; the soft `RLIMIT_NOFILE` is
+/// raised (never above the hard limit) while they are open and restored on drop.
+#[derive(Debug)]
+pub struct OpenFiles {
+    files: Vec<File>,
+    restore: Option<libc::rlimit>,
+}
+
+impl OpenFiles {
+    /// Opens descriptors until the process has `target` open (plus `spare`
+    /// free slots under the limit for the spawns to come).
+    pub fn fill_to(target: usize, spare: usize) -> io::Result<OpenFiles> {
+        let mut limit = get_nofile()?;
+        let needed = (target + spare) as libc::rlim_t;
+        let mut restore = None;
+        if limit.rlim_cur < needed {
+            if limit.rlim_max != libc::RLIM_INFINITY && limit.rlim_max < needed {
+                return Err(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    format!(
+                        "RLIMIT_NOFILE hard limit {} is under the {needed} descriptors needed",
+                        limit.rlim_max
+                    ),
+                ));
+            }
+            restore = Some(limit);
+            limit.rlim_cur = needed;
+            set_nofile(&limit)?;
+        }
+        let mut open = OpenFiles {
+            files: Vec::new(),
+            restore,
+        };
+        let have = count_open_fds()?;
+        for _ in have..target {
+            open.files.push(File::open("/dev/null")?);
+        }
+        Ok(open)
+    }
+}
+
+impl Drop for OpenFiles {
+    fn drop(&mut self) {
+        self.files.clear();
+        if let Some(limit) = self.restore {
+            let _ = set_nofile(&limit);
+        }
+    }
+}
+
+fn get_nofile() -> io::Result<libc::rlimit> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: fills a valid rlimit.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(limit)
+}
+
+fn set_nofile(limit: &libc::rlimit) -> io::Result<()> {
+    // SAFETY: reads a valid rlimit.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, limit) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// How many descriptors this process has open: `fcntl(F_GETFD)` on every
+/// number under the soft limit (portable; at most a few tens of thousands of calls).
+pub fn count_open_fds() -> io::Result<usize> {
+    let limit = get_nofile()?.rlim_cur.min(1 << 20) as RawFd;
+    // SAFETY: F_GETFD only reads the descriptor's flags.
+    Ok((0..limit)
+        .filter(|&fd| unsafe { libc::fcntl(fd, libc::F_GETFD) } != -1)
+        .count())
+}
+
+/// Durations summarised by nearest-rank percentiles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Summary {
+    /// How many durations.
+    pub samples: usize,
+    /// 50th percentile.
+    pub median: Duration,
+    /// 90th percentile.
+    pub p90: Duration,
+    /// 99th percentile.
+    pub p99: Duration,
+    /// The largest.
+    pub max: Duration,
+}
+
+impl Summary {
+    /// Summarises `durations` (sorted here); `None` when empty.
+    pub fn of(durations: &mut [Duration]) -> Option<Summary> {
+        if durations.is_empty() {
+            return None;
+        }
+        durations.sort_unstable();
+        // Nearest rank: the smallest value with at least p% of samples at or below it.
+        let rank = |p: usize| durations[(durations.len() * p).div_ceil(100).max(1) - 1];
+        Some(Summary {
+            samples: durations.len(),
+            median: rank(50),
+            p90: rank(90),
+            p99: rank(99),
+            max: durations[durations.len() - 1],
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let mut d: Vec<Duration> = (1..=100).rev().map(Duration::from_micros).collect();
+        let s = Summary::of(&mut d).unwrap();
+        assert_eq!(s.samples, 100);
+        assert_eq!(s.median, Duration::from_micros(50));
+        assert_eq!(s.p90, Duration::from_micros(90));
+        assert_eq!(s.p99, Duration::from_micros(99));
+        assert_eq!(s.max, Duration::from_micros(100));
+        let mut one = [Duration::from_micros(7)];
+        assert_eq!(Summary::of(&mut one).unwrap().p99, Duration::from_micros(7));
+        assert!(Summary::of(&mut []).is_none());
+    }
+
+    #[test]
+    fn every_supported_path_spawns_and_reaps() {
+        let _serial = crate::test_serial();
+        let mut ran = 0;
+        for path in SpawnPath::ALL {
+            match Prepared::new(path) {
+                Ok(mut p) => {
+                    p.spawn().unwrap().wait().unwrap();
+                    ran += 1;
+                }
+                Err(e) => assert_eq!(e.kind(), io::ErrorKind::Unsupported, "{path:?}: {e}"),
+            }
+        }
+        assert!(ran >= 2, "std's two paths always work");
+    }
+
+    #[test]
+    fn window_ends_after_spawn_starts() {
+        let _serial = crate::test_serial();
+        for path in [SpawnPath::PosixSpawn, SpawnPath::ForkExec] {
+            let mut p = Prepared::new(path).unwrap();
+            let s = measure_window(&mut p).unwrap();
+            assert!(s.window >= s.spawn_returned, "{path:?}: {s:?}");
+        }
+    }
+
+    #[test]
+    fn a_tiny_sweep_fills_every_table() {
+        let _serial = crate::test_serial();
+        let base = count_open_fds().unwrap();
+        let sweep = Sweep {
+            rss_mib: vec![1, 8],
+            fds: vec![base + 20],
+            samples: 3,
+        };
+        let tables = measure_sweep(&sweep, &|| false);
+        let ids: Vec<&str> = tables.iter().map(|t| t.id.as_str()).collect();
+        assert_eq!(ids, [TABLE_PATHS, TABLE_BY_RSS, TABLE_BY_FDS, TABLE_SLOPES]);
+        let measured = tables[0].rows.iter().filter(|r| r[2] == "measured").count();
+        assert!(measured >= 2, "{:?}", tables[0]);
+        for t in &tables {
+            assert_eq!(t.problem, None, "{}", t.id);
+            assert!(t.rows.iter().all(|r| r.len() == t.columns.len()), "{t:?}");
+        }
+        assert_eq!(tables[1].rows.len(), 2 * measured);
+        assert_eq!(tables[2].rows.len(), measured);
+        for t in &tables[1..3] {
+            for r in &t.rows {
+                assert_eq!(cell(t, r, "samples"), Some(3.0), "{r:?}");
+                let median = cell(t, r, "median µs").unwrap();
+                let max = cell(t, r, "max µs").unwrap();
+                assert!(0.0 < median && median <= max, "{r:?}");
+            }
+        }
+        // Two memory points per path give every path a slope against memory.
+        assert!(
+            tables[3].rows.iter().all(|r| r[1] != "—"),
+            "{:?}",
+            tables[3]
+        );
+    }
+
+    #[test]
+    fn least_squares_slope() {
+        assert_eq!(slope(&[(0.0, 1.0), (1.0, 3.0), (2.0, 5.0)]), Some(2.0));
+        assert_eq!(slope(&[(1.0, 1.0), (1.0, 3.0)]), None);
+        assert_eq!(slope(&[(1.0, 1.0)]), None);
+    }
+
+    #[test]
+    fn ballast_and_open_files_come_and_go() {
+        let _serial = crate::test_serial();
+        drop(Ballast::touch(2).unwrap());
+        let before = count_open_fds().unwrap();
+        // Other test threads may open or close a few descriptors meanwhile:
+        // allow for that, not for 50.
+        let files = OpenFiles::fill_to(before + 50, 16).unwrap();
+        assert!(count_open_fds().unwrap() >= before + 40);
+        drop(files);
+        assert!(count_open_fds().unwrap() <= before + 10);
+    }
+}
+
+/// The table of windows by touched memory (open descriptors as they are).
+pub const TABLE_BY_RSS: &str = "window-by-rss";
+/// The table of windows by open descriptors (no extra memory touched).
+pub const TABLE_BY_FDS: &str = "window-by-fds";
+/// The table of least-squares slopes of the median window.
+pub const TABLE_SLOPES: &str = "slopes";
+/// The table of spawn paths and whether each could be measured.
+pub const TABLE_PATHS: &str = "paths";
+
+/// Columns of [`TABLE_BY_RSS`] and [`TABLE_BY_FDS`]; the first is the row key
+/// (`<path>/rss-<MiB>MiB` or `<path>/fds-<n>`).
+pub const WINDOW_COLUMNS: [&str; 10] = [
+    "point",
+    "path",
+    "touched MiB",
+    "open fds",
+    "samples",
+    "median µs",
+    "p90 µs",
+    "p99 µs",
+    "max µs",
+    "held after spawn returned",
+];
+
+/// The spawn paths the window is measured for.
+pub const WINDOW_PATHS: [SpawnPath; 3] =
+    [SpawnPath::PosixSpawn, SpawnPath::ForkExec, SpawnPath::Vfork];
+
+/// Where to measure: touched MiB for the memory sweep, open descriptors for
+/// the descriptor sweep, and samples per point and path.
+#[derive(Clone, Debug)]
+pub struct Sweep {
+    /// MiB of touched anonymous memory at each point of the memory sweep.
+    pub rss_mib: Vec<usize>,
+    /// Open descriptors at each point of the descriptor sweep.
+    pub fds: Vec<usize>,
+    /// Windows measured per point and path.
+    pub samples: usize,
+}
+
+fn us(d: Duration) -> String {
+    format!("{:.1}", d.as_secs_f64() * 1e6)
+}
+
+/// Measures the windows of every path in [`WINDOW_PATHS`] over `sweep` and
+/// returns the observation tables: paths, by memory, by descriptors, slopes.
+///
+/// At each point the paths take turns, one sample each, so that a drift in
+/// the machine's load spreads over all paths alike.
+pub fn measure_sweep(sweep: &Sweep, interrupted: &dyn Fn() -> bool) -> Vec<crate::report::Table> {
+    use crate::report::Table;
+    let mut prepared: Vec<(SpawnPath, Result<Prepared, String>)> = WINDOW_PATHS
+        .iter()
+        .map(|&p| {
+            (
+                p,
+                Prepared::new(p).map_err(|e| match e.kind() {
+                    io::ErrorKind::Unsupported => format!("unsupported: {e}"),
+                    _ => format!("broken: {e}"),
+                }),
+            )
+        })
+        .collect();
+    let paths = Table {
+        id: TABLE_PATHS.into(),
+        about: "The spawn paths whose window is measured, and whether each could be.".into(),
+        columns: vec!["path".into(), "how".into(), "status".into()],
+        rows: prepared
+            .iter()
+            .map(|(p, r)| {
+                vec![
+                    p.id().to_owned(),
+                    p.about().to_owned(),
+                    r.as_ref()
+                        .err()
+                        .cloned()
+                        .unwrap_or_else(|| "measured".into()),
+                ]
+            })
+            .collect(),
+        problem: None,
+    };
+    let window_table = |id: &str, about: String| Table {
+        id: id.into(),
+        about,
+        columns: WINDOW_COLUMNS.iter().map(|c| (*c).to_owned()).collect(),
+        rows: Vec::new(),
+        problem: None,
+    };
+    let mut by_rss = window_table(
+        TABLE_BY_RSS,
+        format!(
+            "Time from the start of a spawn until the child no longer holds the parent's newest \
+             close-on-exec descriptor (a pipe's write end; poll(2) on the read end sees end-of-file), \
+             CLOCK_MONOTONIC, with this much anonymous memory touched in the parent (4 KiB pages \
+             unless transparent huge pages say otherwise: {}); the probe's own few MiB come on top.",
+            sys_thp()
+        ),
+    );
+    let mut by_fds = window_table(
+        TABLE_BY_FDS,
+        "The same window with the parent holding this many open descriptors (each an open of \
+         /dev/null, close-on-exec), no extra memory touched."
+            .into(),
+    );
+    let points = sweep
+        .rss_mib
+        .iter()
+        .map(|&m| (true, m))
+        .chain(sweep.fds.iter().map(|&n| (false, n)));
+    for (is_rss, value) in points {
+        if interrupted() {
+            break;
+        }
+        let table = if is_rss { &mut by_rss } else { &mut by_fds };
+        if table.problem.is_some() {
+            continue;
+        }
+        let (ballast, files) = if is_rss {
+            match Ballast::touch(value) {
+                Ok(b) => (Some(b), None),
+                Err(e) => {
+                    table.problem = Some(format!("broken: touch {value} MiB: {e}"));
+                    continue;
+                }
+            }
+        } else {
+            // Room for each spawn's own descriptors: the pipe, /dev/null, std's error pipe.
+            match OpenFiles::fill_to(value, 64) {
+                Ok(f) => (None, Some(f)),
+                Err(e) if e.kind() == io::ErrorKind::Unsupported => {
+                    for (path, _) in &prepared {
+                        let mut row = vec![format!("{}/fds-{value}", path.id()), path.id().into()];
+                        row.extend(["0".into(), value.to_string(), format!("unsupported: {e}")]);
+                        row.resize(WINDOW_COLUMNS.len(), "—".into());
+                        table.rows.push(row);
+                    }
+                    continue;
+                }
+                Err(e) => {
+                    table.problem = Some(format!("broken: open {value} descriptors: {e}"));
+                    continue;
+                }
+            }
+        };
+        let open = count_open_fds().unwrap_or(0);
+        let mut samples: Vec<(Vec<Duration>, usize)> = vec![(Vec::new(), 0); prepared.len()];
+        'sampling: for _ in 0..sweep.samples {
+            for (i, (_, prep)) in prepared.iter_mut().enumerate() {
+                let Ok(prep) = prep else { continue };
+                if interrupted() {
+                    break 'sampling;
+                }
+                match measure_window(prep) {
+                    Ok(s) => {
+                        samples[i].0.push(s.window);
+                        samples[i].1 += usize::from(s.held_after_return);
+                    }
+                    Err(e) => {
+                        table.problem = Some(format!("broken: {} spawn: {e}", prep.path().id()));
+                        break 'sampling;
+                    }
+                }
+            }
+        }
+        drop((ballast, files));
+        if table.problem.is_some() {
+            continue;
+        }
+        for ((path, prep), (mut durations, held)) in prepared.iter().zip(samples) {
+            if prep.is_err() {
+                continue;
+            }
+            let Some(s) = Summary::of(&mut durations) else {
+                continue;
+            };
+            let key = if is_rss {
+                format!("{}/rss-{value}MiB", path.id())
+            } else {
+                format!("{}/fds-{value}", path.id())
+            };
+            table.rows.push(vec![
+                key,
+                path.id().into(),
+                if is_rss {
+                    value.to_string()
+                } else {
+                    "0".into()
+                },
+                open.to_string(),
+                s.samples.to_string(),
+                us(s.median),
+                us(s.p90),
+                us(s.p99),
+                us(s.max),
+                format!("{held}/{}", s.samples),
+            ]);
+        }
+    }
+    let slopes = slopes_table(&by_rss, &by_fds);
+    vec![paths, by_rss, by_fds, slopes]
+}
+
+/// The numeric value of a window-table cell, by column name.
+pub fn cell(table: &crate::report::Table, row: &[String], column: &str) -> Option<f64> {
+    let i = table.columns.iter().position(|c| c == column)?;
+    row.get(i)?.parse().ok()
+}
+
+/// Least-squares slope of `y` against `x`; `None` under two distinct x values.
+pub fn slope(points: &[(f64, f64)]) -> Option<f64> {
+    let n = points.len() as f64;
+    let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    (points.len() >= 2 && sxx > 0.0).then(|| sxy / sxx)
+}
+
+fn slopes_table(
+    by_rss: &crate::report::Table,
+    by_fds: &crate::report::Table,
+) -> crate::report::Table {
+    let per_path = |t: &crate::report::Table, path: &str, x: &str, scale: f64| {
+        let points: Vec<(f64, f64)> = t
+            .rows
+            .iter()
+            .filter(|r| r.get(1).is_some_and(|p| p == path))
+            .filter_map(|r| Some((cell(t, r, x)?, cell(t, r, "median µs")?)))
+            .collect();
+        slope(&points).map_or_else(|| "—".to_owned(), |s| format!("{:.1}", s * scale))
+    };
+    let mut paths: Vec<&str> = by_rss
+        .rows
+        .iter()
+        .chain(&by_fds.rows)
+        .filter_map(|r| r.get(1).map(String::as_str))
+        .collect();
+    let mut seen = Vec::new();
+    paths.retain(|p| {
+        let new = !seen.contains(p);
+        seen.push(*p);
+        new
+    });
+    crate::report::Table {
+        id: TABLE_SLOPES.into(),
+        about: "Least-squares slope of the median window against touched memory (µs per GiB) and \
+                against open descriptors (µs per 1000), per path."
+            .into(),
+        columns: vec![
+            "path".into(),
+            "µs per GiB touched".into(),
+            "µs per 1000 open fds".into(),
+        ],
+        rows: paths
+            .iter()
+            .map(|p| {
+                vec![
+                    (*p).to_owned(),
+                    per_path(by_rss, p, "touched MiB", 1024.0),
+                    per_path(by_fds, p, "open fds", 1000.0),
+                ]
+            })
+            .collect(),
+        problem: None,
+    }
+}
+
+/// The transparent-huge-page mode, which decides whether touched memory costs
+/// a fork one page-table entry per 4 KiB or per 2 MiB.
+fn sys_thp() -> String {
+    std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
+        .ok()
+        .and_then(|s| {
+            let start = s.find('[')?;
+            let end = s[start..].find(']')? + start;
+            Some(format!("THP {}", &s[start + 1..end]))
+        })
+        .unwrap_or_else(|| "no THP setting found".into())
+}
