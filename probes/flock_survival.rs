@@ -25,7 +25,7 @@ static PROBE: Probe = Probe {
     hazard: "flock-survival",
     about: "Checks whether a flock released by closing its descriptor stays held by a child's copy.",
     trials: 20,
-    race: Duration::from_millis(400),
+    race: Duration::from_millis(250),
     arms: &[
         Arm {
             id: "close",

@@ -20,7 +20,7 @@ static PROBE: Probe = Probe {
     hazard: "ofd-lock-survival",
     about: "Checks whether an OFD lock released by closing its descriptor stays held by a child's copy.",
     trials: 20,
-    race: Duration::from_millis(400),
+    race: Duration::from_millis(250),
     arms: &[
         Arm {
             id: "close",

@@ -25,7 +25,7 @@ static PROBE: Probe = Probe {
     hazard: "posix-lock-drop",
     about: "Checks whether closing another descriptor of a file drops the process's fcntl lock on it.",
     trials: 50,
-    race: Duration::from_millis(400),
+    race: Duration::from_millis(250),
     arms: &[
         Arm {
             id: "close-other-fd",

@@ -94,6 +94,9 @@ pub struct Trial<'a> {
     window: Window,
     scratch: &'a Scratch,
     tallies: &'a mut Tallies,
+    /// Paths handed out, removed when the trial ends: tens of thousands of
+    /// race trials must not pile up files for the scratch folder's removal.
+    paths: std::cell::RefCell<Vec<std::path::PathBuf>>,
 }
 
 impl Trial<'_> {
@@ -102,9 +105,12 @@ impl Trial<'_> {
         self.window
     }
 
-    /// A scratch path no other trial uses; removed with the scratch folder.
+    /// A scratch path no other trial uses; whatever is created there is
+    /// removed when the trial ends.
     pub fn fresh_path(&self, stem: &str) -> std::path::PathBuf {
-        self.scratch.fresh(stem)
+        let path = self.scratch.fresh(stem);
+        self.paths.borrow_mut().push(path.clone());
+        path
     }
 
     /// Counts one trial's value of a named quantity (e.g. `"client" = "reset"`).
@@ -343,8 +349,17 @@ fn run_arm(
             window,
             scratch,
             tallies: &mut tallies,
+            paths: Default::default(),
         };
-        match (arm.trial)(&mut trial) {
+        let result = (arm.trial)(&mut trial);
+        for path in trial.paths.take() {
+            // Most are plain files; a trial may have made a folder; some paths
+            // were never created. What is left goes with the scratch folder.
+            if std::fs::remove_file(&path).is_err() {
+                let _ = std::fs::remove_dir_all(&path);
+            }
+        }
+        match result {
             Ok(hit) => {
                 trials += 1;
                 hits += u64::from(hit);

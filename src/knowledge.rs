@@ -25,6 +25,9 @@ pub struct Claim {
     pub window: Option<Window>,
     /// The verdict expected.
     pub verdict: Verdict,
+    /// A second verdict the evidence may show without contradiction, for a
+    /// hazard too rare to show in every run (e.g. `absent` beside `present`).
+    pub or: Option<Verdict>,
     /// Why, in one line.
     pub reason: &'static str,
     /// Where it is documented (man pages, kernel or libc source, issues).
@@ -56,6 +59,14 @@ const CLOSEFROM_NP: &str = "posix_spawn_file_actions_addclosefrom_np, glibc 2.34
 const STD_CLOEXEC: &str = "rust-lang/rust library/std/src/sys/net/connection/socket/unix.rs and sys/pal/unix/pipe.rs: SOCK_CLOEXEC, accept4, pipe2 on Linux";
 const EXECVE_ETXTBSY: &str = "execve(2) ETXTBSY: the file is open for writing by one or more processes: https://man7.org/linux/man-pages/man2/execve.2.html";
 const ETXTBSY_COMMITS: &str = "Linux 2a010c412853 (\"fs: don't block i_writecount during exec\", 6.11), reverted by 3b832035387f (6.13)";
+const CLOCK_GETTIME_MAN: &str =
+    "clock_gettime(2), clock_getres: https://man7.org/linux/man-pages/man2/clock_gettime.2.html";
+const TEMPFILE_SRC: &str =
+    "Stebalien/tempfile src/util.rs: random names, exclusive create, retry on AlreadyExists";
+const PROC_MAN: &str =
+    "proc_pid_fd(5), proc_pid_exe(5): https://man7.org/linux/man-pages/man5/proc_pid_fd.5.html";
+const STD_SET_VAR: &str = "std::env::set_var docs: no other thread may read the environment outside std::env: https://doc.rust-lang.org/std/env/fn.set_var.html";
+const GLIBC_GETENV: &str = "glibc commit \"stdlib: Make getenv thread-safe in more cases\" (2024-11, glibc 2.41): https://sourceware.org/pipermail/libc-alpha/2024-November/161640.html";
 const SOCKET7_REUSEADDR: &str = "socket(7) SO_REUSEADDR: a bind may reuse the address unless a socket is listening on it: https://man7.org/linux/man-pages/man7/socket.7.html";
 
 /// The Linux claims. Each is held against every Linux results file.
@@ -66,6 +77,7 @@ const LINUX: &[Claim] = &[
         arm: "close",
         window: None,
         verdict: Verdict::Present,
+        or: None,
         reason: "a flock belongs to the open file description; a child's copy keeps it until the child closes it (at exec for close-on-exec copies, at exit otherwise)",
         refs: &[FLOCK_MAN, FORK_MAN],
         reported: false,
@@ -76,6 +88,7 @@ const LINUX: &[Claim] = &[
         arm: "unlock-then-close",
         window: None,
         verdict: Verdict::Valid,
+        or: None,
         reason: "LOCK_UN through any copy releases the lock for every copy",
         refs: &[FLOCK_MAN],
         reported: false,
@@ -86,6 +99,7 @@ const LINUX: &[Claim] = &[
         arm: "std-unlock",
         window: None,
         verdict: Verdict::Valid,
+        or: None,
         reason: "std's File::unlock is flock(LOCK_UN)",
         refs: &[STD_LOCK, FLOCK_MAN],
         reported: false,
@@ -96,6 +110,7 @@ const LINUX: &[Claim] = &[
         arm: "fs2-unlock",
         window: None,
         verdict: Verdict::Valid,
+        or: None,
         reason: "fs2's FileExt::unlock is flock(LOCK_UN)",
         refs: &[FS2_LOCK, FLOCK_MAN],
         reported: false,
@@ -106,6 +121,7 @@ const LINUX: &[Claim] = &[
         arm: "cloexec",
         window: Some(Window::ForkWindow),
         verdict: Verdict::Invalid,
+        or: None,
         reason: "close-on-exec takes effect at exec; a child between fork and exec still holds the copy",
         refs: &[EXEC_MAN, FORK_MAN],
         reported: false,
@@ -116,6 +132,7 @@ const LINUX: &[Claim] = &[
         arm: "cloexec",
         window: Some(Window::PosixSpawn),
         verdict: Verdict::Invalid,
+        or: None,
         reason: "posix_spawn's child copies the descriptor table before it execs; the copy lives until exec",
         refs: &[
             EXEC_MAN,
@@ -129,6 +146,7 @@ const LINUX: &[Claim] = &[
         arm: "cloexec",
         window: Some(Window::Inherited),
         verdict: Verdict::Valid,
+        or: None,
         reason: "once the child has exec'd, a close-on-exec copy is gone",
         refs: &[EXEC_MAN],
         reported: false,
@@ -139,6 +157,7 @@ const LINUX: &[Claim] = &[
         arm: "close",
         window: None,
         verdict: Verdict::Present,
+        or: None,
         reason: "OFD locks are owned by the open file description and inherited across fork like flocks",
         refs: &[FCNTL_MAN],
         reported: false,
@@ -149,6 +168,7 @@ const LINUX: &[Claim] = &[
         arm: "unlock-then-close",
         window: None,
         verdict: Verdict::Valid,
+        or: None,
         reason: "F_UNLCK through any descriptor of the open file description releases it for every copy",
         refs: &[FCNTL_MAN],
         reported: false,
@@ -159,6 +179,7 @@ const LINUX: &[Claim] = &[
         arm: "close",
         window: None,
         verdict: Verdict::Present,
+        or: None,
         reason: "a listening socket lives while any copy of its descriptor does, and the kernel keeps completing handshakes into its backlog",
         refs: &[LISTEN_MAN, FORK_MAN],
         reported: false,
@@ -169,6 +190,7 @@ const LINUX: &[Claim] = &[
         arm: "shutdown-rd",
         window: None,
         verdict: Verdict::Valid,
+        or: None,
         reason: "SHUT_RD on a listener disconnects the shared socket itself, so every copy stops and queued connections are reset",
         refs: &[INET_SHUTDOWN, SHUTDOWN_MAN],
         reported: false,
@@ -179,6 +201,7 @@ const LINUX: &[Claim] = &[
         arm: "shutdown-rdwr",
         window: None,
         verdict: Verdict::Valid,
+        or: None,
         reason: "SHUT_RDWR includes RCV_SHUTDOWN, which stops the shared listening socket for every copy",
         refs: &[INET_SHUTDOWN, SHUTDOWN_MAN],
         reported: false,
@@ -189,6 +212,7 @@ const LINUX: &[Claim] = &[
         arm: "shutdown-wr",
         window: None,
         verdict: Verdict::Invalid,
+        or: None,
         reason: "SHUT_WR alone returns 0 on a listener and changes nothing",
         refs: &[INET_SHUTDOWN],
         reported: false,
@@ -199,6 +223,7 @@ const LINUX: &[Claim] = &[
         arm: "drain-then-close",
         window: None,
         verdict: Verdict::Invalid,
+        or: None,
         reason: "draining empties the queue once; the child's copy goes on listening and queues the next connection",
         refs: &[LISTEN_MAN],
         reported: false,
@@ -209,6 +234,7 @@ const LINUX: &[Claim] = &[
         arm: "bound-unlistened",
         window: None,
         verdict: Verdict::Valid,
+        or: None,
         reason: "a socket that never listened is not in the listener lookup: a SYN gets a reset in every copy",
         refs: &[LISTEN_MAN],
         reported: false,
@@ -219,6 +245,7 @@ const LINUX: &[Claim] = &[
         arm: "drop",
         window: None,
         verdict: Verdict::Present,
+        or: None,
         reason: "close drops one reference; the FIN goes only when the last descriptor for the socket closes",
         refs: &[SHUTDOWN_MAN, CLOSE_MAN],
         reported: false,
@@ -229,6 +256,7 @@ const LINUX: &[Claim] = &[
         arm: "shutdown-write",
         window: None,
         verdict: Verdict::Valid,
+        or: None,
         reason: "SHUT_WR sends the FIN on the socket itself, however many descriptors refer to it",
         refs: &[SHUTDOWN_MAN],
         reported: false,
@@ -239,6 +267,7 @@ const LINUX: &[Claim] = &[
         arm: "pick-then-drop",
         window: None,
         verdict: Verdict::Present,
+        or: None,
         reason: "the probe socket stays bound while a child's copy lives, so the later bind of its port fails with EADDRINUSE",
         refs: &[BIND_MAN, FORK_MAN],
         reported: false,
@@ -249,6 +278,7 @@ const LINUX: &[Claim] = &[
         arm: "bind-zero-in-server",
         window: None,
         verdict: Verdict::Valid,
+        or: None,
         reason: "the server binds port 0 itself and reports the port it got: nothing is picked ahead, so nothing can be held",
         refs: &[BIND_MAN],
         reported: false,
@@ -259,6 +289,7 @@ const LINUX: &[Claim] = &[
         arm: "pick-on-wildcard",
         window: None,
         verdict: Verdict::Invalid,
+        or: None,
         reason: "picking on the wildcard address changes which address is probed, not whether a child's copy holds the port",
         refs: &[SOCKET7_REUSEADDR],
         reported: false,
@@ -269,6 +300,7 @@ const LINUX: &[Claim] = &[
         arm: "pick-unlistened",
         window: None,
         verdict: Verdict::Valid,
+        or: None,
         reason: "with SO_REUSEADDR on both sockets, a bind succeeds while the other socket is only bound, not listening",
         refs: &[SOCKET7_REUSEADDR],
         reported: false,
@@ -279,6 +311,7 @@ const LINUX: &[Claim] = &[
         arm: "two-step",
         window: None,
         verdict: Verdict::Present,
+        or: None,
         reason: "a child spawned between the creation and the close-on-exec flag copies the descriptor without the flag and keeps it across exec",
         refs: &[EXEC_MAN, FORK_MAN],
         reported: false,
@@ -289,6 +322,7 @@ const LINUX: &[Claim] = &[
         arm: "atomic-flag",
         window: None,
         verdict: Verdict::Valid,
+        or: None,
         reason: "SOCK_CLOEXEC, accept4, pipe2, F_DUPFD_CLOEXEC and O_CLOEXEC set the flag in the creating call: there is no gap",
         refs: &[SOCKET_MAN, PIPE_MAN, FCNTL_MAN],
         reported: false,
@@ -299,6 +333,7 @@ const LINUX: &[Claim] = &[
         arm: "spawn-lock",
         window: None,
         verdict: Verdict::Valid,
+        or: None,
         reason: "creation and flag happen under the shared side of one lock, spawns under the exclusive side: no spawn falls in a gap",
         refs: &[GO_FORKLOCK],
         reported: false,
@@ -309,6 +344,7 @@ const LINUX: &[Claim] = &[
         arm: "close-range-in-child",
         window: None,
         verdict: Verdict::Valid,
+        or: None,
         reason: "close_range(3, ~0) in pre_exec closes every inherited descriptor above stdio before exec",
         refs: &[CLOSE_RANGE_MAN],
         reported: false,
@@ -319,6 +355,7 @@ const LINUX: &[Claim] = &[
         arm: "closefrom-file-action",
         window: None,
         verdict: Verdict::Valid,
+        or: None,
         reason: "glibc 2.34's posix_spawn_file_actions_addclosefrom_np closes every descriptor from the given one in the child before exec",
         refs: &[CLOSEFROM_NP],
         reported: false,
@@ -329,6 +366,7 @@ const LINUX: &[Claim] = &[
         arm: "spawn-cloexec-default",
         window: None,
         verdict: Verdict::Unsupported,
+        or: None,
         reason: "POSIX_SPAWN_CLOEXEC_DEFAULT is an Apple extension; glibc has no such flag",
         refs: &[CLOSEFROM_NP],
         reported: false,
@@ -339,6 +377,7 @@ const LINUX: &[Claim] = &[
         arm: "std-socket",
         window: None,
         verdict: Verdict::Valid,
+        or: None,
         reason: "std creates sockets with SOCK_CLOEXEC on Linux",
         refs: &[STD_CLOEXEC],
         reported: false,
@@ -349,6 +388,7 @@ const LINUX: &[Claim] = &[
         arm: "std-accept",
         window: None,
         verdict: Verdict::Valid,
+        or: None,
         reason: "std accepts with accept4(SOCK_CLOEXEC) on Linux",
         refs: &[STD_CLOEXEC],
         reported: false,
@@ -359,6 +399,7 @@ const LINUX: &[Claim] = &[
         arm: "std-pipe",
         window: None,
         verdict: Verdict::Valid,
+        or: None,
         reason: "std creates pipes with pipe2(O_CLOEXEC) on Linux",
         refs: &[STD_CLOEXEC],
         reported: false,
@@ -369,6 +410,7 @@ const LINUX: &[Claim] = &[
         arm: "std-socketpair",
         window: None,
         verdict: Verdict::Valid,
+        or: None,
         reason: "std creates socket pairs with SOCK_CLOEXEC on Linux",
         refs: &[STD_CLOEXEC],
         reported: false,
@@ -379,6 +421,7 @@ const LINUX: &[Claim] = &[
         arm: "write-then-exec",
         window: None,
         verdict: Verdict::Present,
+        or: None,
         reason: "exec refuses a file that any process holds open for writing, and a fork's copy of the writer's descriptor is such a holder (Linux 6.11 and 6.12 briefly dropped the check; it was restored for 6.13)",
         refs: &[EXECVE_ETXTBSY, ETXTBSY_COMMITS],
         reported: false,
@@ -389,6 +432,7 @@ const LINUX: &[Claim] = &[
         arm: "spawn-lock",
         window: None,
         verdict: Verdict::Valid,
+        or: None,
         reason: "the file is written under the shared side of the spawn lock, so no fork can copy its write descriptor",
         refs: &[GO_FORKLOCK],
         reported: false,
@@ -399,6 +443,7 @@ const LINUX: &[Claim] = &[
         arm: "retry-on-etxtbsy",
         window: Some(Window::ForkWindow),
         verdict: Verdict::Invalid,
+        or: None,
         reason: "a child parked before exec holds the write descriptor longer than any bounded retry waits",
         refs: &[EXECVE_ETXTBSY],
         reported: false,
@@ -409,8 +454,141 @@ const LINUX: &[Claim] = &[
         arm: "retry-on-etxtbsy",
         window: Some(Window::PosixSpawn),
         verdict: Verdict::Valid,
+        or: None,
         reason: "a posix_spawn child holds the copy only until its exec, which a few bounded retries outlast",
         refs: &[EXECVE_ETXTBSY],
+        reported: false,
+    },
+    Claim {
+        os: "linux",
+        hazard: "clock-collision",
+        arm: "pid-realtime-nanos",
+        window: None,
+        verdict: Verdict::Absent,
+        or: Some(Verdict::Present),
+        reason: "CLOCK_REALTIME has 1 ns resolution here, so threads released together rarely read the same value; a rare collision does occur (1 round in 400 was seen once)",
+        refs: &[CLOCK_GETTIME_MAN],
+        reported: false,
+    },
+    Claim {
+        os: "linux",
+        hazard: "clock-collision",
+        arm: "us-truncated",
+        window: None,
+        verdict: Verdict::Present,
+        or: None,
+        reason: "at microsecond granularity (macOS's CLOCK_REALTIME, simulated here) threads released together read the same value",
+        refs: &[CLOCK_GETTIME_MAN],
+        reported: false,
+    },
+    Claim {
+        os: "linux",
+        hazard: "clock-collision",
+        arm: "process-sequence",
+        window: None,
+        verdict: Verdict::Valid,
+        or: None,
+        reason: "a process-wide atomic counter gives every name in the process a different number, whatever the clock says",
+        refs: &[CLOCK_GETTIME_MAN],
+        reported: false,
+    },
+    Claim {
+        os: "linux",
+        hazard: "clock-collision",
+        arm: "tempfile",
+        window: None,
+        verdict: Verdict::Valid,
+        or: None,
+        reason: "tempfile adds random characters, creates exclusively and retries on EEXIST",
+        refs: &[TEMPFILE_SRC],
+        reported: false,
+    },
+    Claim {
+        os: "linux",
+        hazard: "holder-scan",
+        arm: "scan-during-window",
+        window: None,
+        verdict: Verdict::Present,
+        or: None,
+        reason: "a child between fork and exec holds a copy of the listener, so /proc/*/fd shows a second holder",
+        refs: &[FORK_MAN, PROC_MAN],
+        reported: false,
+    },
+    Claim {
+        os: "linux",
+        hazard: "holder-scan",
+        arm: "exe-filter",
+        window: None,
+        verdict: Verdict::Invalid,
+        or: None,
+        reason: "before exec the child still runs the parent's executable, so /proc/PID/exe matches the filter",
+        refs: &[PROC_MAN, EXEC_MAN],
+        reported: false,
+    },
+    Claim {
+        os: "linux",
+        hazard: "holder-scan",
+        arm: "run-isolated",
+        window: None,
+        verdict: Verdict::Valid,
+        or: None,
+        reason: "in a process where no thread spawns, no copy of the listener exists to be counted",
+        refs: &[FORK_MAN],
+        reported: false,
+    },
+    Claim {
+        os: "linux",
+        hazard: "holder-scan",
+        arm: "scan-after-exec",
+        window: None,
+        verdict: Verdict::Valid,
+        or: None,
+        reason: "once every child has exec'd, its close-on-exec copies are gone",
+        refs: &[EXEC_MAN],
+        reported: false,
+    },
+    Claim {
+        os: "linux",
+        hazard: "env-race",
+        arm: "setenv-vs-libc-getenv",
+        window: None,
+        verdict: Verdict::Present,
+        or: None,
+        reason: "glibc before 2.41 does not make getenv safe against a concurrent setenv: the environment array can move or be freed under the reader (measured on glibc 2.36)",
+        refs: &[STD_SET_VAR, GLIBC_GETENV],
+        reported: false,
+    },
+    Claim {
+        os: "linux",
+        hazard: "env-race",
+        arm: "std-env-only",
+        window: None,
+        verdict: Verdict::Valid,
+        or: None,
+        reason: "std::env::var and set_var both take std's environment lock",
+        refs: &[STD_SET_VAR],
+        reported: false,
+    },
+    Claim {
+        os: "linux",
+        hazard: "env-race",
+        arm: "one-env-guard",
+        window: None,
+        verdict: Verdict::Valid,
+        or: None,
+        reason: "one guard owns every change, so no read races a write",
+        refs: &[STD_SET_VAR],
+        reported: false,
+    },
+    Claim {
+        os: "linux",
+        hazard: "env-race",
+        arm: "pass-explicitly",
+        window: None,
+        verdict: Verdict::Valid,
+        or: None,
+        reason: "with no environment change there is nothing to race",
+        refs: &[STD_SET_VAR],
         reported: false,
     },
     Claim {
@@ -419,6 +597,7 @@ const LINUX: &[Claim] = &[
         arm: "close-other-fd",
         window: None,
         verdict: Verdict::Present,
+        or: None,
         reason: "a process's POSIX record locks on a file are all released when it closes any descriptor for that file",
         refs: &[
             FCNTL_MAN,
@@ -432,6 +611,7 @@ const LINUX: &[Claim] = &[
         arm: "flock",
         window: None,
         verdict: Verdict::Valid,
+        or: None,
         reason: "a flock belongs to the open file description that took it; closing another one leaves it",
         refs: &[FLOCK_MAN],
         reported: false,
@@ -442,6 +622,7 @@ const LINUX: &[Claim] = &[
         arm: "ofd-lock",
         window: None,
         verdict: Verdict::Valid,
+        or: None,
         reason: "an OFD lock is released only with its own open file description",
         refs: &[FCNTL_MAN],
         reported: false,
@@ -456,6 +637,7 @@ pub fn claims() -> impl Iterator<Item = Claim> {
         arm: r.arm,
         window: Some(r.window),
         verdict: r.verdict,
+        or: None,
         reason: r.source,
         refs: &[],
         reported: true,
@@ -496,8 +678,8 @@ impl std::fmt::Display for Contradiction {
 
 /// Whether a measured verdict is consistent with a claimed one. Too few
 /// trials contradict nothing; anything else must match.
-fn consistent(claimed: Verdict, measured: Verdict) -> bool {
-    measured == claimed || measured == Verdict::Inconclusive
+fn consistent(claim: &Claim, measured: Verdict) -> bool {
+    measured == claim.verdict || claim.or == Some(measured) || measured == Verdict::Inconclusive
 }
 
 /// Every disagreement between the claims and the measurements in `files`,
@@ -516,14 +698,12 @@ pub fn contradictions(files: &[ResultsFile]) -> Vec<Contradiction> {
                     None => measured.id().to_owned(),
                 };
                 match claim_for(os, hazard, &arm.arm, arm.window) {
-                    Some(claim) if !consistent(claim.verdict, measured) => {
-                        found.push(Contradiction {
-                            platform: file.platform.id.clone(),
-                            cell,
-                            claim: format!("{} ({})", claim.verdict.id(), claim.reason),
-                            evidence,
-                        })
-                    }
+                    Some(claim) if !consistent(&claim, measured) => found.push(Contradiction {
+                        platform: file.platform.id.clone(),
+                        cell,
+                        claim: format!("{} ({})", claim.verdict.id(), claim.reason),
+                        evidence,
+                    }),
                     Some(_) => {}
                     // An OS whose behaviour is encoded must have every measured arm encoded.
                     None if has_claims => found.push(Contradiction {
@@ -568,9 +748,26 @@ mod tests {
 
     #[test]
     fn inconclusive_contradicts_nothing() {
-        assert!(consistent(Verdict::Valid, Verdict::Inconclusive));
-        assert!(!consistent(Verdict::Valid, Verdict::Invalid));
-        assert!(!consistent(Verdict::Present, Verdict::Absent));
-        assert!(!consistent(Verdict::Valid, Verdict::Broken));
+        let valid = claim_for(
+            "linux",
+            "flock-survival",
+            "unlock-then-close",
+            Window::ForkWindow,
+        )
+        .unwrap();
+        assert!(consistent(&valid, Verdict::Inconclusive));
+        assert!(!consistent(&valid, Verdict::Invalid));
+        assert!(!consistent(&valid, Verdict::Broken));
+        let present = claim_for("linux", "flock-survival", "close", Window::ForkWindow).unwrap();
+        assert!(!consistent(&present, Verdict::Absent));
+        // A rare hazard may show or not.
+        let rare = claim_for(
+            "linux",
+            "clock-collision",
+            "pid-realtime-nanos",
+            Window::InProcess,
+        )
+        .unwrap();
+        assert!(consistent(&rare, Verdict::Absent) && consistent(&rare, Verdict::Present));
     }
 }
