@@ -7,6 +7,7 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
+use crate::costs::CostsFile;
 use crate::knowledge::{Claim, claim_for, claims};
 use crate::matrix::{arm_verdict, combined_verdict, count_text};
 use crate::report::ResultsFile;
@@ -48,6 +49,11 @@ pub struct ArmAdvice {
     pub evidence: Vec<String>,
     /// `true` when nothing was measured: the verdict repeats a public source.
     pub reported: bool,
+    /// Measured cost beside its baseline (`+1.2 µs (1.3×) on <platform>`), from `make bench`.
+    pub cost: Option<String>,
+    /// The fix's extra time over its baseline in ns, for ranking.
+    #[serde(skip)]
+    pub cost_ns: Option<f64>,
 }
 
 /// Every hazard id known from the claims or the results, with what it checks.
@@ -65,8 +71,15 @@ pub fn hazards(files: &[ResultsFile]) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Builds the advice; `None` when neither a measurement nor a claim knows the hazard.
-pub fn advise(files: &[ResultsFile], hazard: &str, os: &str) -> Option<Advice> {
+/// Builds the advice; `None` when neither a measurement nor a claim knows the
+/// hazard. Valid fixes are ranked by the extra time they cost over their
+/// baseline on this OS's measured platforms (unmeasured ones last).
+pub fn advise(
+    files: &[ResultsFile],
+    costs: &[CostsFile],
+    hazard: &str,
+    os: &str,
+) -> Option<Advice> {
     let measured: Vec<&ResultsFile> = files
         .iter()
         .filter(|f| f.platform.os == os && f.probes.contains_key(hazard))
@@ -147,7 +160,13 @@ pub fn advise(files: &[ResultsFile], hazard: &str, os: &str) -> Option<Advice> {
         } else {
             combined_verdict(&verdicts).0
         };
+        let measured_cost = costs
+            .iter()
+            .filter(|c| c.platform.os == os)
+            .find_map(|c| c.cost(hazard, &arm).map(|cost| (cost, &c.platform.id)));
         let entry = ArmAdvice {
+            cost: measured_cost.map(|(c, platform)| format!("{} on `{platform}`", c.text())),
+            cost_ns: measured_cost.map(|(c, _)| c.fix_ns - c.baseline_ns),
             arm,
             about: arm_about,
             verdict,
@@ -163,6 +182,11 @@ pub fn advise(files: &[ResultsFile], hazard: &str, os: &str) -> Option<Advice> {
             (Role::Mitigation, _) => advice.undecided.push(entry),
         }
     }
+    advice.valid.sort_by(|a, b| {
+        a.cost_ns
+            .unwrap_or(f64::INFINITY)
+            .total_cmp(&b.cost_ns.unwrap_or(f64::INFINITY))
+    });
     Some(advice)
 }
 
@@ -191,6 +215,9 @@ pub fn markdown(a: &Advice) -> String {
             if let Some(why) = &x.why {
                 let _ = writeln!(out, "   - why: {why}");
             }
+            if let Some(cost) = &x.cost {
+                let _ = writeln!(out, "   - cost: {cost} (`make bench`)");
+            }
             for e in &x.evidence {
                 let _ = writeln!(out, "   - {e}");
             }
@@ -201,7 +228,7 @@ pub fn markdown(a: &Advice) -> String {
         out.push('\n');
     };
     section(&mut out, "The hazard (control)", &a.controls);
-    section(&mut out, "Valid fixes", &a.valid);
+    section(&mut out, "Valid fixes (cheapest measured first)", &a.valid);
     section(&mut out, "Invalid: these do not fix it", &a.invalid);
     section(&mut out, "Not decided by the evidence", &a.undecided);
     out.push_str("Verdicts: `valid` = zero hits in enough trials against a control that showed the hazard in the same run; intervals are 95% Wilson.\n");
@@ -214,7 +241,7 @@ mod tests {
 
     #[test]
     fn reported_only_advice_for_an_unmeasured_os() {
-        let a = advise(&[], "flock-survival", "macos").unwrap();
+        let a = advise(&[], &[], "flock-survival", "macos").unwrap();
         assert!(
             a.valid
                 .iter()
@@ -222,6 +249,58 @@ mod tests {
         );
         assert!(a.invalid.iter().any(|x| x.arm == "cloexec"));
         assert!(markdown(&a).contains("(reported, not measured)"));
-        assert!(advise(&[], "no-such-hazard", "linux").is_none());
+        assert!(advise(&[], &[], "no-such-hazard", "linux").is_none());
+    }
+
+    #[test]
+    fn valid_fixes_are_ranked_by_measured_cost() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
+        let files = crate::results::load_dir(&dir).unwrap();
+        let linux = files
+            .iter()
+            .find(|f| f.platform.os == "linux")
+            .expect("Linux results");
+        let link = |arm: &str| {
+            crate::costs::LINKS
+                .iter()
+                .find(|l| l.hazard == "flock-survival" && l.arm == arm)
+                .unwrap()
+        };
+        let cost = |ns| crate::costs::BenchCost {
+            median_ns: ns,
+            samples: 10,
+        };
+        // fs2-unlock cheapest, std-unlock dearest; unlock-then-close unmeasured.
+        let (fs2, std) = (link("fs2-unlock"), link("std-unlock"));
+        let costs = crate::costs::CostsFile {
+            schema: crate::costs::COSTS_SCHEMA,
+            platform: linux.platform.clone(),
+            benches: [
+                (fs2.bench.to_owned(), cost(110.0)),
+                (fs2.baseline.to_owned(), cost(100.0)),
+                (std.bench.to_owned(), cost(900.0)),
+            ]
+            .into(),
+        };
+        let a = advise(
+            &files,
+            std::slice::from_ref(&costs),
+            "flock-survival",
+            "linux",
+        )
+        .unwrap();
+        let order: Vec<&str> = a.valid.iter().map(|x| x.arm.as_str()).collect();
+        assert_eq!(order.first(), Some(&"fs2-unlock"), "{order:?}");
+        assert_eq!(order.get(1), Some(&"std-unlock"), "{order:?}");
+        assert!(
+            a.valid[0]
+                .cost
+                .as_deref()
+                .unwrap()
+                .starts_with("+10 ns (1.10×)"),
+            "{:?}",
+            a.valid[0].cost
+        );
+        assert!(markdown(&a).contains("cost: +10 ns"));
     }
 }

@@ -188,6 +188,62 @@ pub const LINKS: &[CostLink] = &[
         "scratch-name/tempfile/create-remove",
         "scratch-name/pid-realtime-nanos/create-remove",
     ),
+    link(
+        "two-step-cloexec",
+        "atomic-flag",
+        "cloexec-create/atomic-flag/socket",
+        "cloexec-create/two-step/socket",
+    ),
+    // O_CLOEXEC in the open call itself, against setting the flag afterwards.
+    link(
+        "flock-survival",
+        "cloexec",
+        "cloexec-create/atomic-flag/open",
+        "cloexec-create/two-step/open",
+    ),
+    link(
+        "listener-survival",
+        "bound-unlistened",
+        "listener-retire/bound-unlistened/tcp-loopback",
+        "listener-retire/close/tcp-loopback",
+    ),
+    link(
+        "port-pick",
+        "bind-zero-in-server",
+        "port-pick/bind-zero-in-server/tcp-loopback",
+        "port-pick/pick-then-drop/tcp-loopback",
+    ),
+    link(
+        "port-pick",
+        "pick-unlistened",
+        "port-pick/pick-unlistened/tcp-loopback",
+        "port-pick/pick-then-drop/tcp-loopback",
+    ),
+    link(
+        "env-race",
+        "std-env-only",
+        "env-read/std-env-only/one-variable",
+        "env-read/libc-getenv/one-variable",
+    ),
+    link(
+        "env-race",
+        "one-env-guard",
+        "env-read/one-env-guard/one-variable",
+        "env-read/libc-getenv/one-variable",
+    ),
+    link(
+        "env-race",
+        "pass-explicitly",
+        "env-read/pass-explicitly/one-variable",
+        "env-read/libc-getenv/one-variable",
+    ),
+    // Running the scan in a process of its own, as the write-up's fix did.
+    link(
+        "holder-scan",
+        "run-isolated",
+        "run-test/own-process/flock-take-release",
+        "run-test/in-process/flock-take-release",
+    ),
 ];
 
 /// A mitigation's measured cost: its median and its baseline's.

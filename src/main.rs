@@ -400,7 +400,8 @@ fn advise(
     }
     let hazard = hazard.expect("clap requires a hazard without --list");
     let os = os.unwrap_or_else(|| Platform::detect().os);
-    let Some(advice) = fdwindow::advise::advise(&files, hazard, &os) else {
+    let costs = fdwindow::costs::load_dir(dir).map_err(|e| Usage(e.to_string()))?;
+    let Some(advice) = fdwindow::advise::advise(&files, &costs, hazard, &os) else {
         let known: Vec<String> = fdwindow::advise::hazards(&files)
             .into_iter()
             .map(|(id, _)| id)

@@ -36,6 +36,11 @@ fn listener_retire(c: &mut Criterion) {
             drop(l)
         });
     }
+    // The placeholder never listened: binding it is the whole cost.
+    group.bench("bound-unlistened", param, || {
+        fdwindow::fix::listener::Placeholder::bind("127.0.0.1:0".parse().expect("address"))
+            .expect("bind a placeholder")
+    });
     group.bench_batched("drain-then-close", param, listener, |l| {
         l.set_nonblocking(true).expect("nonblocking");
         loop {
@@ -76,4 +81,24 @@ fn stream_close(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(listeners, listener_retire, stream_close);
+/// Getting a port for a server: pick one (bind port 0, read it, drop) and bind
+/// it again later (the baseline), versus letting the server bind port 0, versus
+/// picking with a bound-but-unlistened placeholder that the server then listens on.
+fn port_pick(c: &mut Criterion) {
+    let mut group = Group::new(c, "port-pick", Duration::from_millis(800));
+    let param = "tcp-loopback";
+    group.bench("pick-then-drop", param, || {
+        let port = listener().local_addr().expect("address").port();
+        TcpListener::bind(("127.0.0.1", port)).expect("rebind the picked port")
+    });
+    group.bench("bind-zero-in-server", param, listener);
+    group.bench("pick-unlistened", param, || {
+        let placeholder =
+            fdwindow::fix::listener::Placeholder::bind("127.0.0.1:0".parse().expect("address"))
+                .expect("bind a placeholder");
+        placeholder.listen(128).expect("listen")
+    });
+    group.finish();
+}
+
+criterion_group!(listeners, listener_retire, stream_close, port_pick);

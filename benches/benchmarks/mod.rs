@@ -1,6 +1,7 @@
 //! One module per topic, each ending in `criterion_group!`.
 
 pub mod creation;
+pub mod env;
 pub mod isolate;
 pub mod listeners;
 pub mod locks;
