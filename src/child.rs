@@ -160,13 +160,13 @@ fn park(fds: ParkFds) {
 }
 
 /// Reads one byte, waiting at most until `deadline`: `Ok(false)` on end of file.
-fn read_byte_by(reader: &mut (impl Read + AsFd), deadline: Instant) -> io::Result<bool> {
+pub(crate) fn read_byte_by(reader: &mut (impl Read + AsFd), deadline: Instant) -> io::Result<bool> {
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return Err(io::Error::new(
                 io::ErrorKind::TimedOut,
-                "child did not reach the window",
+                "no byte from the child before the deadline",
             ));
         }
         let mut pfd = libc::pollfd {

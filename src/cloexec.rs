@@ -14,8 +14,8 @@
 
 use std::ffi::CString;
 use std::fs::File;
-use std::io::{self, Read, Write};
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::io::{self, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -23,6 +23,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::child::CAT_PROGRAM;
+use crate::child::read_byte_by;
 use crate::sys;
 
 /// How long a holder may take to exec and echo before spawning counts as broken.
@@ -506,32 +507,6 @@ fn raw_spawn(how: SpawnHow) -> io::Result<Holder> {
         child: None,
         reaped: false,
     })
-}
-
-/// Reads one byte, waiting at most until `deadline`: `Ok(false)` on end of file.
-fn read_byte_by(reader: &mut File, deadline: Instant) -> io::Result<bool> {
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(io::Error::new(io::ErrorKind::TimedOut, "cat did not echo"));
-        }
-        let mut pfd = libc::pollfd {
-            fd: reader.as_fd().as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let ms = left.as_millis().min(i32::MAX as u128) as libc::c_int;
-        // SAFETY: one valid pollfd.
-        match unsafe { libc::poll(&mut pfd, 1, ms.max(1)) } {
-            -1 if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => continue,
-            -1 => return Err(io::Error::last_os_error()),
-            0 => continue,
-            _ => {
-                let mut buf = [0u8; 1];
-                return Ok(reader.read(&mut buf)? == 1);
-            }
-        }
-    }
 }
 
 #[cfg(test)]

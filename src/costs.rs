@@ -10,7 +10,6 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -324,34 +323,12 @@ pub fn path_for(dir: &Path, platform_id: &str) -> PathBuf {
 
 /// Loads one costs file; `Ok(None)` when it does not exist.
 pub fn load(path: &Path) -> Result<Option<CostsFile>, BadResults> {
-    let bad = |problem: String| BadResults {
-        path: path.to_owned(),
-        problem,
-    };
-    match fs::read_to_string(path) {
-        Ok(text) => CostsFile::from_json(&text).map(Some).map_err(bad),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(bad(e.to_string())),
-    }
+    crate::results::load_with(path, CostsFile::from_json)
 }
 
 /// Loads every `costs-*.json` in `dir`, sorted by platform id.
 pub fn load_dir(dir: &Path) -> Result<Vec<CostsFile>, BadResults> {
-    let entries = match fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => {
-            return Err(BadResults {
-                path: dir.to_owned(),
-                problem: e.to_string(),
-            });
-        }
-    };
-    let mut paths: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| is_costs_file(p))
-        .collect();
-    paths.sort();
+    let paths = crate::results::list(dir, is_costs_file)?;
     let mut files = Vec::new();
     for path in paths {
         let file = load(&path)?.expect("listed file vanished");

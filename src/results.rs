@@ -25,20 +25,28 @@ impl std::fmt::Display for BadResults {
 
 /// Loads one results file; `Ok(None)` when it does not exist.
 pub fn load(path: &Path) -> Result<Option<ResultsFile>, BadResults> {
+    load_with(path, ResultsFile::from_json)
+}
+
+/// Reads and parses one JSON document with `parse`; `Ok(None)` when the file
+/// does not exist. Shared by every kind of file in the results folder.
+pub fn load_with<T>(
+    path: &Path,
+    parse: impl FnOnce(&str) -> Result<T, String>,
+) -> Result<Option<T>, BadResults> {
     let bad = |problem: String| BadResults {
         path: path.to_owned(),
         problem,
     };
     match fs::read_to_string(path) {
-        Ok(text) => ResultsFile::from_json(&text).map(Some).map_err(bad),
+        Ok(text) => parse(&text).map(Some).map_err(bad),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(bad(e.to_string())),
     }
 }
 
-/// Loads every `*.json` in `dir` but the costs files, sorted by platform id.
-/// A missing folder holds none.
-pub fn load_dir(dir: &Path) -> Result<Vec<ResultsFile>, BadResults> {
+/// The paths in `dir` that `keep` accepts, sorted; a missing folder has none.
+pub fn list(dir: &Path, keep: impl Fn(&Path) -> bool) -> Result<Vec<PathBuf>, BadResults> {
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -51,11 +59,19 @@ pub fn load_dir(dir: &Path) -> Result<Vec<ResultsFile>, BadResults> {
     };
     let mut paths: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        // Costs files (`costs-*.json`) have a schema of their own: crate::costs.
-        .filter(|p| !crate::costs::is_costs_file(p))
+        .filter(|p| keep(p))
         .collect();
     paths.sort();
+    Ok(paths)
+}
+
+/// Loads every `*.json` in `dir` but the costs files, sorted by platform id.
+/// A missing folder holds none.
+pub fn load_dir(dir: &Path) -> Result<Vec<ResultsFile>, BadResults> {
+    // Costs files (`costs-*.json`) have a schema of their own: crate::costs.
+    let paths = list(dir, |p| {
+        p.extension().is_some_and(|x| x == "json") && !crate::costs::is_costs_file(p)
+    })?;
     let mut files = Vec::new();
     for path in paths {
         let file = load(&path)?.expect("listed file vanished");
