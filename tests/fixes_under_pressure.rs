@@ -6,7 +6,7 @@
 //! these assertions cannot depend on the children's timing.
 
 use std::collections::HashSet;
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use fdwindow::fix::lock::{ExclusiveLock, unlock_then_close};
@@ -58,7 +58,7 @@ fn retired_listeners_refuse() {
     use fdwindow::fix::listener::{Retired, retire};
     let pressure = pressure();
     for round in 0..ROUNDS {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let retired = retire(listener);
         assert!(matches!(retired, Retired::EveryCopy), "{retired:?}");
