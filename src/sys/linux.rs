@@ -2,6 +2,8 @@
 //! open file description locks come from the libc crate.
 
 use std::io;
+
+use super::owned;
 use std::os::fd::{OwnedFd, RawFd};
 
 pub(crate) const OS_ID: Option<&str> = Some("linux");
@@ -204,15 +206,6 @@ pub(crate) fn process_fds(pid: libc::pid_t) -> io::Result<Vec<RawFd>> {
     }
     fds.sort_unstable();
     Ok(fds)
-}
-
-fn owned(rc: libc::c_int) -> io::Result<OwnedFd> {
-    if rc < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        // SAFETY: a descriptor the kernel just returned, owned by no one else.
-        Ok(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(rc) })
-    }
 }
 
 /// The clocks `clock_gettime(2)` offers here, by name. The coarse clocks

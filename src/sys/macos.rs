@@ -1,6 +1,8 @@
 //! macOS: the product version names the platform (xnu's release tracks it).
 
 use std::io;
+
+use super::owned;
 use std::os::fd::{OwnedFd, RawFd};
 
 pub(crate) const OS_ID: Option<&str> = Some("macos");
@@ -138,15 +140,6 @@ pub(crate) fn process_fds(pid: libc::pid_t) -> io::Result<Vec<RawFd>> {
     }
 }
 
-fn owned(rc: libc::c_int) -> io::Result<OwnedFd> {
-    if rc < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        // SAFETY: a descriptor the kernel just returned, owned by no one else.
-        Ok(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(rc) })
-    }
-}
-
 /// The clocks `clock_gettime(3)` offers on macOS (10.12+), by name. Apple's
 /// Libc builds CLOCK_REALTIME from `gettimeofday()`, so it ticks in whole
 /// microseconds; the `_APPROX` clocks are the cheap, coarse ones.
@@ -169,27 +162,6 @@ pub(crate) const CLOCKS: &[(&str, libc::clockid_t)] = &[
 /// `library/std/src/sys/pal/unix/time.rs`).
 pub(crate) const INSTANT_CLOCK: &str = "CLOCK_UPTIME_RAW";
 
-// Holder scans read Linux's /proc. On macOS, proc_pidinfo(PROC_PIDLISTFDS)
-// with proc_pidfdinfo could do the same; until it is written, the scan
-// reports ENOSYS, which the probes show as unsupported.
-fn no_scan<T>() -> std::io::Result<T> {
-    Err(std::io::Error::from_raw_os_error(libc::ENOSYS))
-}
-
-/// Unsupported here: see `no_scan`.
-pub(crate) fn holders_of_inode(_dev: u64, _ino: u64) -> std::io::Result<Vec<u32>> {
-    no_scan()
-}
-
-/// Unsupported here: see `no_scan`.
-pub(crate) fn exe_of(_pid: u32) -> std::io::Result<std::path::PathBuf> {
-    no_scan()
-}
-
-/// Unsupported here: see `no_scan`.
-pub(crate) fn children_of(_parent: u32) -> std::io::Result<Vec<u32>> {
-    no_scan()
-}
 /// dyld's insert variable (`dyld(1)`: "a colon separated list of dynamic
 /// libraries to load before the ones specified in the program"), and the file
 /// name cargo gives the injector cdylib. System Integrity Protection strips

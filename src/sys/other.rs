@@ -72,28 +72,6 @@ pub(crate) const CLOCKS: &[(&str, libc::clockid_t)] = &[
 /// The clock behind `std::time::Instant` on other Unixes.
 pub(crate) const INSTANT_CLOCK: &str = "CLOCK_MONOTONIC";
 
-// Holder scans read Linux's /proc. On macOS, proc_pidinfo(PROC_PIDLISTFDS)
-// with proc_pidfdinfo could do the same; until it is written, the scan
-// reports ENOSYS, which the probes show as unsupported.
-fn no_scan<T>() -> std::io::Result<T> {
-    Err(std::io::Error::from_raw_os_error(libc::ENOSYS))
-}
-
-/// Unsupported here: see `no_scan`.
-pub(crate) fn holders_of_inode(_dev: u64, _ino: u64) -> std::io::Result<Vec<u32>> {
-    no_scan()
-}
-
-/// Unsupported here: see `no_scan`.
-pub(crate) fn exe_of(_pid: u32) -> std::io::Result<std::path::PathBuf> {
-    no_scan()
-}
-
-/// Unsupported here: see `no_scan`.
-pub(crate) fn children_of(_parent: u32) -> std::io::Result<Vec<u32>> {
-    no_scan()
-}
-
 /// No preload mechanism is assumed elsewhere; `fdwindow stress` says so.
 pub(crate) const PRELOAD: Option<(&str, &str)> = None;
 fn unsupported(what: &str) -> std::io::Error {
