@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::costs::CostsFile;
 use crate::knowledge::{Claim, claim_for, claims};
 use crate::matrix::{arm_verdict, combined_verdict, count_text};
-use crate::report::ResultsFile;
+use crate::report::{ResultsFile, Table};
 use crate::verdict::{Role, Verdict};
 
 /// The advice on one hazard for one OS.
@@ -30,6 +30,8 @@ pub struct Advice {
     pub invalid: Vec<ArmAdvice>,
     /// Mitigations the evidence does not decide (inconclusive, unsupported, broken).
     pub undecided: Vec<ArmAdvice>,
+    /// For an observation: its measured tables, from each platform of this OS.
+    pub tables: Vec<(String, Table)>,
 }
 
 /// One arm's standing.
@@ -96,6 +98,15 @@ pub fn advise(
         valid: Vec::new(),
         invalid: Vec::new(),
         undecided: Vec::new(),
+        tables: measured
+            .iter()
+            .flat_map(|f| {
+                f.probes[hazard]
+                    .tables
+                    .iter()
+                    .map(|t| (f.platform.id.clone(), t.clone()))
+            })
+            .collect(),
     };
     // Arms in the order the reports (or, failing those, the claims) list them.
     let mut arms: Vec<(String, Role, String)> = Vec::new();
@@ -227,10 +238,42 @@ pub fn markdown(a: &Advice) -> String {
         }
         out.push('\n');
     };
+    let known = [&a.controls, &a.valid, &a.invalid, &a.undecided];
+    if known.iter().all(|x| x.is_empty()) && a.tables.is_empty() {
+        let _ = writeln!(
+            out,
+            "Nothing measured on {} yet, and no public source encoded: run `make probe-{}`.\n",
+            a.os, a.os
+        );
+    }
     section(&mut out, "The hazard (control)", &a.controls);
     section(&mut out, "Valid fixes (cheapest measured first)", &a.valid);
     section(&mut out, "Invalid: these do not fix it", &a.invalid);
-    section(&mut out, "Not decided by the evidence", &a.undecided);
+    section(
+        &mut out,
+        "Unsupported, broken or not decided by the evidence",
+        &a.undecided,
+    );
+    for (platform, t) in &a.tables {
+        let _ = writeln!(out, "**`{}` on `{platform}`**: {}\n", t.id, t.about);
+        match &t.problem {
+            Some(problem) => {
+                let _ = writeln!(out, "{problem}\n");
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "| {} |\n|{}",
+                    t.columns.join(" | "),
+                    "---|".repeat(t.columns.len())
+                );
+                for row in &t.rows {
+                    let _ = writeln!(out, "| {} |", row.join(" | "));
+                }
+                out.push('\n');
+            }
+        }
+    }
     out.push_str("Verdicts: `valid` = zero hits in enough trials against a control that showed the hazard in the same run; intervals are 95% Wilson.\n");
     out
 }
@@ -249,6 +292,7 @@ mod tests {
         );
         assert!(a.invalid.iter().any(|x| x.arm == "cloexec"));
         assert!(markdown(&a).contains("(reported, not measured)"));
+        assert!(a.tables.is_empty());
         assert!(advise(&[], &[], "no-such-hazard", "linux").is_none());
     }
 
