@@ -262,7 +262,13 @@ impl SpawnRace {
             .spawn(move || {
                 let mut cmd = quiet_command(TRUE_PROGRAM);
                 while !stop2.load(Ordering::Relaxed) && Instant::now() < deadline {
-                    cmd.spawn()?.wait()?;
+                    let mut child = cmd.spawn()?;
+                    if let Err(e) = child.wait() {
+                        // Never leave a child unreaped, even when wait fails.
+                        let _ = child.kill();
+                        let _ = child.wait();
+                        return Err(e);
+                    }
                     spawns2.fetch_add(1, Ordering::Relaxed);
                 }
                 Ok(())
@@ -306,6 +312,84 @@ impl SpawnRace {
 impl Drop for SpawnRace {
     fn drop(&mut self) {
         let _ = self.finish();
+    }
+}
+
+/// How [`wait_group`] ended.
+#[derive(Debug)]
+pub enum GroupExit {
+    /// The leader exited by itself with this status.
+    Exited(ExitStatus),
+    /// The deadline passed; the group was killed.
+    TimedOut,
+    /// `stop` said so (e.g. Ctrl-C); the group was killed.
+    Stopped,
+}
+
+/// Waits for `child`, the leader of its own process group (spawned with
+/// `process_group(0)`), until it exits, `deadline` passes or `stop()` is true;
+/// then kills whatever is left of the group and reaps the leader.
+///
+/// The exit is watched with `waitid(WNOWAIT)`, so the leader stays a zombie
+/// until the group is killed: its pid, the group id, cannot be reused in
+/// between, and the kill can never reach a stranger. `stop` is polled every
+/// 50 ms; the exit itself wakes the wait at once.
+pub fn wait_group(
+    child: &mut Child,
+    deadline: Instant,
+    stop: impl Fn() -> bool,
+) -> io::Result<GroupExit> {
+    let pid = child.id() as libc::pid_t;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let watcher = std::thread::spawn(move || {
+        let _ = tx.send(wait_for_exit(pid));
+    });
+    let ended = loop {
+        match rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(Ok(())) => break None,
+            Ok(Err(e)) => break Some(Err(e)),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) if stop() => {
+                break Some(Ok(GroupExit::Stopped));
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) if Instant::now() >= deadline => {
+                break Some(Ok(GroupExit::TimedOut));
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                break Some(Err(io::Error::other("lost the exit watcher")));
+            }
+        }
+    };
+    // SAFETY: the leader is not reaped yet (see above).
+    unsafe { libc::kill(-pid, libc::SIGKILL) };
+    let status = child.wait();
+    let _ = watcher.join();
+    match ended {
+        None => Ok(GroupExit::Exited(status?)),
+        Some(other) => other,
+    }
+}
+
+/// Waits until process `pid` has exited, without reaping it (`WNOWAIT`).
+fn wait_for_exit(pid: libc::pid_t) -> io::Result<()> {
+    loop {
+        // SAFETY: siginfo_t is plain data that waitid fills.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if rc == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
     }
 }
 

@@ -53,22 +53,37 @@ pub fn combined_verdict(verdicts: &[(Verdict, Option<Count>)]) -> (Verdict, Opti
     (verdict, sum)
 }
 
-/// A rate as a short percentage: `84%`, `4.2%`, `0.32%`.
-fn pct(x: f64) -> String {
+/// A rate as a short percentage: `84%`, `4.2%`, `0.32%`, rounded towards
+/// `up` or down at the printed precision, so that an interval is never shown
+/// narrower than it is (an upper bound of 0.9972% prints as `1.00%`, which is
+/// fine, but 99.6% must not print as `100%` for a lower bound).
+fn pct(x: f64, up: bool) -> String {
     let p = x * 100.0;
-    if p == 0.0 || p == 100.0 || p >= 10.0 {
-        format!("{p:.0}%")
+    let (digits, scale) = if p == 0.0 || p == 100.0 || p >= 10.0 {
+        (0, 1.0)
     } else if p >= 1.0 {
-        format!("{p:.1}%")
+        (1, 10.0)
     } else {
-        format!("{p:.2}%")
-    }
+        (2, 100.0)
+    };
+    let rounded = if up {
+        (p * scale).ceil() / scale
+    } else {
+        (p * scale).floor() / scale
+    };
+    format!("{rounded:.digits$}%")
 }
 
 /// `hits/trials (low–high)`, the interval being the 95% Wilson interval.
 pub fn count_text(c: Count) -> String {
     let i = c.wilson();
-    format!("{}/{} ({}–{})", c.hits, c.trials, pct(i.low), pct(i.high))
+    format!(
+        "{}/{} ({}–{})",
+        c.hits,
+        c.trials,
+        pct(i.low, false),
+        pct(i.high, true)
+    )
 }
 
 /// A measured cell: the verdict, then the counts or the reason.
@@ -101,6 +116,7 @@ enum Column<'a> {
 pub fn render(files: &[ResultsFile], costs: &[CostsFile]) -> String {
     let mut columns: Vec<Column> = files.iter().map(Column::Measured).collect();
     let mut reported_oses: Vec<&'static str> = REPORTED.iter().map(|r| r.os).collect();
+    reported_oses.sort_unstable();
     reported_oses.dedup();
     for os in reported_oses {
         if !files.iter().any(|f| f.platform.os == os) {
@@ -350,11 +366,15 @@ mod tests {
 
     #[test]
     fn percentages() {
-        assert_eq!(pct(0.0), "0%");
-        assert_eq!(pct(0.8389), "84%");
-        assert_eq!(pct(0.042), "4.2%");
-        assert_eq!(pct(0.0032), "0.32%");
-        assert_eq!(count_text(Count::new(20, 20)), "20/20 (84%–100%)");
+        assert_eq!(pct(0.0, false), "0%");
+        assert_eq!(pct(0.8389, false), "83%");
+        assert_eq!(pct(0.8389, true), "84%");
+        assert_eq!(pct(0.042, true), "4.2%");
+        assert_eq!(pct(0.0032, false), "0.32%");
+        // An upper bound under 1% never prints as under it when it is not.
+        assert_eq!(pct(0.009972, true), "1.00%");
+        assert_eq!(pct(0.996, false), "99%");
+        assert_eq!(count_text(Count::new(20, 20)), "20/20 (83%–100%)");
     }
 
     #[test]

@@ -383,7 +383,11 @@ fn fork_command(hold: Duration) -> Command {
 
 fn spawn_loop(shared: &Shared, index: usize) -> io::Result<()> {
     let config = shared.config;
-    let deadline = shared.started + config.deadline;
+    // Config is public, so a caller may pass any Duration: saturate.
+    let deadline = shared
+        .started
+        .checked_add(config.deadline)
+        .unwrap_or(shared.started + MAX_DURATION);
     let mut fork = fork_command(config.hold);
     let mut spawn = true_command();
     let mut turn = index; // Mix: threads start on alternate paths.
@@ -559,13 +563,22 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     }
     let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
     let n: u64 = text[..split].parse().map_err(|_| bad())?;
-    match &text[split..] {
-        "us" => Ok(Duration::from_micros(n)),
-        "ms" => Ok(Duration::from_millis(n)),
-        "s" => Ok(Duration::from_secs(n)),
-        _ => Err(bad()),
+    let d = match &text[split..] {
+        "us" => Duration::from_micros(n),
+        "ms" => Duration::from_millis(n),
+        "s" => Duration::from_secs(n),
+        _ => return Err(bad()),
+    };
+    // Deadlines are `Instant + duration`: keep them far from overflow. A day
+    // is longer than any pressured run needs.
+    if d > MAX_DURATION {
+        return Err(format!("{text:?}: at most a day (86400s)"));
     }
+    Ok(d)
 }
+
+/// The longest hold or run time [`parse_duration`] accepts.
+pub const MAX_DURATION: Duration = Duration::from_secs(86_400);
 
 /// The shortest exact text [`parse_duration`] reads back.
 fn duration_text(d: Duration) -> String {
@@ -604,6 +617,14 @@ pub fn glob_match(pattern: &str, text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_are_bounded() {
+        assert_eq!(parse_duration("86400s"), Ok(MAX_DURATION));
+        let err = parse_duration("18446744073709551615s").unwrap_err();
+        assert!(err.contains("at most a day"), "{err}");
+        assert!(parse_duration("99999999999999999999s").is_err());
+    }
 
     #[test]
     fn spec_round_trips_and_rejects_nonsense() {

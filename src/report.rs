@@ -146,8 +146,18 @@ impl ProbeReport {
                 self.schema
             ));
         }
+        check_platform_id(&self.platform.id)?;
         let mut seen = std::collections::BTreeSet::new();
         for a in &self.arms {
+            if let Outcome::Observed { trials, hits, .. } = a.outcome
+                && hits > trials
+            {
+                return Err(format!(
+                    "arm {} in window {}: {hits} hits in {trials} trials",
+                    a.arm,
+                    a.window.id()
+                ));
+            }
             if !seen.insert((&a.arm, a.window)) {
                 return Err(format!(
                     "arm {} appears twice in window {}",
@@ -197,6 +207,7 @@ impl ResultsFile {
         }
         let file: ResultsFile =
             serde_json::from_value(head).map_err(|e| format!("bad results: {e}"))?;
+        check_platform_id(&file.platform.id)?;
         for (id, p) in &file.probes {
             if *id != p.hazard {
                 return Err(format!("entry {id} holds a report for {}", p.hazard));
@@ -204,6 +215,21 @@ impl ResultsFile {
             p.validate().map_err(|e| format!("{id}: {e}"))?;
         }
         Ok(file)
+    }
+}
+
+/// A platform id names a file in the results folder, so it must be a plain
+/// file name: letters, digits, `.`, `_`, `-`, not starting with a dot.
+pub fn check_platform_id(id: &str) -> Result<(), String> {
+    let plain = !id.is_empty()
+        && !id.starts_with('.')
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+    if plain {
+        Ok(())
+    } else {
+        Err(format!("platform id {id:?} is not a plain file name"))
     }
 }
 

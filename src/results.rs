@@ -176,6 +176,7 @@ pub fn collect(path: &Path) -> Result<Vec<ResultsFile>, BadResults> {
         if p.is_dir() {
             files.extend(collect(&p)?);
         } else if p.extension().is_some_and(|x| x == "json")
+            && !crate::costs::is_costs_file(&p)
             && !p
                 .file_name()
                 .is_some_and(|n| n.to_string_lossy().starts_with('.'))

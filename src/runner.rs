@@ -10,9 +10,9 @@ use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use crate::child::{GroupExit, wait_group};
 use crate::harness::interrupted;
 use crate::platform::Platform;
 use crate::report::{ProbeReport, ResultsFile, SCHEMA_VERSION};
@@ -182,7 +182,6 @@ fn run_probe(hazard: &str, opts: &RunOptions, scratch: &Path) -> Result<ProbeRep
             bin.display()
         ))
     })?;
-    let pgid = child.id() as libc::pid_t;
     // Drain both pipes on their own threads, so a chatty probe can never fill
     // a pipe buffer and deadlock against our wait.
     let drain = |mut r: Box<dyn Read + Send>| {
@@ -194,35 +193,18 @@ fn run_probe(hazard: &str, opts: &RunOptions, scratch: &Path) -> Result<ProbeRep
     };
     let out = drain(Box::new(child.stdout.take().expect("piped")));
     let err = drain(Box::new(child.stderr.take().expect("piped")));
-    let (tx, rx) = mpsc::channel();
-    let waiter = std::thread::spawn(move || {
-        let _ = tx.send(child.wait());
-    });
     let deadline = Instant::now() + opts.timeout;
-    let status = loop {
-        // Wake every 50 ms only to notice Ctrl-C; the exit itself arrives on the channel.
-        match rx.recv_timeout(Duration::from_millis(50)) {
-            Ok(status) => break status.map_err(|e| ProbeFailure::Failed(format!("wait: {e}")))?,
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                let timed_out = Instant::now() >= deadline;
-                if interrupted() || timed_out {
-                    // SAFETY: signals the probe's own process group; the probe
-                    // is not yet reaped, so its pid (the group id) is not reused.
-                    unsafe { libc::kill(-pgid, libc::SIGKILL) };
-                    let _ = waiter.join();
-                    return Err(if timed_out {
-                        ProbeFailure::Failed(format!("timed out after {:?}; killed", opts.timeout))
-                    } else {
-                        ProbeFailure::Interrupted
-                    });
-                }
-            }
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                return Err(ProbeFailure::Failed("lost the probe's wait thread".into()));
-            }
+    let status = match wait_group(&mut child, deadline, interrupted) {
+        Ok(GroupExit::Exited(status)) => status,
+        Ok(GroupExit::TimedOut) => {
+            return Err(ProbeFailure::Failed(format!(
+                "timed out after {:?}; killed",
+                opts.timeout
+            )));
         }
+        Ok(GroupExit::Stopped) => return Err(ProbeFailure::Interrupted),
+        Err(e) => return Err(ProbeFailure::Failed(format!("wait: {e}"))),
     };
-    let _ = waiter.join();
     let stdout = out.join().unwrap_or_default();
     let stderr = String::from_utf8_lossy(&err.join().unwrap_or_default())
         .trim()

@@ -15,11 +15,12 @@
 //!
 //! Progress goes to stderr; the summary, as JSON, to stdout.
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use fdwindow::child::{GroupExit, wait_group};
 use fdwindow::pressure::{self, ENV_VAR, Spec};
 use fdwindow::stats::Count;
 
@@ -290,26 +291,17 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
 /// thread reaps the child, so the deadline needs no polling.
 fn run_once(mut cmd: Command, timeout: Duration) -> std::io::Result<(bool, Duration)> {
     let start = Instant::now();
-    let mut child = cmd.spawn()?;
-    let pid = child.id() as libc::pid_t;
-    let (tx, rx) = mpsc::channel();
-    let waiter = std::thread::spawn(move || {
-        let _ = tx.send(child.wait());
-    });
-    let status = match rx.recv_timeout(timeout) {
-        Ok(status) => status,
-        Err(_) => {
-            // Still unreaped (the waiter has not returned), so the pid is ours.
-            // SAFETY: kill on a pid this process has not reaped yet.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-            rx.recv().map_err(std::io::Error::other)?.map(|_| {
-                // A killed run is a failed run whatever its status.
-                std::os::unix::process::ExitStatusExt::from_raw(9)
-            })
-        }
+    // Its own process group, so a timeout or Ctrl-C also ends what the
+    // command started (a test binary under cargo, with its pressure threads);
+    // the terminal's Ctrl-C reaches only us, and wait_group passes it on.
+    let mut child = cmd.process_group(0).spawn()?;
+    let failed = match wait_group(&mut child, start + timeout, fdwindow::harness::interrupted)? {
+        GroupExit::Exited(status) => !status.success(),
+        // A killed run is a failed run whatever its status; one that Ctrl-C
+        // stopped is set aside by the caller, which sees `interrupted()`.
+        GroupExit::TimedOut | GroupExit::Stopped => true,
     };
-    let _ = waiter.join();
-    Ok((!status?.success(), start.elapsed()))
+    Ok((failed, start.elapsed()))
 }
 
 /// The injector's lines: `pid spawns elapsed covered exe`. (processes, spawns).

@@ -327,6 +327,24 @@ extern "C" fn vfork_child(arg: *mut libc::c_void) -> libc::c_int {
                 libc::_exit(127);
             }
         }
+        // Every signal is still blocked (the parent blocked them around the
+        // clone). Before unblocking, send each caught signal back to its
+        // default: the parent's handlers must not run on this stack in the
+        // shared address space. The child has its own signal table (no
+        // CLONE_SIGHAND), so this leaves the parent's alone, as glibc's
+        // posix_spawn does (sysdeps/unix/sysv/linux/spawni.c).
+        let mut dfl: libc::sigaction = std::mem::zeroed();
+        dfl.sa_sigaction = libc::SIG_DFL;
+        // 1..=64: every signal number Linux has (_NSIG is 65).
+        for sig in 1..65 {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(sig, std::ptr::null(), &mut old) == 0
+                && old.sa_sigaction != libc::SIG_DFL
+                && old.sa_sigaction != libc::SIG_IGN
+            {
+                libc::sigaction(sig, &dfl, std::ptr::null_mut());
+            }
+        }
         libc::sigprocmask(libc::SIG_SETMASK, &args.mask, std::ptr::null_mut());
         libc::execve(args.program, args.argv, args.envp);
         args.errno = *libc::__errno_location();
