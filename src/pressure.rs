@@ -219,10 +219,17 @@ impl Pressure {
             let spawned = std::thread::Builder::new()
                 .name(format!("fdwindow-pressure-{i}"))
                 .spawn(move || {
-                    let result = spawn_loop(&shared, i);
-                    *lock(&shared.running) -= 1;
-                    shared.thread_ended.notify_all();
-                    result
+                    // Counted out on every path, a panic included, so that
+                    // stop_within never waits out its bound for a dead thread.
+                    struct CountedOut<'a>(&'a Shared);
+                    impl Drop for CountedOut<'_> {
+                        fn drop(&mut self) {
+                            *lock(&self.0.running) -= 1;
+                            self.0.thread_ended.notify_all();
+                        }
+                    }
+                    let _counted = CountedOut(&shared);
+                    spawn_loop(&shared, i)
                 });
             match spawned {
                 Ok(handle) => {

@@ -282,13 +282,18 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
     );
     Ok(if fdwindow::harness::interrupted() {
         ExitCode::from(130)
+    } else if processes == 0 && pressured.count.trials > 0 {
+        // The "pressure" arm ran without pressure: its k/N compares nothing.
+        eprintln!(
+            "error: no pressured process reported back; the pressure arm was not under pressure"
+        );
+        ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
     })
 }
 
-/// Runs the command once: whether it failed, and how long it took. A waiter
-/// thread reaps the child, so the deadline needs no polling.
+/// Runs the command once: whether it failed, and how long it took.
 fn run_once(mut cmd: Command, timeout: Duration) -> std::io::Result<(bool, Duration)> {
     let start = Instant::now();
     // Its own process group, so a timeout or Ctrl-C also ends what the
