@@ -17,6 +17,7 @@ fn stress(args: &[&str]) -> serde_json::Value {
 }
 
 /// Runs `fdwindow stress` expecting exit status `code`; its JSON summary.
+#[cfg(target_os = "linux")]
 fn stress_exiting(args: &[&str], code: i32) -> serde_json::Value {
     let injector = injector();
     let out = fdwindow()
