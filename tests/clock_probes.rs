@@ -11,11 +11,9 @@ use fdwindow::matrix::arm_verdict;
 use fdwindow::report::ProbeReport;
 use fdwindow::verdict::{Outcome, Role, Verdict, Window};
 
+/// The clock-collision arms all run in-process.
 fn arm<'a>(r: &'a ProbeReport, id: &str) -> &'a fdwindow::report::ArmReport {
-    r.arms
-        .iter()
-        .find(|a| a.arm == id && a.window == Window::InProcess)
-        .unwrap_or_else(|| panic!("no arm {id}"))
+    common::arm(r, id, Window::InProcess)
 }
 
 #[test]

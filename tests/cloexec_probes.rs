@@ -7,19 +7,9 @@ mod common;
 
 #[cfg(target_os = "linux")]
 mod linux {
-    use super::common::run_probe;
-    use fdwindow::matrix::arm_verdict;
+    use super::common::{run_probe, verdict};
     use fdwindow::report::ProbeReport;
     use fdwindow::verdict::{Verdict, Window};
-
-    fn verdict(report: &ProbeReport, arm: &str, window: Window) -> Verdict {
-        let a = report
-            .arms
-            .iter()
-            .find(|a| a.arm == arm && a.window == window)
-            .unwrap_or_else(|| panic!("{} has no {arm} in {}", report.hazard, window.id()));
-        arm_verdict(report, a)
-    }
 
     fn race_hits(report: &ProbeReport, arm: &str) -> Option<u64> {
         report

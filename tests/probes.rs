@@ -13,21 +13,12 @@ use common::run_probe;
 /// once it has been measured.
 #[cfg(target_os = "linux")]
 mod linux {
+    use super::common::verdict;
     use super::*;
-    use fdwindow::matrix::arm_verdict;
     use fdwindow::report::ProbeReport;
     use fdwindow::verdict::{Role, Verdict, Window};
 
     const FEW: &[&str] = &["--trials", "3", "--race-ms", "30"];
-
-    fn verdict(report: &ProbeReport, arm: &str, window: Window) -> Verdict {
-        let a = report
-            .arms
-            .iter()
-            .find(|a| a.arm == arm && a.window == window)
-            .unwrap_or_else(|| panic!("{} has no {arm} in {}", report.hazard, window.id()));
-        arm_verdict(report, a)
-    }
 
     /// Every arm ran, and no mitigation showed the hazard in the race, unless
     /// `expected_leaky` names it.

@@ -7,17 +7,9 @@
 
 mod common;
 
-use common::run_probe;
+use common::{arm, run_probe};
 use fdwindow::matrix::arm_verdict;
-use fdwindow::report::ProbeReport;
 use fdwindow::verdict::{Outcome, Verdict, Window};
-
-fn arm<'a>(r: &'a ProbeReport, id: &str, window: Window) -> &'a fdwindow::report::ArmReport {
-    r.arms
-        .iter()
-        .find(|a| a.arm == id && a.window == window)
-        .unwrap_or_else(|| panic!("{} has no {id} in {}", r.hazard, window.id()))
-}
 
 fn tally<'a>(outcome: &'a Outcome, quantity: &str) -> Vec<(&'a str, u64)> {
     match outcome {

@@ -8,25 +8,12 @@ mod common;
 
 #[cfg(target_os = "linux")]
 mod linux {
-    use super::common::run_probe;
-    use fdwindow::matrix::arm_verdict;
-    use fdwindow::report::{ArmReport, ProbeReport};
+    use super::common::{arm, run_probe, verdict};
+    use fdwindow::report::ProbeReport;
     use fdwindow::verdict::{Outcome, Verdict, Window};
 
     const FEW: &[&str] = &["--trials", "3", "--race-ms", "30"];
     const HELD: [Window; 2] = [Window::ForkWindow, Window::Inherited];
-
-    fn arm<'a>(report: &'a ProbeReport, arm: &str, window: Window) -> &'a ArmReport {
-        report
-            .arms
-            .iter()
-            .find(|a| a.arm == arm && a.window == window)
-            .unwrap_or_else(|| panic!("{} has no {arm} in {}", report.hazard, window.id()))
-    }
-
-    fn verdict(report: &ProbeReport, name: &str, window: Window) -> Verdict {
-        arm_verdict(report, arm(report, name, window))
-    }
 
     /// The values one quantity took across an arm's trials.
     fn tallied(report: &ProbeReport, name: &str, window: Window, quantity: &str) -> Vec<String> {

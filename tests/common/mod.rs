@@ -5,8 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use fdwindow::report::ProbeReport;
+use fdwindow::report::{ArmReport, ProbeReport};
 use fdwindow::scratch::Scratch;
+use fdwindow::verdict::{Verdict, Window};
 
 /// The `fdwindow` binary cargo built for this test run.
 pub fn fdwindow() -> Command {
@@ -81,4 +82,18 @@ pub fn injector() -> PathBuf {
             path
         })
         .clone()
+}
+
+/// The arm `id` in `window` of a report; panics, naming both, when it did not run.
+pub fn arm<'a>(report: &'a ProbeReport, id: &str, window: Window) -> &'a ArmReport {
+    report
+        .arms
+        .iter()
+        .find(|a| a.arm == id && a.window == window)
+        .unwrap_or_else(|| panic!("{} has no {id} in {}", report.hazard, window.id()))
+}
+
+/// The derived verdict on arm `id` in `window`.
+pub fn verdict(report: &ProbeReport, id: &str, window: Window) -> Verdict {
+    fdwindow::matrix::arm_verdict(report, arm(report, id, window))
 }
