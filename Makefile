@@ -8,8 +8,11 @@ MACOS_TARGETS := aarch64-apple-darwin x86_64-apple-darwin
 # Debian's rustc-web toolchain, used only to type-check for macOS (it ships
 # rust-src, which -Zbuild-std needs; rustup cannot fetch targets here).
 WEB_PACKAGES := rustc-web cargo-web rust-web-src rust-web-clippy
+# MACOS_TARGET_DIR may point outside the tree, so several checkouts share one
+# build of std for the macOS targets.
+MACOS_TARGET_DIR ?= target/macos-check
 WEB_ENV := PATH=/usr/bin:$$PATH RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc RUSTC_BOOTSTRAP=1 \
-	CARGO_TARGET_DIR=target/macos-check RUSTUP_TOOLCHAIN=
+	CARGO_TARGET_DIR=$(MACOS_TARGET_DIR) RUSTUP_TOOLCHAIN=
 
 .PHONY: probe-linux probe-macos probe matrix test check-macos bench bench-quick lint clean
 
