@@ -35,6 +35,7 @@ pub mod spawn_lock;
 pub mod stats;
 mod sys;
 pub mod verdict;
+pub mod vm;
 
 /// Serialises unit tests that fork or watch for descriptor copies: a fork in
 /// one test thread would hold another test's descriptors (the very hazard

@@ -116,6 +116,38 @@ enum Cmd {
     /// Run a command N times alone and N times under fork pressure (injected),
     /// and compare failures: `k/N` with 95% intervals, time to first failure.
     Stress(stress::StressArgs),
+    /// Boot each kernel under QEMU with the probes in an initramfs, and merge
+    /// its results under the guest's platform (its release and accelerator).
+    Vm {
+        /// A kernel image, or a Debian/Ubuntu linux-image-*.deb (repeatable).
+        #[arg(long = "kernel", value_name = "FILE", required = true, num_args = 1..)]
+        kernels: Vec<PathBuf>,
+        /// Run only this hazard's probe (repeatable).
+        #[arg(long = "only", value_name = "HAZARD")]
+        only: Vec<String>,
+        /// The accelerator: auto tries KVM with a smoke boot, else TCG.
+        #[arg(long, default_value = "auto", value_parser = ["auto", "kvm", "tcg"])]
+        accel: String,
+        /// The results folder.
+        #[arg(long, default_value = "results")]
+        results: PathBuf,
+        /// Hard timeout per boot, in seconds.
+        #[arg(long, default_value_t = 900, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+        timeout: u64,
+    },
+    /// Inside a guest of `fdwindow vm`: send the results down the results port.
+    #[command(hide = true)]
+    VmSend {
+        /// The serial port of the results channel.
+        #[arg(long)]
+        port: PathBuf,
+        /// `fdwindow run`'s exit status.
+        #[arg(long, allow_negative_numbers = true)]
+        status: i32,
+        /// The guest's results folder (none for a smoke boot).
+        #[arg(long)]
+        results: Option<PathBuf>,
+    },
 }
 
 /// Bad input: printed as `error: …` with exit status 2.
@@ -161,6 +193,24 @@ fn main() -> ExitCode {
             })
         }
         Cmd::Stress(args) => stress::run(args).map_err(Usage),
+        Cmd::Vm {
+            kernels,
+            only,
+            accel,
+            results,
+            timeout,
+        } => vm(kernels, only, &accel, results, timeout),
+        Cmd::VmSend {
+            port,
+            status,
+            results,
+        } => match fdwindow::vm::send(&port, status, results.as_deref()) {
+            Ok(()) => Ok(ExitCode::SUCCESS),
+            Err(e) => {
+                eprintln!("error: {e}");
+                Ok(ExitCode::FAILURE)
+            }
+        },
     };
     result.unwrap_or_else(|Usage(msg)| {
         eprintln!("error: {msg}");
@@ -217,6 +267,79 @@ fn run(
         }
         Err(RunError::Io(e)) => {
             eprintln!("error: {e}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+fn vm(
+    kernels: Vec<PathBuf>,
+    only: Vec<String>,
+    accel: &str,
+    results_dir: PathBuf,
+    timeout: u64,
+) -> Result<ExitCode, Usage> {
+    use fdwindow::vm::{self, Accel, AccelChoice, VmError};
+    let bin_dir = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_owned))
+        .ok_or_else(|| Usage("cannot locate the probe binaries beside fdwindow".into()))?;
+    let accel = match accel {
+        "kvm" => AccelChoice::Only(Accel::Kvm),
+        "tcg" => AccelChoice::Only(Accel::Tcg),
+        _ => AccelChoice::Auto,
+    };
+    harness::catch_interrupts();
+    let opts = vm::VmOptions {
+        kernels,
+        only,
+        accel,
+        results_dir,
+        timeout: Duration::from_secs(timeout),
+        bin_dir,
+        cache_dir: vm::default_cache_dir(),
+    };
+    let print = |run: &vm::KernelRun| {
+        let boot = run
+            .boot_time
+            .map_or_else(String::new, |b| format!(", boot {:.1} s", b.as_secs_f64()));
+        match (&run.results_path, &run.broken) {
+            (Some(path), None) => println!(
+                "{}: ok under {} in {:.1} s{boot}: {}",
+                run.source.display(),
+                run.accel.id(),
+                run.elapsed.as_secs_f64(),
+                path.display()
+            ),
+            (path, Some((why, tail))) => {
+                println!(
+                    "{}: broken under {} after {:.1} s{boot}: {why}{}",
+                    run.source.display(),
+                    run.accel.id(),
+                    run.elapsed.as_secs_f64(),
+                    path.as_ref()
+                        .map_or_else(String::new, |p| format!(" ({} written)", p.display()))
+                );
+                if !tail.is_empty() {
+                    println!("  console's last lines:");
+                    for line in tail {
+                        println!("  | {line}");
+                    }
+                }
+            }
+            (None, None) => unreachable!("a run has results or is broken"),
+        }
+    };
+    match vm::run(&opts, print) {
+        Ok(runs) if runs.iter().all(|r| r.broken.is_none()) => Ok(ExitCode::SUCCESS),
+        Ok(_) => Ok(ExitCode::FAILURE),
+        Err(VmError::Usage(msg)) => Err(Usage(msg)),
+        Err(VmError::Interrupted) => {
+            eprintln!("interrupted: the VM was killed; kernels done before were merged");
+            Ok(ExitCode::from(130))
+        }
+        Err(VmError::Failed(msg)) => {
+            eprintln!("error: {msg}");
             Ok(ExitCode::FAILURE)
         }
     }

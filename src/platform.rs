@@ -27,6 +27,10 @@ pub struct Platform {
     pub libc_version: String,
     /// CPUs this process may run on.
     pub cpus: u32,
+    /// The accelerator of the VM this ran in (`kvm`, `tcg`), as `fdwindow vm`
+    /// put it on the guest's kernel command line; empty elsewhere.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub accel: String,
 }
 
 impl Platform {
@@ -43,7 +47,11 @@ impl Platform {
         };
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
         let version_part = os::id_version(&os_release, &uts.release);
-        let id = format!("{os}-{version_part}-{arch}-{libc}{libc_version}");
+        let accel = vm_accel();
+        let mut id = format!("{os}-{version_part}-{arch}-{libc}{libc_version}");
+        if !accel.is_empty() {
+            id = format!("{id}-{accel}");
+        }
         Platform {
             id,
             os,
@@ -53,8 +61,34 @@ impl Platform {
             libc,
             libc_version,
             cpus,
+            accel,
         }
     }
+}
+
+// ---- The VM accelerator (issue 19). Minimal until issue 13's provenance
+// work (virtualization, full release) lands on main and replaces it. ----
+
+/// The word `fdwindow vm` puts on a guest's kernel command line, naming the
+/// accelerator QEMU runs it under (see `src/vm/qemu.rs`).
+pub const ACCEL_PARAM: &str = "fdwindow.accel";
+
+/// The accelerator named by `fdwindow.accel=` in `/proc/cmdline` (the
+/// kernel's boot parameters, proc(5)), if it is `kvm` or `tcg`; else empty.
+/// The command line is authoritative: a guest cannot tell TCG from KVM
+/// reliably by itself, and the host that booted it knows.
+fn vm_accel() -> String {
+    std::fs::read_to_string("/proc/cmdline")
+        .ok()
+        .and_then(|line| accel_from_cmdline(&line).map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// The `fdwindow.accel=` value in a kernel command line, when it is one we know.
+pub(crate) fn accel_from_cmdline(line: &str) -> Option<&str> {
+    line.split_ascii_whitespace()
+        .filter_map(|w| w.strip_prefix(ACCEL_PARAM)?.strip_prefix('='))
+        .find(|v| matches!(*v, "kvm" | "tcg"))
 }
 
 struct Uname {
@@ -121,6 +155,18 @@ mod tests {
             "{}",
             p.id
         );
+    }
+
+    #[test]
+    fn accel_comes_from_the_command_line_word() {
+        assert_eq!(
+            accel_from_cmdline("console=ttyS0 quiet fdwindow.accel=tcg panic=-1\n"),
+            Some("tcg")
+        );
+        assert_eq!(accel_from_cmdline("fdwindow.accel=kvm"), Some("kvm"));
+        assert_eq!(accel_from_cmdline("fdwindow.accel=hvf"), None);
+        assert_eq!(accel_from_cmdline("xfdwindow.accel=tcg fdwindow.accelx=tcg"), None);
+        assert_eq!(accel_from_cmdline("BOOT_IMAGE=/vmlinuz root=/dev/sda1"), None);
     }
 
     #[test]

@@ -474,6 +474,26 @@ pub(crate) fn spawn_cloexec_default_flag() -> std::io::Result<libc::c_short> {
     ))
 }
 
+/// Makes the child `cmd` starts receive SIGKILL when this thread ends
+/// (`prctl(2)`, `PR_SET_PDEATHSIG`): a VM must not outlive a `fdwindow vm`
+/// that was itself killed. The signal follows the creating *thread*, so call
+/// this only for children spawned from a thread that outlives them.
+pub(crate) fn die_with_parent(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the hook makes one system call (prctl), which is
+    // async-signal-safe, and touches no memory of the parent.
+    unsafe { cmd.pre_exec(set_pdeathsig) };
+}
+
+/// Runs in the child between fork and exec: async-signal-safe calls only.
+fn set_pdeathsig() -> std::io::Result<()> {
+    // SAFETY: PR_SET_PDEATHSIG takes a signal number and no pointers.
+    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) } == -1 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -508,3 +528,4 @@ mod tests {
         assert_eq!(parse_proc_addr("XYZ:0001"), None);
     }
 }
+

@@ -227,3 +227,7 @@ pub(crate) fn addclosefrom(
 pub(crate) fn spawn_cloexec_default_flag() -> std::io::Result<libc::c_short> {
     Ok(libc::POSIX_SPAWN_CLOEXEC_DEFAULT as libc::c_short)
 }
+
+/// No parent-death signal here: a VM of a killed `fdwindow vm` is left to its
+/// process group's fate (it is killed on every path `fdwindow` survives).
+pub(crate) fn die_with_parent(_cmd: &mut std::process::Command) {}

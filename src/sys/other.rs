@@ -118,3 +118,7 @@ pub(crate) fn addclosefrom(
 pub(crate) fn spawn_cloexec_default_flag() -> std::io::Result<libc::c_short> {
     Err(unsupported("POSIX_SPAWN_CLOEXEC_DEFAULT"))
 }
+
+/// No parent-death signal here: a VM of a killed `fdwindow vm` is left to its
+/// process group's fate (it is killed on every path `fdwindow` survives).
+pub(crate) fn die_with_parent(_cmd: &mut std::process::Command) {}

@@ -1,0 +1,162 @@
+//! The results channel: the guest's results document, framed with its length
+//! and a checksum, on the second serial port (ttyS1).
+//!
+//! The kernel's console is ttyS0 (`console=ttyS0`), so no kernel message is
+//! ever written to ttyS1; the frame's length and checksum catch what the
+//! channel itself may lose (a guest that dies mid-write, a port left in cooked
+//! mode that rewrites `\n` as `\r\n`).
+
+use std::fmt::Write as _;
+
+const HEADER: &str = "FDWINDOW-RESULTS v1";
+const TRAILER: &[u8] = b"\nFDWINDOW-END\n";
+
+/// FNV-1a, 64 bits (Fowler, Noll, Vo; <http://www.isthe.com/chongo/tech/comp/fnv/>):
+/// a checksum and a cache key for inputs no one crafts against it.
+#[derive(Clone, Copy, Debug)]
+pub struct Fnv1a(u64);
+
+impl Default for Fnv1a {
+    fn default() -> Self {
+        Fnv1a(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fnv1a {
+    /// Feeds bytes.
+    pub fn update(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 ^= u64::from(b);
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+
+    /// The hash so far.
+    pub fn finish(&self) -> u64 {
+        self.0
+    }
+
+    /// The hash of one byte string.
+    pub fn of(bytes: &[u8]) -> u64 {
+        let mut h = Fnv1a::default();
+        h.update(bytes);
+        h.finish()
+    }
+}
+
+/// What the guest sent.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Frame {
+    /// `fdwindow run`'s exit status in the guest (0: every probe ran).
+    pub status: i32,
+    /// The results document (empty for a smoke boot).
+    pub payload: Vec<u8>,
+}
+
+/// The bytes the guest writes for `frame`.
+pub fn encode(frame: &Frame) -> Vec<u8> {
+    let mut head = String::new();
+    let _ = writeln!(
+        head,
+        "\n{HEADER} status={} len={} fnv1a64={:016x}",
+        frame.status,
+        frame.payload.len(),
+        Fnv1a::of(&frame.payload)
+    );
+    let mut out = head.into_bytes();
+    out.extend_from_slice(&frame.payload);
+    out.extend_from_slice(TRAILER);
+    out
+}
+
+/// The frame in what the host read from the port, or why there is none.
+pub fn decode(bytes: &[u8]) -> Result<Frame, String> {
+    let start = find(bytes, HEADER.as_bytes())
+        .ok_or("no results frame on the results port: the guest stopped before sending one")?;
+    let rest = &bytes[start + HEADER.len()..];
+    let eol = rest
+        .iter()
+        .position(|&b| b == b'\n')
+        .ok_or("results frame: header cut short")?;
+    let header = std::str::from_utf8(&rest[..eol]).map_err(|_| "results frame: bad header")?;
+    let field = |name: &str| {
+        header
+            .split_ascii_whitespace()
+            .find_map(|w| w.strip_prefix(name)?.strip_prefix('='))
+            .ok_or_else(|| format!("results frame: header lacks {name}: {header:?}"))
+    };
+    let status: i32 = field("status")?
+        .parse()
+        .map_err(|_| format!("results frame: bad status in {header:?}"))?;
+    let len: usize = field("len")?
+        .parse()
+        .map_err(|_| format!("results frame: bad len in {header:?}"))?;
+    let sum = u64::from_str_radix(field("fnv1a64")?, 16)
+        .map_err(|_| format!("results frame: bad checksum in {header:?}"))?;
+    let body = &rest[eol + 1..];
+    if body.len() < len + TRAILER.len() {
+        return Err(format!(
+            "results frame cut short: {} of {len} bytes and the end marker arrived",
+            body.len()
+        ));
+    }
+    let payload = &body[..len];
+    if &body[len..len + TRAILER.len()] != TRAILER {
+        return Err("results frame: no end marker after the declared length".into());
+    }
+    if Fnv1a::of(payload) != sum {
+        return Err("results frame: checksum mismatch: the document was damaged".into());
+    }
+    Ok(Frame {
+        status,
+        payload: payload.to_vec(),
+    })
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Frame {
+        Frame {
+            status: 1,
+            payload: b"{\"schema\": 3,\n \"x\": \"FDWINDOW-END\"}\n".to_vec(),
+        }
+    }
+
+    #[test]
+    fn round_trip_with_noise_before() {
+        let mut bytes = b"garbage\r\n".to_vec();
+        bytes.extend(encode(&sample()));
+        assert_eq!(decode(&bytes), Ok(sample()));
+    }
+
+    #[test]
+    fn fnv_matches_the_published_vectors() {
+        assert_eq!(Fnv1a::of(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(Fnv1a::of(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(Fnv1a::of(b"foobar"), 0x8594_4171_f739_67e8);
+    }
+
+    #[test]
+    fn damage_truncation_and_absence_are_errors() {
+        let good = encode(&sample());
+        let mut flipped = good.clone();
+        let at = good.len() - TRAILER.len() - 3;
+        flipped[at] ^= 0x20;
+        assert!(decode(&flipped).unwrap_err().contains("checksum"));
+        let cut = &good[..good.len() - 5];
+        assert!(decode(cut).unwrap_err().contains("cut short"));
+        // A cooked port turns \n into \r\n: the length no longer lines up.
+        let cooked: Vec<u8> = good
+            .iter()
+            .flat_map(|&b| if b == b'\n' { vec![b'\r', b'\n'] } else { vec![b] })
+            .collect();
+        assert!(decode(&cooked).is_err());
+        assert!(decode(b"").unwrap_err().contains("no results frame"));
+    }
+}

@@ -1,0 +1,407 @@
+//! `fdwindow vm`: the probes inside a VM, one boot per kernel, each kernel's
+//! results merged into the results folder under the guest's own platform
+//! (its `uname -r` and the accelerator).
+//!
+//! - [`deb`]: the kernel image (and its config) out of a `linux-image-*.deb`.
+//! - [`initramfs`]: the guest, built once per set of inputs and cached.
+//! - [`qemu`]: one bounded boot; the console for a `broken` report, the
+//!   results on a port of their own ([`channel`]).
+//!
+//! Under TCG every guest instruction is emulated, so only deterministic
+//! windows measure the guest kernel (DESIGN.md, Platforms).
+
+pub mod channel;
+pub mod deb;
+pub mod initramfs;
+pub mod qemu;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::report::ResultsFile;
+use crate::results;
+use crate::scratch::Scratch;
+pub use qemu::Accel;
+
+/// The `--accel` choice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccelChoice {
+    /// KVM when a short smoke boot works, else TCG with a notice.
+    Auto,
+    /// This one, or fail.
+    Only(Accel),
+}
+
+/// What `fdwindow vm` was asked to do.
+#[derive(Clone, Debug)]
+pub struct VmOptions {
+    /// Kernel images or `linux-image-*.deb` files.
+    pub kernels: Vec<PathBuf>,
+    /// Run only these hazards (all when empty).
+    pub only: Vec<String>,
+    /// The accelerator.
+    pub accel: AccelChoice,
+    /// The results folder.
+    pub results_dir: PathBuf,
+    /// Hard limit per boot.
+    pub timeout: Duration,
+    /// Where `fdwindow` and the probes to put in the guest are.
+    pub bin_dir: PathBuf,
+    /// Where the initramfs is cached.
+    pub cache_dir: PathBuf,
+}
+
+/// Why `fdwindow vm` stopped early.
+#[derive(Debug)]
+pub enum VmError {
+    /// Bad input (exit 2).
+    Usage(String),
+    /// Ctrl-C, SIGTERM or SIGHUP: the VM was killed (exit 130).
+    Interrupted,
+    /// Something outside the guest failed (exit 1).
+    Failed(String),
+}
+
+/// One kernel's outcome.
+#[derive(Debug)]
+pub struct KernelRun {
+    /// The `--kernel` argument.
+    pub source: PathBuf,
+    /// The accelerator it ran under.
+    pub accel: Accel,
+    /// Where its results went, when it sent any.
+    pub results_path: Option<PathBuf>,
+    /// `broken`: why, with the console's last lines; empty when every probe ran.
+    pub broken: Option<(String, Vec<String>)>,
+    /// From QEMU's start to the guest's `/init`.
+    pub boot_time: Option<Duration>,
+    /// The whole boot.
+    pub elapsed: Duration,
+}
+
+/// The default cache: `$XDG_CACHE_HOME/fdwindow`, else `~/.cache/fdwindow`
+/// (XDG Base Directory Specification).
+pub fn default_cache_dir() -> PathBuf {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("fdwindow")
+}
+
+/// Guest memory and CPUs: the probes' deterministic windows need two CPUs
+/// only for the races, and tmpfs lives in this memory.
+const MEMORY_MIB: u32 = 2048;
+const CPUS: u32 = 2;
+/// The smoke boot `auto` makes under KVM.
+const SMOKE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Boots every kernel in turn; `report` hears of each as it ends.
+pub fn run(opts: &VmOptions, mut report: impl FnMut(&KernelRun)) -> Result<Vec<KernelRun>, VmError> {
+    if let Some(unknown) = opts
+        .only
+        .iter()
+        .find(|h| !crate::runner::PROBES.contains(&h.as_str()))
+    {
+        return Err(VmError::Usage(format!(
+            "no probe for hazard {unknown:?}; probes: {}",
+            crate::runner::PROBES.join(", ")
+        )));
+    }
+    if let Some(missing) = opts.kernels.iter().find(|k| !k.is_file()) {
+        return Err(VmError::Usage(format!(
+            "{}: no such kernel file",
+            missing.display()
+        )));
+    }
+    qemu::qemu_program().map_err(VmError::Usage)?;
+    results::check_writable(&opts.results_dir)
+        .map_err(|e| VmError::Usage(format!("results folder is not writable: {e}")))?;
+    results::load_dir(&opts.results_dir).map_err(|e| VmError::Usage(e.to_string()))?;
+
+    let scratch = Scratch::new("vm").map_err(|e| VmError::Failed(e.to_string()))?;
+    let spec = initramfs::Spec::standard(&opts.bin_dir).map_err(VmError::Usage)?;
+    let (initrd, built) = spec
+        .cached(&opts.cache_dir, scratch.dir())
+        .map_err(VmError::Failed)?;
+    eprintln!(
+        "fdwindow: initramfs {} ({})",
+        initrd.display(),
+        if built { "built now" } else { "cached" }
+    );
+    let mut accel = match opts.accel {
+        AccelChoice::Only(a) => Some(a),
+        AccelChoice::Auto => None,
+    };
+    let mut runs = Vec::new();
+    for (n, source) in opts.kernels.iter().enumerate() {
+        let boot_dir = Scratch::new_in(scratch.dir(), &format!("kernel-{n}"))
+            .map_err(|e| VmError::Failed(e.to_string()))?;
+        let kernel = match deb::open(source, boot_dir.dir()) {
+            Ok(k) => k,
+            Err(why) => {
+                let run = KernelRun {
+                    source: source.clone(),
+                    accel: accel.unwrap_or(Accel::Tcg),
+                    results_path: None,
+                    broken: Some((why, Vec::new())),
+                    boot_time: None,
+                    elapsed: Duration::ZERO,
+                };
+                report(&run);
+                runs.push(run);
+                continue;
+            }
+        };
+        if let Some(gaps) = config_gaps(&kernel) {
+            let run = KernelRun {
+                source: source.clone(),
+                accel: accel.unwrap_or(Accel::Tcg),
+                results_path: None,
+                broken: Some((format!("kernel {} cannot run the guest", kernel.release), gaps)),
+                boot_time: None,
+                elapsed: Duration::ZERO,
+            };
+            report(&run);
+            runs.push(run);
+            continue;
+        }
+        let accel = *accel.get_or_insert_with(|| pick_accel(&kernel.image, &initrd, boot_dir.dir()));
+        if crate::harness::interrupted() {
+            return Err(VmError::Interrupted);
+        }
+        let mut params = Vec::new();
+        if !opts.only.is_empty() {
+            params.push(format!("fdwindow.only={}", opts.only.join(",")));
+        }
+        let boot = qemu::Boot {
+            kernel: kernel.image.clone(),
+            initrd: initrd.clone(),
+            accel,
+            params,
+            timeout: opts.timeout,
+            memory_mib: MEMORY_MIB,
+            cpus: CPUS,
+        };
+        eprintln!(
+            "fdwindow: booting {} under {} (at most {} s) …",
+            kernel.release,
+            accel.id(),
+            opts.timeout.as_secs()
+        );
+        let outcome = qemu::run(&boot, boot_dir.dir()).map_err(|e| VmError::Failed(e.to_string()))?;
+        let run = match outcome {
+            qemu::Outcome::Interrupted => return Err(VmError::Interrupted),
+            qemu::Outcome::Broken {
+                why,
+                console_tail,
+                elapsed,
+            } => KernelRun {
+                source: source.clone(),
+                accel,
+                results_path: None,
+                broken: Some((why, console_tail)),
+                boot_time: None,
+                elapsed,
+            },
+            qemu::Outcome::Delivered {
+                frame,
+                boot_time,
+                elapsed,
+                console_tail,
+            } => {
+                let (results_path, broken) =
+                    merge_frame(&frame, accel, &kernel.release, &opts.results_dir, console_tail)?;
+                KernelRun {
+                    source: source.clone(),
+                    accel,
+                    results_path,
+                    broken,
+                    boot_time,
+                    elapsed,
+                }
+            }
+        };
+        report(&run);
+        runs.push(run);
+    }
+    Ok(runs)
+}
+
+/// The kernel's config gaps, when it has a config to check; a kernel without
+/// one is booted and shows what it can.
+fn config_gaps(kernel: &deb::Kernel) -> Option<Vec<String>> {
+    let config = kernel.config.as_ref()?;
+    let text = std::fs::read_to_string(config).ok()?;
+    let gaps = deb::config_gaps(&text);
+    (!gaps.is_empty()).then_some(gaps)
+}
+
+/// `auto`: KVM when `/dev/kvm` opens and a smoke boot sends its frame, else
+/// TCG, said in one line.
+fn pick_accel(kernel: &Path, initrd: &Path, scratch: &Path) -> Accel {
+    if !qemu::kvm_openable() {
+        eprintln!("fdwindow: /dev/kvm cannot be opened here; using TCG (emulated: timed arms measure the emulator)");
+        return Accel::Tcg;
+    }
+    let smoke = qemu::Boot {
+        kernel: kernel.to_owned(),
+        initrd: initrd.to_owned(),
+        accel: Accel::Kvm,
+        params: vec!["fdwindow.smoke=1".into()],
+        timeout: SMOKE_TIMEOUT,
+        memory_mib: 256,
+        cpus: 1,
+    };
+    let started = Instant::now();
+    let why = match qemu::run(&smoke, scratch) {
+        Ok(qemu::Outcome::Delivered { frame, .. }) if frame.status == 0 => {
+            eprintln!(
+                "fdwindow: KVM smoke boot sent its frame in {:.1} s; using KVM",
+                started.elapsed().as_secs_f64()
+            );
+            return Accel::Kvm;
+        }
+        Ok(qemu::Outcome::Delivered { frame, .. }) => format!("the guest said status {}", frame.status),
+        Ok(qemu::Outcome::Broken {
+            why, console_tail, ..
+        }) => console_tail
+            .iter()
+            .rev()
+            .find(|l| l.starts_with("qemu: "))
+            .cloned()
+            .unwrap_or(why),
+        Ok(qemu::Outcome::Interrupted) => "interrupted".into(),
+        Err(e) => e.to_string(),
+    };
+    eprintln!("fdwindow: KVM smoke boot failed ({why}); using TCG (emulated: timed arms measure the emulator)");
+    Accel::Tcg
+}
+
+/// Merges what the guest sent into the results folder; returns the file
+/// written and, when the guest's run failed, `broken` with why.
+fn merge_frame(
+    frame: &channel::Frame,
+    accel: Accel,
+    release: &str,
+    dir: &Path,
+    console_tail: Vec<String>,
+) -> Result<(Option<PathBuf>, Option<(String, Vec<String>)>), VmError> {
+    let text = String::from_utf8_lossy(&frame.payload);
+    let file = match ResultsFile::from_json(&text) {
+        Ok(f) => f,
+        Err(why) => {
+            return Ok((
+                None,
+                Some((
+                    format!("the guest's results are unreadable: {why} (its run exited {})", frame.status),
+                    console_tail,
+                )),
+            ));
+        }
+    };
+    if file.platform.accel != accel.id() {
+        return Ok((
+            None,
+            Some((
+                format!(
+                    "the guest reports accelerator {:?}, not {}: results not merged",
+                    file.platform.accel,
+                    accel.id()
+                ),
+                console_tail,
+            )),
+        ));
+    }
+    if !release.is_empty() && file.platform.kernel_release != release && !release.contains('/') {
+        eprintln!(
+            "fdwindow: note: the guest runs {}, the file name said {release}",
+            file.platform.kernel_release
+        );
+    }
+    let id = file.platform.id.clone();
+    let mut all = results::load_dir(dir).map_err(|e| VmError::Usage(e.to_string()))?;
+    all.push(file);
+    let merged = results::merge(all);
+    let mine = merged
+        .iter()
+        .find(|f| f.platform.id == id)
+        .expect("merged keeps every platform");
+    let path = dir.join(format!("{id}.json"));
+    let json = serde_json::to_string_pretty(mine).expect("results serialise") + "\n";
+    results::write_atomic(&path, json.as_bytes()).map_err(|e| VmError::Failed(e.to_string()))?;
+    crate::runner::write_matrix(dir).map_err(|e| VmError::Failed(e.to_string()))?;
+    let broken = (frame.status != 0).then(|| {
+        (
+            format!(
+                "the guest's `fdwindow run` exited {}: some probes failed (the others were merged)",
+                frame.status
+            ),
+            console_tail,
+        )
+    });
+    Ok((Some(path), broken))
+}
+
+/// The guest side of the channel (`fdwindow vm-send`): frames the results
+/// file in `results_dir` (none for a smoke boot) with `status` and writes it
+/// to `port`, a serial port set raw first so no byte is rewritten.
+pub fn send(port: &Path, status: i32, results_dir: Option<&Path>) -> Result<(), String> {
+    let payload = match results_dir {
+        None => Vec::new(),
+        Some(dir) => {
+            let mut files = results::list(dir, |p| {
+                p.extension().is_some_and(|e| e == "json")
+                    && !p
+                        .file_name()
+                        .is_some_and(|n| n.to_string_lossy().starts_with("costs-"))
+            })
+            .map_err(|e| e.to_string())?;
+            match files.len() {
+                0 => Vec::new(),
+                1 => std::fs::read(files.remove(0)).map_err(|e| e.to_string())?,
+                n => return Err(format!("{}: {n} results files; expected one", dir.display())),
+            }
+        }
+    };
+    let bytes = channel::encode(&channel::Frame { status, payload });
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(port)
+        .map_err(|e| format!("open {}: {e}", port.display()))?;
+    set_raw(&f).map_err(|e| format!("{}: set raw: {e}", port.display()))?;
+    std::io::Write::write_all(&mut f, &bytes).map_err(|e| format!("write {}: {e}", port.display()))?;
+    drain(&f).map_err(|e| format!("{}: drain: {e}", port.display()))
+}
+
+/// Puts a terminal into raw mode (termios(3), `cfmakeraw`): no `\n` to
+/// `\r\n` rewriting, no echo, eight-bit bytes as they are.
+fn set_raw(port: &std::fs::File) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let fd = port.as_raw_fd();
+    // SAFETY: termios is plain data that tcgetattr fills.
+    let mut t: libc::termios = unsafe { std::mem::zeroed() };
+    // SAFETY: fd is open for the call; t is a valid termios.
+    if unsafe { libc::tcgetattr(fd, &mut t) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: t is a valid termios, changed in place.
+    unsafe { libc::cfmakeraw(&mut t) };
+    // SAFETY: fd is open; t is the valid termios just made.
+    if unsafe { libc::tcsetattr(fd, libc::TCSANOW, &t) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Waits until every byte written to `port` has been sent (`tcdrain(3)`),
+/// so powering off cannot cut the frame short.
+fn drain(port: &std::fs::File) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: the descriptor is open for the call.
+    if unsafe { libc::tcdrain(port.as_raw_fd()) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
