@@ -14,7 +14,8 @@ MACOS_TARGET_DIR ?= target/macos-check
 WEB_ENV := PATH=/usr/bin:$$PATH RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc RUSTC_BOOTSTRAP=1 \
 	CARGO_TARGET_DIR=$(MACOS_TARGET_DIR) RUSTUP_TOOLCHAIN=
 
-.PHONY: probe-linux probe-macos probe matrix test check-macos bench bench-quick lint clean
+.PHONY: probe-linux probe-macos probe matrix test check-macos bench bench-quick lint clean \
+	probe-kernels kernel-deb test-vm vm-tools
 
 probe-linux:
 	@[ "$(UNAME)" = Linux ] || { echo "probe-linux measures Linux; this is $(UNAME): run 'make probe-macos' on a Mac" >&2; exit 2; }
@@ -37,6 +38,50 @@ test:
 	else \
 		$(CARGO) test --locked --no-fail-fast && $(CARGO) test --locked --doc; \
 	fi
+
+# Other kernels, each booted under QEMU with the probes (fdwindow vm). The
+# kernel packages are cached outside the tree, never committed.
+KERNEL_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/fdwindow/kernels
+# The default set: Debian 12's newest 6.1 cloud kernel (apt-cache names it).
+KERNEL_PACKAGES ?= $(shell apt-cache search --names-only '^linux-image-6\.1\.0-[0-9]+-cloud-amd64-unsigned$$' 2>/dev/null | cut -d' ' -f1 | sort -V | tail -n 1)
+# KERNELS: files to boot instead (images or linux-image-*.deb).
+KERNELS ?=
+VM_ACCEL ?= auto
+
+# qemu-system-x86, busybox-static and cpio from the distribution, when missing.
+vm-tools:
+	@missing=""; for p in qemu-system-x86 busybox-static cpio; do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing$$missing"; \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+		$$SUDO apt-get update -q && $$SUDO apt-get install -y -q $$missing; \
+	fi
+
+# Downloads the default kernel packages into $(KERNEL_CACHE) (apt-get download:
+# no install), once.
+kernel-deb:
+	@[ -n "$(KERNEL_PACKAGES)" ] || { echo "apt-cache knows no linux-image-6.1.0-*-cloud-amd64-unsigned: run 'apt-get update' on Debian 12, or pass KERNELS=FILE..." >&2; exit 2; }
+	@mkdir -p "$(KERNEL_CACHE)"
+	@cd "$(KERNEL_CACHE)" && for p in $(KERNEL_PACKAGES); do \
+		ls $${p}_*.deb >/dev/null 2>&1 || apt-get download -q $$p || exit 1; \
+	done
+
+probe-kernels: vm-tools $(if $(KERNELS),,kernel-deb)
+	$(CARGO) build --release --locked --bins
+	@kernels="$(KERNELS)"; \
+	if [ -z "$$kernels" ]; then for p in $(KERNEL_PACKAGES); do \
+		kernels="$$kernels $$(ls "$(KERNEL_CACHE)"/$${p}_*.deb | sort -V | tail -n 1)"; \
+	done; fi; \
+	echo "./target/release/fdwindow vm --accel $(VM_ACCEL) --results $(RESULTS) --kernel$$kernels"; \
+	./target/release/fdwindow vm --accel $(VM_ACCEL) --results $(RESULTS) --kernel $$kernels
+
+# The VM tests (tests/vm.rs, #[ignore]d so that `make test` lists them as
+# skipped): a short probe set, a broken initramfs, a timeout, signals.
+test-vm: vm-tools kernel-deb
+	$(CARGO) build --release --locked --bins
+	FDWINDOW_VM_BIN=$(CURDIR)/target/release/fdwindow \
+	FDWINDOW_TEST_KERNEL="$$(ls "$(KERNEL_CACHE)"/$(firstword $(KERNEL_PACKAGES))_*.deb | sort -V | tail -n 1)" \
+		$(CARGO) test --locked --test vm -- --ignored --test-threads 2
 
 lint:
 	$(CARGO) fmt --all -- --check

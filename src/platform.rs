@@ -165,8 +165,14 @@ mod tests {
         );
         assert_eq!(accel_from_cmdline("fdwindow.accel=kvm"), Some("kvm"));
         assert_eq!(accel_from_cmdline("fdwindow.accel=hvf"), None);
-        assert_eq!(accel_from_cmdline("xfdwindow.accel=tcg fdwindow.accelx=tcg"), None);
-        assert_eq!(accel_from_cmdline("BOOT_IMAGE=/vmlinuz root=/dev/sda1"), None);
+        assert_eq!(
+            accel_from_cmdline("xfdwindow.accel=tcg fdwindow.accelx=tcg"),
+            None
+        );
+        assert_eq!(
+            accel_from_cmdline("BOOT_IMAGE=/vmlinuz root=/dev/sda1"),
+            None
+        );
     }
 
     #[test]

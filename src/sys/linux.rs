@@ -528,4 +528,3 @@ mod tests {
         assert_eq!(parse_proc_addr("XYZ:0001"), None);
     }
 }
-

@@ -154,7 +154,13 @@ mod tests {
         // A cooked port turns \n into \r\n: the length no longer lines up.
         let cooked: Vec<u8> = good
             .iter()
-            .flat_map(|&b| if b == b'\n' { vec![b'\r', b'\n'] } else { vec![b] })
+            .flat_map(|&b| {
+                if b == b'\n' {
+                    vec![b'\r', b'\n']
+                } else {
+                    vec![b]
+                }
+            })
             .collect();
         assert!(decode(&cooked).is_err());
         assert!(decode(b"").unwrap_err().contains("no results frame"));

@@ -149,7 +149,10 @@ pub const REQUIRED: &[(&str, &str)] = &[
     ("CONFIG_FILE_LOCKING", "flock and fcntl locks"),
     ("CONFIG_FUTEX", "threads"),
     ("CONFIG_EPOLL", "the Rust runtime's waits"),
-    ("CONFIG_SERIAL_8250", "ttyS0, the console, and ttyS1, the results channel"),
+    (
+        "CONFIG_SERIAL_8250",
+        "ttyS0, the console, and ttyS1, the results channel",
+    ),
     ("CONFIG_SERIAL_8250_CONSOLE", "the console on ttyS0"),
 ];
 
@@ -167,7 +170,9 @@ pub fn config_gaps(config: &str) -> Vec<String> {
     for (key, why) in REQUIRED {
         match value(key) {
             Some("y") => {}
-            Some("m") => gaps.push(format!("{key}=m, a module; the guest needs it built in ({why})")),
+            Some("m") => gaps.push(format!(
+                "{key}=m, a module; the guest needs it built in ({why})"
+            )),
             _ => gaps.push(format!("{key} is not set ({why})")),
         }
     }

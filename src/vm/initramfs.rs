@@ -134,8 +134,18 @@ impl Spec {
                 .insert(format!("/bin/{applet}"), Entry::Symlink("busybox".into()));
         }
         // The programs the probes' children exec (src/child.rs), the host's own.
-        spec.file(crate::child::TRUE_PROGRAM, Path::new(crate::child::TRUE_PROGRAM), 0o755, false);
-        spec.file(crate::child::CAT_PROGRAM, Path::new(crate::child::CAT_PROGRAM), 0o755, false);
+        spec.file(
+            crate::child::TRUE_PROGRAM,
+            Path::new(crate::child::TRUE_PROGRAM),
+            0o755,
+            false,
+        );
+        spec.file(
+            crate::child::CAT_PROGRAM,
+            Path::new(crate::child::CAT_PROGRAM),
+            0o755,
+            false,
+        );
         programs.extend([
             busybox,
             PathBuf::from(crate::child::TRUE_PROGRAM),
@@ -154,7 +164,8 @@ impl Spec {
                 mode: 0o755,
             },
         );
-        spec.entries.insert("/dev/console".into(), Entry::CharDev(5, 1));
+        spec.entries
+            .insert("/dev/console".into(), Entry::CharDev(5, 1));
         Ok(spec)
     }
 
@@ -191,7 +202,9 @@ impl Spec {
                     h.update(data);
                 }
                 Entry::Symlink(target) => h.update(format!("link {target}\0").as_bytes()),
-                Entry::CharDev(major, minor) => h.update(format!("chr {major} {minor}\0").as_bytes()),
+                Entry::CharDev(major, minor) => {
+                    h.update(format!("chr {major} {minor}\0").as_bytes())
+                }
             }
         }
         Ok(format!("{:016x}", h.finish()))

@@ -98,7 +98,10 @@ const CPUS: u32 = 2;
 const SMOKE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Boots every kernel in turn; `report` hears of each as it ends.
-pub fn run(opts: &VmOptions, mut report: impl FnMut(&KernelRun)) -> Result<Vec<KernelRun>, VmError> {
+pub fn run(
+    opts: &VmOptions,
+    mut report: impl FnMut(&KernelRun),
+) -> Result<Vec<KernelRun>, VmError> {
     if let Some(unknown) = opts
         .only
         .iter()
@@ -159,7 +162,10 @@ pub fn run(opts: &VmOptions, mut report: impl FnMut(&KernelRun)) -> Result<Vec<K
                 source: source.clone(),
                 accel: accel.unwrap_or(Accel::Tcg),
                 results_path: None,
-                broken: Some((format!("kernel {} cannot run the guest", kernel.release), gaps)),
+                broken: Some((
+                    format!("kernel {} cannot run the guest", kernel.release),
+                    gaps,
+                )),
                 boot_time: None,
                 elapsed: Duration::ZERO,
             };
@@ -167,7 +173,8 @@ pub fn run(opts: &VmOptions, mut report: impl FnMut(&KernelRun)) -> Result<Vec<K
             runs.push(run);
             continue;
         }
-        let accel = *accel.get_or_insert_with(|| pick_accel(&kernel.image, &initrd, boot_dir.dir()));
+        let accel =
+            *accel.get_or_insert_with(|| pick_accel(&kernel.image, &initrd, boot_dir.dir()));
         if crate::harness::interrupted() {
             return Err(VmError::Interrupted);
         }
@@ -190,7 +197,8 @@ pub fn run(opts: &VmOptions, mut report: impl FnMut(&KernelRun)) -> Result<Vec<K
             accel.id(),
             opts.timeout.as_secs()
         );
-        let outcome = qemu::run(&boot, boot_dir.dir()).map_err(|e| VmError::Failed(e.to_string()))?;
+        let outcome =
+            qemu::run(&boot, boot_dir.dir()).map_err(|e| VmError::Failed(e.to_string()))?;
         let run = match outcome {
             qemu::Outcome::Interrupted => return Err(VmError::Interrupted),
             qemu::Outcome::Broken {
@@ -211,8 +219,13 @@ pub fn run(opts: &VmOptions, mut report: impl FnMut(&KernelRun)) -> Result<Vec<K
                 elapsed,
                 console_tail,
             } => {
-                let (results_path, broken) =
-                    merge_frame(&frame, accel, &kernel.release, &opts.results_dir, console_tail)?;
+                let (results_path, broken) = merge_frame(
+                    &frame,
+                    accel,
+                    &kernel.release,
+                    &opts.results_dir,
+                    console_tail,
+                )?;
                 KernelRun {
                     source: source.clone(),
                     accel,
@@ -242,7 +255,9 @@ fn config_gaps(kernel: &deb::Kernel) -> Option<Vec<String>> {
 /// TCG, said in one line.
 fn pick_accel(kernel: &Path, initrd: &Path, scratch: &Path) -> Accel {
     if !qemu::kvm_openable() {
-        eprintln!("fdwindow: /dev/kvm cannot be opened here; using TCG (emulated: timed arms measure the emulator)");
+        eprintln!(
+            "fdwindow: /dev/kvm cannot be opened here; using TCG (emulated: timed arms measure the emulator)"
+        );
         return Accel::Tcg;
     }
     let smoke = qemu::Boot {
@@ -263,7 +278,9 @@ fn pick_accel(kernel: &Path, initrd: &Path, scratch: &Path) -> Accel {
             );
             return Accel::Kvm;
         }
-        Ok(qemu::Outcome::Delivered { frame, .. }) => format!("the guest said status {}", frame.status),
+        Ok(qemu::Outcome::Delivered { frame, .. }) => {
+            format!("the guest said status {}", frame.status)
+        }
         Ok(qemu::Outcome::Broken {
             why, console_tail, ..
         }) => console_tail
@@ -275,7 +292,9 @@ fn pick_accel(kernel: &Path, initrd: &Path, scratch: &Path) -> Accel {
         Ok(qemu::Outcome::Interrupted) => "interrupted".into(),
         Err(e) => e.to_string(),
     };
-    eprintln!("fdwindow: KVM smoke boot failed ({why}); using TCG (emulated: timed arms measure the emulator)");
+    eprintln!(
+        "fdwindow: KVM smoke boot failed ({why}); using TCG (emulated: timed arms measure the emulator)"
+    );
     Accel::Tcg
 }
 
@@ -295,7 +314,10 @@ fn merge_frame(
             return Ok((
                 None,
                 Some((
-                    format!("the guest's results are unreadable: {why} (its run exited {})", frame.status),
+                    format!(
+                        "the guest's results are unreadable: {why} (its run exited {})",
+                        frame.status
+                    ),
                     console_tail,
                 )),
             ));
@@ -361,7 +383,12 @@ pub fn send(port: &Path, status: i32, results_dir: Option<&Path>) -> Result<(), 
             match files.len() {
                 0 => Vec::new(),
                 1 => std::fs::read(files.remove(0)).map_err(|e| e.to_string())?,
-                n => return Err(format!("{}: {n} results files; expected one", dir.display())),
+                n => {
+                    return Err(format!(
+                        "{}: {n} results files; expected one",
+                        dir.display()
+                    ));
+                }
             }
         }
     };
@@ -371,7 +398,8 @@ pub fn send(port: &Path, status: i32, results_dir: Option<&Path>) -> Result<(), 
         .open(port)
         .map_err(|e| format!("open {}: {e}", port.display()))?;
     set_raw(&f).map_err(|e| format!("{}: set raw: {e}", port.display()))?;
-    std::io::Write::write_all(&mut f, &bytes).map_err(|e| format!("write {}: {e}", port.display()))?;
+    std::io::Write::write_all(&mut f, &bytes)
+        .map_err(|e| format!("write {}: {e}", port.display()))?;
     drain(&f).map_err(|e| format!("{}: drain: {e}", port.display()))
 }
 

@@ -119,7 +119,14 @@ pub fn kernel_params(boot: &Boot) -> String {
 pub fn run(boot: &Boot, scratch: &Path) -> std::io::Result<Outcome> {
     let results_port = scratch.join("ttyS1");
     let mut cmd = Command::new(qemu_program().map_err(std::io::Error::other)?);
-    cmd.args(["-nodefaults", "-display", "none", "-monitor", "none", "-no-reboot"]);
+    cmd.args([
+        "-nodefaults",
+        "-display",
+        "none",
+        "-monitor",
+        "none",
+        "-no-reboot",
+    ]);
     match boot.accel {
         Accel::Kvm => cmd.args(["-accel", "kvm", "-cpu", "host"]),
         Accel::Tcg => cmd.args(["-accel", "tcg", "-cpu", "max"]),
@@ -211,7 +218,9 @@ pub fn run(boot: &Boot, scratch: &Path) -> std::io::Result<Outcome> {
         }),
         Err(why) if !status.success() => Ok(broken(format!(
             "QEMU exited with {status}{}; {why}",
-            qemu_err.first().map_or(String::new(), |l| format!(" ({l})"))
+            qemu_err
+                .first()
+                .map_or(String::new(), |l| format!(" ({l})"))
         ))),
         Err(why) => Ok(broken(why)),
     }

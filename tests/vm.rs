@@ -1,0 +1,279 @@
+//! VM tests: each boots a kernel under QEMU (TCG, so they run anywhere), so
+//! they are `#[ignore]`d: `make test` lists them as skipped and `make test-vm`
+//! runs them. They need `qemu-system-x86_64`, busybox-static, and a kernel
+//! `.deb`: `$FDWINDOW_TEST_KERNEL`, else the newest `linux-image-*.deb` in
+//! `~/.cache/fdwindow/kernels` (`make kernel-deb` fetches Debian 12's).
+//! `$FDWINDOW_VM_BIN` names the `fdwindow` to run (its probes beside it);
+//! `make test-vm` points it at the release build, which TCG runs faster.
+
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::scratch;
+use fdwindow::vm::{Accel, deb, initramfs, qemu};
+
+const IGNORE: &str = "boots a VM; run by `make test-vm`";
+
+fn kernel_deb() -> PathBuf {
+    if let Some(k) = std::env::var_os("FDWINDOW_TEST_KERNEL") {
+        return k.into();
+    }
+    let dir = fdwindow::vm::default_cache_dir().join("kernels");
+    let mut debs: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    debs.retain(|p| {
+        p.extension().is_some_and(|e| e == "deb")
+            && p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("linux-image-"))
+    });
+    debs.sort();
+    debs.pop().unwrap_or_else(|| {
+        panic!(
+            "no kernel .deb in {}: run `make kernel-deb` or set FDWINDOW_TEST_KERNEL",
+            dir.display()
+        )
+    })
+}
+
+fn fdwindow_bin() -> PathBuf {
+    std::env::var_os("FDWINDOW_VM_BIN").map_or_else(
+        || PathBuf::from(env!("CARGO_BIN_EXE_fdwindow")),
+        PathBuf::from,
+    )
+}
+
+/// Pids of processes whose command line mentions `needle` (QEMU's names the
+/// scratch folder its results port is in).
+fn processes_mentioning(needle: &str) -> Vec<u32> {
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        if String::from_utf8_lossy(&cmdline).contains(needle) && pid != std::process::id() {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+fn is_empty_dir(dir: &Path) -> bool {
+    std::fs::read_dir(dir).unwrap().next().is_none()
+}
+
+/// `fdwindow vm` with its scratch (TMPDIR) and cache in `root`, so a test can
+/// see both that no QEMU mentions them and that nothing is left in them.
+fn vm_command(root: &Path, args: &[&str]) -> Command {
+    let tmp = root.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut cmd = Command::new(fdwindow_bin());
+    cmd.arg("vm")
+        .arg("--kernel")
+        .arg(kernel_deb())
+        .args(args)
+        .env("TMPDIR", &tmp)
+        .env("XDG_CACHE_HOME", root.join("cache"));
+    cmd
+}
+
+#[test]
+#[ignore = "boots a VM; run by `make test-vm`"]
+fn flock_survival_runs_in_the_guest_and_merges_under_its_platform() {
+    let _ = IGNORE;
+    let root = scratch("vm-flock");
+    let results = root.dir().join("results");
+    let started = Instant::now();
+    let out = vm_command(root.dir(), &["--only", "flock-survival", "--accel", "tcg"])
+        .arg("--results")
+        .arg(&results)
+        .args(["--timeout", "240"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!(
+        "{stderr}{stdout}took {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    assert!(out.status.success(), "{stderr}{stdout}");
+    let files = fdwindow::results::load_dir(&results).unwrap();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let platform = &files[0].platform;
+    let host = fdwindow::platform::Platform::detect();
+    // The guest's own kernel, not this machine's, and the accelerator.
+    assert_ne!(platform.kernel_release, host.kernel_release);
+    assert!(
+        kernel_deb()
+            .to_string_lossy()
+            .contains(&platform.kernel_release),
+        "{platform:?}"
+    );
+    assert_eq!(platform.accel, "tcg");
+    assert!(platform.id.ends_with("-tcg"), "{platform:?}");
+    let verdict = |arm: &str| {
+        let out = Command::new(fdwindow_bin())
+            .args(["verdict", "flock-survival", arm, "--window", "fork-window"])
+            .arg("--results")
+            .arg(&results)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(
+        verdict("close").starts_with("present "),
+        "{}",
+        verdict("close")
+    );
+    assert!(
+        verdict("unlock-then-close").starts_with("valid "),
+        "{}",
+        verdict("unlock-then-close")
+    );
+    assert!(results.join("MATRIX.md").is_file());
+    let tmp = root.dir().join("tmp");
+    assert_eq!(
+        processes_mentioning(&tmp.to_string_lossy()),
+        Vec::<u32>::new()
+    );
+    assert!(is_empty_dir(&tmp), "scratch left in {}", tmp.display());
+}
+
+#[test]
+#[ignore = "boots a VM; run by `make test-vm`"]
+fn a_broken_initramfs_is_broken_with_the_consoles_last_lines() {
+    let root = scratch("vm-broken");
+    let kernel = deb::open(&kernel_deb(), root.dir()).unwrap();
+    // The standard guest, but its /init gives up: the kernel panics
+    // ("Attempted to kill init") and, with panic=-1 and -no-reboot, QEMU exits.
+    let bin_dir = fdwindow_bin().parent().unwrap().to_owned();
+    let mut spec = initramfs::Spec::standard(&bin_dir).unwrap();
+    spec.entries.insert(
+        "/init".into(),
+        initramfs::Entry::Bytes {
+            data: b"#!/bin/sh\necho 'fdwindow-test: this init gives up'\nexit 3\n".to_vec(),
+            mode: 0o755,
+        },
+    );
+    let initrd = root.dir().join("broken.cpio");
+    std::fs::write(&initrd, spec.build(root.dir()).unwrap()).unwrap();
+    let boot = qemu::Boot {
+        kernel: kernel.image.clone(),
+        initrd,
+        accel: Accel::Tcg,
+        params: Vec::new(),
+        timeout: Duration::from_secs(180),
+        memory_mib: 512,
+        cpus: 1,
+    };
+    let outcome = qemu::run(&boot, root.dir()).unwrap();
+    eprintln!("{outcome:#?}");
+    let qemu::Outcome::Broken {
+        why, console_tail, ..
+    } = outcome
+    else {
+        panic!("a guest whose init exits must be broken: {outcome:?}");
+    };
+    assert!(why.contains("no results frame"), "{why}");
+    let tail = console_tail.join("\n");
+    assert!(tail.contains("fdwindow-test: this init gives up"), "{tail}");
+    assert!(tail.contains("Kernel panic"), "{tail}");
+}
+
+#[test]
+#[ignore = "boots a VM; run by `make test-vm`"]
+fn a_boot_past_its_timeout_is_killed_and_broken() {
+    let root = scratch("vm-timeout");
+    let kernel = deb::open(&kernel_deb(), root.dir()).unwrap();
+    let bin_dir = fdwindow_bin().parent().unwrap().to_owned();
+    let spec = initramfs::Spec::standard(&bin_dir).unwrap();
+    let initrd = root.dir().join("guest.cpio");
+    std::fs::write(&initrd, spec.build(root.dir()).unwrap()).unwrap();
+    let port_dir = root.dir().join("boot");
+    std::fs::create_dir(&port_dir).unwrap();
+    let boot = qemu::Boot {
+        kernel: kernel.image.clone(),
+        initrd,
+        accel: Accel::Tcg,
+        params: Vec::new(),
+        // Far too short for the full probe set, however fast the machine.
+        timeout: Duration::from_secs(2),
+        memory_mib: 512,
+        cpus: 1,
+    };
+    let outcome = qemu::run(&boot, &port_dir).unwrap();
+    let qemu::Outcome::Broken { why, .. } = &outcome else {
+        panic!("must time out: {outcome:?}");
+    };
+    assert!(why.contains("timed out after 2 s"), "{why}");
+    assert_eq!(
+        processes_mentioning(&port_dir.to_string_lossy()),
+        Vec::<u32>::new()
+    );
+}
+
+/// Polls (with backoff, up to `limit`) until `f` is true.
+fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    let mut pause = Duration::from_millis(10);
+    while Instant::now() < deadline {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(500));
+    }
+    f()
+}
+
+#[test]
+#[ignore = "boots a VM; run by `make test-vm`"]
+fn a_signal_kills_the_vm_and_removes_the_scratch() {
+    for (signal, code) in [
+        (libc::SIGINT, Some(130)),
+        (libc::SIGHUP, Some(130)),
+        (libc::SIGKILL, None),
+    ] {
+        let root = scratch("vm-signal");
+        let tmp = root.dir().join("tmp");
+        let mut child = vm_command(root.dir(), &["--accel", "tcg", "--timeout", "600"])
+            .arg("--results")
+            .arg(root.dir().join("results"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let needle = tmp.to_string_lossy().into_owned();
+        // QEMU is up once a process other than fdwindow names the scratch.
+        let up = wait_until(Duration::from_secs(120), || {
+            processes_mentioning(&needle)
+                .iter()
+                .any(|&p| p != child.id())
+        });
+        assert!(up, "QEMU never started");
+        // SAFETY: child is ours and not yet reaped.
+        unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), code, "signal {signal}: {status}");
+        let gone = wait_until(Duration::from_secs(30), || {
+            processes_mentioning(&needle).is_empty()
+        });
+        assert!(gone, "signal {signal}: QEMU outlived fdwindow");
+        if signal != libc::SIGKILL {
+            // A SIGKILLed fdwindow cannot clean up; the others must.
+            assert!(is_empty_dir(&tmp), "signal {signal}: scratch left");
+        }
+    }
+}
