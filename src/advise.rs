@@ -49,6 +49,10 @@ pub struct ArmAdvice {
     pub refs: Vec<String>,
     /// Per window and platform: `window: verdict hits/trials (interval) on platform, date`.
     pub evidence: Vec<String>,
+    /// The releases (kernel's `uname -r` on Linux, the OS version on macOS)
+    /// whose measurements the verdict rests on, each once, with its VM
+    /// accelerator where it ran in one.
+    pub measured_on: Vec<String>,
     /// `true` when nothing was measured: the verdict repeats a public source.
     pub reported: bool,
     /// Measured cost beside its baseline (`+1.2 µs (1.3×) on <platform>`), from `make bench`.
@@ -134,26 +138,40 @@ pub fn advise(
         let mut evidence = Vec::new();
         let mut verdicts = Vec::new();
         let mut claim: Option<Claim> = None;
+        let mut measured_on: Vec<String> = Vec::new();
         for f in &measured {
             let report = &f.probes[hazard];
             for a in report.arms.iter().filter(|a| a.arm == arm) {
                 let v = arm_verdict(report, a);
-                verdicts.push((v, a.outcome.count()));
+                // An emulated cell is evidence shown, never a verdict used.
+                let emulated = crate::vm::emulated(&f.platform, a.window);
+                if !emulated {
+                    verdicts.push((v, a.outcome.count()));
+                    let release = release_of(&f.platform);
+                    if !measured_on.contains(&release) {
+                        measured_on.push(release);
+                    }
+                }
                 let counts = a
                     .outcome
                     .count()
                     .map_or_else(String::new, |c| format!(" {}", count_text(c)));
                 let date = report.started_at.get(..10).unwrap_or(&report.started_at);
                 evidence.push(format!(
-                    "{}: {}{counts} on `{}`, {date}",
+                    "{}: {}{counts} on `{}`, {date}{}",
                     a.window.id(),
                     v.id(),
-                    f.platform.id
+                    f.platform.id,
+                    if emulated {
+                        " (emulated: measures QEMU, not used)"
+                    } else {
+                        ""
+                    }
                 ));
                 claim = claim.or_else(|| claim_for(os, hazard, &arm, a.window));
             }
         }
-        let reported = verdicts.is_empty();
+        let reported = verdicts.is_empty() && evidence.is_empty();
         let verdict = if reported {
             // Nothing measured on this OS: fall back to what sources say.
             let cs: Vec<Claim> = claims()
@@ -184,6 +202,7 @@ pub fn advise(
             why: claim.map(|c| c.reason.to_owned()),
             refs: claim.map_or_else(Vec::new, |c| c.refs.iter().map(|r| r.to_string()).collect()),
             evidence,
+            measured_on,
             reported,
         };
         match (role, verdict) {
@@ -199,6 +218,22 @@ pub fn advise(
             .total_cmp(&b.cost_ns.unwrap_or(f64::INFINITY))
     });
     Some(advice)
+}
+
+/// A platform's release as advice names it: the kernel's on Linux (where the
+/// kernel decides the behaviour), the OS version elsewhere; with the VM's
+/// accelerator when it ran in one.
+fn release_of(p: &crate::platform::Platform) -> String {
+    let release = if p.os == "linux" || p.os_release.is_empty() {
+        &p.kernel_release
+    } else {
+        &p.os_release
+    };
+    if p.accel.is_empty() {
+        format!("`{release}`")
+    } else {
+        format!("`{release}` (VM, {})", p.accel)
+    }
 }
 
 /// Renders advice as Markdown for a review comment.
@@ -225,6 +260,9 @@ pub fn markdown(a: &Advice) -> String {
             out.push('\n');
             if let Some(why) = &x.why {
                 let _ = writeln!(out, "   - why: {why}");
+            }
+            if !x.measured_on.is_empty() {
+                let _ = writeln!(out, "   - measured on: {}", x.measured_on.join(", "));
             }
             if let Some(cost) = &x.cost {
                 let _ = writeln!(out, "   - cost: {cost} (`make bench`)");

@@ -473,9 +473,18 @@ fn verdict(
         .map(|a| (arm_verdict(report, a), a.outcome.count()))
         .collect();
     let (v, count) = combined_verdict(&verdicts);
+    // Under TCG a race or timed cell measures QEMU: say so on the same line.
+    let emulated = if chosen
+        .iter()
+        .any(|a| fdwindow::vm::emulated(&file.platform, a.window))
+    {
+        " (emulated)"
+    } else {
+        ""
+    };
     match count {
-        Some(c) => println!("{} {}", v.id(), count_text(c)),
-        None => println!("{}", v.id()),
+        Some(c) => println!("{} {}{emulated}", v.id(), count_text(c)),
+        None => println!("{}{emulated}", v.id()),
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -562,11 +571,17 @@ fn summary_table(file: &ResultsFile) -> String {
                 fdwindow::verdict::Outcome::Unsupported { reason } => reason.clone(),
                 fdwindow::verdict::Outcome::Broken { error } => error.clone(),
             };
+            let verdict = arm_verdict(report, a).id();
+            let verdict = if fdwindow::vm::emulated(&file.platform, a.window) {
+                format!("{verdict} (emulated)")
+            } else {
+                verdict.to_owned()
+            };
             rows.push([
                 hazard.clone(),
                 a.arm.clone(),
                 a.window.id().into(),
-                arm_verdict(report, a).id().into(),
+                verdict,
                 detail,
             ]);
         }

@@ -147,11 +147,16 @@ an exec'd child), `in-process` (no child). Measured cells come from `results/<pl
             .unwrap_or("");
         let _ = writeln!(
             out,
-            "| `{}` | {} {} | {} | {} | {} {} | {} | {} | {} |",
+            "| `{}` | {} {} | {}{} | {} | {} {} | {} | {} | {} |",
             p.id,
             p.os,
             p.os_release,
             p.kernel_release,
+            if p.accel.is_empty() {
+                String::new()
+            } else {
+                format!(" (VM, {})", p.accel)
+            },
             p.arch,
             p.libc,
             p.libc_version,
@@ -171,6 +176,9 @@ an exec'd child), `in-process` (no child). Measured cells come from `results/<pl
             );
         }
     }
+
+    let differing = kernel_differences(files);
+    render_differences(&mut out, files, &differing);
 
     // Hazards in name order; within one, rows in the order the first report has them.
     let mut hazards: BTreeMap<&str, (&str, Vec<Row<'_>>)> = BTreeMap::new();
@@ -194,7 +202,15 @@ an exec'd child), `in-process` (no child). Measured cells come from `results/<pl
     for (hazard, (about, rows)) in &hazards {
         let _ = writeln!(out, "\n## `{hazard}`\n\n{about}");
         if !rows.is_empty() {
-            render_arms(&mut out, hazard, rows, &columns, costs, &mut sources);
+            render_arms(
+                &mut out,
+                hazard,
+                rows,
+                &columns,
+                costs,
+                &mut sources,
+                &differing,
+            );
         }
         for f in files {
             for t in f.probes.get(*hazard).map_or(&[][..], |r| &r.tables) {
@@ -227,6 +243,7 @@ fn render_arms(
     columns: &[Column<'_>],
     costs: &[CostsFile],
     sources: &mut Vec<&'static str>,
+    differing: &[Difference<'_>],
 ) {
     out.push_str("\n| arm | role | window |");
     for c in columns {
@@ -253,7 +270,15 @@ fn render_arms(
                 None => "mitigation".to_owned(),
             },
         };
-        let _ = write!(out, "| `{arm}` | {role_text} | {} |", window.id());
+        let mark = if differing
+            .iter()
+            .any(|d| d.hazard == hazard && d.arm == *arm && d.window == *window)
+        {
+            " ≠"
+        } else {
+            ""
+        };
+        let _ = write!(out, "| `{arm}`{mark} | {role_text} | {} |", window.id());
         for c in columns {
             let text = match c {
                 Column::Measured(f) => f
@@ -267,7 +292,14 @@ fn render_arms(
                     })
                     .map_or_else(
                         || "—".to_owned(),
-                        |(r, a)| cell_text(arm_verdict(r, a), &a.outcome),
+                        |(r, a)| {
+                            let text = cell_text(arm_verdict(r, a), &a.outcome);
+                            if crate::vm::emulated(&f.platform, *window) {
+                                format!("*emulated*: {text}")
+                            } else {
+                                text
+                            }
+                        },
                     ),
                 Column::Reported(os) => match find_reported(os, hazard, arm, *window) {
                     Some(rep) => {
@@ -303,6 +335,83 @@ fn render_arms(
             seen.push(arm);
             let _ = writeln!(out, "- `{arm}`: {about}");
         }
+    }
+}
+
+/// A row whose deterministic verdict is not the same on every kernel of one
+/// OS that measured it.
+struct Difference<'a> {
+    hazard: &'a str,
+    arm: &'a str,
+    window: Window,
+    /// Platform id and verdict, for every platform that measured it.
+    verdicts: Vec<(&'a str, Verdict)>,
+}
+
+/// The rows measured on more than one kernel of an OS, in a window that
+/// measures the kernel wherever it runs (not emulated), whose verdicts differ.
+fn kernel_differences(files: &[ResultsFile]) -> Vec<Difference<'_>> {
+    let mut cells: BTreeMap<(&str, &str, &str, Window), Vec<(&str, Verdict)>> = BTreeMap::new();
+    for f in files {
+        for (hazard, report) in &f.probes {
+            for a in &report.arms {
+                let deterministic = matches!(a.window, Window::ForkWindow | Window::Inherited);
+                if !deterministic || crate::vm::emulated(&f.platform, a.window) {
+                    continue;
+                }
+                cells
+                    .entry((f.platform.os.as_str(), hazard, a.arm.as_str(), a.window))
+                    .or_default()
+                    .push((f.platform.id.as_str(), arm_verdict(report, a)));
+            }
+        }
+    }
+    cells
+        .into_iter()
+        .filter(|(_, v)| v.iter().any(|(_, x)| *x != v[0].1))
+        .map(|((_, hazard, arm, window), verdicts)| Difference {
+            hazard,
+            arm,
+            window,
+            verdicts,
+        })
+        .collect()
+}
+
+/// The list of rows that differ between kernels, at the top of the matrix,
+/// when an OS has more than one kernel measured.
+fn render_differences(out: &mut String, files: &[ResultsFile], differing: &[Difference<'_>]) {
+    let mut oses: Vec<&str> = files.iter().map(|f| f.platform.os.as_str()).collect();
+    oses.sort_unstable();
+    let several = oses.windows(2).any(|w| w[0] == w[1]);
+    if !several {
+        return;
+    }
+    out.push_str(
+        "\n## Rows that differ between kernels\n\nDeterministic rows (`fork-window`, `inherited`) \
+whose verdict is not the same on every kernel of one OS that measured them; they are marked ≠ below. \
+Cells measured under emulation (QEMU's TCG) are shown *emulated*: outside the deterministic windows \
+they measure the emulator's scheduling and clock, and no verdict rule or claim uses them.\n\n",
+    );
+    if differing.is_empty() {
+        out.push_str("None: every deterministic row measured on more than one kernel has the same verdict on each.\n");
+        return;
+    }
+    out.push_str("| hazard | arm | window | verdicts |\n|---|---|---|---|\n");
+    for d in differing {
+        let verdicts: Vec<String> = d
+            .verdicts
+            .iter()
+            .map(|(id, v)| format!("{} on `{id}`", v.id()))
+            .collect();
+        let _ = writeln!(
+            out,
+            "| `{}` | `{}` | {} | {} |",
+            d.hazard,
+            d.arm,
+            d.window.id(),
+            verdicts.join(", ")
+        );
     }
 }
 

@@ -177,6 +177,7 @@ fn a_broken_initramfs_is_broken_with_the_consoles_last_lines() {
         timeout: Duration::from_secs(180),
         memory_mib: 512,
         cpus: 1,
+        progress: false,
     };
     let outcome = qemu::run(&boot, root.dir()).unwrap();
     eprintln!("{outcome:#?}");
@@ -212,6 +213,7 @@ fn a_boot_past_its_timeout_is_killed_and_broken() {
         timeout: Duration::from_secs(2),
         memory_mib: 512,
         cpus: 1,
+        progress: false,
     };
     let outcome = qemu::run(&boot, &port_dir).unwrap();
     let qemu::Outcome::Broken { why, .. } = &outcome else {

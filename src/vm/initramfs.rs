@@ -166,6 +166,15 @@ impl Spec {
         );
         spec.entries
             .insert("/dev/console".into(), Entry::CharDev(5, 1));
+        // What the platform's os_release shows for a guest: no distribution,
+        // but this initramfs (os-release(5)).
+        spec.entries.insert(
+            "/etc/os-release".into(),
+            Entry::Bytes {
+                data: b"PRETTY_NAME=\"fdwindow initramfs (busybox, the host's glibc)\"\n".to_vec(),
+                mode: 0o644,
+            },
+        );
         Ok(spec)
     }
 

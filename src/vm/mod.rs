@@ -18,10 +18,24 @@ pub mod qemu;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::platform::Platform;
 use crate::report::ResultsFile;
 use crate::results;
 use crate::scratch::Scratch;
+use crate::verdict::Window;
 pub use qemu::Accel;
+
+/// Whether a cell measured on `platform` in `window` measures the emulator
+/// rather than the kernel (DESIGN.md, Platforms): under TCG every cell but
+/// those of the deterministic windows, `fork-window` and `inherited`, where
+/// the window is built on purpose and only the kernel's semantics decide.
+/// Such a cell is shown as `emulated`, and no verdict rule or claim uses it.
+///
+/// `in-process` arms will declare their kind (issue 12); until they do, every
+/// one of them counts as emulated under TCG, the cautious side.
+pub fn emulated(platform: &Platform, window: Window) -> bool {
+    platform.accel == Accel::Tcg.id() && !matches!(window, Window::ForkWindow | Window::Inherited)
+}
 
 /// The `--accel` choice.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -190,6 +204,7 @@ pub fn run(
             timeout: opts.timeout,
             memory_mib: MEMORY_MIB,
             cpus: CPUS,
+            progress: true,
         };
         eprintln!(
             "fdwindow: booting {} under {} (at most {} s) …",
@@ -268,6 +283,7 @@ fn pick_accel(kernel: &Path, initrd: &Path, scratch: &Path) -> Accel {
         timeout: SMOKE_TIMEOUT,
         memory_mib: 256,
         cpus: 1,
+        progress: false,
     };
     let started = Instant::now();
     let why = match qemu::run(&smoke, scratch) {

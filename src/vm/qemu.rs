@@ -59,6 +59,8 @@ pub struct Boot {
     pub memory_mib: u32,
     /// Guest CPUs.
     pub cpus: u32,
+    /// Echo the guest runner's progress lines (`fdwindow: probing …`) to stderr.
+    pub progress: bool,
 }
 
 /// How a boot ended.
@@ -158,6 +160,7 @@ pub fn run(boot: &Boot, scratch: &Path) -> std::io::Result<Outcome> {
     })?;
     let console = Arc::new(Mutex::new(Console::default()));
     let stdout = child.stdout.take().expect("piped");
+    let progress = boot.progress;
     let reader = {
         let console = Arc::clone(&console);
         std::thread::spawn(move || {
@@ -169,6 +172,9 @@ pub fn run(boot: &Boot, scratch: &Path) -> std::io::Result<Outcome> {
                 let mut c = console.lock().unwrap_or_else(|e| e.into_inner());
                 if c.up.is_none() && line.contains(UP_MARKER) {
                     c.up = Some(started.elapsed());
+                }
+                if progress && line.starts_with("fdwindow: ") {
+                    eprintln!("  guest {line}");
                 }
                 c.push(line);
             }
@@ -266,6 +272,7 @@ mod tests {
             timeout: Duration::from_secs(1),
             memory_mib: 512,
             cpus: 1,
+            progress: false,
         };
         let line = kernel_params(&boot);
         assert_eq!(
