@@ -1,0 +1,148 @@
+//! One matrix across kernels: rows whose deterministic verdict differs between
+//! kernels are listed and marked; TCG cells outside the deterministic windows
+//! are `emulated`, shown as such and used by no claim; advise names releases.
+
+use std::path::Path;
+
+use fdwindow::report::ResultsFile;
+use fdwindow::verdict::{Outcome, Window};
+
+fn host() -> ResultsFile {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
+    fdwindow::results::load_dir(&dir)
+        .expect("committed results load")
+        .into_iter()
+        .find(|f| f.platform.os == "linux" && f.platform.accel.is_empty())
+        .expect("this machine's Linux results")
+}
+
+/// The host's file as if measured on another kernel in a VM.
+fn guest(accel: &str, release: &str) -> ResultsFile {
+    let mut f = host();
+    f.platform.kernel_release = release.into();
+    f.platform.accel = accel.into();
+    f.platform.id = format!("linux-{release}-x86_64-glibc2.36-{accel}");
+    f
+}
+
+fn set(f: &mut ResultsFile, hazard: &str, arm: &str, window: Window, hits: u64, trials: u64) {
+    let a = f
+        .probes
+        .get_mut(hazard)
+        .unwrap()
+        .arms
+        .iter_mut()
+        .find(|a| a.arm == arm && a.window == window)
+        .unwrap_or_else(|| panic!("{hazard} {arm} {} measured", window.id()));
+    a.outcome = Outcome::Observed {
+        trials,
+        hits,
+        tallies: Default::default(),
+    };
+}
+
+#[test]
+fn a_deterministic_row_that_differs_between_kernels_is_listed_and_marked() {
+    let mut other = guest("kvm", "5.4.0-1-generic");
+    set(
+        &mut other,
+        "flock-survival",
+        "close",
+        Window::ForkWindow,
+        0,
+        20,
+    );
+    // A race cell that differs is no kernel difference.
+    set(
+        &mut other,
+        "flock-survival",
+        "close",
+        Window::PosixSpawn,
+        0,
+        20,
+    );
+    let md = fdwindow::matrix::render(&[host(), other], &[]);
+    let top = md.split("\n## `").next().unwrap();
+    assert!(top.contains("## Rows that differ between kernels"), "{top}");
+    let listed: Vec<&str> = top
+        .lines()
+        .filter(|l| l.starts_with("| `flock-survival` |"))
+        .collect();
+    // The control, and its mitigations, which lose their control there.
+    assert!(
+        listed.iter().any(|l| l
+            .starts_with("| `flock-survival` | `close` | fork-window | present on `linux-6.18")),
+        "{listed:?}"
+    );
+    assert!(
+        listed
+            .iter()
+            .all(|l| l.contains("| fork-window |") && l.contains("on `linux-5.4.0-1-generic")),
+        "{listed:?}"
+    );
+    assert!(
+        md.contains("| `close` ≠ | control | fork-window |"),
+        "marked row"
+    );
+    assert!(!md.contains("| `close` ≠ | control | posix-spawn |"));
+}
+
+#[test]
+fn the_same_verdicts_on_two_kernels_list_none() {
+    let md = fdwindow::matrix::render(&[host(), guest("kvm", "6.1.0-1-amd64")], &[]);
+    assert!(md.contains("None: every deterministic row"), "{md}");
+    // One kernel alone has nothing to compare.
+    let md = fdwindow::matrix::render(&[host()], &[]);
+    assert!(!md.contains("Rows that differ between kernels"));
+}
+
+#[test]
+fn tcg_race_cells_are_emulated_and_no_claim_uses_them() {
+    let mut tcg = guest("tcg", "6.1.0-57-cloud-amd64");
+    // Contradict the claims in a race cell: emulated, so nothing is found.
+    set(
+        &mut tcg,
+        "flock-survival",
+        "unlock-then-close",
+        Window::PosixSpawn,
+        5,
+        20,
+    );
+    assert_eq!(fdwindow::knowledge::contradictions(&[tcg.clone()]), vec![]);
+    let md = fdwindow::matrix::render(&[host(), tcg.clone()], &[]);
+    assert!(
+        md.contains("*emulated*: **invalid** 5/20"),
+        "emulated cell shown"
+    );
+    // The same in the fork window measures the kernel: it is caught.
+    set(
+        &mut tcg,
+        "flock-survival",
+        "unlock-then-close",
+        Window::ForkWindow,
+        3,
+        20,
+    );
+    let found = fdwindow::knowledge::contradictions(&[tcg]);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].cell.ends_with("fork-window"), "{found:?}");
+}
+
+#[test]
+fn advise_names_the_releases_a_fix_was_measured_on() {
+    let files = [host(), guest("tcg", "6.1.0-57-cloud-amd64")];
+    let advice = fdwindow::advise::advise(&files, &[], "flock-survival", "linux").unwrap();
+    let fix = advice
+        .valid
+        .iter()
+        .find(|a| a.arm == "unlock-then-close")
+        .expect("unlock-then-close valid");
+    let host_release = format!("`{}`", host().platform.kernel_release);
+    assert_eq!(
+        fix.measured_on,
+        vec![host_release, "`6.1.0-57-cloud-amd64` (VM, tcg)".to_owned()]
+    );
+    let md = fdwindow::advise::markdown(&advice);
+    assert!(md.contains("measured on: `"), "{md}");
+    assert!(md.contains("(emulated: measures QEMU, not used)"), "{md}");
+}
