@@ -88,6 +88,10 @@ pub fn has_spawn_window(files: &[ResultsFile]) -> bool {
 }
 
 fn platform_tables(f: &ResultsFile) -> Vec<&Table> {
+    // Durations measured under TCG time QEMU, not the kernel: not drawn.
+    if crate::vm::emulated(&f.platform, crate::verdict::Window::InProcess) {
+        return Vec::new();
+    }
     f.probes.get(SPAWN_WINDOW).map_or_else(Vec::new, |r| {
         r.tables
             .iter()

@@ -327,7 +327,7 @@ fn vm(
                     }
                 }
             }
-            (None, None) => unreachable!("a run has results or is broken"),
+            (None, None) => println!("{}: no results", run.source.display()),
         }
     };
     match vm::run(&opts, print) {

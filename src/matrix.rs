@@ -215,6 +215,14 @@ an exec'd child), `in-process` (no child). Measured cells come from `results/<pl
         for f in files {
             for t in f.probes.get(*hazard).map_or(&[][..], |r| &r.tables) {
                 render_table(&mut out, t, &f.platform.id);
+                // No table declares its kind yet: under TCG say which of its
+                // values measure QEMU rather than the kernel.
+                if crate::vm::emulated(&f.platform, Window::InProcess) {
+                    out.push_str(
+                        "\n*emulated* (QEMU's TCG): durations, clock readings and rates in this table \
+measure the emulator; errno names and which call succeeds are the guest kernel's.\n",
+                    );
+                }
             }
         }
         if *hazard == SPAWN_WINDOW && has_spawn_window(files) {

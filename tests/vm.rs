@@ -279,3 +279,82 @@ fn a_signal_kills_the_vm_and_removes_the_scratch() {
         }
     }
 }
+
+#[test]
+#[ignore = "needs cpio; run by `make test-vm`"]
+fn cpio_lists_the_initramfs_as_the_kernel_reads_it() {
+    let root = scratch("vm-cpio");
+    let bin_dir = fdwindow_bin().parent().unwrap().to_owned();
+    let spec = initramfs::Spec::standard(&bin_dir).unwrap();
+    let archive = root.dir().join("guest.cpio");
+    std::fs::write(&archive, spec.build(root.dir()).unwrap()).unwrap();
+    // GNU cpio reads newc with -i (copy-in) -t (list) -v (modes).
+    let out = Command::new("cpio")
+        .args(["-itv", "--quiet", "-F"])
+        .arg(&archive)
+        .output()
+        .expect("cpio runs (make vm-tools installs it)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listing = String::from_utf8_lossy(&out.stdout);
+    let line = |name: &str| {
+        listing
+            .lines()
+            .find(|l| l.ends_with(&format!(" {name}")) || l.contains(&format!(" {name} -> ")))
+            .unwrap_or_else(|| panic!("{name} missing from:\n{listing}"))
+            .to_owned()
+    };
+    assert!(line("init").starts_with("-rwxr-xr-x"), "{}", line("init"));
+    assert!(
+        line("dev/console").starts_with("crw-------"),
+        "{}",
+        line("dev/console")
+    );
+    assert!(
+        line("bin/sh").starts_with("lrwxrwxrwx"),
+        "{}",
+        line("bin/sh")
+    );
+    assert!(line("opt/fdwindow/probe-flock-survival").starts_with("-rwxr-xr-x"));
+    line("usr/bin/true");
+    line("bin/cat");
+    line("bin/busybox");
+}
+
+// Bad input needs no VM: these run in `make test`.
+
+fn usage_error(args: &[&str], needle: &str) {
+    let root = scratch("vm-usage");
+    let out = Command::new(env!("CARGO_BIN_EXE_fdwindow"))
+        .arg("vm")
+        .args(args)
+        .arg("--results")
+        .arg(root.dir().join("results"))
+        .env("XDG_CACHE_HOME", root.dir().join("cache"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    assert!(stderr.contains(needle), "{args:?}: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    // Refused before anything was built or written.
+    assert!(!root.dir().join("cache").exists(), "{args:?}");
+}
+
+#[test]
+fn bad_vm_input_is_a_usage_error() {
+    usage_error(&["--kernel", "/nonexistent/vmlinuz"], "no such kernel file");
+    usage_error(
+        &["--kernel", "/proc/self/exe", "--only", "no-such-hazard"],
+        "no probe for hazard \"no-such-hazard\"",
+    );
+    usage_error(
+        &["--kernel", "/proc/self/exe", "--accel", "hvf"],
+        "invalid value",
+    );
+    usage_error(&["--only", "flock-survival"], "--kernel");
+    usage_error(&["--kernel", "/proc/self/exe", "--timeout", "0"], "timeout");
+}

@@ -260,7 +260,14 @@ pub fn run(
 /// The kernel's config gaps, when it has a config to check; a kernel without
 /// one is booted and shows what it can.
 fn config_gaps(kernel: &deb::Kernel) -> Option<Vec<String>> {
-    let config = kernel.config.as_ref()?;
+    let Some(config) = kernel.config.as_ref() else {
+        // Ubuntu ships boot/config-* in linux-modules-*, not linux-image-*.
+        eprintln!(
+            "fdwindow: no config for {} beside it or in its package: not checked; booting it anyway",
+            kernel.release
+        );
+        return None;
+    };
     let text = std::fs::read_to_string(config).ok()?;
     let gaps = deb::config_gaps(&text);
     (!gaps.is_empty()).then_some(gaps)
@@ -352,7 +359,9 @@ fn merge_frame(
             )),
         ));
     }
-    if !release.is_empty() && file.platform.kernel_release != release && !release.contains('/') {
+    // A package's file name gives its release; an image's name may not.
+    if release.starts_with(|c: char| c.is_ascii_digit()) && file.platform.kernel_release != release
+    {
         eprintln!(
             "fdwindow: note: the guest runs {}, the file name said {release}",
             file.platform.kernel_release
