@@ -18,7 +18,11 @@ use crate::child::{GroupExit, wait_group};
 use crate::harness::interrupted;
 
 /// The console lines kept for a `broken` report.
-pub const CONSOLE_TAIL: usize = 30;
+pub const CONSOLE_TAIL: usize = 40;
+
+/// The first line that says why a kernel died, kept even when the stack
+/// dump after it pushes it out of the tail (its length varies per boot).
+const PANIC_MARKERS: &[&str] = &["Kernel panic", "BUG:", "Oops"];
 
 /// The line the guest's `/init` prints once it runs: boot is over.
 const UP_MARKER: &str = "fdwindow-guest: kernel ";
@@ -192,7 +196,12 @@ pub fn run(boot: &Boot, scratch: &Path) -> std::io::Result<Outcome> {
     let _ = reader.join();
     let qemu_err = err_reader.join().unwrap_or_default();
     let console = std::mem::take(&mut *console.lock().unwrap_or_else(|e| e.into_inner()));
-    let mut tail: Vec<String> = console.lines.into_iter().collect();
+    let mut tail: Vec<String> = Vec::new();
+    if let Some(panic) = console.panic.filter(|p| !console.lines.contains(p)) {
+        tail.push(panic);
+        tail.push("[…]".into());
+    }
+    tail.extend(console.lines);
     let qemu_err: Vec<String> = qemu_err
         .lines()
         .filter(|l| !l.trim().is_empty())
@@ -232,15 +241,19 @@ pub fn run(boot: &Boot, scratch: &Path) -> std::io::Result<Outcome> {
     }
 }
 
-/// The console's last lines, and when `/init` said it runs.
+/// The console's last lines, the first panic line, and when `/init` said it runs.
 #[derive(Default)]
 struct Console {
     lines: std::collections::VecDeque<String>,
+    panic: Option<String>,
     up: Option<Duration>,
 }
 
 impl Console {
     fn push(&mut self, line: String) {
+        if self.panic.is_none() && PANIC_MARKERS.iter().any(|m| line.contains(m)) {
+            self.panic = Some(line.clone());
+        }
         if self.lines.len() == CONSOLE_TAIL {
             self.lines.pop_front();
         }
@@ -292,5 +305,13 @@ mod tests {
         }
         assert_eq!(c.lines.len(), CONSOLE_TAIL);
         assert_eq!(c.lines.front().map(String::as_str), Some("5"));
+        c.push("[ 2.9] Kernel panic - not syncing: Attempted to kill init!".into());
+        for i in 0..CONSOLE_TAIL {
+            c.push(format!("stack {i}"));
+        }
+        assert_eq!(
+            c.panic.as_deref(),
+            Some("[ 2.9] Kernel panic - not syncing: Attempted to kill init!")
+        );
     }
 }
