@@ -359,7 +359,9 @@ struct Difference<'a> {
 /// The rows measured on more than one kernel of an OS, in a window that
 /// measures the kernel wherever it runs (not emulated), whose verdicts differ.
 fn kernel_differences(files: &[ResultsFile]) -> Vec<Difference<'_>> {
-    let mut cells: BTreeMap<(&str, &str, &str, Window), Vec<(&str, Verdict)>> = BTreeMap::new();
+    // (os, hazard, arm, window) -> (platform id, verdict) per platform.
+    type Cell<'a> = (&'a str, &'a str, &'a str, Window);
+    let mut cells: BTreeMap<Cell<'_>, Vec<(&str, Verdict)>> = BTreeMap::new();
     for f in files {
         for (hazard, report) in &f.probes {
             for a in &report.arms {

@@ -341,7 +341,7 @@ fn parse_ldd(text: &str) -> Vec<PathBuf> {
         .filter_map(|line| {
             let line = line.trim();
             let path = match line.split_once("=>") {
-                Some((_, rest)) => rest.trim().split_whitespace().next()?,
+                Some((_, rest)) => rest.split_whitespace().next()?,
                 None => line.split_whitespace().next()?,
             };
             path.starts_with('/').then(|| PathBuf::from(path))
@@ -394,7 +394,7 @@ impl Cpio {
     }
 
     fn pad(&mut self) {
-        while self.out.len() % 4 != 0 {
+        while !self.out.len().is_multiple_of(4) {
             self.out.push(0);
         }
     }

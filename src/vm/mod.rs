@@ -76,6 +76,9 @@ pub enum VmError {
     Failed(String),
 }
 
+/// `broken`: why, and the console's last lines.
+pub type Broken = (String, Vec<String>);
+
 /// One kernel's outcome.
 #[derive(Debug)]
 pub struct KernelRun {
@@ -86,7 +89,7 @@ pub struct KernelRun {
     /// Where its results went, when it sent any.
     pub results_path: Option<PathBuf>,
     /// `broken`: why, with the console's last lines; empty when every probe ran.
-    pub broken: Option<(String, Vec<String>)>,
+    pub broken: Option<Broken>,
     /// From QEMU's start to the guest's `/init`.
     pub boot_time: Option<Duration>,
     /// The whole boot.
@@ -329,7 +332,7 @@ fn merge_frame(
     release: &str,
     dir: &Path,
     console_tail: Vec<String>,
-) -> Result<(Option<PathBuf>, Option<(String, Vec<String>)>), VmError> {
+) -> Result<(Option<PathBuf>, Option<Broken>), VmError> {
     let text = String::from_utf8_lossy(&frame.payload);
     let file = match ResultsFile::from_json(&text) {
         Ok(f) => f,
