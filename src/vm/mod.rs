@@ -140,6 +140,7 @@ pub fn run(
         .map_err(|e| VmError::Usage(format!("results folder is not writable: {e}")))?;
     results::load_dir(&opts.results_dir).map_err(|e| VmError::Usage(e.to_string()))?;
 
+    remove_stale_scratch(&std::env::temp_dir());
     let scratch = Scratch::new("vm").map_err(|e| VmError::Failed(e.to_string()))?;
     let spec = initramfs::Spec::standard(&opts.bin_dir).map_err(VmError::Usage)?;
     let (initrd, built) = spec
@@ -258,6 +259,38 @@ pub fn run(
         runs.push(run);
     }
     Ok(runs)
+}
+
+/// Removes the scratch folders (`fdwindow-vm-<pid>-<n>`) of `fdwindow vm`
+/// runs that were SIGKILLed (no handler runs then; their QEMU died with them,
+/// by its parent-death signal): those whose pid no longer exists. A pid in
+/// use again by another process keeps its folder until a later run.
+pub fn remove_stale_scratch(root: &Path) {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("fdwindow-vm-"))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|p| p.parse::<libc::pid_t>().ok())
+            .filter(|&p| p > 0)
+        else {
+            continue;
+        };
+        if !process_exists(pid) && entry.file_type().is_ok_and(|t| t.is_dir()) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// Whether `pid` names a process (`kill(2)` with signal 0: ESRCH if none).
+fn process_exists(pid: libc::pid_t) -> bool {
+    // SAFETY: signal 0 sends nothing; it only checks that the pid exists.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
 /// The kernel's config gaps, when it has a config to check; a kernel without
@@ -460,4 +493,32 @@ fn drain(port: &std::fs::File) -> std::io::Result<()> {
         return Err(std::io::Error::last_os_error());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stale_scratch_of_dead_runs_goes_and_live_ones_stay() {
+        let _serial = crate::test_serial();
+        let root = Scratch::new("vm-stale-test").unwrap();
+        // A pid that existed and is gone: a child, reaped.
+        let mut child = std::process::Command::new(crate::child::TRUE_PROGRAM)
+            .spawn()
+            .unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let stale = root.dir().join(format!("fdwindow-vm-{dead}-0"));
+        let live = root
+            .dir()
+            .join(format!("fdwindow-vm-{}-0", std::process::id()));
+        let other = root.dir().join(format!("fdwindow-run-{dead}-0"));
+        for d in [&stale, &live, &other] {
+            std::fs::create_dir_all(d.join("deb")).unwrap();
+        }
+        remove_stale_scratch(root.dir());
+        assert!(!stale.exists() || process_exists(dead as libc::pid_t));
+        assert!(live.exists() && other.exists());
+    }
 }
