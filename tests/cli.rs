@@ -37,7 +37,7 @@ fn quick_run(dir: &std::path::Path) -> std::process::Output {
         .args([
             "run",
             "--trials",
-            "2",
+            "7",
             "--race-ms",
             "5",
             "--only",
@@ -91,7 +91,8 @@ fn run_then_ask_for_verdicts() {
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let line = String::from_utf8(out.stdout).unwrap();
-    assert!(line.starts_with("valid 0/2 ("), "{line}");
+    assert!(line.starts_with("in-process valid 0/7 ("), "{line}");
+    assert!(line.contains("p = 2.9e-4 vs close-other-fd"), "{line}");
     assert_eq!(line.lines().count(), 1);
 
     assert_usage_error(
@@ -140,11 +141,16 @@ fn corrupt_and_future_results_are_refused_and_left_untouched() {
     let dir = s.dir().join("results");
     let file = quick_results(&dir);
     let good = fs::read_to_string(&file).unwrap();
-    let future = good.replacen("\"schema\": 1", "\"schema\": 99", 1);
+    let future = good.replacen("\"schema\": 2", "\"schema\": 99", 1);
     assert_ne!(future, good);
+    let older = good.replacen("\"schema\": 2", "\"schema\": 1", 1);
+    let overflowed = good.replacen("\"hits\": 7", "\"hits\": 18446744073709551615", 1);
+    assert_ne!(overflowed, good);
     for (bad, needle) in [
         (&good[..good.len() / 2], "not JSON"),
         (future.as_str(), "newer"),
+        (older.as_str(), "make probe-linux"),
+        (overflowed.as_str(), "hits in 7 trials"),
     ] {
         fs::write(&file, bad).unwrap();
         let out = quick_run(&dir);
@@ -399,7 +405,8 @@ fn spawn_window_chart_and_costs_reach_the_matrix() {
     assert!(matrix.contains("| `lock-kind/posix-fcntl/lock-unlock` | 1.0 µs | 10 |"));
     assert!(
         matrix.lines().any(
-            |l| l.starts_with("| `flock` | mitigation |") && l.ends_with("| +250 ns (1.25×) |")
+            |l| l.starts_with("| `flock` | mitigation (vs `close-other-fd`) |")
+                && l.ends_with("| +250 ns (1.25×) |")
         ),
         "{matrix}"
     );
