@@ -356,6 +356,35 @@ mod tests {
     }
 
     #[test]
+    fn own_claims_for_an_unmeasured_arm_are_not_measured_and_not_reported() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
+        let mut files = crate::results::load_dir(&dir).unwrap();
+        let linux = files.iter_mut().find(|f| f.platform.os == "linux").unwrap();
+        linux
+            .probes
+            .get_mut("flock-survival")
+            .unwrap()
+            .arms
+            .retain(|a| a.arm != "std-unlock");
+        let a = advise(&files, &[], "flock-survival", "linux").unwrap();
+        assert!(!a.valid.iter().any(|x| x.arm == "std-unlock"));
+        let x = a
+            .not_measured
+            .iter()
+            .find(|x| x.arm == "std-unlock")
+            .expect("listed as not measured");
+        assert!(!x.reported, "fdwindow's own claim labelled reported");
+        assert!(x.why.is_some() && !x.refs.is_empty());
+        let md = markdown(&a);
+        let section = md.split("Not measured here").nth(1).unwrap();
+        assert!(section.contains("`std-unlock`"), "{md}");
+        assert!(!md.contains("reported by a public source"), "{md}");
+        // Evidence is per window, never a sum.
+        let close = a.controls.iter().find(|x| x.arm == "close").unwrap();
+        assert_eq!(close.evidence.len(), 3, "{:?}", close.evidence);
+    }
+
+    #[test]
     fn valid_fixes_are_ranked_by_measured_cost() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
         let files = crate::results::load_dir(&dir).unwrap();

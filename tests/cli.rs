@@ -420,3 +420,83 @@ fn spawn_window_chart_and_costs_reach_the_matrix() {
         stderr(&out)
     );
 }
+
+/// The committed results: `verdict` prints one line per window, window first,
+/// never a sum; `check` passes on them and fails, naming the cell, when a
+/// claimed-valid fix shows the hazard.
+#[test]
+fn verdict_per_window_and_check_on_the_committed_results() {
+    let committed = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
+    let out = fdwindow()
+        .args(["verdict", "flock-survival", "close", "--results"])
+        .arg(&committed)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let windows: Vec<&str> = text.lines().map(|l| l.split(' ').next().unwrap()).collect();
+    assert_eq!(
+        windows,
+        ["fork-window", "posix-spawn", "inherited"],
+        "{text}"
+    );
+    assert!(text.lines().nth(1).unwrap().contains(" spawns"), "{text}");
+
+    let out = fdwindow()
+        .args(["check", "--results"])
+        .arg(&committed)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+
+    let s = scratch("cli-check");
+    let dir = s.dir().join("results");
+    fs::create_dir_all(&dir).unwrap();
+    for e in fs::read_dir(&committed).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "json") {
+            fs::copy(&p, dir.join(p.file_name().unwrap())).unwrap();
+        }
+    }
+    let file = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("linux-")
+        })
+        .unwrap();
+    let mut results =
+        fdwindow::report::ResultsFile::from_json(&fs::read_to_string(&file).unwrap()).unwrap();
+    let arm = results
+        .probes
+        .get_mut("flock-survival")
+        .unwrap()
+        .arms
+        .iter_mut()
+        .find(|a| a.arm == "unlock-then-close" && a.window.id() == "inherited")
+        .unwrap();
+    arm.outcome = fdwindow::verdict::Outcome::observed(1, 10);
+    fs::write(&file, serde_json::to_string_pretty(&results).unwrap()).unwrap();
+    let out = fdwindow()
+        .args(["check", "--results"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.lines().any(|l| l
+            .starts_with("FAIL contradiction: flock-survival unlock-then-close inherited")
+            && l.contains("claimed valid")
+            && l.contains("measured invalid 1/10")),
+        "{text}"
+    );
+}
