@@ -198,7 +198,13 @@ impl Trial<'_> {
                 result
             }
             Window::Inherited => {
-                let child = InheritingChild::spawn().ctx("spawn the inheriting child")?;
+                let child = InheritingChild::spawn().map_err(|e| match e.kind() {
+                    // The child never echoed in time: its exec is not confirmed.
+                    io::ErrorKind::TimedOut => {
+                        Fault::NotConfirmed(format!("spawn the inheriting child: {e}"))
+                    }
+                    _ => Fault::Broken(format!("spawn the inheriting child: {e}")),
+                })?;
                 let result = act();
                 child.release().ctx("release the inheriting child")?;
                 result
@@ -629,9 +635,12 @@ fn run_block(
                 cell.broken_trials += 1;
                 unconfirmed += 1;
                 if unconfirmed > max_unconfirmed {
-                    cell.fault = Some(Fault::Broken(format!(
-                        "{unconfirmed} trials unconfirmed in a row of attempts, the last: {why}"
-                    )));
+                    // Give up, keeping the counts: with fewer confirmed
+                    // trials than the minimum the verdict is `broken`.
+                    cell.tallies
+                        .entry("last-unconfirmed".into())
+                        .or_default()
+                        .insert(why, 1);
                     break;
                 }
             }
@@ -682,6 +691,73 @@ mod tests {
 
     fn ok(_: &mut Trial<'_>) -> Result<bool, Fault> {
         Ok(false)
+    }
+
+    /// Every other trial cannot confirm its window.
+    fn flaky(_: &mut Trial<'_>) -> Result<bool, Fault> {
+        static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        if CALLS.fetch_add(1, Ordering::Relaxed) % 2 == 0 {
+            Err(Fault::NotConfirmed("not seen parked".into()))
+        } else {
+            Ok(true)
+        }
+    }
+
+    fn never(_: &mut Trial<'_>) -> Result<bool, Fault> {
+        Err(Fault::NotConfirmed("not seen parked".into()))
+    }
+
+    #[test]
+    fn unconfirmed_trials_are_excluded_counted_and_bounded() {
+        use crate::verdict::Window::InProcess;
+        static ARMS: &[Arm] = &[
+            Arm {
+                id: "c",
+                windows: &[InProcess],
+                trial: flaky,
+                kind: Some(Kind::Deterministic),
+                ..ARM
+            },
+            Arm {
+                id: "m",
+                role: Role::Mitigation,
+                windows: &[InProcess],
+                trial: never,
+                kind: Some(Kind::Deterministic),
+                ..ARM
+            },
+        ];
+        let probe = Probe {
+            hazard: "unconfirmed",
+            about: "",
+            trials: 7,
+            race: Duration::from_millis(1),
+            arms: ARMS,
+            observe: None,
+        };
+        let settings = Settings {
+            trials: 7,
+            race: Duration::from_millis(1),
+        };
+        let r = run(&probe, settings, &[]).unwrap();
+        let Outcome::Observed {
+            trials,
+            hits,
+            broken_trials,
+            ..
+        } = r.arms[0].outcome
+        else {
+            panic!("{:?}", r.arms[0].outcome)
+        };
+        assert_eq!((trials, hits), (7, 7));
+        assert!((7..=8).contains(&broken_trials), "{broken_trials}");
+        // A window that never confirms ends broken, after a bounded number of tries.
+        assert_eq!(r.arms[1].outcome.count().map(|c| c.trials), Some(0));
+        assert_eq!(r.arms[1].outcome.broken_trials(), 15);
+        assert_eq!(
+            r.judgement(&r.arms[1]).verdict,
+            crate::verdict::Verdict::Broken
+        );
     }
 
     #[test]
