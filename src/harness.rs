@@ -696,7 +696,7 @@ mod tests {
     /// Every other trial cannot confirm its window.
     fn flaky(_: &mut Trial<'_>) -> Result<bool, Fault> {
         static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        if CALLS.fetch_add(1, Ordering::Relaxed) % 2 == 0 {
+        if CALLS.fetch_add(1, Ordering::Relaxed).is_multiple_of(2) {
             Err(Fault::NotConfirmed("not seen parked".into()))
         } else {
             Ok(true)
