@@ -22,19 +22,22 @@ use crate::platform::Platform;
 use crate::report::ResultsFile;
 use crate::results;
 use crate::scratch::Scratch;
-use crate::verdict::Window;
+use crate::verdict::Kind;
 pub use qemu::Accel;
 
-/// Whether a cell measured on `platform` in `window` measures the emulator
-/// rather than the kernel (DESIGN.md, Platforms): under TCG every cell but
-/// those of the deterministic windows, `fork-window` and `inherited`, where
-/// the window is built on purpose and only the kernel's semantics decide.
-/// Such a cell is shown as `emulated`, and no verdict rule or claim uses it.
-///
-/// `in-process` arms will declare their kind (issue 12); until they do, every
-/// one of them counts as emulated under TCG, the cautious side.
-pub fn emulated(platform: &Platform, window: Window) -> bool {
-    platform.accel == Accel::Tcg.id() && !matches!(window, Window::ForkWindow | Window::Inherited)
+/// Whether `platform` ran under emulation (QEMU's TCG), by the
+/// `fdwindow.accel=` word `fdwindow vm` puts on a guest's command line.
+pub fn under_tcg(platform: &Platform) -> bool {
+    platform.accel == Accel::Tcg.id()
+}
+
+/// Whether an arm of `kind` measured on `platform` is `emulated` (DESIGN.md,
+/// Platforms): under TCG, every statistical arm (races, clocks, environment
+/// races) and every timed one measures the emulator's scheduling and clock;
+/// a deterministic window built on purpose measures only the guest kernel's
+/// semantics, wherever it runs.
+pub fn emulated(platform: &Platform, kind: Kind, timed: bool) -> bool {
+    under_tcg(platform) && (kind == Kind::Statistical || timed)
 }
 
 /// The `--accel` choice.
