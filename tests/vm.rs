@@ -133,12 +133,12 @@ fn flock_survival_runs_in_the_guest_and_merges_under_its_platform() {
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     assert!(
-        verdict("close").starts_with("present "),
+        verdict("close").starts_with("fork-window present "),
         "{}",
         verdict("close")
     );
     assert!(
-        verdict("unlock-then-close").starts_with("valid "),
+        verdict("unlock-then-close").starts_with("fork-window valid "),
         "{}",
         verdict("unlock-then-close")
     );
