@@ -33,9 +33,10 @@
 //! ```
 //!
 //! The same loop runs inside any process, in any language, from the injector
-//! (`inject/`, a `cdylib` preloaded with `LD_PRELOAD` / `DYLD_INSERT_LIBRARIES`
-//! and configured by [`ENV_VAR`] in the [`Spec`] syntax), which
-//! `fdwindow stress` uses.
+//! ([`injector`]: `shims/inject.c`, a C port of this loop shipped inside the
+//! crate by [`crate::preload`], preloaded with `LD_PRELOAD` /
+//! `DYLD_INSERT_LIBRARIES` and configured by [`ENV_VAR`] in the [`Spec`]
+//! syntax), which `fdwindow stress` uses.
 //!
 //! # References
 //! - <https://man7.org/linux/man-pages/man2/fork.2.html> ("The child inherits
@@ -60,12 +61,13 @@ use crate::child::{TRUE_PROGRAM, quiet_command};
 /// The environment variable the injector reads its [`Spec`] from.
 pub const ENV_VAR: &str = "FDWINDOW_PRESSURE";
 
-/// The loader variable that preloads a library on this OS, and the file name
-/// of the injector cdylib (`LD_PRELOAD`, `libfdwindow_inject.so` on Linux;
-/// `DYLD_INSERT_LIBRARIES`, `libfdwindow_inject.dylib` on macOS); `None` where
-/// fdwindow knows no preload mechanism.
-pub fn preload() -> Option<(&'static str, &'static str)> {
-    crate::sys::PRELOAD
+/// The injector, written to a private file for the loader's preload variable
+/// ([`crate::preload::variable`]): [`crate::preload::Library::INJECT`], the
+/// bytes built from `shims/inject.c` into this crate, so no separate build
+/// step is needed. `Unsupported` where this build has no preload libraries.
+/// The file is removed when the guard drops.
+pub fn injector() -> io::Result<crate::preload::Written> {
+    crate::preload::Library::INJECT.write()
 }
 
 /// How pressure threads start their children.

@@ -69,9 +69,10 @@ fn preloaded_pressure_never_cascades_and_process_count_returns_to_baseline() {
     let report = std::env::temp_dir().join(format!("fdwindow-cascade-{me}.report"));
     let _ = std::fs::remove_file(&report);
     let threads = 4;
+    let injector = common::injector();
     let mut host = Command::new("/bin/sleep")
         .arg("0.4")
-        .env("LD_PRELOAD", common::injector())
+        .env("LD_PRELOAD", injector.path())
         .env(
             "FDWINDOW_PRESSURE",
             format!("threads={threads},hold=2ms,path=mix"),

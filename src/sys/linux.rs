@@ -293,11 +293,11 @@ pub(crate) fn children_of(parent: u32) -> std::io::Result<Vec<u32>> {
 
 /// The dynamic loader's preload variable (`ld.so(8)`: "A list of additional,
 /// user-specified, ELF shared objects to be loaded before all others"), and the
-/// file name cargo gives the injector cdylib.
+/// suffix of a shared library's file name.
 ///
 /// # References
 /// - <https://man7.org/linux/man-pages/man8/ld.so.8.html>
-pub(crate) const PRELOAD: Option<(&str, &str)> = Some(("LD_PRELOAD", "libfdwindow_inject.so"));
+pub(crate) const PRELOAD: Option<(&str, &str)> = Some(("LD_PRELOAD", "so"));
 
 /// vfork's kernel path is available on every Linux.
 pub(crate) fn vfork_supported() -> std::io::Result<()> {

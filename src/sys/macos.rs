@@ -163,16 +163,15 @@ pub(crate) const CLOCKS: &[(&str, libc::clockid_t)] = &[
 pub(crate) const INSTANT_CLOCK: &str = "CLOCK_UPTIME_RAW";
 
 /// dyld's insert variable (`dyld(1)`: "a colon separated list of dynamic
-/// libraries to load before the ones specified in the program"), and the file
-/// name cargo gives the injector cdylib. System Integrity Protection strips
+/// libraries to load before the ones specified in the program"), and the
+/// suffix of a shared library's file name. System Integrity Protection strips
 /// `DYLD_*` from protected binaries (those under /usr/bin, /bin), so the host
 /// must be the test binary itself, not a shell that runs it.
 ///
 /// # References
 /// - `man 1 dyld` (DYLD_INSERT_LIBRARIES)
 /// - <https://developer.apple.com/library/archive/documentation/Security/Conceptual/System_Integrity_Protection_Guide/RuntimeProtections/RuntimeProtections.html>
-pub(crate) const PRELOAD: Option<(&str, &str)> =
-    Some(("DYLD_INSERT_LIBRARIES", "libfdwindow_inject.dylib"));
+pub(crate) const PRELOAD: Option<(&str, &str)> = Some(("DYLD_INSERT_LIBRARIES", "dylib"));
 /// macOS has no `close_range(2)`.
 pub(crate) fn close_range_from(_first: std::os::fd::RawFd) -> std::io::Result<()> {
     Err(std::io::Error::new(
