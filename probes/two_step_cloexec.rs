@@ -90,6 +90,13 @@ static PROBE: Probe = Probe {
             trial: spawn_cloexec_default,
         },
         Arm {
+            id: "fix-spawn",
+            role: Mitigation,
+            about: "Two-step creation; the child is spawned by fdwindow::fix::spawn (Linux: close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) in pre_exec, 5.11+, else a /proc/self/fd walk; macOS: posix_spawn with POSIX_SPAWN_CLOEXEC_DEFAULT).",
+            windows: &[Inherited],
+            trial: fix_spawn,
+        },
+        Arm {
             id: "std-socket",
             role: Mitigation,
             about: "std's TcpListener::bind(127.0.0.1:0) raced against spawns: does std's socket creation leak here?",
@@ -215,6 +222,10 @@ fn spawn_cloexec_default(t: &mut Trial<'_>) -> Result<bool, Fault> {
         SpawnHow::CloexecDefault,
         false,
     )
+}
+
+fn fix_spawn(t: &mut Trial<'_>) -> Result<bool, Fault> {
+    arm_trial(t, "fix-spawn", Flag::TwoStep, SpawnHow::Fix, false)
 }
 
 fn std_socket(t: &mut Trial<'_>) -> Result<bool, Fault> {

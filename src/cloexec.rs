@@ -282,6 +282,10 @@ pub enum SpawnHow {
     ClosefromFileAction,
     /// `posix_spawn` with `POSIX_SPAWN_CLOEXEC_DEFAULT` (macOS).
     CloexecDefault,
+    /// [`crate::fix::spawn`], the helper users call instead of
+    /// `Command::spawn` (close_range with `CLOSE_RANGE_CLOEXEC` on Linux,
+    /// `POSIX_SPAWN_CLOEXEC_DEFAULT` on macOS).
+    Fix,
 }
 
 /// `/bin/cat` on two pipes, exec'd and alive until released: every descriptor
@@ -293,6 +297,8 @@ pub struct Holder {
     stdout: File,
     /// Set when std spawned it (std then reaps it); else reaped by waitpid.
     child: Option<Child>,
+    /// Set when [`crate::fix::spawn`] spawned it (it reaps it).
+    fix_child: Option<crate::fix::spawn::Child>,
     reaped: bool,
 }
 
@@ -317,10 +323,28 @@ impl Holder {
                     stdin: child.stdin.take().map(|s| File::from(OwnedFd::from(s))),
                     stdout: File::from(OwnedFd::from(child.stdout.take().expect("piped"))),
                     child: Some(child),
+                    fix_child: None,
                     reaped: false,
                 }
             }
             SpawnHow::ClosefromFileAction | SpawnHow::CloexecDefault => raw_spawn(how)?,
+            SpawnHow::Fix => {
+                use crate::fix::spawn::{Command as FixCommand, Stdio as FixStdio};
+                let mut child = FixCommand::new(CAT_PROGRAM)
+                    .env_clear()
+                    .stdin(FixStdio::Piped)
+                    .stdout(FixStdio::Piped)
+                    .stderr(FixStdio::Null)
+                    .spawn()?;
+                Holder {
+                    pid: child.id() as libc::pid_t,
+                    stdin: child.stdin.take().map(|s| File::from(OwnedFd::from(s))),
+                    stdout: File::from(OwnedFd::from(child.stdout.take().expect("piped"))),
+                    child: None,
+                    fix_child: Some(child),
+                    reaped: false,
+                }
+            }
         };
         holder
             .stdin
@@ -359,6 +383,10 @@ impl Holder {
     fn reap(&mut self) -> io::Result<libc::c_int> {
         self.reaped = true;
         if let Some(child) = self.child.as_mut() {
+            let status = child.wait()?;
+            return Ok(if status.success() { 0 } else { 1 });
+        }
+        if let Some(child) = self.fix_child.as_mut() {
             let status = child.wait()?;
             return Ok(if status.success() { 0 } else { 1 });
         }
@@ -505,6 +533,7 @@ fn raw_spawn(how: SpawnHow) -> io::Result<Holder> {
         stdin: Some(File::from(OwnedFd::from(in_w))),
         stdout: File::from(OwnedFd::from(out_r)),
         child: None,
+        fix_child: None,
         reaped: false,
     })
 }

@@ -27,7 +27,12 @@ mod linux {
         r.validate().unwrap();
         let w = Window::Inherited;
         assert_eq!(verdict(&r, "two-step", w), Verdict::Present);
-        for fix in ["atomic-flag", "spawn-lock", "close-range-in-child"] {
+        for fix in [
+            "atomic-flag",
+            "spawn-lock",
+            "close-range-in-child",
+            "fix-spawn",
+        ] {
             assert_eq!(verdict(&r, fix, w), Verdict::Valid, "{fix}");
         }
         let closefrom = if fdwindow::cloexec::has_addclosefrom_np() {

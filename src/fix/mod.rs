@@ -7,3 +7,4 @@
 pub mod listener;
 pub mod lock;
 pub mod scratch;
+pub mod spawn;

@@ -508,3 +508,197 @@ mod tests {
         assert_eq!(parse_proc_addr("XYZ:0001"), None);
     }
 }
+
+/// A child of `fix::spawn` on Linux: std's own.
+#[derive(Debug)]
+pub(crate) struct SpawnedProcess(std::process::Child);
+
+impl SpawnedProcess {
+    pub(crate) fn id(&self) -> u32 {
+        self.0.id()
+    }
+
+    pub(crate) fn kill(&mut self) -> io::Result<()> {
+        self.0.kill()
+    }
+
+    pub(crate) fn wait(&mut self) -> io::Result<std::process::ExitStatus> {
+        self.0.wait()
+    }
+
+    pub(crate) fn try_wait(&mut self) -> io::Result<Option<std::process::ExitStatus>> {
+        self.0.try_wait()
+    }
+}
+
+/// `fix::spawn` on Linux: std's `Command` with a `pre_exec` that gives every
+/// descriptor above stdio close-on-exec, then clears it on the kept ones.
+/// std's exec-error pipe is close-on-exec already, so it still reports a
+/// failed exec; the hook forces std's fork path (posix_spawn takes no hook).
+pub(crate) fn spawn_isolated(
+    cmd: &crate::fix::spawn::Command,
+    stdio: [crate::fix::spawn::Stdio; 3],
+) -> io::Result<crate::fix::spawn::Child> {
+    use crate::fix::spawn::Stdio;
+    use std::os::unix::process::CommandExt;
+    let mut std_cmd = std::process::Command::new(&cmd.program);
+    std_cmd.args(&cmd.args);
+    if cmd.env_clear {
+        std_cmd.env_clear();
+    }
+    for (key, value) in &cmd.env {
+        match value {
+            Some(v) => std_cmd.env(key, v),
+            None => std_cmd.env_remove(key),
+        };
+    }
+    if let Some(dir) = &cmd.cwd {
+        std_cmd.current_dir(dir);
+    }
+    let std_stdio = |how: Stdio| match how {
+        Stdio::Inherit => std::process::Stdio::inherit(),
+        Stdio::Null => std::process::Stdio::null(),
+        Stdio::Piped => std::process::Stdio::piped(),
+    };
+    std_cmd
+        .stdin(std_stdio(stdio[0]))
+        .stdout(std_stdio(stdio[1]))
+        .stderr(std_stdio(stdio[2]));
+    // Moved into the hook, which only reads it: no allocation in the child.
+    let keep = cmd.keep.clone();
+    let walk = cmd.walk_fds;
+    let hook = move || {
+        cloexec_above_stdio(walk)?;
+        keep.iter().try_for_each(|&fd| set_fd_flags(fd, 0))
+    };
+    // SAFETY: the hook makes only async-signal-safe calls (close_range,
+    // open, getdents64, fcntl, close: signal-safety(7)), allocates nothing,
+    // takes no lock and cannot panic (every index is checked).
+    unsafe { std_cmd.pre_exec(hook) };
+    let mut child = std_cmd.spawn()?;
+    Ok(crate::fix::spawn::Child {
+        stdin: child.stdin.take(),
+        stdout: child.stdout.take(),
+        stderr: child.stderr.take(),
+        process: SpawnedProcess(child),
+    })
+}
+
+/// `fcntl(fd, F_SETFD, flags)`; async-signal-safe.
+fn set_fd_flags(fd: RawFd, flags: libc::c_int) -> io::Result<()> {
+    // SAFETY: F_SETFD changes only the descriptor's flags; a bad number is EBADF.
+    if unsafe { libc::fcntl(fd, libc::F_SETFD, flags) } == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Gives every descriptor from 3 up close-on-exec, in a child before exec:
+/// `close_range(3, ~0U, CLOSE_RANGE_CLOEXEC)` (Linux 5.11), or when that is
+/// missing (`ENOSYS` before 5.9, `EINVAL` for the flag on 5.9–5.10), or
+/// `walk` asks for it, [`cloexec_by_walk`].
+///
+/// # References
+/// - <https://man7.org/linux/man-pages/man2/close_range.2.html>
+fn cloexec_above_stdio(walk: bool) -> io::Result<()> {
+    if !walk {
+        // SAFETY: one raw syscall that only sets descriptor flags.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_close_range,
+                3 as libc::c_uint,
+                libc::c_uint::MAX,
+                libc::CLOSE_RANGE_CLOEXEC,
+            )
+        };
+        if rc == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if !matches!(e.raw_os_error(), Some(libc::ENOSYS | libc::EINVAL)) {
+            return Err(e);
+        }
+    }
+    cloexec_by_walk()
+}
+
+/// A buffer for `getdents64(2)` records, on the stack, aligned as they are.
+#[repr(C, align(8))]
+struct DirentBuf([u8; 2048]);
+
+/// Sets `FD_CLOEXEC` on every *open* descriptor from 3 up, found by reading
+/// `/proc/self/fd` with raw `getdents64(2)` into a stack buffer: open, read,
+/// fcntl and close are async-signal-safe and nothing allocates, so this may
+/// run between fork and exec. It visits only what is open, never every number
+/// up to `RLIMIT_NOFILE`.
+///
+/// # References
+/// - <https://man7.org/linux/man-pages/man2/getdents.2.html> (`linux_dirent64`)
+/// - <https://man7.org/linux/man-pages/man5/proc_pid_fd.5.html>
+fn cloexec_by_walk() -> io::Result<()> {
+    // SAFETY: opens a NUL-terminated literal path.
+    let dir = unsafe {
+        libc::open(
+            c"/proc/self/fd".as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    };
+    if dir < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let result = walk_dir_fds(dir);
+    // SAFETY: closes the directory descriptor opened above.
+    unsafe { libc::close(dir) };
+    result
+}
+
+fn walk_dir_fds(dir: RawFd) -> io::Result<()> {
+    // Offsets in linux_dirent64: d_ino u64, d_off i64, d_reclen u16, d_type u8, d_name.
+    const RECLEN: usize = 16;
+    const NAME: usize = 19;
+    let mut buf = DirentBuf([0; 2048]);
+    loop {
+        // SAFETY: the kernel writes at most buf's length into buf.
+        let n =
+            unsafe { libc::syscall(libc::SYS_getdents64, dir, buf.0.as_mut_ptr(), buf.0.len()) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        let filled = buf.0.get(..n as usize).unwrap_or(&[]);
+        let mut off = 0;
+        while let Some(record) = filled.get(off..) {
+            let (Some(&lo), Some(&hi)) = (record.get(RECLEN), record.get(RECLEN + 1)) else {
+                break;
+            };
+            let reclen = u16::from_ne_bytes([lo, hi]) as usize;
+            if reclen <= NAME || reclen > record.len() {
+                return Err(io::Error::from_raw_os_error(libc::EIO));
+            }
+            if let Some(fd) = record.get(NAME..reclen).and_then(parse_fd)
+                && fd > 2
+                && fd != dir
+            {
+                set_fd_flags(fd, libc::FD_CLOEXEC)?;
+            }
+            off += reclen;
+        }
+    }
+}
+
+/// The descriptor number a `/proc/self/fd` entry names (digits up to the NUL);
+/// `None` for `.` and `..`.
+fn parse_fd(name: &[u8]) -> Option<RawFd> {
+    let mut fd: RawFd = 0;
+    let mut digits = 0;
+    for &b in name.iter().take_while(|&&b| b != 0) {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        fd = fd.checked_mul(10)?.checked_add(RawFd::from(b - b'0'))?;
+        digits += 1;
+    }
+    (digits > 0).then_some(fd)
+}

@@ -226,3 +226,318 @@ pub(crate) fn addclosefrom(
 pub(crate) fn spawn_cloexec_default_flag() -> std::io::Result<libc::c_short> {
     Ok(libc::POSIX_SPAWN_CLOEXEC_DEFAULT as libc::c_short)
 }
+
+/// A child of `fix::spawn` on macOS: its pid, and its status once reaped.
+#[derive(Debug)]
+pub(crate) struct SpawnedProcess {
+    pid: libc::pid_t,
+    status: Option<std::process::ExitStatus>,
+}
+
+impl SpawnedProcess {
+    pub(crate) fn id(&self) -> u32 {
+        self.pid as u32
+    }
+
+    /// SIGKILL; a child already reaped is left alone (its pid may be reused).
+    pub(crate) fn kill(&mut self) -> io::Result<()> {
+        if self.status.is_some() {
+            return Ok(());
+        }
+        // SAFETY: signals our own child, not yet reaped, so its pid is still ours.
+        if unsafe { libc::kill(self.pid, libc::SIGKILL) } == -1 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    pub(crate) fn wait(&mut self) -> io::Result<std::process::ExitStatus> {
+        loop {
+            if let Some(status) = self.try_reap(0)? {
+                return Ok(status);
+            }
+        }
+    }
+
+    pub(crate) fn try_wait(&mut self) -> io::Result<Option<std::process::ExitStatus>> {
+        self.try_reap(libc::WNOHANG)
+    }
+
+    /// One `waitpid`; `None` when WNOHANG found it running or a signal
+    /// interrupted the wait.
+    fn try_reap(&mut self, options: libc::c_int) -> io::Result<Option<std::process::ExitStatus>> {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(status) = self.status {
+            return Ok(Some(status));
+        }
+        let mut raw = 0;
+        // SAFETY: waits for our own child; raw is a valid int to write to.
+        let rc = unsafe { libc::waitpid(self.pid, &mut raw, options) };
+        if rc == -1 {
+            let e = io::Error::last_os_error();
+            return if e.kind() == io::ErrorKind::Interrupted {
+                Ok(None)
+            } else {
+                Err(e)
+            };
+        }
+        if rc == 0 {
+            return Ok(None);
+        }
+        let status = std::process::ExitStatus::from_raw(raw);
+        self.status = Some(status);
+        Ok(Some(status))
+    }
+}
+
+unsafe extern "C" {
+    /// Apple's `posix_spawn_file_actions_addinherit_np(3)` (macOS 10.7): the
+    /// descriptor survives `POSIX_SPAWN_CLOEXEC_DEFAULT`. Not in the libc crate.
+    fn posix_spawn_file_actions_addinherit_np(
+        actions: *mut libc::posix_spawn_file_actions_t,
+        fd: libc::c_int,
+    ) -> libc::c_int;
+}
+
+/// posix_spawn's file actions and attributes, destroyed on every path out.
+struct SpawnSetup {
+    actions: libc::posix_spawn_file_actions_t,
+    attr: libc::posix_spawnattr_t,
+}
+
+impl SpawnSetup {
+    fn new() -> io::Result<SpawnSetup> {
+        // Both types are pointers on macOS, set by their init calls.
+        let mut setup = SpawnSetup {
+            actions: std::ptr::null_mut(),
+            attr: std::ptr::null_mut(),
+        };
+        // SAFETY: initialises the actions object in place.
+        errno(
+            unsafe { libc::posix_spawn_file_actions_init(&mut setup.actions) },
+            "posix_spawn_file_actions_init",
+        )?;
+        // SAFETY: initialises the attributes object in place.
+        if let Err(e) = errno(
+            unsafe { libc::posix_spawnattr_init(&mut setup.attr) },
+            "posix_spawnattr_init",
+        ) {
+            // SAFETY: initialised just above, destroyed once.
+            unsafe { libc::posix_spawn_file_actions_destroy(&mut setup.actions) };
+            return Err(e);
+        }
+        Ok(setup)
+    }
+}
+
+impl Drop for SpawnSetup {
+    fn drop(&mut self) {
+        // SAFETY: initialised in new, destroyed once.
+        unsafe { libc::posix_spawn_file_actions_destroy(&mut self.actions) };
+        // SAFETY: initialised in new, destroyed once.
+        unsafe { libc::posix_spawnattr_destroy(&mut self.attr) };
+    }
+}
+
+fn errno(rc: libc::c_int, what: &str) -> io::Result<()> {
+    if rc == 0 {
+        return Ok(());
+    }
+    let e = io::Error::from_raw_os_error(rc);
+    Err(io::Error::new(e.kind(), format!("{what}: {e}")))
+}
+
+fn c_string(s: &std::ffi::OsStr) -> io::Result<std::ffi::CString> {
+    use std::os::unix::ffi::OsStrExt;
+    std::ffi::CString::new(s.as_bytes()).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{s:?} holds a NUL byte"),
+        )
+    })
+}
+
+/// `fix::spawn` on macOS: the helper's own `posix_spawn` with
+/// `POSIX_SPAWN_CLOEXEC_DEFAULT`, so the kernel closes at exec every
+/// descriptor that no file action names; stdio and the kept descriptors are
+/// named with `posix_spawn_file_actions_addinherit_np` (or set up by
+/// `adddup2`/`addopen`). The signal mask is emptied and SIGPIPE reset to its
+/// default, as std does for its children.
+///
+/// # References
+/// - Apple, `man 3 posix_spawnattr_setflags` (`POSIX_SPAWN_CLOEXEC_DEFAULT`)
+/// - <https://pubs.opengroup.org/onlinepubs/9799919799/functions/posix_spawn.html>
+pub(crate) fn spawn_isolated(
+    cmd: &crate::fix::spawn::Command,
+    stdio: [crate::fix::spawn::Stdio; 3],
+) -> io::Result<crate::fix::spawn::Child> {
+    use crate::fix::spawn::Stdio;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::ffi::OsStrExt;
+
+    // Everything the spawn reads is prepared first.
+    let program = c_string(&cmd.program)?;
+    let mut argv_owned = vec![program.clone()];
+    for a in &cmd.args {
+        argv_owned.push(c_string(a)?);
+    }
+    let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = if cmd.env_clear {
+        Vec::new()
+    } else {
+        std::env::vars_os().collect()
+    };
+    for (key, value) in &cmd.env {
+        env.retain(|(k, _)| k != key);
+        if let Some(v) = value {
+            env.push((key.clone(), v.clone()));
+        }
+    }
+    let mut envp_owned = Vec::with_capacity(env.len());
+    for (k, v) in &env {
+        let mut kv = k.clone();
+        kv.push("=");
+        kv.push(v);
+        envp_owned.push(c_string(&kv)?);
+    }
+    let argv: Vec<*mut libc::c_char> = argv_owned
+        .iter()
+        .map(|s| s.as_ptr().cast_mut())
+        .chain(std::iter::once(std::ptr::null_mut()))
+        .collect();
+    let envp: Vec<*mut libc::c_char> = envp_owned
+        .iter()
+        .map(|s| s.as_ptr().cast_mut())
+        .chain(std::iter::once(std::ptr::null_mut()))
+        .collect();
+    let cwd = cmd
+        .cwd
+        .as_deref()
+        .map(|d| c_string(d.as_os_str()))
+        .transpose()?;
+
+    let mut setup = SpawnSetup::new()?;
+    // Pipes for Piped: (the parent's end, the child's end).
+    let mut parent_ends: [Option<OwnedFd>; 3] = [None, None, None];
+    let mut child_ends: Vec<OwnedFd> = Vec::new();
+    for (fd, how) in stdio.iter().enumerate() {
+        let fd = fd as libc::c_int;
+        match how {
+            // SAFETY: adds an inherit action to the initialised actions object.
+            Stdio::Inherit => errno(
+                unsafe { posix_spawn_file_actions_addinherit_np(&mut setup.actions, fd) },
+                "posix_spawn_file_actions_addinherit_np",
+            )?,
+            Stdio::Null => {
+                let mode = if fd == 0 {
+                    libc::O_RDONLY
+                } else {
+                    libc::O_WRONLY
+                };
+                // SAFETY: adds an open action; the path is a NUL-terminated literal.
+                errno(
+                    unsafe {
+                        libc::posix_spawn_file_actions_addopen(
+                            &mut setup.actions,
+                            fd,
+                            c"/dev/null".as_ptr(),
+                            mode,
+                            0,
+                        )
+                    },
+                    "posix_spawn_file_actions_addopen",
+                )?;
+            }
+            Stdio::Piped => {
+                // Two steps inside std on macOS (no pipe2); both ends end up close-on-exec.
+                let (reader, writer) = io::pipe()?;
+                let (parent, child): (OwnedFd, OwnedFd) = if fd == 0 {
+                    (writer.into(), reader.into())
+                } else {
+                    (reader.into(), writer.into())
+                };
+                // SAFETY: adds a dup2 action; the source stays open until the spawn returns.
+                errno(
+                    unsafe {
+                        libc::posix_spawn_file_actions_adddup2(
+                            &mut setup.actions,
+                            child.as_raw_fd(),
+                            fd,
+                        )
+                    },
+                    "posix_spawn_file_actions_adddup2",
+                )?;
+                parent_ends[fd as usize] = Some(parent);
+                child_ends.push(child);
+            }
+        }
+    }
+    for &fd in &cmd.keep {
+        // SAFETY: adds an inherit action to the initialised actions object.
+        errno(
+            unsafe { posix_spawn_file_actions_addinherit_np(&mut setup.actions, fd) },
+            "posix_spawn_file_actions_addinherit_np",
+        )?;
+    }
+    if let Some(dir) = &cwd {
+        // SAFETY: adds a chdir action (macOS 10.15); dir outlives the spawn.
+        errno(
+            unsafe { libc::posix_spawn_file_actions_addchdir_np(&mut setup.actions, dir.as_ptr()) },
+            "posix_spawn_file_actions_addchdir_np",
+        )?;
+    }
+    let mut empty: libc::sigset_t = 0;
+    // SAFETY: initialises a sigset_t this function owns.
+    unsafe { libc::sigemptyset(&mut empty) };
+    let mut pipe_only: libc::sigset_t = 0;
+    // SAFETY: initialises a sigset_t this function owns.
+    unsafe { libc::sigemptyset(&mut pipe_only) };
+    // SAFETY: adds a valid signal number to the set.
+    unsafe { libc::sigaddset(&mut pipe_only, libc::SIGPIPE) };
+    // SAFETY: copies the set into the initialised attributes object.
+    errno(
+        unsafe { libc::posix_spawnattr_setsigmask(&mut setup.attr, &empty) },
+        "posix_spawnattr_setsigmask",
+    )?;
+    // SAFETY: copies the set into the initialised attributes object.
+    errno(
+        unsafe { libc::posix_spawnattr_setsigdefault(&mut setup.attr, &pipe_only) },
+        "posix_spawnattr_setsigdefault",
+    )?;
+    let flags = libc::POSIX_SPAWN_CLOEXEC_DEFAULT
+        | libc::POSIX_SPAWN_SETSIGMASK
+        | libc::POSIX_SPAWN_SETSIGDEF;
+    // SAFETY: sets flags on the initialised attributes object.
+    errno(
+        unsafe { libc::posix_spawnattr_setflags(&mut setup.attr, flags as libc::c_short) },
+        "posix_spawnattr_setflags(POSIX_SPAWN_CLOEXEC_DEFAULT)",
+    )?;
+    let mut pid: libc::pid_t = 0;
+    let spawn = if cmd.program.as_bytes().contains(&b'/') {
+        libc::posix_spawn
+    } else {
+        libc::posix_spawnp
+    };
+    // SAFETY: every pointer is valid for the call; argv and envp are
+    // NULL-terminated arrays of NUL-terminated strings that outlive it.
+    let rc = unsafe {
+        spawn(
+            &mut pid,
+            program.as_ptr(),
+            &setup.actions,
+            &setup.attr,
+            argv.as_ptr(),
+            envp.as_ptr(),
+        )
+    };
+    drop(child_ends);
+    if rc != 0 {
+        return Err(io::Error::from_raw_os_error(rc));
+    }
+    let [stdin, stdout, stderr] = parent_ends;
+    Ok(crate::fix::spawn::Child {
+        stdin: stdin.map(std::process::ChildStdin::from),
+        stdout: stdout.map(std::process::ChildStdout::from),
+        stderr: stderr.map(std::process::ChildStderr::from),
+        process: SpawnedProcess { pid, status: None },
+    })
+}
