@@ -56,12 +56,8 @@ fn socket_without_cloexec() -> std::io::Result<OwnedFd> {
 }
 
 /// `fcntl(F_SETFD, FD_CLOEXEC)`: the second step.
-fn set_cloexec(fd: RawFd) -> std::io::Result<()> {
-    // SAFETY: F_SETFD changes only the flags of a descriptor we own.
-    if unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) } == -1 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
+fn set_cloexec(fd: &OwnedFd) -> std::io::Result<()> {
+    Ok(rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::CLOEXEC)?)
 }
 
 fn main() -> ExitCode {
@@ -117,7 +113,7 @@ fn run(naive: bool) -> std::io::Result<ExitCode> {
         // Parked between the two steps until the child has been spawned (or
         // the main thread gave up: the channel closed).
         let _ = spawned_rx.recv();
-        set_cloexec(sock.as_raw_fd())
+        set_cloexec(&sock)
         // The socket closes here; a child that inherited it keeps its copy.
     });
     let (fd, dev, ino) = made_rx

@@ -457,9 +457,7 @@ fn per_call_table(scratch: &Scratch, _: Settings) -> Vec<Table> {
             let here =
                 match Maker::new(call, &scratch.fresh("sock")).and_then(|m| m.make(Flag::Atomic)) {
                     Ok(made) => match made.raw_fds().iter().all(|&fd| {
-                        // SAFETY: F_GETFD on a descriptor `made` owns.
-                        let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
-                        flags >= 0 && flags & libc::FD_CLOEXEC != 0
+                        fdwindow::cloexec::fd_flags(fd).is_some_and(|f| f & libc::FD_CLOEXEC != 0)
                     }) {
                         true => "yes".to_owned(),
                         false => "broken: made without FD_CLOEXEC".to_owned(),

@@ -200,8 +200,7 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
     let started = Instant::now();
     let total = args.runs;
     let budget = args.duration;
-    // SAFETY: isatty only inspects descriptor 2.
-    let tty = unsafe { libc::isatty(2) } == 1;
+    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let (mut alone, mut pressured) = (Arm::default(), Arm::default());
     eprintln!(
         "fdwindow stress: {} {} with pressure {spec}",

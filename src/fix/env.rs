@@ -131,40 +131,44 @@ impl Drop for EnvGuard {
 mod tests {
     use super::*;
 
+    /// Sets (`Some`) or removes (`None`) under `g`.
+    fn change(g: &mut EnvGuard, key: &str, value: Option<&str>) {
+        match value {
+            // SAFETY: this crate's tests touch the environment only through this guard.
+            Some(v) => unsafe { g.set(key, v) },
+            // SAFETY: as above.
+            None => unsafe { g.remove(key) },
+        }
+    }
+
     #[test]
     fn changes_are_undone_on_drop_and_on_panic() {
         const A: &str = "FDWINDOW_ENV_TEST_A";
         const B: &str = "FDWINDOW_ENV_TEST_B";
         {
             let mut g = lock();
-            // SAFETY: this crate's tests touch the environment only through this guard.
-            unsafe { g.set(A, "before") };
+            change(&mut g, A, Some("before"));
             g.saved.clear(); // make "before" the baseline
         }
         {
             let mut g = lock();
-            // SAFETY: as above.
-            unsafe { g.set(A, "one") };
-            // SAFETY: as above.
-            unsafe { g.set(A, "two") };
-            // SAFETY: as above.
-            unsafe { g.set(B, "new") };
+            change(&mut g, A, Some("one"));
+            change(&mut g, A, Some("two"));
+            change(&mut g, B, Some("new"));
             assert_eq!(g.get(A).as_deref(), Some(OsStr::new("two")));
         }
         assert_eq!(get(A).as_deref(), Some(OsStr::new("before")));
         assert_eq!(get(B), None);
         let panicked = std::panic::catch_unwind(|| {
             let mut g = lock();
-            // SAFETY: as above.
-            unsafe { g.remove(A) };
+            change(&mut g, A, None);
             panic!("a test fails while holding the guard");
         });
         assert!(panicked.is_err());
         // Restored by the unwinding drop, and the guard is usable again.
         assert_eq!(get(A).as_deref(), Some(OsStr::new("before")));
         let mut g = lock();
-        // SAFETY: as above.
-        unsafe { g.remove(A) };
+        change(&mut g, A, None);
         g.saved.clear(); // leave A removed
     }
 
@@ -179,8 +183,7 @@ mod tests {
         });
         rx.recv().unwrap();
         let mut g = g;
-        // SAFETY: as above.
-        unsafe { g.set(K, "set-while-held") };
+        change(&mut g, K, Some("set-while-held"));
         // Whatever the reader saw, it never saw the value mid-change: it either
         // ran before the lock (impossible: we held it first) or after the drop.
         drop(g);

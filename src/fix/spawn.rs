@@ -17,9 +17,7 @@
 //! // A descriptor without close-on-exec (as macOS's two-step socket has
 //! // between its two calls): std's Command::spawn would pass it on.
 //! let leaky = std::fs::File::open("/dev/null")?;
-//! use std::os::fd::AsRawFd;
-//! // SAFETY: clears the flag on a descriptor this test owns.
-//! assert_eq!(unsafe { libc::fcntl(leaky.as_raw_fd(), libc::F_SETFD, 0) }, 0);
+//! rustix::io::fcntl_setfd(&leaky, rustix::io::FdFlags::empty())?;
 //! let mut child = Command::new("/bin/sh")
 //!     .args(["-c", "exec ls /dev/fd/"])
 //!     .stdout(Stdio::Piped)
@@ -307,8 +305,7 @@ mod tests {
     /// A descriptor without close-on-exec: what std's spawn would pass on.
     fn inheritable() -> OwnedFd {
         let f = std::fs::File::open("/dev/null").unwrap();
-        // SAFETY: clears the flag on a descriptor this test owns.
-        assert_eq!(unsafe { libc::fcntl(f.as_raw_fd(), libc::F_SETFD, 0) }, 0);
+        rustix::io::fcntl_setfd(&f, rustix::io::FdFlags::empty()).unwrap();
         f.into()
     }
 

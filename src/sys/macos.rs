@@ -112,9 +112,13 @@ pub(crate) fn pipe2_cloexec() -> Result<io::Result<(OwnedFd, OwnedFd)>, &'static
 /// works for the caller's own children).
 pub(crate) fn process_fds(pid: libc::pid_t) -> io::Result<Vec<RawFd>> {
     let size = std::mem::size_of::<libc::proc_fdinfo>();
-    let mut buf: Vec<libc::proc_fdinfo> = Vec::with_capacity(64);
+    let blank = libc::proc_fdinfo {
+        proc_fd: 0,
+        proc_fdtype: 0,
+    };
+    let mut buf: Vec<libc::proc_fdinfo> = vec![blank; 64];
     loop {
-        let bytes = (buf.capacity() * size).min(i32::MAX as usize) as libc::c_int;
+        let bytes = (buf.len() * size).min(i32::MAX as usize) as libc::c_int;
         // SAFETY: buf has room for `bytes` bytes; proc_pidinfo writes at most that.
         let n = unsafe {
             libc::proc_pidinfo(
@@ -130,13 +134,12 @@ pub(crate) fn process_fds(pid: libc::pid_t) -> io::Result<Vec<RawFd>> {
         }
         // A full buffer may have cut the list short: grow and ask again.
         if n < bytes {
-            // SAFETY: proc_pidinfo initialised n bytes of whole records.
-            unsafe { buf.set_len(n as usize / size) };
+            buf.truncate(n as usize / size);
             let mut fds: Vec<RawFd> = buf.iter().map(|i| i.proc_fd).collect();
             fds.sort_unstable();
             return Ok(fds);
         }
-        buf.reserve(buf.capacity() * 2);
+        buf.resize(buf.len() * 2, blank);
     }
 }
 
@@ -244,49 +247,35 @@ impl SpawnedProcess {
         if self.status.is_some() {
             return Ok(());
         }
-        // SAFETY: signals our own child, not yet reaped, so its pid is still ours.
-        if unsafe { libc::kill(self.pid, libc::SIGKILL) } == -1 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
+        super::kill_pid(self.pid)
     }
 
     pub(crate) fn wait(&mut self) -> io::Result<std::process::ExitStatus> {
-        loop {
-            if let Some(status) = self.try_reap(0)? {
-                return Ok(status);
-            }
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(status) = self.status {
+            return Ok(status);
         }
+        let status = std::process::ExitStatus::from_raw(super::wait_pid(self.pid)?);
+        self.status = Some(status);
+        Ok(status)
     }
 
     pub(crate) fn try_wait(&mut self) -> io::Result<Option<std::process::ExitStatus>> {
-        self.try_reap(libc::WNOHANG)
-    }
-
-    /// One `waitpid`; `None` when WNOHANG found it running or a signal
-    /// interrupted the wait.
-    fn try_reap(&mut self, options: libc::c_int) -> io::Result<Option<std::process::ExitStatus>> {
         use std::os::unix::process::ExitStatusExt;
         if let Some(status) = self.status {
             return Ok(Some(status));
         }
-        let mut raw = 0;
-        // SAFETY: waits for our own child; raw is a valid int to write to.
-        let rc = unsafe { libc::waitpid(self.pid, &mut raw, options) };
-        if rc == -1 {
-            let e = io::Error::last_os_error();
-            return if e.kind() == io::ErrorKind::Interrupted {
-                Ok(None)
-            } else {
-                Err(e)
-            };
+        let pid = rustix::process::Pid::from_raw(self.pid)
+            .ok_or_else(|| io::Error::from_raw_os_error(libc::ESRCH))?;
+        match rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::NOHANG) {
+            Ok(Some((_, raw))) => {
+                let status = std::process::ExitStatus::from_raw(raw.as_raw());
+                self.status = Some(status);
+                Ok(Some(status))
+            }
+            Ok(None) | Err(rustix::io::Errno::INTR) => Ok(None),
+            Err(e) => Err(e.into()),
         }
-        if rc == 0 {
-            return Ok(None);
-        }
-        let status = std::process::ExitStatus::from_raw(raw);
-        self.status = Some(status);
-        Ok(Some(status))
     }
 }
 
@@ -297,46 +286,6 @@ unsafe extern "C" {
         actions: *mut libc::posix_spawn_file_actions_t,
         fd: libc::c_int,
     ) -> libc::c_int;
-}
-
-/// posix_spawn's file actions and attributes, destroyed on every path out.
-struct SpawnSetup {
-    actions: libc::posix_spawn_file_actions_t,
-    attr: libc::posix_spawnattr_t,
-}
-
-impl SpawnSetup {
-    fn new() -> io::Result<SpawnSetup> {
-        // Both types are pointers on macOS, set by their init calls.
-        let mut setup = SpawnSetup {
-            actions: std::ptr::null_mut(),
-            attr: std::ptr::null_mut(),
-        };
-        // SAFETY: initialises the actions object in place.
-        errno(
-            unsafe { libc::posix_spawn_file_actions_init(&mut setup.actions) },
-            "posix_spawn_file_actions_init",
-        )?;
-        // SAFETY: initialises the attributes object in place.
-        if let Err(e) = errno(
-            unsafe { libc::posix_spawnattr_init(&mut setup.attr) },
-            "posix_spawnattr_init",
-        ) {
-            // SAFETY: initialised just above, destroyed once.
-            unsafe { libc::posix_spawn_file_actions_destroy(&mut setup.actions) };
-            return Err(e);
-        }
-        Ok(setup)
-    }
-}
-
-impl Drop for SpawnSetup {
-    fn drop(&mut self) {
-        // SAFETY: initialised in new, destroyed once.
-        unsafe { libc::posix_spawn_file_actions_destroy(&mut self.actions) };
-        // SAFETY: initialised in new, destroyed once.
-        unsafe { libc::posix_spawnattr_destroy(&mut self.attr) };
-    }
 }
 
 fn errno(rc: libc::c_int, what: &str) -> io::Result<()> {
@@ -355,6 +304,13 @@ fn c_string(s: &std::ffi::OsStr) -> io::Result<std::ffi::CString> {
             format!("{s:?} holds a NUL byte"),
         )
     })
+}
+
+/// `posix_spawn_file_actions_addinherit_np(fd)`.
+fn add_inherit(spawner: &mut super::Spawner, fd: RawFd) -> io::Result<()> {
+    // SAFETY: records an inherit action in the initialised actions object.
+    let rc = unsafe { posix_spawn_file_actions_addinherit_np(spawner.actions(), fd) };
+    errno(rc, "posix_spawn_file_actions_addinherit_np")
 }
 
 /// `fix::spawn` on macOS: the helper's own `posix_spawn` with
@@ -377,9 +333,9 @@ pub(crate) fn spawn_isolated(
 
     // Everything the spawn reads is prepared first.
     let program = c_string(&cmd.program)?;
-    let mut argv_owned = vec![program.clone()];
+    let mut argv = vec![program.clone()];
     for a in &cmd.args {
-        argv_owned.push(c_string(a)?);
+        argv.push(c_string(a)?);
     }
     let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = if cmd.env_clear {
         Vec::new()
@@ -392,60 +348,36 @@ pub(crate) fn spawn_isolated(
             env.push((key.clone(), v.clone()));
         }
     }
-    let mut envp_owned = Vec::with_capacity(env.len());
+    let mut envp = Vec::with_capacity(env.len());
     for (k, v) in &env {
         let mut kv = k.clone();
         kv.push("=");
         kv.push(v);
-        envp_owned.push(c_string(&kv)?);
+        envp.push(c_string(&kv)?);
     }
-    let argv: Vec<*mut libc::c_char> = argv_owned
-        .iter()
-        .map(|s| s.as_ptr().cast_mut())
-        .chain(std::iter::once(std::ptr::null_mut()))
-        .collect();
-    let envp: Vec<*mut libc::c_char> = envp_owned
-        .iter()
-        .map(|s| s.as_ptr().cast_mut())
-        .chain(std::iter::once(std::ptr::null_mut()))
-        .collect();
+    let (argv, envp) = (super::CStrArray::new(argv), super::CStrArray::new(envp));
     let cwd = cmd
         .cwd
         .as_deref()
         .map(|d| c_string(d.as_os_str()))
         .transpose()?;
 
-    let mut setup = SpawnSetup::new()?;
-    // Pipes for Piped: (the parent's end, the child's end).
+    let mut spawner = super::Spawner::new()?;
+    // Pipes for Piped: the parent's ends by stdio number; the child's ends
+    // stay open until the spawn returns.
     let mut parent_ends: [Option<OwnedFd>; 3] = [None, None, None];
     let mut child_ends: Vec<OwnedFd> = Vec::new();
     for (fd, how) in stdio.iter().enumerate() {
         let fd = fd as libc::c_int;
         match how {
-            // SAFETY: adds an inherit action to the initialised actions object.
-            Stdio::Inherit => errno(
-                unsafe { posix_spawn_file_actions_addinherit_np(&mut setup.actions, fd) },
-                "posix_spawn_file_actions_addinherit_np",
-            )?,
+            Stdio::Inherit => add_inherit(&mut spawner, fd)?,
             Stdio::Null => {
                 let mode = if fd == 0 {
                     libc::O_RDONLY
                 } else {
                     libc::O_WRONLY
                 };
-                // SAFETY: adds an open action; the path is a NUL-terminated literal.
-                errno(
-                    unsafe {
-                        libc::posix_spawn_file_actions_addopen(
-                            &mut setup.actions,
-                            fd,
-                            c"/dev/null".as_ptr(),
-                            mode,
-                            0,
-                        )
-                    },
-                    "posix_spawn_file_actions_addopen",
-                )?;
+                spawner.open(fd, c"/dev/null", mode)?;
             }
             Stdio::Piped => {
                 // Two steps inside std on macOS (no pipe2); both ends end up close-on-exec.
@@ -455,84 +387,35 @@ pub(crate) fn spawn_isolated(
                 } else {
                     (reader.into(), writer.into())
                 };
-                // SAFETY: adds a dup2 action; the source stays open until the spawn returns.
-                errno(
-                    unsafe {
-                        libc::posix_spawn_file_actions_adddup2(
-                            &mut setup.actions,
-                            child.as_raw_fd(),
-                            fd,
-                        )
-                    },
-                    "posix_spawn_file_actions_adddup2",
-                )?;
+                spawner.dup2(child.as_raw_fd(), fd)?;
                 parent_ends[fd as usize] = Some(parent);
                 child_ends.push(child);
             }
         }
     }
     for &fd in &cmd.keep {
-        // SAFETY: adds an inherit action to the initialised actions object.
-        errno(
-            unsafe { posix_spawn_file_actions_addinherit_np(&mut setup.actions, fd) },
-            "posix_spawn_file_actions_addinherit_np",
-        )?;
+        add_inherit(&mut spawner, fd)?;
     }
     if let Some(dir) = &cwd {
-        // SAFETY: adds a chdir action (macOS 10.15); dir outlives the spawn.
-        errno(
-            unsafe { libc::posix_spawn_file_actions_addchdir_np(&mut setup.actions, dir.as_ptr()) },
-            "posix_spawn_file_actions_addchdir_np",
-        )?;
+        // SAFETY: records a chdir action (macOS 10.15); dir outlives the spawn.
+        let rc =
+            unsafe { libc::posix_spawn_file_actions_addchdir_np(spawner.actions(), dir.as_ptr()) };
+        errno(rc, "posix_spawn_file_actions_addchdir_np")?;
     }
-    let mut empty: libc::sigset_t = 0;
-    // SAFETY: initialises a sigset_t this function owns.
-    unsafe { libc::sigemptyset(&mut empty) };
-    let mut pipe_only: libc::sigset_t = 0;
-    // SAFETY: initialises a sigset_t this function owns.
-    unsafe { libc::sigemptyset(&mut pipe_only) };
-    // SAFETY: adds a valid signal number to the set.
-    unsafe { libc::sigaddset(&mut pipe_only, libc::SIGPIPE) };
-    // SAFETY: copies the set into the initialised attributes object.
-    errno(
-        unsafe { libc::posix_spawnattr_setsigmask(&mut setup.attr, &empty) },
-        "posix_spawnattr_setsigmask",
-    )?;
-    // SAFETY: copies the set into the initialised attributes object.
-    errno(
-        unsafe { libc::posix_spawnattr_setsigdefault(&mut setup.attr, &pipe_only) },
-        "posix_spawnattr_setsigdefault",
-    )?;
+    // macOS's sigset_t is a bit mask (<sys/signal.h>: sigaddset sets bit signo-1).
+    let empty: libc::sigset_t = 0;
+    let pipe_only: libc::sigset_t = 1 << (libc::SIGPIPE - 1);
+    spawner.set_sigmask(&empty)?;
+    spawner.set_sigdefault(&pipe_only)?;
     let flags = libc::POSIX_SPAWN_CLOEXEC_DEFAULT
         | libc::POSIX_SPAWN_SETSIGMASK
         | libc::POSIX_SPAWN_SETSIGDEF;
-    // SAFETY: sets flags on the initialised attributes object.
-    errno(
-        unsafe { libc::posix_spawnattr_setflags(&mut setup.attr, flags as libc::c_short) },
-        "posix_spawnattr_setflags(POSIX_SPAWN_CLOEXEC_DEFAULT)",
-    )?;
-    let mut pid: libc::pid_t = 0;
-    let spawn = if cmd.program.as_bytes().contains(&b'/') {
-        libc::posix_spawn
-    } else {
-        libc::posix_spawnp
-    };
-    // SAFETY: every pointer is valid for the call; argv and envp are
-    // NULL-terminated arrays of NUL-terminated strings that outlive it.
-    let rc = unsafe {
-        spawn(
-            &mut pid,
-            program.as_ptr(),
-            &setup.actions,
-            &setup.attr,
-            argv.as_ptr(),
-            envp.as_ptr(),
-        )
-    };
+    spawner.set_flags(flags as libc::c_short)?;
+    let search = !cmd.program.as_bytes().contains(&b'/');
+    let spawned = spawner.spawn(&program, &argv, &envp, search);
     drop(child_ends);
-    if rc != 0 {
-        return Err(io::Error::from_raw_os_error(rc));
-    }
+    // ENOENT, EACCES…: the kind is the errno's, as std's failed exec.
+    let pid = spawned?;
     let [stdin, stdout, stderr] = parent_ends;
     Ok(crate::fix::spawn::Child {
         stdin: stdin.map(std::process::ChildStdin::from),
