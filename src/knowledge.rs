@@ -363,6 +363,17 @@ const LINUX: &[Claim] = &[
     Claim {
         os: "linux",
         hazard: "two-step-cloexec",
+        arm: "fix-spawn",
+        window: None,
+        verdict: Verdict::Valid,
+        or: None,
+        reason: "fdwindow::fix::spawn gives every descriptor above stdio close-on-exec in pre_exec (close_range with CLOSE_RANGE_CLOEXEC, or a /proc/self/fd walk), so the exec drops them",
+        refs: &[CLOSE_RANGE_MAN],
+        reported: false,
+    },
+    Claim {
+        os: "linux",
+        hazard: "two-step-cloexec",
         arm: "spawn-cloexec-default",
         window: None,
         verdict: Verdict::Unsupported,
