@@ -4,8 +4,10 @@
 //! Hazard `holder-scan`, arm `run-isolated` (window `fork-window`): a scan
 //! for "who holds this listener" counts a co-tenant test's pre-exec fork as a
 //! second holder; run isolated, the listener and the scan live in a process
-//! where no other thread spawns. `fdwindow verdict holder-scan run-isolated`
-//! gives the verdict on this machine (`valid` on Linux; the scan is Linux's
+//! where no other thread spawns. The matrix lists it as `avoids` (no trial can
+//! test it: the listener lives in a process where no thread spawns, so no
+//! copy exists to be counted); `fdwindow verdict holder-scan run-isolated`
+//! shows it, with the control `present` beside it (the scan is Linux's
 //! `/proc`). The helper is write-up 001's `run_isolated` (HACK-1347): the
 //! parent passes only if the child's exact `test NAME ... ok` line and
 //! `1 passed` appear, so a child that is missing, misspelled, filtered out or

@@ -97,6 +97,7 @@ pub struct Command {
     pub(crate) stdio: [Option<Stdio>; 3],
     pub(crate) keep: Vec<RawFd>,
     pub(crate) walk_fds: bool,
+    pub(crate) sham: bool,
 }
 
 impl Command {
@@ -111,6 +112,7 @@ impl Command {
             stdio: [None; 3],
             keep: Vec::new(),
             walk_fds: false,
+            sham: false,
         }
     }
 
@@ -191,6 +193,16 @@ impl Command {
     #[doc(hidden)]
     pub fn force_fd_walk(&mut self, walk: bool) -> &mut Command {
         self.walk_fds = walk;
+        self
+    }
+
+    /// The same spawn with the close-on-exec step switched off (Linux: the
+    /// `pre_exec` hook does nothing; macOS: no `POSIX_SPAWN_CLOEXEC_DEFAULT`):
+    /// the probe's sham, which must leak, so that the fix's 0 hits mean the
+    /// fix and not the spawn path. Never for real use.
+    #[doc(hidden)]
+    pub fn sham(&mut self, sham: bool) -> &mut Command {
+        self.sham = sham;
         self
     }
 

@@ -593,8 +593,11 @@ pub(crate) fn spawn_isolated(
         .stderr(std_stdio(stdio[2]));
     // Moved into the hook, which only reads it: no allocation in the child.
     let keep = cmd.keep.clone();
-    let walk = cmd.walk_fds;
+    let (walk, sham) = (cmd.walk_fds, cmd.sham);
     let hook = move || {
+        if sham {
+            return Ok(()); // the probe's sham: the same fork path, no fix
+        }
         cloexec_above_stdio(walk)?;
         keep.iter().try_for_each(|&fd| set_fd_flags(fd, 0))
     };

@@ -407,9 +407,13 @@ pub(crate) fn spawn_isolated(
     let pipe_only: libc::sigset_t = 1 << (libc::SIGPIPE - 1);
     spawner.set_sigmask(&empty)?;
     spawner.set_sigdefault(&pipe_only)?;
-    let flags = libc::POSIX_SPAWN_CLOEXEC_DEFAULT
-        | libc::POSIX_SPAWN_SETSIGMASK
-        | libc::POSIX_SPAWN_SETSIGDEF;
+    // The probe's sham switches off only the fix.
+    let fix = if cmd.sham {
+        0
+    } else {
+        libc::POSIX_SPAWN_CLOEXEC_DEFAULT
+    };
+    let flags = fix | libc::POSIX_SPAWN_SETSIGMASK | libc::POSIX_SPAWN_SETSIGDEF;
     spawner.set_flags(flags as libc::c_short)?;
     let search = !cmd.program.as_bytes().contains(&b'/');
     let spawned = spawner.spawn(&program, &argv, &envp, search);
