@@ -324,6 +324,9 @@ fn cpio_lists_the_initramfs_as_the_kernel_reads_it() {
         line("bin/sh")
     );
     assert!(line("opt/fdwindow/probe-flock-survival").starts_with("-rwxr-xr-x"));
+    for library in fdwindow::preload::Library::ALL {
+        line(&format!("opt/fdwindow/{}", library.file_name()));
+    }
     line("usr/bin/true");
     line("bin/cat");
     line("bin/busybox");

@@ -122,3 +122,33 @@ pub(crate) fn spawn_cloexec_default_flag() -> std::io::Result<libc::c_short> {
 /// No parent-death signal here: a VM of a killed `fdwindow vm` is left to its
 /// process group's fate (it is killed on every path `fdwindow` survives).
 pub(crate) fn die_with_parent(_cmd: &mut std::process::Command) {}
+
+/// Never made here: `spawn_isolated` is unsupported.
+#[derive(Debug)]
+pub(crate) enum SpawnedProcess {}
+
+impl SpawnedProcess {
+    pub(crate) fn id(&self) -> u32 {
+        match *self {}
+    }
+
+    pub(crate) fn kill(&mut self) -> std::io::Result<()> {
+        match *self {}
+    }
+
+    pub(crate) fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        match *self {}
+    }
+
+    pub(crate) fn try_wait(&mut self) -> std::io::Result<Option<std::process::ExitStatus>> {
+        match *self {}
+    }
+}
+
+/// Not wired up here: neither close_range nor POSIX_SPAWN_CLOEXEC_DEFAULT is known.
+pub(crate) fn spawn_isolated(
+    _cmd: &crate::fix::spawn::Command,
+    _stdio: [crate::fix::spawn::Stdio; 3],
+) -> std::io::Result<crate::fix::spawn::Child> {
+    Err(unsupported("fix::spawn"))
+}

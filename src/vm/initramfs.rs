@@ -119,10 +119,22 @@ impl Spec {
             let name = program.file_name().expect("a file").to_string_lossy();
             spec.file(&format!("{GUEST_BIN_DIR}/{name}"), program, 0o755, true);
         }
-        // TODO(issue 14): once src/preload.rs embeds the preload libraries,
-        // write each one's bytes here (Entry::Bytes) at the path the probes
-        // look them up, beside the probes in GUEST_BIN_DIR. No probe loads
-        // one today, so the guest lacks nothing yet.
+        // The preload libraries, written from the copies embedded in this
+        // fdwindow (src/preload.rs), beside the probes: no probe preloads one
+        // today, and the guest's own fdwindow carries the same bytes for
+        // `fdwindow stress`; a probe that does will find them here. A build
+        // without them (a stub) leaves them out.
+        for library in crate::preload::Library::ALL {
+            if let Ok(bytes) = library.bytes() {
+                spec.entries.insert(
+                    format!("{GUEST_BIN_DIR}/{}", library.file_name()),
+                    Entry::Bytes {
+                        data: bytes.to_vec(),
+                        mode: 0o755,
+                    },
+                );
+            }
+        }
         let busybox = ["/bin/busybox", "/usr/bin/busybox"]
             .iter()
             .map(PathBuf::from)
