@@ -32,6 +32,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use fdwindow::cloexec::{Call, Flag, Holder, Maker, SpawnHow, inheritable_fds};
+use fdwindow::errno::means_unsupported;
 use fdwindow::harness::{Arm, Context, Fault, Probe, Settings, Trial};
 use fdwindow::report::Table;
 use fdwindow::scratch::Scratch;
@@ -156,13 +157,11 @@ fn note(t: &mut Trial<'_>, arm: &'static str, call: &'static str, hit: bool) -> 
 }
 
 /// `ErrorKind::Unsupported` (the OS lacks the call) and ENOSYS/EINVAL/
-/// EOPNOTSUPP read as unsupported; anything else as broken.
+/// EOPNOTSUPP/ENOTSUP read as unsupported; anything else as broken.
 fn feature<T>(r: io::Result<T>, step: &str) -> Result<T, Fault> {
     match r {
-        Err(e) if e.kind() == io::ErrorKind::Unsupported => {
-            Err(Fault::Unsupported(format!("{step}: {e}")))
-        }
-        r => r.ctx_feature(step),
+        Err(e) if means_unsupported(&e) => Err(Fault::Unsupported(format!("{step}: {e}"))),
+        r => r.ctx(step),
     }
 }
 
@@ -453,11 +452,8 @@ fn per_call_table(scratch: &Scratch, _: Settings) -> Vec<Table> {
                         true => "yes".to_owned(),
                         false => "broken: made without FD_CLOEXEC".to_owned(),
                     },
-                    Err(e) if e.kind() == io::ErrorKind::Unsupported => format!("no: {e}"),
-                    Err(e) => match e.raw_os_error() {
-                        Some(libc::ENOSYS | libc::EINVAL | libc::EOPNOTSUPP) => format!("no: {e}"),
-                        _ => format!("broken: {e}"),
-                    },
+                    Err(e) if means_unsupported(&e) => format!("no: {e}"),
+                    Err(e) => format!("broken: {e}"),
                 };
             let std_arm = match call {
                 Call::Socket => Some("std-socket"),

@@ -140,10 +140,12 @@ impl Maker {
         let mut made = Made { fds: Vec::new() };
         let atomic = flag == Flag::Atomic;
         match self.call {
-            Call::Socket => made.fds.push(owned(unsafe {
+            Call::Socket => {
+                let ty = libc::SOCK_STREAM | sock_flag(atomic)?;
                 // SAFETY: plain socket(2).
-                libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | sock_flag(atomic)?, 0)
-            })?),
+                let rc = unsafe { libc::socket(libc::AF_UNIX, ty, 0) };
+                made.fds.push(owned(rc).map_err(|e| flag_unknown(e, atomic))?);
+            }
             Call::Socketpair => {
                 let mut fds = [-1; 2];
                 // SAFETY: fds has room for the pair.
@@ -155,7 +157,7 @@ impl Maker {
                         fds.as_mut_ptr(),
                     )
                 };
-                check_rc(rc)?;
+                check_rc(rc).map_err(|e| flag_unknown(e, atomic))?;
                 made.fds.extend([owned(fds[0])?, owned(fds[1])?]);
             }
             Call::Accept => {
@@ -233,6 +235,20 @@ fn sock_flag(atomic: bool) -> io::Result<libc::c_int> {
     }
 }
 
+/// A socket call made with the close-on-exec type flag that the kernel
+/// refused as unknown type bits (`EINVAL` on Linux, `EPROTONOSUPPORT` or
+/// `EPROTOTYPE` from xnu): the flag is absent here, reported as unsupported.
+fn flag_unknown(e: io::Error, atomic: bool) -> io::Error {
+    if atomic && crate::errno::means_flag_unknown(&e) {
+        io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!("the kernel refused the close-on-exec type flag: {e}"),
+        )
+    } else {
+        e
+    }
+}
+
 /// An error that says the OS lacks the call (`ErrorKind::Unsupported`).
 fn unsupported(reason: &str) -> io::Error {
     io::Error::new(io::ErrorKind::Unsupported, reason.to_owned())
@@ -307,6 +323,9 @@ impl Holder {
                     .stdout(Stdio::piped())
                     .stderr(Stdio::null());
                 if how == SpawnHow::CloseRangeInChild {
+                    // Support is decided here, in the parent: the child must
+                    // not be the place where a missing call is found out.
+                    sys::close_range_supported()?;
                     // SAFETY: close_range is one raw syscall; its error is an
                     // errno value: no allocation between fork and exec.
                     unsafe { cmd.pre_exec(|| sys::close_range_from(3)) };

@@ -203,9 +203,8 @@ impl Prepared {
             SpawnPath::PosixSpawn => Some(std_command(None)),
             SpawnPath::ForkExec => Some(std_command(Some(|| Ok(())))),
             SpawnPath::CloseRangeInChild => {
-                // Detect in the parent, where an error can be reported: a
-                // close_range over an empty range closes nothing.
-                sys::close_range_from(RawFd::MAX)?;
+                // Detect in the parent, where an error can be reported.
+                sys::close_range_supported()?;
                 Some(std_command(Some(|| sys::close_range_from(3))))
             }
             SpawnPath::Vfork

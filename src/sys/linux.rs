@@ -196,6 +196,12 @@ pub(crate) fn close_range_from(first: std::os::fd::RawFd) -> std::io::Result<()>
     }
 }
 
+/// Whether `close_range(2)` works here, decided in the parent: a call over
+/// an empty range (from the highest descriptor number) closes nothing.
+pub(crate) fn close_range_supported() -> std::io::Result<()> {
+    close_range_from(RawFd::MAX)
+}
+
 /// The descriptors `pid` has open, from `/proc/<pid>/fd` (proc(5)).
 pub(crate) fn process_fds(pid: libc::pid_t) -> io::Result<Vec<RawFd>> {
     let mut fds = Vec::new();

@@ -2,6 +2,9 @@
 //! here and nowhere else. Callers detect features at run time: a constant being
 //! defined here says the OS may have the call, not that this kernel does.
 
+// Pure helpers the OS files use, compiled everywhere so they are tested here.
+mod compat;
+
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]
