@@ -144,7 +144,8 @@ impl Maker {
                 let ty = libc::SOCK_STREAM | sock_flag(atomic)?;
                 // SAFETY: plain socket(2).
                 let rc = unsafe { libc::socket(libc::AF_UNIX, ty, 0) };
-                made.fds.push(owned(rc).map_err(|e| flag_unknown(e, atomic))?);
+                made.fds
+                    .push(owned(rc).map_err(|e| flag_unknown(e, atomic))?);
             }
             Call::Socketpair => {
                 let mut fds = [-1; 2];

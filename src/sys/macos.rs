@@ -90,8 +90,8 @@ pub(crate) fn os_release() -> Option<String> {
         set_version_compat(1);
     }
     let reported = reported?;
-    let darwin = sysctl_string(c"kern.osrelease")
-        .and_then(|r| r.split('.').next()?.parse::<u32>().ok());
+    let darwin =
+        sysctl_string(c"kern.osrelease").and_then(|r| r.split('.').next()?.parse::<u32>().ok());
     Some(super::compat::product_version(&reported, darwin))
 }
 
@@ -190,9 +190,10 @@ pub(crate) fn pipe2_cloexec() -> Result<io::Result<(OwnedFd, OwnedFd)>, &'static
     Ok(owned(fds[0]).and_then(|r| Ok((r, owned(fds[1])?))))
 }
 
-/// The descriptors `pid` has open: `proc_pidinfo(PROC_PIDLISTFDS)` (libproc;
-/// works for the caller's own children).
-pub(crate) fn process_fds(pid: libc::pid_t) -> io::Result<Vec<RawFd>> {
+/// The descriptors `pid` has open, with their types:
+/// `proc_pidinfo(PROC_PIDLISTFDS)` (libproc). It fails with `EPERM` for
+/// another user's process and `ESRCH` for one that has gone.
+fn fd_list(pid: libc::pid_t) -> io::Result<Vec<libc::proc_fdinfo>> {
     let size = std::mem::size_of::<libc::proc_fdinfo>();
     let mut buf: Vec<libc::proc_fdinfo> = Vec::with_capacity(64);
     loop {
@@ -214,12 +215,213 @@ pub(crate) fn process_fds(pid: libc::pid_t) -> io::Result<Vec<RawFd>> {
         if n < bytes {
             // SAFETY: proc_pidinfo initialised n bytes of whole records.
             unsafe { buf.set_len(n as usize / size) };
-            let mut fds: Vec<RawFd> = buf.iter().map(|i| i.proc_fd).collect();
-            fds.sort_unstable();
-            return Ok(fds);
+            return Ok(buf);
         }
         buf.reserve(buf.capacity() * 2);
     }
+}
+
+/// The descriptors `pid` has open: see [`fd_list`] (works for the caller's
+/// own children).
+pub(crate) fn process_fds(pid: libc::pid_t) -> io::Result<Vec<RawFd>> {
+    let mut fds: Vec<RawFd> = fd_list(pid)?.iter().map(|i| i.proc_fd).collect();
+    fds.sort_unstable();
+    Ok(fds)
+}
+
+/// `proc_pidfdinfo` flavors (xnu `bsd/sys/proc_info.h`; the libc crate
+/// does not export them).
+const PROC_PIDFDVNODEINFO: libc::c_int = 1;
+const PROC_PIDFDSOCKETINFO: libc::c_int = 3;
+
+/// `struct proc_fileinfo` (xnu `bsd/sys/proc_info.h`): what every
+/// `proc_pidfdinfo` answer starts with.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct ProcFileinfo {
+    fi_openflags: u32,
+    fi_status: u32,
+    fi_offset: libc::off_t,
+    fi_type: i32,
+    fi_guardflags: u32,
+}
+
+/// `struct vnode_fdinfo`: the file info, then the vnode's `vinfo_stat`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct VnodeFdinfo {
+    pfi: ProcFileinfo,
+    pvi: libc::vnode_info,
+}
+
+/// The head of `struct socket_fdinfo`: the file info, then `socket_info`'s
+/// first fields (`soi_stat`, then `soi_so`, the socket's opaque handle).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct SocketFdinfoHead {
+    pfi: ProcFileinfo,
+    soi_stat: libc::vinfo_stat,
+    soi_so: u64,
+}
+
+/// Room for any `proc_pidfdinfo` answer read here: the kernel refuses a
+/// buffer smaller than the whole structure (`ENOMEM`), and
+/// `struct socket_fdinfo` is well under 4 KiB.
+#[repr(C, align(8))]
+struct FdinfoBuf([u8; 4096]);
+
+/// `proc_pidfdinfo(pid, fd, flavor)`, read as `T` (a prefix of the answer).
+fn pidfdinfo<T: Copy>(pid: libc::pid_t, fd: RawFd, flavor: libc::c_int) -> io::Result<T> {
+    let mut buf = FdinfoBuf([0; 4096]);
+    // SAFETY: buf is writable for its whole length, which is what is passed.
+    let n = unsafe {
+        libc::proc_pidfdinfo(
+            pid,
+            fd,
+            flavor,
+            buf.0.as_mut_ptr().cast(),
+            buf.0.len() as libc::c_int,
+        )
+    };
+    if n <= 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if (n as usize) < std::mem::size_of::<T>() {
+        return Err(io::Error::other("proc_pidfdinfo answered short"));
+    }
+    // SAFETY: the kernel wrote at least size_of::<T>() bytes of a structure
+    // that begins with T's fields; T is plain old data.
+    Ok(unsafe { std::ptr::read_unaligned(buf.0.as_ptr().cast::<T>()) })
+}
+
+/// A file's identity as both `stat(2)` and libproc give it: `vst_dev` is
+/// 32 bits, so the device is compared in 32 bits.
+pub(crate) fn inode_object(dev: u64, ino: u64) -> crate::holders::Object {
+    crate::holders::Object::Inode {
+        dev: u64::from(dev as u32),
+        ino,
+    }
+}
+
+/// The object `fd` refers to: a file by device and inode; a socket by its
+/// handle, since xnu's `soo_stat` leaves a socket's `st_ino` zero.
+///
+/// # References
+/// - xnu `bsd/kern/sys_socket.c` (`soo_stat`), `bsd/kern/socket_info.c`
+///   (`fill_socketinfo`: `soi_so = VM_KERNEL_ADDRHASH(so)`)
+pub(crate) fn object_of(fd: RawFd) -> io::Result<crate::holders::Object> {
+    let st = super::fstat(fd)?;
+    if st.st_mode & libc::S_IFMT == libc::S_IFSOCK {
+        let me = std::process::id() as libc::pid_t;
+        let head: SocketFdinfoHead = pidfdinfo(me, fd, PROC_PIDFDSOCKETINFO)?;
+        return Ok(crate::holders::Object::Socket(head.soi_so));
+    }
+    Ok(inode_object(st.st_dev as u64, st.st_ino))
+}
+
+/// Every pid, from `proc_listallpids` (which answers a count of pids, 0 on
+/// failure: xnu `libsyscall/wrappers/libproc/libproc.c`).
+fn all_pids() -> io::Result<Vec<libc::pid_t>> {
+    let pids = list_pids(|buf, bytes| {
+        // SAFETY: buf has room for `bytes` bytes.
+        unsafe { libc::proc_listallpids(buf, bytes) }
+    })?;
+    // This process at least exists: an empty list is libproc's failure.
+    if pids.is_empty() {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(pids)
+}
+
+/// A libproc pid list, grown until it fits.
+fn list_pids(
+    call: impl Fn(*mut libc::c_void, libc::c_int) -> libc::c_int,
+) -> io::Result<Vec<libc::pid_t>> {
+    let mut cap = 1024usize;
+    loop {
+        let mut buf: Vec<libc::pid_t> = vec![0; cap];
+        let bytes = (cap * std::mem::size_of::<libc::pid_t>()) as libc::c_int;
+        let n = call(buf.as_mut_ptr().cast(), bytes);
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let n = n as usize;
+        if n < cap {
+            buf.truncate(n);
+            return Ok(buf);
+        }
+        cap *= 2;
+    }
+}
+
+/// The pids holding `object`: every process (`proc_listallpids`) whose
+/// descriptors of the matching type (`PROC_PIDLISTFDS`) include one that
+/// `proc_pidfdinfo` says is that object. Another user's processes answer
+/// `EPERM` and are skipped, as `lsof` skips them.
+///
+/// # References
+/// - xnu `bsd/kern/proc_info.c` (`proc_pidfdinfo`, `PROC_PIDLISTFDS`)
+pub(crate) fn holders_of_object(object: crate::holders::Object) -> io::Result<Vec<u32>> {
+    use crate::holders::Object;
+    let (fdtype, flavor) = match object {
+        Object::Inode { .. } => (libc::PROX_FDTYPE_VNODE, PROC_PIDFDVNODEINFO),
+        Object::Socket(_) => (libc::PROX_FDTYPE_SOCKET, PROC_PIDFDSOCKETINFO),
+    };
+    let matches = |pid: libc::pid_t, fd: RawFd| -> bool {
+        match object {
+            Object::Inode { dev, ino } => {
+                pidfdinfo::<VnodeFdinfo>(pid, fd, flavor).is_ok_and(|v| {
+                    u64::from(v.pvi.vi_stat.vst_dev) == dev && v.pvi.vi_stat.vst_ino == ino
+                })
+            }
+            Object::Socket(so) => {
+                pidfdinfo::<SocketFdinfoHead>(pid, fd, flavor).is_ok_and(|h| h.soi_so == so)
+            }
+        }
+    };
+    let mut holders = Vec::new();
+    for pid in all_pids()? {
+        let Ok(fds) = fd_list(pid) else {
+            continue;
+        };
+        let held = fds
+            .iter()
+            .filter(|f| f.proc_fdtype == fdtype as u32)
+            .any(|f| matches(pid, f.proc_fd));
+        if held {
+            holders.push(pid as u32);
+        }
+    }
+    Ok(holders)
+}
+
+/// The executable `pid` runs now: `proc_pidpath` (a fork that has not
+/// exec'd still answers its parent's, as it shares the text vnode).
+pub(crate) fn exe_of(pid: u32) -> io::Result<std::path::PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut buf = vec![0u8; libc::PROC_PIDPATHINFO_MAXSIZE as usize];
+    // SAFETY: buf is writable for the length passed.
+    let n = unsafe {
+        libc::proc_pidpath(
+            pid as libc::c_int,
+            buf.as_mut_ptr().cast(),
+            buf.len() as u32,
+        )
+    };
+    if n <= 0 {
+        return Err(io::Error::last_os_error());
+    }
+    buf.truncate(n as usize);
+    Ok(std::ffi::OsStr::from_bytes(&buf).into())
+}
+
+/// The live children of `parent`: `proc_listchildpids` (a count of pids).
+pub(crate) fn children_of(parent: u32) -> io::Result<Vec<u32>> {
+    let pids = list_pids(|buf, bytes| {
+        // SAFETY: buf has room for `bytes` bytes.
+        unsafe { libc::proc_listchildpids(parent as libc::pid_t, buf, bytes) }
+    })?;
+    Ok(pids.into_iter().map(|p| p as u32).collect())
 }
 
 /// The clocks `clock_gettime(3)` offers on macOS (10.12+), by name. Apple's
