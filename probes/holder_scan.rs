@@ -1,61 +1,88 @@
-//! Checks whether a scan for "who holds this listener" counts a pre-exec fork
-//! as a second holder, and whether filtering holders by executable hides it.
+//! Checks whether a scan for "who holds this listener" or "who still holds
+//! this file" counts a pre-exec fork as a holder, and whether filtering
+//! holders by executable hides it.
 //!
-//! Method: each trial binds a loopback listener, then:
+//! Method: each trial makes the object first (a loopback listener, or a file
+//! it writes, as a fixture does), then:
 //! 1. a helper thread forks a child that parks between fork and exec (as a
-//!    co-tenant test's `pre_exec` spawn does): it holds a copy of the listener
-//!    and still runs this executable;
-//! 2. the arm scans `/proc/*/fd` for processes holding the listener's inode,
-//!    the way its code does;
-//! 3. a hit is more than one holder left after the arm's filter. The number of
-//!    holders seen is tallied per trial.
+//!    co-tenant test's `pre_exec` spawn does): it holds a copy of every
+//!    descriptor and still runs this executable;
+//! 2. the file arms close their file (the fixture is done with it); the
+//!    listener arms keep the listener open;
+//! 3. the arm scans for the object's holders the way its code does: on Linux
+//!    `/proc/*/fd`, on macOS libproc (`fdwindow::holders`);
+//! 4. a hit is a holder the check must not see: a second holder of the
+//!    listener, any holder of the closed file. The holders seen and their
+//!    kinds (`fdwindow::holders::classify`) are tallied per trial.
 //!
 //! `run-isolated` models the fix write-up 001 shipped (HACK-1347: each exposed
 //! test re-runs alone in a child test process): this probe re-executes itself
 //! with a dedicated first argument, handled before anything else, and that
-//! process binds its own listener and scans once, while this one keeps its
-//! co-tenant fork parked. The isolated process has one thread and never
+//! process makes its own listener or file and scans once, while this one keeps
+//! its co-tenant fork parked. The isolated process has one thread and never
 //! spawns, so it cannot start loops of its own.
 
-use std::io;
+use std::fs::File;
+use std::io::Write;
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use fdwindow::child::HeldChild;
 use fdwindow::harness::{Arm, Context, Fault, Probe, Trial};
-use fdwindow::holders::{children_of, exe_of, holders_of};
+use fdwindow::holders::{
+    HolderKind, Object, kinds_summary, object_at, object_of, pending_forks, scan,
+};
 use fdwindow::verdict::Role::{Control, Mitigation};
 use fdwindow::verdict::Window::ForkWindow;
 
-/// The first argument that makes this binary the isolated scanner.
+/// The first argument that makes this binary the isolated scanner; the
+/// second is `listener`, or `file` and a path to write.
 const ISOLATED_FLAG: &str = "--fdwindow-isolated-scan";
 /// The isolated scanner's exit status when the scan is unsupported here.
 const EXIT_UNSUPPORTED: u8 = 4;
 /// How long children may take to exec before `scan-after-exec` is broken.
 const EXEC_TIMEOUT: Duration = Duration::from_secs(30);
+/// What a fixture writes before it closes the file.
+const CONTENT: &[u8] = b"fdwindow holder-scan fixture\n";
 
 static PROBE: Probe = Probe {
     hazard: "holder-scan",
-    about: "Checks whether a /proc scan for a listener's holders counts a pre-exec fork as a second holder.",
+    about: "Checks whether a scan for a listener's or a closed file's holders counts a pre-exec fork as a holder.",
     trials: 10,
     race: Duration::ZERO,
     arms: &[
         Arm {
             id: "scan-during-window",
             role: Control,
-            about: "Count every process holding the listener's inode in /proc/*/fd.",
+            about: "Count every process holding the listener (Linux /proc/*/fd, macOS libproc).",
             windows: &[ForkWindow],
-            trial: scan_during_window,
+            trial: |t| scan_during_window(t, Target::Listener),
+        },
+        Arm {
+            id: "file-scan-during-window",
+            role: Control,
+            about: "Write a file, close it, then count every process still holding it, as lsof-style \
+                release checks do.",
+            windows: &[ForkWindow],
+            trial: |t| scan_during_window(t, Target::File),
         },
         Arm {
             id: "exe-filter",
             role: Mitigation,
-            about: "Count only holders whose /proc/PID/exe is the selected executable, \
-                here our own (a test binary scanning for itself).",
+            about: "Count only holders running the selected executable, here our own (a test binary \
+                scanning for itself).",
             windows: &[ForkWindow],
-            trial: exe_filter,
+            trial: |t| exe_filter(t, Target::Listener),
+        },
+        Arm {
+            id: "file-exe-filter",
+            role: Mitigation,
+            about: "After the close, count only the file's holders running the selected executable, \
+                here our own.",
+            windows: &[ForkWindow],
+            trial: |t| exe_filter(t, Target::File),
         },
         Arm {
             id: "run-isolated",
@@ -63,7 +90,15 @@ static PROBE: Probe = Probe {
             about: "The listener and the scan live in a child process of their own \
                 (this binary re-run with one flag) where no other thread spawns.",
             windows: &[ForkWindow],
-            trial: run_isolated,
+            trial: |t| run_isolated(t, Target::Listener),
+        },
+        Arm {
+            id: "file-run-isolated",
+            role: Mitigation,
+            about: "Write, close and scan in a child process of its own (this binary re-run with \
+                one flag) where no other thread spawns.",
+            windows: &[ForkWindow],
+            trial: |t| run_isolated(t, Target::File),
         },
         Arm {
             id: "scan-after-exec",
@@ -71,7 +106,15 @@ static PROBE: Probe = Probe {
             about: "Wait until no child of ours still runs our executable (every fork \
                 has exec'd), then count holders.",
             windows: &[ForkWindow],
-            trial: scan_after_exec,
+            trial: |t| scan_after_exec(t, Target::Listener),
+        },
+        Arm {
+            id: "file-scan-after-exec",
+            role: Mitigation,
+            about: "Close the file, wait until no child of ours still runs our executable, then \
+                count its holders.",
+            windows: &[ForkWindow],
+            trial: |t| scan_after_exec(t, Target::File),
         },
     ],
     observe: None,
@@ -79,21 +122,53 @@ static PROBE: Probe = Probe {
 
 fn main() -> ExitCode {
     // Before anything else, so the isolated scanner never reaches the harness.
-    if std::env::args_os()
-        .nth(1)
-        .is_some_and(|a| a == ISOLATED_FLAG)
-    {
-        return isolated_scan();
+    let mut args = std::env::args_os().skip(1);
+    if args.next().is_some_and(|a| a == ISOLATED_FLAG) {
+        return isolated_scan(args.next(), args.next());
     }
     fdwindow::harness::main(&PROBE)
 }
 
-/// The isolated process: bind, scan once, print the holder count.
-fn isolated_scan() -> ExitCode {
-    let scan = TcpListener::bind("127.0.0.1:0").and_then(|l| holders_of(&l));
-    match scan {
-        Ok(holders) => {
-            println!("{}", holders.len());
+/// What the arm's check looks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Target {
+    /// A listener this process still has open: one holder is expected.
+    Listener,
+    /// A file this process wrote and closed: no holder is expected.
+    File,
+}
+
+impl Target {
+    /// Holders the check expects; any more is a hit.
+    fn expected(self) -> usize {
+        match self {
+            Target::Listener => 1,
+            Target::File => 0,
+        }
+    }
+}
+
+/// The isolated process: make the object, scan once, print the holder count.
+fn isolated_scan(mode: Option<std::ffi::OsString>, path: Option<std::ffi::OsString>) -> ExitCode {
+    let result = match (mode.as_deref().and_then(|m| m.to_str()), path) {
+        (Some("listener"), None) => {
+            TcpListener::bind("127.0.0.1:0").and_then(|l| scan(object_of(&l)?))
+        }
+        (Some("file"), Some(path)) => write_file(Path::new(&path))
+            .and_then(|file| {
+                let object = object_of(&file)?;
+                drop(file);
+                Ok(object)
+            })
+            .and_then(scan),
+        _ => {
+            eprintln!("usage: {ISOLATED_FLAG} listener | {ISOLATED_FLAG} file PATH");
+            return ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(found) => {
+            println!("{}", found.len());
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -106,48 +181,93 @@ fn isolated_scan() -> ExitCode {
     }
 }
 
-fn listener() -> Result<TcpListener, Fault> {
-    TcpListener::bind("127.0.0.1:0").ctx("bind a loopback listener")
+/// Creates `path` (close-on-exec, as std opens every file) and writes to it.
+fn write_file(path: &Path) -> std::io::Result<File> {
+    let mut file = File::create(path)?;
+    file.write_all(CONTENT)?;
+    Ok(file)
 }
 
-fn count(t: &mut Trial<'_>, holders: usize) -> bool {
-    t.tally("holders", &holders.to_string());
-    holders > 1
+/// The object under check, made before the window opens so the fork copies
+/// it; the file is returned open, to be closed inside the window.
+fn make(t: &Trial<'_>, target: Target) -> Result<(Object, Held), Fault> {
+    match target {
+        Target::Listener => {
+            let l = TcpListener::bind("127.0.0.1:0").ctx("bind a loopback listener")?;
+            let object = object_of(&l).ctx_feature("identify the listener")?;
+            Ok((object, Held::Listener(l)))
+        }
+        Target::File => {
+            let path = t.fresh_path("written");
+            let file = write_file(&path).ctx("write the fixture's file")?;
+            let object = object_at(&path).ctx("stat the fixture's file")?;
+            Ok((object, Held::File(file)))
+        }
+    }
 }
 
-fn our_exe() -> Result<PathBuf, Fault> {
-    std::env::current_exe().ctx("find our executable")
+/// What the trial keeps open until the check: the listener stays, the file
+/// is closed first ([`Held::done`]).
+enum Held {
+    Listener(TcpListener),
+    File(File),
 }
 
-fn scan_during_window(t: &mut Trial<'_>) -> Result<bool, Fault> {
-    let l = listener()?;
-    let n = t.during_window(|| holders_of(&l).ctx_feature("scan /proc for holders"))?;
-    Ok(count(t, n.len()))
+impl Held {
+    /// The fixture is done: the file is closed, the listener kept.
+    fn done(self) -> Option<TcpListener> {
+        match self {
+            Held::Listener(l) => Some(l),
+            Held::File(f) => {
+                drop(f);
+                None
+            }
+        }
+    }
 }
 
-fn exe_filter(t: &mut Trial<'_>) -> Result<bool, Fault> {
-    let (l, me) = (listener()?, our_exe()?);
-    let n = t.during_window(|| {
-        let holders = holders_of(&l).ctx_feature("scan /proc for holders")?;
-        // A holder whose exe cannot be read has gone: not a holder.
-        Ok(holders
-            .into_iter()
-            .filter(|&p| exe_of(p).is_ok_and(|e| e == me))
-            .count())
+fn scan_step(object: Object) -> Result<Vec<(u32, HolderKind)>, Fault> {
+    scan(object).ctx_feature("scan for holders")
+}
+
+/// Tallies the scan and says whether it saw more holders than expected.
+fn count(t: &mut Trial<'_>, target: Target, found: &[(u32, HolderKind)], counted: usize) -> bool {
+    t.tally("holders", &counted.to_string());
+    t.tally("kinds", &kinds_summary(found));
+    counted > target.expected()
+}
+
+fn scan_during_window(t: &mut Trial<'_>, target: Target) -> Result<bool, Fault> {
+    let (object, held) = make(t, target)?;
+    let found = t.during_window(|| {
+        let _kept = held.done();
+        scan_step(object)
     })?;
-    Ok(count(t, n))
+    Ok(count(t, target, &found, found.len()))
 }
 
-fn run_isolated(t: &mut Trial<'_>) -> Result<bool, Fault> {
-    let me = our_exe()?;
-    let out = t.during_window(|| {
-        Command::new(&me)
-            .arg(ISOLATED_FLAG)
-            .env_clear()
-            .stdin(Stdio::null())
-            .output()
-            .ctx("run the isolated scanner")
+fn exe_filter(t: &mut Trial<'_>, target: Target) -> Result<bool, Fault> {
+    let (object, held) = make(t, target)?;
+    let found = t.during_window(|| {
+        let _kept = held.done();
+        scan_step(object)
     })?;
+    let kept = found.iter().filter(|(_, k)| k.runs_scanner_exe()).count();
+    Ok(count(t, target, &found, kept))
+}
+
+fn run_isolated(t: &mut Trial<'_>, target: Target) -> Result<bool, Fault> {
+    let me = std::env::current_exe().ctx("find our executable")?;
+    let mut cmd = Command::new(&me);
+    cmd.arg(ISOLATED_FLAG)
+        .env_clear()
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped());
+    match target {
+        Target::Listener => cmd.arg("listener"),
+        Target::File => cmd.arg("file").arg(t.fresh_path("isolated")),
+    };
+    let out = t.during_window(|| cmd.output().ctx("run the isolated scanner"))?;
     let stderr = String::from_utf8_lossy(&out.stderr);
     match out.status.code() {
         Some(0) => {}
@@ -162,56 +282,52 @@ fn run_isolated(t: &mut Trial<'_>) -> Result<bool, Fault> {
             )));
         }
     }
-    let n = String::from_utf8_lossy(&out.stdout)
+    let n: usize = String::from_utf8_lossy(&out.stdout)
         .trim()
         .parse()
         .map_err(|e| Fault::Broken(format!("isolated scanner's count: {e}")))?;
-    Ok(count(t, n))
+    t.tally("holders", &n.to_string());
+    Ok(n > target.expected())
 }
 
-/// Children of ours that still run our executable: forks that have not exec'd.
-///
-/// Linux switches `/proc/PID/exe` (exec_mmap) a few steps before it closes
-/// the close-on-exec descriptors (do_close_on_exec, both in fs/exec.c
-/// begin_new_exec), so a scan could in principle still meet an exec'd
-/// child's copy; the scan that follows takes far longer than that gap.
-fn pending_forks(me: &Path) -> io::Result<Vec<u32>> {
-    Ok(children_of(std::process::id())?
-        .into_iter()
-        .filter(|&p| exe_of(p).is_ok_and(|e| e == *me))
-        .collect())
-}
-
-fn scan_after_exec(t: &mut Trial<'_>) -> Result<bool, Fault> {
-    let (l, me) = (listener()?, our_exe()?);
+fn scan_after_exec(t: &mut Trial<'_>, target: Target) -> Result<bool, Fault> {
+    let (object, held) = make(t, target)?;
     // The window by hand: the co-tenant's fork must exec on its own while the
     // scanner waits, so it is released from another thread, as the co-tenant's
     // own spawn would finish.
-    let held = HeldChild::hold().ctx("hold a child in the fork window")?;
-    let seen = pending_forks(&me).ctx_feature("list our children")?.len();
+    let child = HeldChild::hold().ctx("hold a child in the fork window")?;
+    let _kept = held.done();
+    let seen = pending_forks().ctx_feature("list our children")?.len();
     t.tally("pending-forks-seen", &seen.to_string());
-    let co_tenant = std::thread::spawn(move || held.release());
+    let co_tenant = std::thread::spawn(move || child.release());
     let deadline = Instant::now() + EXEC_TIMEOUT;
     let mut pause = Duration::from_micros(50);
     let waited = loop {
-        match pending_forks(&me) {
+        match pending_forks() {
             Ok(p) if p.is_empty() => break Ok(()),
             Ok(_) if Instant::now() >= deadline => {
                 break Err(Fault::Broken("children never exec'd".into()));
             }
             Ok(_) => {
-                // Bounded polling with backoff: /proc has no event for exec.
+                // Bounded polling with backoff: neither /proc nor libproc has
+                // an event for another process's exec.
                 std::thread::sleep(pause);
                 pause = (pause * 2).min(Duration::from_millis(10));
             }
             Err(e) => break Err(e).ctx("list our children"),
         }
     };
-    let scan = waited.and_then(|()| holders_of(&l).ctx_feature("scan /proc for holders"));
+    // Linux switches /proc/PID/exe (exec_mmap) a few steps before it closes
+    // the close-on-exec descriptors (do_close_on_exec, both in fs/exec.c
+    // begin_new_exec), so a scan could in principle meet an exec'd child's
+    // copy; the scan that follows takes far longer than that gap. xnu closes
+    // them first (fdt_exec, inside exec_mach_imgact) and sets the path that
+    // proc_pidpath reads afterwards (exec_resettextvp, bsd/kern/kern_exec.c).
+    let found = waited.and_then(|()| scan_step(object));
     let released = co_tenant
         .join()
         .map_err(|_| Fault::Broken("the co-tenant thread panicked".into()))?;
-    let holders = scan?;
+    let found = found?;
     released.ctx("release the held child")?;
-    Ok(count(t, holders.len()))
+    Ok(count(t, target, &found, found.len()))
 }

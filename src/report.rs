@@ -96,6 +96,21 @@ pub struct Baseline {
 /// first control in their window.
 pub const BASELINES: &[Baseline] = &[
     Baseline {
+        hazard: "holder-scan",
+        arm: "file-exe-filter",
+        control: "file-scan-during-window",
+    },
+    Baseline {
+        hazard: "holder-scan",
+        arm: "file-run-isolated",
+        control: "file-scan-during-window",
+    },
+    Baseline {
+        hazard: "holder-scan",
+        arm: "file-scan-after-exec",
+        control: "file-scan-during-window",
+    },
+    Baseline {
         hazard: "clock-collision",
         arm: "process-sequence",
         control: "us-truncated",
