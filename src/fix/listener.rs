@@ -51,7 +51,21 @@ pub fn retire(listener: TcpListener) -> Retired {
 /// and every copy of it refuses connections (a SYN to a socket that is not
 /// listening gets a reset). Call [`Placeholder::listen`] when the server is
 /// ready, so the port was never free for someone else in between.
-/// Backed by `listener-survival bound-unlistened` and `port-pick pick-unlistened`.
+///
+/// Backed by `listener-survival bound-unlistened` on Linux and macOS. As a
+/// way to *pick* a port that a later, separate bind reuses
+/// (`port-pick pick-unlistened`) it is backed on Linux only: there a socket
+/// that never listened does not block a `SO_REUSEADDR` bind of the same
+/// address. On macOS a child's copy of the placeholder still holds the exact
+/// address and port, and xnu's `in_pcbbind` refuses any later bind of them
+/// with `EADDRINUSE`, listening or not, unless both sockets set
+/// `SO_REUSEPORT`: keep the placeholder and call [`Placeholder::listen`] on
+/// it rather than dropping it and binding the port again.
+///
+/// # References
+/// - xnu `bsd/netinet/in_pcb.c` (`in_pcbbind`: the exact-address lookup and
+///   `(reuseport & t->inp_socket->so_options) == 0` give `EADDRINUSE`)
+/// - <https://man7.org/linux/man-pages/man7/socket.7.html> (`SO_REUSEADDR`)
 #[derive(Debug)]
 pub struct Placeholder {
     socket: socket2::Socket,
