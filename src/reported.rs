@@ -42,7 +42,9 @@ const XNU_SHUTDOWN: &str = "apple-oss-distributions/xnu bsd/kern/uipc_socket.c (
 const SEED_UNLISTENED: &str = "shared/reference write-up 001 (macOS): test_socket::bound_unlistened \
     binds a socket that never listens \"so every copy refuses connections\"; its regression test \
     an_inherited_copy_of_an_unlistened_socket_still_refuses_connections fails when listen() is \
-    added after bind()";
+    added after bind(); in xnu (xnu-11417.101.15 bsd/netinet/tcp_input.c) a SYN that finds a bound \
+    socket whose tcpcb is TCPS_CLOSED is dropped without a reset, so the client gets no answer \
+    rather than a refusal, and no copy ever completes the handshake";
 const SEED_PEER_SHUTDOWN: &str = "shared/reference write-up 001 (macOS): the relay_exec framing \
     test (stream kind not stated) holds a cloned copy of the peer and shuts the peer down instead of \
     only dropping it; with the shutdown removed (cloned copy kept) the test sees no end of stream";
