@@ -31,7 +31,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use fdwindow::cloexec::{Call, Flag, Holder, Maker, SpawnHow, inheritable_fds};
+use fdwindow::cloexec::{
+    Call, Flag, Holder, LOOKED_UP, Maker, SpawnHow, inheritable_fds, libc_has,
+};
 use fdwindow::errno::means_unsupported;
 use fdwindow::harness::{Arm, Context, Fault, Probe, Settings, Trial};
 use fdwindow::report::Table;
@@ -473,7 +475,26 @@ fn per_call_table(scratch: &Scratch, _: Settings) -> Vec<Table> {
             ]
         })
         .collect();
-    vec![Table {
+    let looked_up = Table {
+        id: "looked-up".into(),
+        about:
+            "C library functions behind the atomic forms and spawn-time closing, each looked up \
+                in this process's C library at run time (dlsym), not taken from the headers the \
+                probe was built with."
+                .into(),
+        columns: ["function", "in this C library"].map(String::from).to_vec(),
+        rows: LOOKED_UP
+            .iter()
+            .map(|name| {
+                vec![
+                    name.to_string_lossy().into_owned(),
+                    if libc_has(name) { "yes" } else { "no" }.to_owned(),
+                ]
+            })
+            .collect(),
+        problem: None,
+    };
+    vec![looked_up, Table {
         id: "per-call".into(),
         about: "Per creation call: its atomic close-on-exec form and whether this OS has it (one call made now, \
                 FD_CLOEXEC checked); how often the holder inherited it in this run's inherited window made two-step \

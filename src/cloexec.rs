@@ -408,6 +408,23 @@ impl Drop for Holder {
     }
 }
 
+/// The C library functions behind atomic close-on-exec forms and spawn-time
+/// closing that some libcs lack: glibc has all four (accept4 2.10, pipe2 and
+/// dup3 2.9, addclosefrom_np 2.34); macOS has none through 26, and its 27 SDK
+/// declares `pipe2` and `dup3` (rbenv/ruby-build#2641).
+pub const LOOKED_UP: [&std::ffi::CStr; 4] = [
+    c"pipe2",
+    c"accept4",
+    c"dup3",
+    c"posix_spawn_file_actions_addclosefrom_np",
+];
+
+/// Whether this process's C library has `name`, looked up at run time
+/// (`dlsym`), never decided from the headers the binary was built with.
+pub fn libc_has(name: &std::ffi::CStr) -> bool {
+    sys::has_function(name)
+}
+
 /// Whether `posix_spawn_file_actions_addclosefrom_np` exists in this libc.
 pub fn has_addclosefrom_np() -> bool {
     sys::addclosefrom_supported().is_ok()

@@ -59,6 +59,19 @@ mod no_scan {
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
 pub(crate) use no_scan::*;
 
+/// Whether the C library this process runs with has the function `name`:
+/// `dlsym(RTLD_DEFAULT, name)`, at run time, since the headers a binary was
+/// built with say nothing about the libc it runs on (a missing weak import
+/// is NULL on macOS; glibc adds calls release by release).
+///
+/// # References
+/// - <https://man7.org/linux/man-pages/man3/dlsym.3.html>
+pub(crate) fn has_function(name: &std::ffi::CStr) -> bool {
+    // SAFETY: dlsym with a NUL-terminated name; RTLD_DEFAULT searches every
+    // loaded image and the result is only compared with NULL.
+    !unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) }.is_null()
+}
+
 /// `fstat(fd)`.
 #[cfg_attr(
     not(any(target_os = "linux", target_os = "macos")),
