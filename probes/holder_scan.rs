@@ -30,7 +30,7 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use fdwindow::child::HeldChild;
-use fdwindow::harness::{Arm, Context, Fault, Probe, Trial};
+use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Trial};
 use fdwindow::holders::{
     HolderKind, Object, kinds_summary, object_at, object_of, pending_forks, scan,
 };
@@ -59,6 +59,7 @@ static PROBE: Probe = Probe {
             about: "Count every process holding the listener (Linux /proc/*/fd, macOS libproc).",
             windows: &[ForkWindow],
             trial: |t| scan_during_window(t, Target::Listener),
+            ..ARM
         },
         Arm {
             id: "file-scan-during-window",
@@ -67,6 +68,7 @@ static PROBE: Probe = Probe {
                 release checks do.",
             windows: &[ForkWindow],
             trial: |t| scan_during_window(t, Target::File),
+            ..ARM
         },
         Arm {
             id: "exe-filter",
@@ -75,6 +77,7 @@ static PROBE: Probe = Probe {
                 scanning for itself).",
             windows: &[ForkWindow],
             trial: |t| exe_filter(t, Target::Listener),
+            ..ARM
         },
         Arm {
             id: "file-exe-filter",
@@ -83,6 +86,8 @@ static PROBE: Probe = Probe {
                 here our own.",
             windows: &[ForkWindow],
             trial: |t| exe_filter(t, Target::File),
+            against: Some("file-scan-during-window"),
+            ..ARM
         },
         Arm {
             id: "run-isolated",
@@ -91,6 +96,10 @@ static PROBE: Probe = Probe {
                 (this binary re-run with one flag) where no other thread spawns.",
             windows: &[ForkWindow],
             trial: |t| run_isolated(t, Target::Listener),
+            avoids: Some(
+                "the listener lives in a process of its own where no thread spawns, and the held fork is of a process that never had it: no copy exists to be counted",
+            ),
+            ..ARM
         },
         Arm {
             id: "file-run-isolated",
@@ -99,6 +108,11 @@ static PROBE: Probe = Probe {
                 one flag) where no other thread spawns.",
             windows: &[ForkWindow],
             trial: |t| run_isolated(t, Target::File),
+            against: Some("file-scan-during-window"),
+            avoids: Some(
+                "the file is written, closed and scanned in a process of its own where no thread spawns, and the held fork is of a process that never had it: no copy exists to be counted",
+            ),
+            ..ARM
         },
         Arm {
             id: "scan-after-exec",
@@ -107,6 +121,10 @@ static PROBE: Probe = Probe {
                 has exec'd), then count holders.",
             windows: &[ForkWindow],
             trial: |t| scan_after_exec(t, Target::Listener),
+            avoids: Some(
+                "the count waits until every fork of ours has exec'd, when the kernel has closed their close-on-exec copies: the window is over before the scan",
+            ),
+            ..ARM
         },
         Arm {
             id: "file-scan-after-exec",
@@ -115,6 +133,11 @@ static PROBE: Probe = Probe {
                 count its holders.",
             windows: &[ForkWindow],
             trial: |t| scan_after_exec(t, Target::File),
+            against: Some("file-scan-during-window"),
+            avoids: Some(
+                "the count waits until every fork of ours has exec'd, when the kernel has closed their close-on-exec copies: the window is over before the scan",
+            ),
+            ..ARM
         },
     ],
     observe: None,

@@ -29,7 +29,7 @@ use std::net::Shutdown;
 use std::time::{Duration, Instant};
 
 use fdwindow::errno::outcome_name;
-use fdwindow::harness::{Arm, Context, Fault, Probe, Trial};
+use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Trial};
 use fdwindow::locks::set_cloexec;
 use fdwindow::sockets::{
     BindOptions, Connect, LOOPBACK_DEADLINE, bound, connect_by, connected_pair, drain, listening,
@@ -44,7 +44,7 @@ const HELD: &[Window] = &[ForkWindow, Inherited];
 static PROBE: Probe = Probe {
     hazard: "listener-survival",
     about: "Checks whether a listener the parent retired still completes connections through a child's copy.",
-    trials: 20,
+    trials: 10,
     race: Duration::from_millis(300),
     arms: &[
         Arm {
@@ -53,6 +53,7 @@ static PROBE: Probe = Probe {
             about: "close the listener (a connection is already queued on it).",
             windows: SPAWNS,
             trial: |t| trial(t, Retire::Close),
+            ..ARM
         },
         Arm {
             id: "shutdown-rd",
@@ -60,6 +61,7 @@ static PROBE: Probe = Probe {
             about: "shutdown(SHUT_RD), then close.",
             windows: HELD,
             trial: |t| trial(t, Retire::Shutdown(Shutdown::Read)),
+            ..ARM
         },
         Arm {
             id: "shutdown-rdwr",
@@ -67,6 +69,7 @@ static PROBE: Probe = Probe {
             about: "shutdown(SHUT_RDWR), then close.",
             windows: HELD,
             trial: |t| trial(t, Retire::Shutdown(Shutdown::Both)),
+            ..ARM
         },
         Arm {
             id: "shutdown-wr",
@@ -74,6 +77,7 @@ static PROBE: Probe = Probe {
             about: "shutdown(SHUT_WR), then close.",
             windows: HELD,
             trial: |t| trial(t, Retire::Shutdown(Shutdown::Write)),
+            ..ARM
         },
         Arm {
             id: "drain-then-close",
@@ -81,6 +85,7 @@ static PROBE: Probe = Probe {
             about: "accept every queued connection and close it, then close the listener.",
             windows: HELD,
             trial: |t| trial(t, Retire::Drain),
+            ..ARM
         },
         Arm {
             id: "bound-unlistened",
@@ -88,6 +93,7 @@ static PROBE: Probe = Probe {
             about: "a placeholder that binds the port but never listens, then is closed.",
             windows: HELD,
             trial: |t| trial(t, Retire::Unlistened),
+            ..ARM
         },
     ],
     observe: None,

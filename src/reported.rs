@@ -269,13 +269,13 @@ pub const REPORTED: &[Reported] = &[
         hazard: "port-pick",
         arm: "bind-zero-in-server",
         window: Window::ForkWindow,
-        verdict: Verdict::Valid,
+        verdict: Verdict::Avoids,
         source: SEED_PUBLISH_ZERO,
     },
     Reported {
         os: "macos",
         hazard: "two-step-cloexec",
-        arm: "two-step",
+        arm: "two-step-socket",
         window: Window::Inherited,
         verdict: Verdict::Present,
         source: SEED_TWO_STEP,
@@ -283,7 +283,7 @@ pub const REPORTED: &[Reported] = &[
     Reported {
         os: "macos",
         hazard: "two-step-cloexec",
-        arm: "two-step",
+        arm: "two-step-socket",
         window: Window::PosixSpawn,
         verdict: Verdict::Present,
         source: RUST_95584,
@@ -373,7 +373,7 @@ pub const REPORTED: &[Reported] = &[
         hazard: "clock-collision",
         arm: "process-sequence",
         window: Window::InProcess,
-        verdict: Verdict::Valid,
+        verdict: Verdict::Avoids,
         source: SEED_SEQUENCE,
     },
     Reported {
@@ -381,7 +381,7 @@ pub const REPORTED: &[Reported] = &[
         hazard: "clock-collision",
         arm: "tempfile",
         window: Window::InProcess,
-        verdict: Verdict::Valid,
+        verdict: Verdict::Avoids,
         source: TEMPFILE_RETRY,
     },
     Reported {
@@ -405,7 +405,7 @@ pub const REPORTED: &[Reported] = &[
         hazard: "holder-scan",
         arm: "run-isolated",
         window: Window::ForkWindow,
-        verdict: Verdict::Valid,
+        verdict: Verdict::Avoids,
         source: SEED_RUN_ISOLATED,
     },
     Reported {
@@ -413,7 +413,7 @@ pub const REPORTED: &[Reported] = &[
         hazard: "holder-scan",
         arm: "scan-after-exec",
         window: Window::ForkWindow,
-        verdict: Verdict::Valid,
+        verdict: Verdict::Avoids,
         source: XNU_AFTER_EXEC,
     },
     Reported {
@@ -437,7 +437,7 @@ pub const REPORTED: &[Reported] = &[
         hazard: "holder-scan",
         arm: "file-run-isolated",
         window: Window::ForkWindow,
-        verdict: Verdict::Valid,
+        verdict: Verdict::Avoids,
         source: SEED_RUN_ISOLATED,
     },
     Reported {
@@ -445,7 +445,7 @@ pub const REPORTED: &[Reported] = &[
         hazard: "holder-scan",
         arm: "file-scan-after-exec",
         window: Window::ForkWindow,
-        verdict: Verdict::Valid,
+        verdict: Verdict::Avoids,
         source: XNU_AFTER_EXEC,
     },
     Reported {

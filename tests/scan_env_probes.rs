@@ -32,8 +32,11 @@ fn holder_scan_sees_the_fork_and_the_fixes_do_not() {
         let id = |a: &str| format!("{prefix}{a}");
         assert_eq!(v(&id("scan-during-window")), Verdict::Present, "{prefix}");
         assert_eq!(v(&id("exe-filter")), Verdict::Invalid, "{prefix}");
-        assert_eq!(v(&id("run-isolated")), Verdict::Valid, "{prefix}");
-        assert_eq!(v(&id("scan-after-exec")), Verdict::Valid, "{prefix}");
+        // Both fixes cannot fail by construction: `avoids`, with their argument.
+        for fix in ["run-isolated", "scan-after-exec"] {
+            assert_eq!(v(&id(fix)), Verdict::Avoids, "{prefix}{fix}");
+            assert!(arm(&r, &id(fix), w).avoids.is_some(), "{prefix}{fix}");
+        }
     }
     // Holders seen per trial: the listener's owner plus the parked fork; the
     // fixes see the owner alone. A closed file: the fork alone, then nobody.
@@ -90,6 +93,7 @@ fn env_race_fixes_never_tear_and_every_child_is_accounted_for() {
         "pass-explicitly",
     ] {
         let a = arm(&r, id, Window::InProcess);
+        assert_eq!(a.avoids.is_some(), id == "pass-explicitly", "{id}");
         let ends = tally(&a.outcome, "child");
         assert_eq!(
             ends.iter().map(|(_, n)| n).sum::<u64>(),
