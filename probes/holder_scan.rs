@@ -15,18 +15,22 @@
 //!    listener, any holder of the closed file. The holders seen and their
 //!    kinds (`fdwindow::holders::classify`) are tallied per trial.
 //!
-//! `run-isolated` models the fix write-up 001 shipped (HACK-1347: each exposed
-//! test re-runs alone in a child test process): this probe re-executes itself
-//! with a dedicated first argument, handled before anything else, and that
-//! process makes its own listener or file and scans once, while this one keeps
-//! its co-tenant fork parked. The isolated process has one thread and never
-//! spawns, so it cannot start loops of its own.
+//! `run-isolated` is the fix write-up 001 shipped (HACK-1347: each exposed
+//! test re-runs alone in a child test process), as users get it:
+//! `fdwindow::fix::isolate::run_isolated_exe` runs this probe again with
+//! libtest's arguments (`--exact holder_scan_isolated --include-ignored
+//! --test-threads=1`, or `holder_scan_isolated_file`), which it answers,
+//! before anything else, as a one-test runner would: the "test" makes its own
+//! listener (or writes, closes and removes its own file), scans once and
+//! passes only with the holders expected (itself; nobody), while this process
+//! keeps its co-tenant fork parked. The isolated process has one thread and
+//! never spawns, so it cannot start loops of its own.
 
 use std::fs::File;
 use std::io::Write;
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Command, ExitCode, Stdio};
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use fdwindow::child::HeldChild;
@@ -37,11 +41,16 @@ use fdwindow::holders::{
 use fdwindow::verdict::Role::{Control, Mitigation};
 use fdwindow::verdict::Window::ForkWindow;
 
-/// The first argument that makes this binary the isolated scanner; the
-/// second is `listener`, or `file` and a path to write.
-const ISOLATED_FLAG: &str = "--fdwindow-isolated-scan";
-/// The isolated scanner's exit status when the scan is unsupported here.
-const EXIT_UNSUPPORTED: u8 = 4;
+/// The isolated "tests" that `run_isolated_exe` selects with `--exact`.
+const ISOLATED_TEST: &str = "holder_scan_isolated";
+/// See [`ISOLATED_TEST`]: the file twin.
+const ISOLATED_FILE_TEST: &str = "holder_scan_isolated_file";
+/// How the isolated test says the scan is unsupported here.
+const UNSUPPORTED: &str = "holder scan unsupported:";
+/// How the isolated test reports the holders it counted.
+const HOLDERS: &str = "holders seen:";
+/// The hang guard for one isolated run.
+const ISOLATED_LIMIT: Duration = Duration::from_secs(60);
 /// How long children may take to exec before `scan-after-exec` is broken.
 const EXEC_TIMEOUT: Duration = Duration::from_secs(30);
 /// What a fixture writes before it closes the file.
@@ -92,8 +101,9 @@ static PROBE: Probe = Probe {
         Arm {
             id: "run-isolated",
             role: Mitigation,
-            about: "The listener and the scan live in a child process of their own \
-                (this binary re-run with one flag) where no other thread spawns.",
+            about: "The listener and the scan live in a child process of their own (this binary \
+                re-run as a one-test runner by fdwindow::fix::isolate::run_isolated_exe) where no \
+                other thread spawns.",
             windows: &[ForkWindow],
             trial: |t| run_isolated(t, Target::Listener),
             avoids: Some(
@@ -104,8 +114,9 @@ static PROBE: Probe = Probe {
         Arm {
             id: "file-run-isolated",
             role: Mitigation,
-            about: "Write, close and scan in a child process of its own (this binary re-run with \
-                one flag) where no other thread spawns.",
+            about: "Write, close and scan in a child process of its own (this binary re-run as a \
+                one-test runner by fdwindow::fix::isolate::run_isolated_exe) where no other thread \
+                spawns.",
             windows: &[ForkWindow],
             trial: |t| run_isolated(t, Target::File),
             against: Some("file-scan-during-window"),
@@ -144,10 +155,10 @@ static PROBE: Probe = Probe {
 };
 
 fn main() -> ExitCode {
-    // Before anything else, so the isolated scanner never reaches the harness.
-    let mut args = std::env::args_os().skip(1);
-    if args.next().is_some_and(|a| a == ISOLATED_FLAG) {
-        return isolated_scan(args.next(), args.next());
+    // Before anything else, so the isolated test never reaches the harness.
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("--exact") {
+        return isolated_test(&args);
     }
     fdwindow::harness::main(&PROBE)
 }
@@ -171,36 +182,63 @@ impl Target {
     }
 }
 
-/// The isolated process: make the object, scan once, print the holder count.
-fn isolated_scan(mode: Option<std::ffi::OsString>, path: Option<std::ffi::OsString>) -> ExitCode {
-    let result = match (mode.as_deref().and_then(|m| m.to_str()), path) {
-        (Some("listener"), None) => {
-            TcpListener::bind("127.0.0.1:0").and_then(|l| scan(object_of(&l)?))
-        }
-        (Some("file"), Some(path)) => write_file(Path::new(&path))
-            .and_then(|file| {
-                let object = object_of(&file)?;
-                drop(file);
-                Ok(object)
-            })
-            .and_then(scan),
+/// Answers `--exact NAME --include-ignored --test-threads=1` as libtest
+/// would for a binary holding two ignored tests: [`ISOLATED_TEST`] binds and
+/// scans (passes with one holder, this process); [`ISOLATED_FILE_TEST`]
+/// writes a file, closes it and scans (passes with none), then removes it.
+fn isolated_test(args: &[String]) -> ExitCode {
+    let (name, target) = match args.get(1).map(String::as_str) {
+        Some(ISOLATED_TEST) => (ISOLATED_TEST, Target::Listener),
+        Some(ISOLATED_FILE_TEST) => (ISOLATED_FILE_TEST, Target::File),
         _ => {
-            eprintln!("usage: {ISOLATED_FLAG} listener | {ISOLATED_FLAG} file PATH");
-            return ExitCode::from(2);
+            // libtest's answer for a name it does not have: nothing ran.
+            println!(
+                "\nrunning 0 tests\n\ntest result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 2 filtered out\n"
+            );
+            return ExitCode::SUCCESS;
         }
     };
-    match result {
+    println!("\nrunning 1 test");
+    let scan = match target {
+        Target::Listener => TcpListener::bind("127.0.0.1:0").and_then(|l| scan(object_of(&l)?)),
+        Target::File => {
+            let path = std::env::temp_dir().join(format!(
+                "fdwindow-holder-scan-{}.written",
+                std::process::id()
+            ));
+            let found = write_file(&path).and_then(|file| {
+                let object = object_of(&file)?;
+                drop(file);
+                scan(object)
+            });
+            let _ = std::fs::remove_file(&path);
+            found
+        }
+    };
+    let passed = match scan {
         Ok(found) => {
-            println!("{}", found.len());
-            ExitCode::SUCCESS
+            println!("{HOLDERS} {}", found.len());
+            found.len() == target.expected()
+        }
+        Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {
+            println!("{UNSUPPORTED} {e}");
+            false
         }
         Err(e) => {
-            eprintln!("isolated scan: {e}");
-            match e.raw_os_error() {
-                Some(libc::ENOSYS) => ExitCode::from(EXIT_UNSUPPORTED),
-                _ => ExitCode::FAILURE,
-            }
+            println!("isolated scan: {e}");
+            false
         }
+    };
+    if passed {
+        println!(
+            "test {name} ... ok\n\ntest result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 1 filtered out\n"
+        );
+        ExitCode::SUCCESS
+    } else {
+        println!(
+            "test {name} ... FAILED\n\ntest result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 1 filtered out\n"
+        );
+        ExitCode::from(101)
     }
 }
 
@@ -281,36 +319,38 @@ fn exe_filter(t: &mut Trial<'_>, target: Target) -> Result<bool, Fault> {
 
 fn run_isolated(t: &mut Trial<'_>, target: Target) -> Result<bool, Fault> {
     let me = std::env::current_exe().ctx("find our executable")?;
-    let mut cmd = Command::new(&me);
-    cmd.arg(ISOLATED_FLAG)
-        .env_clear()
-        .stdin(Stdio::null())
-        .stderr(Stdio::piped());
-    match target {
-        Target::Listener => cmd.arg("listener"),
-        Target::File => cmd.arg("file").arg(t.fresh_path("isolated")),
+    let test = match target {
+        Target::Listener => ISOLATED_TEST,
+        Target::File => ISOLATED_FILE_TEST,
     };
-    let out = t.during_window(|| cmd.output().ctx("run the isolated scanner"))?;
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    match out.status.code() {
-        Some(0) => {}
-        Some(c) if c == i32::from(EXIT_UNSUPPORTED) => {
-            return Err(Fault::Unsupported(stderr.trim().to_owned()));
-        }
-        _ => {
-            return Err(Fault::Broken(format!(
-                "isolated scanner: {}: {}",
-                out.status,
-                stderr.trim()
-            )));
-        }
+    let outcome = t.during_window(|| {
+        Ok(fdwindow::fix::isolate::run_isolated_exe(
+            &me,
+            test,
+            ISOLATED_LIMIT,
+        ))
+    })?;
+    let counted = |t: &mut Trial<'_>, n: usize| {
+        t.tally("holders", &n.to_string());
+        n > target.expected()
+    };
+    let Err(e) = outcome else {
+        // Passed: the isolated test saw exactly the holders expected.
+        return Ok(counted(t, target.expected()));
+    };
+    let text = e.to_string();
+    let field = |key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key).map(|v| v.trim().to_owned()))
+    };
+    if let Some(why) = field(UNSUPPORTED) {
+        return Err(Fault::Unsupported(why));
     }
-    let n: usize = String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .parse()
-        .map_err(|e| Fault::Broken(format!("isolated scanner's count: {e}")))?;
-    t.tally("holders", &n.to_string());
-    Ok(n > target.expected())
+    match field(HOLDERS).and_then(|n| n.parse::<usize>().ok()) {
+        // The helper returned Err because the test failed: an extra holder.
+        Some(n) => Ok(counted(t, n)),
+        None => Err(Fault::Broken(format!("the isolated test: {text}"))),
+    }
 }
 
 fn scan_after_exec(t: &mut Trial<'_>, target: Target) -> Result<bool, Fault> {
