@@ -152,10 +152,11 @@ extern "C" fn on_signal(_: libc::c_int) {
     INTERRUPTED.store(true, Ordering::Relaxed);
 }
 
-/// Sets a flag on SIGINT and SIGTERM instead of dying, so every child is
-/// reaped and every scratch path removed before the process exits.
+/// Sets a flag on SIGINT, SIGTERM and SIGHUP (a closed terminal) instead of
+/// dying, so every child is reaped and every scratch path removed before the
+/// process exits.
 pub fn catch_interrupts() {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: the handler only stores to an atomic.
         unsafe {
             let mut action: libc::sigaction = std::mem::zeroed();
@@ -166,7 +167,7 @@ pub fn catch_interrupts() {
     }
 }
 
-/// Whether SIGINT or SIGTERM arrived since [`catch_interrupts`].
+/// Whether SIGINT, SIGTERM or SIGHUP arrived since [`catch_interrupts`].
 pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::Relaxed)
 }

@@ -24,6 +24,8 @@ pub mod locks;
 pub mod matrix;
 pub mod platform;
 pub mod pressure;
+pub mod pressure_file;
+pub mod readme;
 pub mod report;
 pub mod reported;
 pub mod results;

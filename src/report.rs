@@ -13,7 +13,7 @@ use crate::platform::Platform;
 use crate::verdict::{Outcome, Role, Window};
 
 /// The schema version this build writes and the newest it reads.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// One probe's run: every arm in every window it applies to.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -196,15 +196,7 @@ impl ResultsFile {
         // than reported as whatever field it no longer has.
         let head: serde_json::Value =
             serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
-        match head.get("schema").and_then(serde_json::Value::as_u64) {
-            Some(v) if v > u64::from(SCHEMA_VERSION) => {
-                return Err(format!(
-                    "schema {v} is newer than this fdwindow reads ({SCHEMA_VERSION}); upgrade fdwindow"
-                ));
-            }
-            Some(_) => {}
-            None => return Err("no \"schema\" field: not an fdwindow results file".into()),
-        }
+        crate::results::check_schema(&head, SCHEMA_VERSION, "results", "fdwindow run")?;
         let file: ResultsFile =
             serde_json::from_value(head).map_err(|e| format!("bad results: {e}"))?;
         check_platform_id(&file.platform.id)?;
