@@ -35,9 +35,9 @@ matrix:
 
 # The fork-pressure measurements behind README.md's pressure tables:
 # $(RESULTS)/pressure-<platform>.json, then the README's sections.
-PRESSURE_RUNS ?= 30
+PRESSURE_RUNS ?= 100
 pressure:
-	$(CARGO) build --release --locked --workspace --bins --examples
+	$(CARGO) build --release --locked --workspace --lib --bins --examples
 	./target/release/examples/pressure_tables --runs $(PRESSURE_RUNS) --results $(RESULTS)
 	./target/release/fdwindow matrix --results $(RESULTS)
 

@@ -32,7 +32,11 @@ const CASES: &[(&str, &str, &[&str])] = &[
     ("flock close-only", "flock_handoff", &[]),
     ("flock + unlock", "flock_handoff", &["--fix"]),
     ("listener close", "retired_listener", &[]),
-    ("listener + shutdown(SHUT_RD)", "retired_listener", &["--fix"]),
+    (
+        "listener + shutdown(SHUT_RD)",
+        "retired_listener",
+        &["--fix"],
+    ),
 ];
 
 fn fail(msg: String) -> ExitCode {
@@ -48,7 +52,7 @@ fn main() -> ExitCode {
             .and_then(|i| args.get(i + 1))
     };
     let runs: u64 = match value("--runs").map(|v| v.parse()) {
-        None => 30,
+        None => 100,
         Some(Ok(n)) if n > 0 => n,
         Some(_) => return fail("--runs takes a positive number".into()),
     };
@@ -66,7 +70,14 @@ fn main() -> ExitCode {
         for (case, example, extra) in CASES {
             eprintln!("pressure_tables: {setting} / {case} …");
             let out = Command::new(&fdwindow)
-                .args(["stress", "--runs", &runs.to_string(), "--pressure", setting, "--"])
+                .args([
+                    "stress",
+                    "--runs",
+                    &runs.to_string(),
+                    "--pressure",
+                    setting,
+                    "--",
+                ])
                 .arg(here.join(example))
                 .args(*extra)
                 .stdin(Stdio::null())
@@ -128,7 +139,12 @@ fn main() -> ExitCode {
 fn parse_rate(text: &str) -> Vec<RateRow> {
     text.lines()
         .filter_map(|l| {
-            let cells: Vec<&str> = l.trim().trim_matches('|').split('|').map(str::trim).collect();
+            let cells: Vec<&str> = l
+                .trim()
+                .trim_matches('|')
+                .split('|')
+                .map(str::trim)
+                .collect();
             let [looped, path, threads, per_s, per_cpu] = cells[..] else {
                 return None;
             };

@@ -313,7 +313,9 @@ mod tests {
         // Ten rounds each, in a fixed pattern of ±5 ns.
         let cost = |ns: f64| {
             crate::costs::BenchCost::from_samples(
-                (0..10).map(|i| ns + if i % 2 == 0 { 5.0 } else { -5.0 }).collect(),
+                (0..10)
+                    .map(|i| ns + if i % 2 == 0 { 5.0 } else { -5.0 })
+                    .collect(),
             )
             .unwrap()
         };

@@ -108,7 +108,8 @@ impl Difference {
             medians.push(median_ns(&mut resample)?);
         }
         medians.sort_by(f64::total_cmp);
-        let at = |q: f64| medians[((q * (RESAMPLES - 1) as f64).round() as usize).min(RESAMPLES - 1)];
+        let at =
+            |q: f64| medians[((q * (RESAMPLES - 1) as f64).round() as usize).min(RESAMPLES - 1)];
         Some(Difference {
             estimate_ns,
             low_ns: at(0.025),
@@ -444,7 +445,10 @@ impl CostsFile {
         if let Some((id, d)) = file.differences.iter().find(|(_, d)| {
             !(d.low_ns.is_finite() && d.high_ns.is_finite() && d.low_ns <= d.high_ns)
         }) {
-            return Err(format!("{id}: interval {}..{} is not one", d.low_ns, d.high_ns));
+            return Err(format!(
+                "{id}: interval {}..{} is not one",
+                d.low_ns, d.high_ns
+            ));
         }
         Ok(file)
     }
@@ -600,7 +604,10 @@ mod tests {
         // A fix 100 ns dearer in every round: the interval excludes zero.
         let dearer: Vec<f64> = base.iter().map(|b| b + 100.0 + (b % 3.0)).collect();
         let d = Difference::from_samples(&dearer, &base).unwrap();
-        assert!(d.measurable() && d.low_ns > 90.0 && d.high_ns < 110.0, "{d:?}");
+        assert!(
+            d.measurable() && d.low_ns > 90.0 && d.high_ns < 110.0,
+            "{d:?}"
+        );
         // A saving is measurable too, and shown with its sign.
         let cheaper: Vec<f64> = base.iter().map(|b| b - 100.0).collect();
         let d = Difference::from_samples(&cheaper, &base).unwrap();
@@ -620,14 +627,18 @@ mod tests {
             .map(|(i, b)| if i % 2 == 0 { b + 80.0 } else { b - 75.0 })
             .collect();
         let d = Difference::from_samples(&noisy, &base).unwrap();
-        assert!(!d.measurable() && d.low_ns < 0.0 && d.high_ns > 0.0, "{d:?}");
+        assert!(
+            !d.measurable() && d.low_ns < 0.0 && d.high_ns > 0.0,
+            "{d:?}"
+        );
         let cost = Cost {
             fix_ns: 1002.0,
             baseline_ns: 1000.0,
             difference: d,
         };
         assert!(
-            cost.text().starts_with("no measurable difference (95% CI −"),
+            cost.text()
+                .starts_with("no measurable difference (95% CI −"),
             "{}",
             cost.text()
         );

@@ -449,7 +449,11 @@ fn merge(inputs: &[PathBuf], dir: &Path) -> Result<ExitCode, Usage> {
             eprintln!("error: {e}");
             return Ok(ExitCode::FAILURE);
         }
-        lines.push_str(&format!("{}: {} probes\n", path.display(), file.probes.len()));
+        lines.push_str(&format!(
+            "{}: {} probes\n",
+            path.display(),
+            file.probes.len()
+        ));
     }
     let matrix = runner::write_matrix(dir);
     drop(lock);

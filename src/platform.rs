@@ -382,7 +382,10 @@ mod tests {
         );
         assert_eq!(here, "linux-6.18.44-fc-x86_64-glibc2.36-hypervisor");
         assert_eq!(tcg, "linux-6.18.44-fc-x86_64-glibc2.36-tcg");
-        assert!(here != tcg && tcg != kvm && here != kvm, "{here} {tcg} {kvm}");
+        assert!(
+            here != tcg && tcg != kvm && here != kvm,
+            "{here} {tcg} {kvm}"
+        );
         let ids = [&cloud, &rt, &older, &a, &b, &here, &tcg, &kvm];
         for id in ids {
             crate::report::check_platform_id(id).unwrap();
@@ -400,7 +403,10 @@ mod tests {
             upstream_version("6.8.0-45-generic", "#45~22.04.1-Ubuntu SMP"),
             ""
         );
-        assert_eq!(upstream_version("6.18.44-fc", "#1 SMP PREEMPT_DYNAMIC @0"), "");
+        assert_eq!(
+            upstream_version("6.18.44-fc", "#1 SMP PREEMPT_DYNAMIC @0"),
+            ""
+        );
     }
 
     #[test]

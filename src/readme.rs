@@ -158,7 +158,9 @@ pub fn rewrite(text: &str, inputs: &Inputs) -> Result<String, String> {
 
 /// The name in `<!-- fdwindow:begin NAME -->` (or `end`), if `line` is one.
 fn marker<'a>(line: &'a str, prefix: &str) -> Option<&'a str> {
-    line.strip_prefix(prefix)?.strip_suffix("-->").map(str::trim)
+    line.strip_prefix(prefix)?
+        .strip_suffix("-->")
+        .map(str::trim)
 }
 
 fn no_data(what: &str) -> String {
@@ -255,7 +257,10 @@ fn showed(inputs: &Inputs) -> String {
             "env-race",
             &["setenv-vs-libc-getenv", "std-env-only", "one-env-guard"],
         ),
-        ("etxtbsy", &["write-then-exec", "spawn-lock", "retry-on-etxtbsy"]),
+        (
+            "etxtbsy",
+            &["write-then-exec", "spawn-lock", "retry-on-etxtbsy"],
+        ),
     ];
     let mut out = format!(
         "On `{}`:\n\n| hazard | arm | window | measured |\n|---|---|---|---|\n",
@@ -306,9 +311,9 @@ fn spawn_window(inputs: &Inputs) -> String {
         return no_data("spawn-window slopes");
     };
     format!(
-        "On `{}` ({}):\n\n{}",
+        "On `{}`. {}\n\n{}",
         f.platform.id,
-        t.about,
+        t.about.trim(),
         table_markdown(t)
     )
 }
@@ -473,7 +478,10 @@ mod tests {
     #[test]
     fn refuses_broken_markers() {
         let err = |t: &str| rewrite(t, &empty()).unwrap_err();
-        assert!(err("<!-- fdwindow:begin nope -->\n<!-- fdwindow:end nope -->\n").contains("unknown section"));
+        assert!(
+            err("<!-- fdwindow:begin nope -->\n<!-- fdwindow:end nope -->\n")
+                .contains("unknown section")
+        );
         assert!(err("<!-- fdwindow:begin platform -->\n").contains("no end marker"));
         assert!(err("<!-- fdwindow:end platform -->\n").contains("without its beginning"));
         assert!(
@@ -485,7 +493,11 @@ mod tests {
     #[test]
     fn section_names_are_unique() {
         for (i, s) in SECTIONS.iter().enumerate() {
-            assert!(SECTIONS[i + 1..].iter().all(|t| t.name != s.name), "{}", s.name);
+            assert!(
+                SECTIONS[i + 1..].iter().all(|t| t.name != s.name),
+                "{}",
+                s.name
+            );
         }
     }
 }

@@ -38,9 +38,7 @@ pub fn check_schema(
     regenerate: &str,
 ) -> Result<(), String> {
     let Some(field) = head.get("schema") else {
-        return Err(format!(
-            "no \"schema\" field: not an fdwindow {kind} file"
-        ));
+        return Err(format!("no \"schema\" field: not an fdwindow {kind} file"));
     };
     match field.as_u64() {
         None => Err(format!(
@@ -343,11 +341,22 @@ mod tests {
             check_schema(&v, 3, "results", "fdwindow run")
         };
         assert!(check("{}").unwrap_err().contains("no \"schema\" field"));
-        assert!(check("{\"schema\": -1}").unwrap_err().contains("-1, not a version number"));
-        assert!(check("{\"schema\": \"3\"}").unwrap_err().contains("not a version number"));
+        assert!(
+            check("{\"schema\": -1}")
+                .unwrap_err()
+                .contains("-1, not a version number")
+        );
+        assert!(
+            check("{\"schema\": \"3\"}")
+                .unwrap_err()
+                .contains("not a version number")
+        );
         assert!(check("{\"schema\": 4}").unwrap_err().contains("newer"));
         let old = check("{\"schema\": 1}").unwrap_err();
-        assert!(old.contains("older") && old.contains("`fdwindow run`"), "{old}");
+        assert!(
+            old.contains("older") && old.contains("`fdwindow run`"),
+            "{old}"
+        );
         assert!(check("{\"schema\": 3}").is_ok());
     }
 }

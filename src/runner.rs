@@ -440,18 +440,23 @@ mod tests {
         let measured = [("etxtbsy".to_owned(), ours.clone())].into();
         let (merged, notes) = merge_own(Some(file(&here, &[&later])), None, measured, &here);
         assert_eq!(merged.probes["etxtbsy"], later);
-        assert!(notes[0].contains("kept a concurrent run's report"), "{notes:?}");
+        assert!(
+            notes[0].contains("kept a concurrent run's report"),
+            "{notes:?}"
+        );
         // One that finished earlier is replaced, and the user told.
         let earlier = report("etxtbsy", &here, "2026-01-01T23:59:00Z", 10_000);
         let measured = [("etxtbsy".to_owned(), ours.clone())].into();
         let (merged, notes) = merge_own(Some(file(&here, &[&earlier])), None, measured, &here);
         assert_eq!(merged.probes["etxtbsy"], ours);
-        assert!(notes[0].contains("replaced a concurrent run's report"), "{notes:?}");
+        assert!(
+            notes[0].contains("replaced a concurrent run's report"),
+            "{notes:?}"
+        );
         // The report this run read at its start is no concurrent run's.
         let measured = [("etxtbsy".to_owned(), ours.clone())].into();
         let before = file(&here, &[&later]);
-        let (merged, notes) =
-            merge_own(Some(before.clone()), Some(&before), measured, &here);
+        let (merged, notes) = merge_own(Some(before.clone()), Some(&before), measured, &here);
         assert_eq!(merged.probes["etxtbsy"], ours);
         assert!(notes.is_empty(), "{notes:?}");
     }
@@ -472,12 +477,7 @@ mod tests {
         );
         assert_ne!(other.id, here.id);
         let stale = report("etxtbsy", &other, "2026-01-01T00:00:00Z", 1);
-        let (merged, notes) = merge_own(
-            Some(file(&here, &[&stale])),
-            None,
-            BTreeMap::new(),
-            &here,
-        );
+        let (merged, notes) = merge_own(Some(file(&here, &[&stale])), None, BTreeMap::new(), &here);
         assert!(merged.probes.is_empty(), "{merged:?}");
         assert!(notes[0].contains("dropped etxtbsy"), "{notes:?}");
     }

@@ -220,7 +220,12 @@ mod tests {
     fn sweeper_takes_dead_folders_only() {
         let root = Scratch::new("sweep-root").unwrap();
         let live = Scratch::new_swept_in(root.dir(), "t").unwrap();
-        let name = live.dir().file_name().unwrap().to_string_lossy().into_owned();
+        let name = live
+            .dir()
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
         assert!(name.starts_with("fdwindow-t-"), "{name}");
         assert!(live.dir().join(LOCK).exists());
         // A live folder is never taken, whoever sweeps.

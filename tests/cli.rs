@@ -79,6 +79,7 @@ fn run_then_ask_for_verdicts() {
     let mut names: Vec<String> = fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n != fdwindow::results::LOCK_FILE)
         .collect();
     names.sort();
     assert_eq!(names.len(), 2, "{names:?}");
@@ -406,9 +407,10 @@ fn spawn_window_chart_and_costs_reach_the_matrix() {
     );
     assert!(matrix.contains("| `lock-kind/posix-fcntl/lock-unlock` | 1.0 µs | 10 |"));
     assert!(
-        matrix.lines().any(
-            |l| l.starts_with("| `flock` | mitigation |") && l.ends_with("| +250 ns (95% CI +250 ns to +250 ns, 1.25×) |")
-        ),
+        matrix
+            .lines()
+            .any(|l| l.starts_with("| `flock` | mitigation |")
+                && l.ends_with("| +250 ns (95% CI +250 ns to +250 ns, 1.25×) |")),
         "{matrix}"
     );
 

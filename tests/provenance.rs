@@ -16,10 +16,19 @@ use fdwindow::report::ResultsFile;
 /// A quick run of `hazard` into `dir`, scratch under `tmp`.
 fn quick(hazard: &str, dir: &Path, tmp: &Path) -> Command {
     let mut cmd = fdwindow();
-    cmd.args(["run", "--trials", "2", "--race-ms", "5", "--only", hazard, "--results"])
-        .arg(dir)
-        .env("TMPDIR", tmp)
-        .stdin(Stdio::null());
+    cmd.args([
+        "run",
+        "--trials",
+        "2",
+        "--race-ms",
+        "5",
+        "--only",
+        hazard,
+        "--results",
+    ])
+    .arg(dir)
+    .env("TMPDIR", tmp)
+    .stdin(Stdio::null());
     cmd
 }
 
@@ -72,8 +81,14 @@ fn concurrent_runs_of_different_probes_both_land() {
         assert!(b.status.success(), "pair {pair}: {}", stderr(&b));
         let (_, f) = the_results(&dir);
         for hazard in ["flock-survival", "bind-matrix"] {
-            let r = f.probes.get(hazard).unwrap_or_else(|| panic!("pair {pair}: {hazard} lost"));
-            assert_ne!(r.started_at, MARK, "pair {pair}: {hazard}'s new report was lost");
+            let r = f
+                .probes
+                .get(hazard)
+                .unwrap_or_else(|| panic!("pair {pair}: {hazard} lost"));
+            assert_ne!(
+                r.started_at, MARK,
+                "pair {pair}: {hazard}'s new report was lost"
+            );
         }
     }
     let out = fdwindow()
@@ -82,7 +97,11 @@ fn concurrent_runs_of_different_probes_both_land() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(fs::read_dir(&tmp).unwrap().count(), 0, "scratch left behind");
+    assert_eq!(
+        fs::read_dir(&tmp).unwrap().count(),
+        0,
+        "scratch left behind"
+    );
 }
 
 #[test]
@@ -129,7 +148,15 @@ fn bad_input_gets_one_line_and_exit_2() {
         .unwrap();
     one_line_error(&out, 2, "--duration");
     let out = fdwindow()
-        .args(["stress", "--injector", "/etc/passwd", "--runs", "1", "--", "/bin/true"])
+        .args([
+            "stress",
+            "--injector",
+            "/etc/passwd",
+            "--runs",
+            "1",
+            "--",
+            "/bin/true",
+        ])
         .output()
         .unwrap();
     one_line_error(&out, 2, "not a shared library");
@@ -174,7 +201,14 @@ fn bad_input_gets_one_line_and_exit_2() {
 /// Starts a long run and waits (on its stderr, not a clock) until its probe runs.
 fn long_run(dir: &Path, tmp: &Path) -> std::process::Child {
     let mut child = fdwindow()
-        .args(["run", "--trials", "1000000", "--only", "flock-survival", "--results"])
+        .args([
+            "run",
+            "--trials",
+            "1000000",
+            "--only",
+            "flock-survival",
+            "--results",
+        ])
         .arg(dir)
         .env("TMPDIR", tmp)
         .stdin(Stdio::null())
@@ -202,7 +236,10 @@ fn sighup_and_sigterm_stop_a_run_like_sigint() {
         unsafe { libc::kill(child.id() as i32, sig) };
         let status = child.wait().unwrap();
         assert_eq!(status.code(), Some(130), "signal {sig}");
-        assert!(!dir.join("MATRIX.md").exists(), "signal {sig}: results written");
+        assert!(
+            !dir.join("MATRIX.md").exists(),
+            "signal {sig}: results written"
+        );
         assert_eq!(
             fs::read_dir(&tmp).unwrap().count(),
             0,
@@ -258,5 +295,140 @@ fn the_next_run_sweeps_a_killed_runs_scratch() {
     let out = quick("posix-lock-drop", &dir, &tmp).output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(left(), 0, "the next run left the dead run's folder");
-    assert_eq!(fs::read_dir(&tmp).unwrap().count(), 0, "scratch left behind");
+    assert_eq!(
+        fs::read_dir(&tmp).unwrap().count(),
+        0,
+        "scratch left behind"
+    );
+}
+
+/// Copies the committed results folder and README into `to`.
+fn committed_copy(to: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let results = to.join("results");
+    fs::create_dir_all(&results).unwrap();
+    for e in fs::read_dir(root.join("results")).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_file() && !p.file_name().unwrap().to_string_lossy().starts_with('.') {
+            fs::copy(&p, results.join(p.file_name().unwrap())).unwrap();
+        }
+    }
+    let readme = to.join("README.md");
+    fs::copy(root.join("README.md"), &readme).unwrap();
+    (results, readme)
+}
+
+fn check(results: &Path, readme: &Path) -> Output {
+    fdwindow()
+        .args(["matrix", "--check", "--results"])
+        .arg(results)
+        .arg("--readme")
+        .arg(readme)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn readme_sections_are_current_and_an_edited_figure_fails_the_check() {
+    let s = scratch("prov-readme");
+    let (results, readme) = committed_copy(s.dir());
+    let out = check(&results, &readme);
+    assert!(
+        out.status.success(),
+        "README.md's generated sections are stale: run `make matrix`: {}",
+        stderr(&out)
+    );
+    let text = fs::read_to_string(&readme).unwrap();
+    // Change the first digit inside the first section that has one.
+    let begin = text.find("<!-- fdwindow:begin ").unwrap();
+    let digit = begin + text[begin..].find(|c: char| c.is_ascii_digit()).unwrap();
+    assert!(
+        text[begin..digit].find("<!-- fdwindow:end ").is_none(),
+        "the first section holds no figure"
+    );
+    let mut edited = text.clone().into_bytes();
+    edited[digit] = if edited[digit] == b'9' {
+        b'1'
+    } else {
+        edited[digit] + 1
+    };
+    fs::write(&readme, &edited).unwrap();
+    let out = check(&results, &readme);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("README.md is stale"),
+        "{}",
+        stderr(&out)
+    );
+    // Rewriting restores it; prose outside the sections is left alone.
+    let prose = text.replacen("# fdwindow", "# fdwindow (edited)", 1);
+    fs::write(&readme, &prose).unwrap();
+    assert!(check(&results, &readme).status.success());
+    fs::write(&readme, &edited).unwrap();
+    let out = fdwindow()
+        .args(["matrix", "--results"])
+        .arg(&results)
+        .arg("--readme")
+        .arg(&readme)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(fs::read_to_string(&readme).unwrap(), text);
+}
+
+/// `advise two-step-cloexec` shows a cost only where its interval excludes
+/// zero, and says "no measurable difference" where it spans zero.
+#[test]
+fn advice_shows_costs_only_where_the_interval_excludes_zero() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
+    let costs = fdwindow::costs::load_dir(&dir).unwrap();
+    let files = fdwindow::results::load_dir(&dir).unwrap();
+    let Some(advice) = fdwindow::advise::advise(&files, &costs, "two-step-cloexec", "linux") else {
+        panic!("no advice for two-step-cloexec");
+    };
+    let mut seen = 0;
+    for arm in advice
+        .valid
+        .iter()
+        .chain(&advice.invalid)
+        .chain(&advice.undecided)
+    {
+        let Some(cost) = costs
+            .iter()
+            .filter(|c| c.platform.os == "linux")
+            .find_map(|c| c.cost("two-step-cloexec", &arm.arm))
+        else {
+            continue;
+        };
+        seen += 1;
+        let text = arm.cost.as_deref().unwrap();
+        let d = cost.difference;
+        if d.low_ns <= 0.0 && d.high_ns >= 0.0 {
+            assert!(
+                text.starts_with("no measurable difference"),
+                "{}: {text}",
+                arm.arm
+            );
+        } else {
+            assert!(text.starts_with(['+', '−']), "{}: {text}", arm.arm);
+        }
+    }
+    assert!(seen > 0, "no two-step-cloexec fix has a measured cost");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn stress_into_a_closed_pipe_exits_quietly() {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = fdwindow()
+        .arg("stress")
+        .arg("--injector")
+        .arg(common::injector())
+        .args(["--runs", "1", "--", "/bin/true"])
+        .stdout(writer)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(141), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
 }

@@ -103,7 +103,7 @@ impl<'c, 'r> Group<'c, 'r> {
         for (_, imp, param, batch) in &mut pending {
             self.inner
                 .bench_function(BenchmarkId::new(imp.as_str(), param.as_str()), |b| {
-                    b.iter_custom(|iters| batch(iters))
+                    b.iter_custom(&mut *batch)
                 });
         }
         if !benchmarking() || pending.is_empty() {
