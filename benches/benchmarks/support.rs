@@ -37,9 +37,12 @@ impl<'c, 'r> Group<'c, 'r> {
     /// A group with short warm-up and measurement times, so that
     /// `make bench-quick` (criterion's `--quick`) stays short.
     pub fn new(c: &'c mut Criterion, name: &'static str, measure: Duration) -> Group<'c, 'r> {
+        // `--quick` (make bench-quick) halves every time: criterion's pass
+        // only informs, the costs come from the interleaved rounds.
+        let measure = if quick() { measure / 2 } else { measure };
         let mut inner = c.benchmark_group(name);
         inner
-            .warm_up_time(Duration::from_millis(200))
+            .warm_up_time(Duration::from_millis(if quick() { 100 } else { 200 }))
             .measurement_time(measure)
             .sample_size(20);
         Group {
