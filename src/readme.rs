@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::costs::CostsFile;
-use crate::matrix::{arm_verdict, cell_text, count_text};
+use crate::matrix::{cell_line, cell_text, count_text};
 use crate::pressure_file::PressureFile;
 use crate::report::{ResultsFile, Table};
 use crate::results::BadResults;
@@ -202,11 +202,7 @@ fn verdict_line(f: &ResultsFile, hazard: &str, arm: &str, window: Window) -> Opt
         .arms
         .iter()
         .find(|a| a.arm == arm && a.window == window)?;
-    let v = arm_verdict(report, a);
-    Some(match a.outcome.count() {
-        Some(c) => format!("{} {}", v.id(), count_text(c)),
-        None => v.id().to_owned(),
-    })
+    Some(format!("{} {}", window.id(), cell_line(report, a)))
 }
 
 fn verdict_example(inputs: &Inputs) -> String {
@@ -276,7 +272,7 @@ fn showed(inputs: &Inputs) -> String {
                     out,
                     "| `{hazard}` | `{arm}` | {} | {} |",
                     a.window.id(),
-                    cell_text(arm_verdict(report, a), &a.outcome)
+                    cell_text(report, a)
                 );
             }
         }
