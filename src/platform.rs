@@ -284,32 +284,16 @@ struct Uname {
     machine: String,
 }
 
-/// `uname(2)`—Get name and information about the current kernel.
+/// `uname(2)`—Get name and information about the current kernel (through
+/// rustix, which cannot fail).
 fn uname() -> Uname {
-    // SAFETY: utsname is plain old data, for which all zeroes is a valid value.
-    let mut uts: libc::utsname = unsafe { std::mem::zeroed() };
-    // SAFETY: uts is a valid, writable utsname that uname fills or leaves.
-    if unsafe { libc::uname(&mut uts) } != 0 {
-        return Uname {
-            sysname: "unknown".into(),
-            release: "unknown".into(),
-            version: String::new(),
-            machine: std::env::consts::ARCH.into(),
-        };
-    }
-    let field = |f: &[libc::c_char]| {
-        let bytes: Vec<u8> = f
-            .iter()
-            .take_while(|&&c| c != 0)
-            .map(|&c| c as u8)
-            .collect();
-        String::from_utf8_lossy(&bytes).into_owned()
-    };
+    let uts = rustix::system::uname();
+    let field = |f: &std::ffi::CStr| f.to_string_lossy().into_owned();
     Uname {
-        sysname: field(&uts.sysname),
-        release: field(&uts.release),
-        version: field(&uts.version),
-        machine: field(&uts.machine),
+        sysname: field(uts.sysname()),
+        release: field(uts.release()),
+        version: field(uts.version()),
+        machine: field(uts.machine()),
     }
 }
 

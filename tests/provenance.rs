@@ -422,10 +422,7 @@ fn stress_into_a_closed_pipe_exits_quietly() {
     let (reader, writer) = std::io::pipe().unwrap();
     drop(reader);
     let out = fdwindow()
-        .arg("stress")
-        .arg("--injector")
-        .arg(common::injector())
-        .args(["--runs", "1", "--", "/bin/true"])
+        .args(["stress", "--runs", "1", "--", "/bin/true"])
         .stdout(writer)
         .output()
         .unwrap();
