@@ -22,6 +22,7 @@ pub mod holders;
 pub mod knowledge;
 pub mod locks;
 pub mod matrix;
+pub mod parked;
 pub mod platform;
 pub mod pressure;
 pub mod report;

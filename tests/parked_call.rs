@@ -1,0 +1,223 @@
+//! The parked-call interposer and its trial driver.
+//!
+//! The interposer must be preloaded when the process starts, so each check is
+//! an `#[ignore]`d child test that its parent runs in a fresh copy of this
+//! test binary with the library preloaded; the parent passes only when the
+//! child's exact `... ok` line and `1 passed` are in its output, so a renamed
+//! or missing child cannot pass silently.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::process::Command;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use fdwindow::harness::Fault;
+use fdwindow::parked::{self, Interposer, Mode, Waited};
+
+mod common;
+
+/// Runs the ignored test `child` in a copy of this binary with the
+/// interposer preloaded, and requires that it ran and passed.
+fn in_preloaded_process(child: &str) {
+    let scratch = common::scratch("parked-lib");
+    // PHASE-1 STAND-IN until fdwindow::preload lands: build the shim here.
+    let library = scratch.fresh("libparked.so");
+    let built = Command::new("cc")
+        .args([
+            "-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-pthread", "-o",
+        ])
+        .arg(&library)
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/shims/parked_call.c"))
+        .arg("-ldl")
+        .status()
+        .unwrap();
+    assert!(built.success());
+    let var = "LD_PRELOAD";
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", child, "--ignored", "--test-threads=1"])
+        .env(var, &library)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{child} failed:\n{text}");
+    assert!(
+        text.contains(&format!("test {child} ... ok")) && text.contains("1 passed"),
+        "{child} did not run:\n{text}"
+    );
+}
+
+/// A socket made without close-on-exec (the first step), as a raw libc call.
+fn bare_socket(flags: libc::c_int) -> std::io::Result<OwnedFd> {
+    // SAFETY: plain socket(2) through libc, so the interposer sees it.
+    let fd = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | flags, 0) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: a descriptor socket(2) just returned, owned by no one else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// The second step: fcntl(F_SETFD, FD_CLOEXEC).
+fn set_cloexec(fd: &OwnedFd) -> std::io::Result<()> {
+    // SAFETY: F_SETFD on a descriptor the caller owns.
+    if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+#[test]
+fn without_the_interposer_a_trial_is_unsupported() {
+    // This test process was started without the library.
+    let got = parked::trial(Mode::Park, || bare_socket(0));
+    assert_eq!(
+        got.unwrap_err(),
+        Fault::Unsupported(parked::NOT_LOADED.into())
+    );
+}
+
+#[test]
+fn an_armed_thread_parks_and_resumes() {
+    in_preloaded_process("child_an_armed_thread_parks_and_resumes");
+}
+
+#[test]
+#[ignore = "run by an_armed_thread_parks_and_resumes with the interposer preloaded"]
+fn child_an_armed_thread_parks_and_resumes() {
+    let lot = Interposer::find().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::scope(|s| {
+        let creator = s.spawn(move || {
+            lot.arm(Mode::Park).unwrap();
+            tx.send(()).unwrap();
+            let fd = bare_socket(0).unwrap();
+            (fd.as_raw_fd(), lot.disarm())
+        });
+        rx.recv().unwrap();
+        let park = match lot.wait(Duration::from_secs(30)) {
+            Waited::Parked(park) => park,
+            other => panic!("expected a park, got {other:?}"),
+        };
+        assert_eq!(park.call, "socket");
+        assert!(!park.stripped);
+        // Parked: the creator cannot have returned from socket(2).
+        assert!(!creator.is_finished());
+        lot.release();
+        let (fd, parked) = creator.join().unwrap();
+        assert!(parked, "the creator recorded no park");
+        assert_eq!(park.fds, vec![fd]);
+    });
+}
+
+#[test]
+fn an_unarmed_thread_never_parks() {
+    in_preloaded_process("child_an_unarmed_thread_never_parks");
+}
+
+#[test]
+#[ignore = "run by an_unarmed_thread_never_parks with the interposer preloaded"]
+fn child_an_unarmed_thread_never_parks() {
+    let lot = Interposer::find().unwrap();
+    let (armed_tx, armed_rx) = mpsc::channel();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    std::thread::scope(|s| {
+        // An armed thread that makes no call until the end: the lot is armed
+        // while the unarmed thread works.
+        let armed = s.spawn(move || {
+            lot.arm(Mode::Park).unwrap();
+            armed_tx.send(()).unwrap();
+            let _ = go_rx.recv();
+            lot.disarm()
+        });
+        armed_rx.recv().unwrap();
+        let unarmed = s.spawn(|| {
+            let socket = bare_socket(0).unwrap();
+            let pair = std::os::unix::net::UnixStream::pair().unwrap();
+            let (r, w) = std::io::pipe().unwrap();
+            let file = std::fs::File::open("/dev/null").unwrap();
+            let copy = file.try_clone().unwrap();
+            drop((socket, pair, r, w, file, copy));
+        });
+        // Bounded polling: a park would show here within one interval; the
+        // unarmed thread finishing ends the loop.
+        while !unarmed.is_finished() {
+            if let Waited::Parked(park) = lot.wait(Duration::from_millis(20)) {
+                lot.release();
+                panic!("an unarmed thread parked in {}", park.call);
+            }
+        }
+        unarmed.join().unwrap();
+        assert_eq!(lot.wait(Duration::ZERO), Waited::TimedOut);
+        go_tx.send(()).unwrap();
+        assert!(!armed.join().unwrap(), "the armed thread made no call");
+        assert_eq!(lot.wait(Duration::ZERO), Waited::NotParked);
+    });
+}
+
+#[test]
+fn a_raw_syscall_is_not_interposed_and_the_trial_is_broken() {
+    in_preloaded_process("child_a_raw_syscall_is_not_interposed_and_the_trial_is_broken");
+}
+
+#[test]
+#[ignore = "run by a_raw_syscall_is_not_interposed_and_the_trial_is_broken with the interposer preloaded"]
+fn child_a_raw_syscall_is_not_interposed_and_the_trial_is_broken() {
+    let got = parked::trial(Mode::Park, raw_socket);
+    match got {
+        Err(Fault::Broken(why)) => assert!(why.contains("no listed call parked"), "{why}"),
+        other => panic!("expected broken, got {other:?}"),
+    }
+}
+
+/// socket(2) by syscall(2), past libc's `socket` (Linux); elsewhere the OS
+/// has no such entry point, so the trial reports it unsupported.
+#[cfg(target_os = "linux")]
+fn raw_socket() -> std::io::Result<OwnedFd> {
+    // SAFETY: the raw socket system call with plain integer arguments.
+    let fd = unsafe { libc::syscall(libc::SYS_socket, libc::AF_UNIX, libc::SOCK_STREAM, 0) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: a descriptor the kernel just returned, owned by no one else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn raw_socket() -> std::io::Result<OwnedFd> {
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "no raw socket syscall on this OS",
+    ))
+}
+
+#[test]
+fn a_second_step_after_the_park_is_missing_in_the_child() {
+    in_preloaded_process("child_a_second_step_after_the_park_is_missing_in_the_child");
+}
+
+#[test]
+#[ignore = "run by a_second_step_after_the_park_is_missing_in_the_child with the interposer preloaded"]
+fn child_a_second_step_after_the_park_is_missing_in_the_child() {
+    // Two steps: the flag comes after the park, so the child holds the socket.
+    let two_step = parked::trial(Mode::Park, || {
+        let fd = bare_socket(0)?;
+        set_cloexec(&fd)?;
+        Ok(fd)
+    })
+    .unwrap();
+    assert_eq!(two_step.park.call, "socket");
+    assert!(two_step.hit(), "{two_step:?}");
+    // One step, where the OS has it: nothing to hold.
+    #[cfg(target_os = "linux")]
+    {
+        let atomic = parked::trial(Mode::Park, || bare_socket(libc::SOCK_CLOEXEC)).unwrap();
+        assert!(!atomic.hit(), "{atomic:?}");
+        // The sham strips the flag: the same call leaks.
+        let sham = parked::trial(Mode::Sham, || bare_socket(libc::SOCK_CLOEXEC)).unwrap();
+        assert!(sham.park.stripped && sham.hit(), "{sham:?}");
+    }
+}
