@@ -12,9 +12,11 @@
  * therefore comes after the spawn.
  *
  *   1. controller thread C starts creator thread T;
- *   2. T: fdwindow_parked_arm(mode): arms T only (a thread-local flag);
- *   3. T makes the call under test; the wrapper calls the real function and,
- *      on success, disarms T, records the new descriptors, and waits;
+ *   2. T: fdwindow_parked_arm(mode, families): arms T only (thread-local
+ *      flags), for the call families the trial is about;
+ *   3. T makes the call under test; the wrapper of a call in those families
+ *      calls the real function and, on success, disarms T, records the new
+ *      descriptors, and waits;
  *   4. C: fdwindow_parked_wait() returns 1 (parked) or 0 (T disarmed without a
  *      parked call: nothing went through this wrapper, e.g. a raw syscall);
  *   5. C spawns a child, waits until it exec'd, lists its descriptors;
@@ -80,6 +82,17 @@
 /* How long a parked thread waits for its release at most: a controller that
  * died or forgot cannot hang the thread for ever. */
 #define FDW_PARK_BOUND_S 60
+/* Call families, for fdwindow_parked_arm's mask: an arm parks only the
+ * family it is about, so a setup call in the same thread (a client's socket
+ * before an accept) neither parks nor loses its flag. */
+#define FDW_SOCKET 1     /* socket */
+#define FDW_SOCKETPAIR 2 /* socketpair */
+#define FDW_ACCEPT 4     /* accept, accept4 */
+#define FDW_PIPE 8       /* pipe, pipe2 */
+#define FDW_OPEN 16      /* open, openat, creat and their 64/fortified names */
+#define FDW_DUP 32       /* fcntl(F_DUPFD*), dup, dup2, dup3 */
+#define FDW_RECVMSG 64   /* recvmsg with SCM_RIGHTS */
+#define FDW_ALL 127
 #define FDW_MAX_FDS 8
 
 /* What the controller learns about one park. */
@@ -103,6 +116,8 @@ static struct fdwindow_parked_info lot_info;
 
 /* The calling thread's mode: 0 unarmed, FDW_PARK or FDW_SHAM. */
 static __thread int tl_mode;
+/* The call families the calling thread's arm covers. */
+static __thread int tl_families;
 /* Whether the calling thread parked since it armed. */
 static __thread int tl_parked;
 
@@ -119,10 +134,11 @@ static void deadline_in(struct timespec *ts, long ms) {
 
 FDW_EXPORT int fdwindow_parked_abi(void) { return FDW_PARKED_ABI; }
 
-/* Arms the calling thread; -1 with EBUSY while another trial is under way,
- * EINVAL for an unknown mode. */
-FDW_EXPORT int fdwindow_parked_arm(int mode) {
-    if (mode != FDW_PARK && mode != FDW_SHAM) {
+/* Arms the calling thread for the call families in `families`; -1 with
+ * EBUSY while another trial is under way, EINVAL for an unknown mode or an
+ * empty mask. */
+FDW_EXPORT int fdwindow_parked_arm(int mode, int families) {
+    if ((mode != FDW_PARK && mode != FDW_SHAM) || (families & FDW_ALL) == 0) {
         errno = EINVAL;
         return -1;
     }
@@ -136,6 +152,7 @@ FDW_EXPORT int fdwindow_parked_arm(int mode) {
     memset(&lot_info, 0, sizeof lot_info);
     pthread_mutex_unlock(&lot_lock);
     tl_parked = 0;
+    tl_families = families & FDW_ALL;
     tl_mode = mode;
     return 0;
 }
@@ -199,13 +216,19 @@ FDW_EXPORT void fdwindow_parked_release(void) {
     pthread_mutex_unlock(&lot_lock);
 }
 
-/* Called by a wrapper after the real call made fds[0..n): parks an armed
- * thread until released. errno is the caller's to keep. */
-static void park(const char *call, const int *fds, int n, int stripped) {
+/* Whether the calling thread is armed for this call family. */
+static int armed_for(int family) { return tl_mode != 0 && (tl_families & family) != 0; }
+
+/* Whether the wrapper must strip this family's atomic flag. */
+static int sham(int family) { return tl_mode == FDW_SHAM && armed_for(family); }
+
+/* Called by a wrapper after the real call made fds[0..n): parks a thread
+ * armed for this family until released. errno is the caller's to keep. */
+static void park(const char *call, int family, const int *fds, int n, int stripped) {
     int saved = errno;
     struct timespec until;
     int i;
-    if (tl_mode == 0 || n <= 0)
+    if (!armed_for(family) || n <= 0)
         return;
     tl_mode = 0; /* one call per arming: the second step never parks */
     pthread_mutex_lock(&lot_lock);
@@ -229,8 +252,6 @@ static void park(const char *call, const int *fds, int n, int stripped) {
     pthread_mutex_unlock(&lot_lock);
     errno = saved;
 }
-
-static int sham(void) { return tl_mode == FDW_SHAM; }
 
 /* ---- the real functions ------------------------------------------------ */
 
@@ -302,24 +323,24 @@ NEXT(ssize_t, recvmsg, (int, struct msghdr *, int))
 /* ---- sockets ----------------------------------------------------------- */
 
 #ifdef SOCK_CLOEXEC
-#define STRIP_SOCK(flags, did)                                                 \
+#define STRIP_SOCK(family, flags, did)                                         \
     do {                                                                       \
-        if (sham() && ((flags) & SOCK_CLOEXEC)) {                              \
+        if (sham(family) && ((flags) & SOCK_CLOEXEC)) {                              \
             (flags) &= ~SOCK_CLOEXEC;                                          \
             (did) = 1;                                                         \
         }                                                                      \
     } while (0)
 #else
-#define STRIP_SOCK(flags, did) ((void)0)
+#define STRIP_SOCK(family, flags, did) ((void)0)
 #endif
 
 FDW_EXPORT int WRAP(socket)(int domain, int type, int protocol) {
     int did = 0, fd;
     ENSURE(socket);
-    STRIP_SOCK(type, did);
+    STRIP_SOCK(FDW_SOCKET, type, did);
     fd = REAL(socket)(domain, type, protocol);
     if (fd >= 0)
-        park("socket", &fd, 1, did);
+        park("socket", FDW_SOCKET, &fd, 1, did);
     return fd;
 }
 INTERPOSE(socket);
@@ -327,10 +348,10 @@ INTERPOSE(socket);
 FDW_EXPORT int WRAP(socketpair)(int domain, int type, int protocol, int sv[2]) {
     int did = 0, rc;
     ENSURE(socketpair);
-    STRIP_SOCK(type, did);
+    STRIP_SOCK(FDW_SOCKETPAIR, type, did);
     rc = REAL(socketpair)(domain, type, protocol, sv);
     if (rc == 0)
-        park("socketpair", sv, 2, did);
+        park("socketpair", FDW_SOCKETPAIR, sv, 2, did);
     return rc;
 }
 INTERPOSE(socketpair);
@@ -340,7 +361,7 @@ FDW_EXPORT int WRAP(accept)(int fd, struct sockaddr *addr, socklen_t *len) {
     ENSURE(accept);
     new_fd = REAL(accept)(fd, addr, len);
     if (new_fd >= 0)
-        park("accept", &new_fd, 1, 0);
+        park("accept", FDW_ACCEPT, &new_fd, 1, 0);
     return new_fd;
 }
 INTERPOSE(accept);
@@ -349,10 +370,10 @@ INTERPOSE(accept);
 FDW_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags) {
     int did = 0, new_fd;
     ENSURE(accept4);
-    STRIP_SOCK(flags, did);
+    STRIP_SOCK(FDW_ACCEPT, flags, did);
     new_fd = REAL(accept4)(fd, addr, len, flags);
     if (new_fd >= 0)
-        park("accept4", &new_fd, 1, did);
+        park("accept4", FDW_ACCEPT, &new_fd, 1, did);
     return new_fd;
 }
 #endif
@@ -364,13 +385,13 @@ FDW_EXPORT ssize_t WRAP(recvmsg)(int fd, struct msghdr *msg, int flags) {
     struct cmsghdr *c;
     ENSURE(recvmsg);
 #ifdef MSG_CMSG_CLOEXEC
-    if (sham() && (flags & MSG_CMSG_CLOEXEC)) {
+    if (sham(FDW_RECVMSG) && (flags & MSG_CMSG_CLOEXEC)) {
         flags &= ~MSG_CMSG_CLOEXEC;
         did = 1;
     }
 #endif
     rc = REAL(recvmsg)(fd, msg, flags);
-    if (rc < 0 || tl_mode == 0 || msg == NULL)
+    if (rc < 0 || !armed_for(FDW_RECVMSG) || msg == NULL)
         return rc;
     for (c = CMSG_FIRSTHDR(msg); c != NULL; c = CMSG_NXTHDR(msg, c)) {
         if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
@@ -381,7 +402,7 @@ FDW_EXPORT ssize_t WRAP(recvmsg)(int fd, struct msghdr *msg, int flags) {
         }
     }
     if (n > 0)
-        park("recvmsg", got, n, did);
+        park("recvmsg", FDW_RECVMSG, got, n, did);
     return rc;
 }
 INTERPOSE(recvmsg);
@@ -393,7 +414,7 @@ FDW_EXPORT int WRAP(pipe)(int fds[2]) {
     ENSURE(pipe);
     rc = REAL(pipe)(fds);
     if (rc == 0)
-        park("pipe", fds, 2, 0);
+        park("pipe", FDW_PIPE, fds, 2, 0);
     return rc;
 }
 INTERPOSE(pipe);
@@ -402,13 +423,13 @@ INTERPOSE(pipe);
 FDW_EXPORT int pipe2(int fds[2], int flags) {
     int did = 0, rc;
     ENSURE(pipe2);
-    if (sham() && (flags & O_CLOEXEC)) {
+    if (sham(FDW_PIPE) && (flags & O_CLOEXEC)) {
         flags &= ~O_CLOEXEC;
         did = 1;
     }
     rc = REAL(pipe2)(fds, flags);
     if (rc == 0)
-        park("pipe2", fds, 2, did);
+        park("pipe2", FDW_PIPE, fds, 2, did);
     return rc;
 }
 #endif
@@ -425,9 +446,9 @@ static int needs_mode(int flags) {
     return (flags & O_CREAT) != 0;
 }
 
-#define STRIP_O(flags, did)                                                    \
+#define STRIP_O(family, flags, did)                                            \
     do {                                                                       \
-        if (sham() && ((flags) & O_CLOEXEC)) {                                 \
+        if (sham(family) && ((flags) & O_CLOEXEC)) {                                 \
             (flags) &= ~O_CLOEXEC;                                             \
             (did) = 1;                                                         \
         }                                                                      \
@@ -443,13 +464,13 @@ static int needs_mode(int flags) {
         mode = (mode_t)va_arg(ap, int);                                        \
         va_end(ap);                                                            \
     }                                                                          \
-    STRIP_O(flags, did);
+    STRIP_O(FDW_OPEN, flags, did);
 
 FDW_EXPORT int WRAP(open)(const char *path, int flags, ...) {
     OPEN_BODY(open)
     fd = REAL(open)(path, flags, mode);
     if (fd >= 0)
-        park("open", &fd, 1, did);
+        park("open", FDW_OPEN, &fd, 1, did);
     return fd;
 }
 INTERPOSE(open);
@@ -458,7 +479,7 @@ FDW_EXPORT int WRAP(openat)(int dirfd, const char *path, int flags, ...) {
     OPEN_BODY(openat)
     fd = REAL(openat)(dirfd, path, flags, mode);
     if (fd >= 0)
-        park("openat", &fd, 1, did);
+        park("openat", FDW_OPEN, &fd, 1, did);
     return fd;
 }
 INTERPOSE(openat);
@@ -468,7 +489,7 @@ FDW_EXPORT int WRAP(creat)(const char *path, mode_t mode) {
     ENSURE(creat);
     fd = REAL(creat)(path, mode);
     if (fd >= 0)
-        park("creat", &fd, 1, 0);
+        park("creat", FDW_OPEN, &fd, 1, 0);
     return fd;
 }
 INTERPOSE(creat);
@@ -478,7 +499,7 @@ FDW_EXPORT int open64(const char *path, int flags, ...) {
     OPEN_BODY(open64)
     fd = REAL(open64)(path, flags, mode);
     if (fd >= 0)
-        park("open64", &fd, 1, did);
+        park("open64", FDW_OPEN, &fd, 1, did);
     return fd;
 }
 
@@ -486,7 +507,7 @@ FDW_EXPORT int openat64(int dirfd, const char *path, int flags, ...) {
     OPEN_BODY(openat64)
     fd = REAL(openat64)(dirfd, path, flags, mode);
     if (fd >= 0)
-        park("openat64", &fd, 1, did);
+        park("openat64", FDW_OPEN, &fd, 1, did);
     return fd;
 }
 
@@ -494,40 +515,40 @@ FDW_EXPORT int openat64(int dirfd, const char *path, int flags, ...) {
 FDW_EXPORT int __open_2(const char *path, int flags) {
     int did = 0, fd;
     ENSURE(__open_2);
-    STRIP_O(flags, did);
+    STRIP_O(FDW_OPEN, flags, did);
     fd = REAL(__open_2)(path, flags);
     if (fd >= 0)
-        park("__open_2", &fd, 1, did);
+        park("__open_2", FDW_OPEN, &fd, 1, did);
     return fd;
 }
 
 FDW_EXPORT int __open64_2(const char *path, int flags) {
     int did = 0, fd;
     ENSURE(__open64_2);
-    STRIP_O(flags, did);
+    STRIP_O(FDW_OPEN, flags, did);
     fd = REAL(__open64_2)(path, flags);
     if (fd >= 0)
-        park("__open64_2", &fd, 1, did);
+        park("__open64_2", FDW_OPEN, &fd, 1, did);
     return fd;
 }
 
 FDW_EXPORT int __openat_2(int dirfd, const char *path, int flags) {
     int did = 0, fd;
     ENSURE(__openat_2);
-    STRIP_O(flags, did);
+    STRIP_O(FDW_OPEN, flags, did);
     fd = REAL(__openat_2)(dirfd, path, flags);
     if (fd >= 0)
-        park("__openat_2", &fd, 1, did);
+        park("__openat_2", FDW_OPEN, &fd, 1, did);
     return fd;
 }
 
 FDW_EXPORT int __openat64_2(int dirfd, const char *path, int flags) {
     int did = 0, fd;
     ENSURE(__openat64_2);
-    STRIP_O(flags, did);
+    STRIP_O(FDW_OPEN, flags, did);
     fd = REAL(__openat64_2)(dirfd, path, flags);
     if (fd >= 0)
-        park("__openat64_2", &fd, 1, did);
+        park("__openat64_2", FDW_OPEN, &fd, 1, did);
     return fd;
 }
 
@@ -536,7 +557,7 @@ FDW_EXPORT int creat64(const char *path, mode_t mode) {
     ENSURE(creat64);
     fd = REAL(creat64)(path, mode);
     if (fd >= 0)
-        park("creat64", &fd, 1, 0);
+        park("creat64", FDW_OPEN, &fd, 1, 0);
     return fd;
 }
 #endif
@@ -556,13 +577,13 @@ FDW_EXPORT int creat64(const char *path, mode_t mode) {
     va_start(ap, cmd);                                                         \
     arg = va_arg(ap, void *);                                                  \
     va_end(ap);                                                                \
-    if (cmd == F_DUPFD_CLOEXEC && sham()) {                                    \
+    if (cmd == F_DUPFD_CLOEXEC && sham(FDW_DUP)) {                                  \
         cmd = F_DUPFD;                                                         \
         did = 1;                                                               \
     }                                                                          \
     rc = REAL(name)(fd, cmd, arg);                                             \
     if (rc >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))                 \
-        park(label, &rc, 1, did);                                              \
+        park(label, FDW_DUP, &rc, 1, did);                                              \
     return rc;
 
 FDW_EXPORT int WRAP(fcntl)(int fd, int cmd, ...) { FCNTL_BODY(fcntl, "fcntl") }
@@ -577,7 +598,7 @@ FDW_EXPORT int WRAP(dup)(int fd) {
     ENSURE(dup);
     new_fd = REAL(dup)(fd);
     if (new_fd >= 0)
-        park("dup", &new_fd, 1, 0);
+        park("dup", FDW_DUP, &new_fd, 1, 0);
     return new_fd;
 }
 INTERPOSE(dup);
@@ -588,7 +609,7 @@ FDW_EXPORT int WRAP(dup2)(int fd, int target) {
     rc = REAL(dup2)(fd, target);
     /* dup2 onto itself makes nothing (dup(2)). */
     if (rc >= 0 && fd != target)
-        park("dup2", &rc, 1, 0);
+        park("dup2", FDW_DUP, &rc, 1, 0);
     return rc;
 }
 INTERPOSE(dup2);
@@ -597,10 +618,10 @@ INTERPOSE(dup2);
 FDW_EXPORT int dup3(int fd, int target, int flags) {
     int did = 0, rc;
     ENSURE(dup3);
-    STRIP_O(flags, did);
+    STRIP_O(FDW_DUP, flags, did);
     rc = REAL(dup3)(fd, target, flags);
     if (rc >= 0)
-        park("dup3", &rc, 1, did);
+        park("dup3", FDW_DUP, &rc, 1, did);
     return rc;
 }
 #endif

@@ -78,7 +78,7 @@ impl Info {
 }
 
 type AbiFn = unsafe extern "C" fn() -> c_int;
-type ArmFn = unsafe extern "C" fn(c_int) -> c_int;
+type ArmFn = unsafe extern "C" fn(c_int, c_int) -> c_int;
 type DisarmFn = unsafe extern "C" fn() -> c_int;
 type WaitFn = unsafe extern "C" fn(c_int, *mut Info) -> c_int;
 type ReleaseFn = unsafe extern "C" fn();
@@ -97,6 +97,55 @@ impl Mode {
         match self {
             Mode::Park => 1,
             Mode::Sham => 2,
+        }
+    }
+}
+
+/// A family of creating calls: an arm parks only the family its trial is
+/// about, so a setup call in the same thread (the client's `socket` before an
+/// `accept`) neither parks nor loses its flag in a sham.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    /// `socket`.
+    Socket,
+    /// `socketpair`.
+    Socketpair,
+    /// `accept`, `accept4`.
+    Accept,
+    /// `pipe`, `pipe2`.
+    Pipe,
+    /// `open`, `openat`, `creat`, their `64` and fortified `__open*_2` names.
+    Open,
+    /// `fcntl(F_DUPFD)`, `fcntl(F_DUPFD_CLOEXEC)`, `dup`, `dup2`, `dup3`.
+    Dup,
+    /// `recvmsg` that received descriptors (`SCM_RIGHTS`).
+    Recvmsg,
+}
+
+impl Family {
+    /// Every family the shim wraps.
+    pub const ALL: [Family; 7] = [
+        Family::Socket,
+        Family::Socketpair,
+        Family::Accept,
+        Family::Pipe,
+        Family::Open,
+        Family::Dup,
+        Family::Recvmsg,
+    ];
+}
+
+impl Family {
+    /// The shim's `FDW_*` bit.
+    fn bit(self) -> c_int {
+        match self {
+            Family::Socket => 1,
+            Family::Socketpair => 2,
+            Family::Accept => 4,
+            Family::Pipe => 8,
+            Family::Open => 16,
+            Family::Dup => 32,
+            Family::Recvmsg => 64,
         }
     }
 }
@@ -155,10 +204,12 @@ impl Interposer {
         })
     }
 
-    /// Arms the calling thread: its next successful listed call parks.
-    pub fn arm(&self, mode: Mode) -> io::Result<()> {
+    /// Arms the calling thread: its next successful call of one of
+    /// `families` parks.
+    pub fn arm(&self, mode: Mode, families: &[Family]) -> io::Result<()> {
+        let mask = families.iter().fold(0, |m, f| m | f.bit());
         // SAFETY: the shim's arm touches only its own state.
-        let rc = unsafe { (self.arm)(mode.code()) };
+        let rc = unsafe { (self.arm)(mode.code(), mask) };
         if rc < 0 {
             Err(io::Error::last_os_error())
         } else {
@@ -249,20 +300,24 @@ impl Drop for ReleaseOnDrop {
     }
 }
 
-/// Runs `make` on a creator thread armed in `mode`, parks its first listed
-/// call, spawns an exec'd child in the gap, and says what the child held.
+/// Runs `make` on a creator thread armed in `mode`, parks its first call of
+/// `family`, spawns an exec'd child in the gap, and says what the child held.
 /// Whatever `make` does after the call (its second step) runs after the
 /// child's check. `make`'s value is dropped on the creator thread.
 ///
 /// `Fault::Unsupported` when the interposer is not loaded or `make` reports
 /// `ErrorKind::Unsupported`; `Fault::Broken` when no call parked, a deadline
 /// expired, or a step failed.
-pub fn trial<T>(mode: Mode, make: impl FnOnce() -> io::Result<T> + Send) -> Result<Seen, Fault> {
+pub fn trial<T>(
+    mode: Mode,
+    family: Family,
+    make: impl FnOnce() -> io::Result<T> + Send,
+) -> Result<Seen, Fault> {
     let lot = Interposer::find().map_err(Fault::Unsupported)?;
     std::thread::scope(|s| {
         let (armed_tx, armed_rx) = mpsc::channel();
         let creator = s.spawn(move || {
-            if let Err(e) = lot.arm(mode) {
+            if let Err(e) = lot.arm(mode, &[family]) {
                 let _ = armed_tx.send(Err(e));
                 return (None, false);
             }
@@ -280,7 +335,7 @@ pub fn trial<T>(mode: Mode, make: impl FnOnce() -> io::Result<T> + Send) -> Resu
         let checked = match waited {
             Waited::Parked(park) => check_child(park),
             Waited::NotParked => Err(Fault::Broken(
-                "no listed call parked: the code did not go through the interposed libc names (a raw syscall?)".into(),
+                "no call parked: the code made no call of its family through the interposed libc names (a raw syscall?)".into(),
             )),
             Waited::TimedOut => Err(Fault::Broken(format!(
                 "no call parked within {} s",

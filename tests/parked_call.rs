@@ -9,12 +9,15 @@
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::process::Command;
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use fdwindow::harness::Fault;
-use fdwindow::parked::{self, Interposer, Mode, Waited};
+use fdwindow::parked::{self, Family, Interposer, Mode, Waited};
 
 mod common;
+
+/// How long a child test may run before it counts as hung.
+const CHILD_DEADLINE: Duration = Duration::from_secs(120);
 
 /// Runs the ignored test `child` in a copy of this binary with the
 /// interposer preloaded, and requires that it ran and passed.
@@ -33,17 +36,33 @@ fn in_preloaded_process(child: &str) {
         .unwrap();
     assert!(built.success());
     let var = "LD_PRELOAD";
-    let out = Command::new(std::env::current_exe().unwrap())
+    let log = scratch.fresh("log");
+    let mut run = Command::new(std::env::current_exe().unwrap())
         .args(["--exact", child, "--ignored", "--test-threads=1"])
         .env(var, &library)
-        .output()
+        .stdout(std::fs::File::create(&log).unwrap())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
         .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "{child} failed:\n{text}");
+    // A hung child is killed, never waited for without bound: bounded
+    // polling with backoff.
+    let deadline = Instant::now() + CHILD_DEADLINE;
+    let mut pause = Duration::from_millis(1);
+    let status = loop {
+        if let Some(status) = run.try_wait().unwrap() {
+            break Some(status);
+        }
+        if Instant::now() >= deadline {
+            let _ = run.kill();
+            let _ = run.wait();
+            break None;
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(100));
+    };
+    let text = std::fs::read_to_string(&log).unwrap();
+    let status = status.unwrap_or_else(|| panic!("{child} hung; killed:\n{text}"));
+    assert!(status.success(), "{child} failed:\n{text}");
     assert!(
         text.contains(&format!("test {child} ... ok")) && text.contains("1 passed"),
         "{child} did not run:\n{text}"
@@ -70,10 +89,18 @@ fn set_cloexec(fd: &OwnedFd) -> std::io::Result<()> {
     Ok(())
 }
 
+struct ReleaseOnDrop(Interposer);
+
+impl Drop for ReleaseOnDrop {
+    fn drop(&mut self) {
+        self.0.release();
+    }
+}
+
 #[test]
 fn without_the_interposer_a_trial_is_unsupported() {
     // This test process was started without the library.
-    let got = parked::trial(Mode::Park, || bare_socket(0));
+    let got = parked::trial(Mode::Park, Family::Socket, || bare_socket(0));
     assert_eq!(
         got.unwrap_err(),
         Fault::Unsupported(parked::NOT_LOADED.into())
@@ -92,11 +119,14 @@ fn child_an_armed_thread_parks_and_resumes() {
     let (tx, rx) = mpsc::channel();
     std::thread::scope(|s| {
         let creator = s.spawn(move || {
-            lot.arm(Mode::Park).unwrap();
+            lot.arm(Mode::Park, &[Family::Socket]).unwrap();
             tx.send(()).unwrap();
             let fd = bare_socket(0).unwrap();
             (fd.as_raw_fd(), lot.disarm())
         });
+        // Released on every way out, so a failed check cannot leave the
+        // creator parked while the scope joins it.
+        let _release = ReleaseOnDrop(lot);
         rx.recv().unwrap();
         let park = match lot.wait(Duration::from_secs(30)) {
             Waited::Parked(park) => park,
@@ -123,12 +153,14 @@ fn an_unarmed_thread_never_parks() {
 fn child_an_unarmed_thread_never_parks() {
     let lot = Interposer::find().unwrap();
     let (armed_tx, armed_rx) = mpsc::channel();
-    let (go_tx, go_rx) = mpsc::channel::<()>();
     std::thread::scope(|s| {
+        // Inside the scope, so a failed check drops it and the armed thread
+        // ends before the scope joins it.
+        let (go_tx, go_rx) = mpsc::channel::<()>();
         // An armed thread that makes no call until the end: the lot is armed
         // while the unarmed thread works.
         let armed = s.spawn(move || {
-            lot.arm(Mode::Park).unwrap();
+            lot.arm(Mode::Park, &Family::ALL).unwrap();
             armed_tx.send(()).unwrap();
             let _ = go_rx.recv();
             lot.disarm()
@@ -166,9 +198,9 @@ fn a_raw_syscall_is_not_interposed_and_the_trial_is_broken() {
 #[test]
 #[ignore = "run by a_raw_syscall_is_not_interposed_and_the_trial_is_broken with the interposer preloaded"]
 fn child_a_raw_syscall_is_not_interposed_and_the_trial_is_broken() {
-    let got = parked::trial(Mode::Park, raw_socket);
+    let got = parked::trial(Mode::Park, Family::Socket, raw_socket);
     match got {
-        Err(Fault::Broken(why)) => assert!(why.contains("no listed call parked"), "{why}"),
+        Err(Fault::Broken(why)) => assert!(why.contains("no call parked"), "{why}"),
         other => panic!("expected broken, got {other:?}"),
     }
 }
@@ -203,7 +235,7 @@ fn a_second_step_after_the_park_is_missing_in_the_child() {
 #[ignore = "run by a_second_step_after_the_park_is_missing_in_the_child with the interposer preloaded"]
 fn child_a_second_step_after_the_park_is_missing_in_the_child() {
     // Two steps: the flag comes after the park, so the child holds the socket.
-    let two_step = parked::trial(Mode::Park, || {
+    let two_step = parked::trial(Mode::Park, Family::Socket, || {
         let fd = bare_socket(0)?;
         set_cloexec(&fd)?;
         Ok(fd)
@@ -214,10 +246,16 @@ fn child_a_second_step_after_the_park_is_missing_in_the_child() {
     // One step, where the OS has it: nothing to hold.
     #[cfg(target_os = "linux")]
     {
-        let atomic = parked::trial(Mode::Park, || bare_socket(libc::SOCK_CLOEXEC)).unwrap();
+        let atomic = parked::trial(Mode::Park, Family::Socket, || {
+            bare_socket(libc::SOCK_CLOEXEC)
+        })
+        .unwrap();
         assert!(!atomic.hit(), "{atomic:?}");
         // The sham strips the flag: the same call leaks.
-        let sham = parked::trial(Mode::Sham, || bare_socket(libc::SOCK_CLOEXEC)).unwrap();
+        let sham = parked::trial(Mode::Sham, Family::Socket, || {
+            bare_socket(libc::SOCK_CLOEXEC)
+        })
+        .unwrap();
         assert!(sham.park.stripped && sham.hit(), "{sham:?}");
     }
 }
