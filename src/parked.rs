@@ -41,12 +41,16 @@
 //! - <https://github.com/apple-oss-distributions/dyld/blob/main/include/mach-o/dyld-interposing.h>
 
 use std::ffi::{CStr, c_char, c_int};
+use std::fs::File;
 use std::io;
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::RawFd;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::Path;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use crate::cloexec::{Holder, SpawnHow};
+use crate::cloexec::{Call, Flag, Holder, Maker, SpawnHow};
 use crate::harness::{Context, Fault};
 
 /// The control ABI this code speaks (`FDW_PARKED_ABI` in the shim).
@@ -381,4 +385,124 @@ fn check_child(park: Park) -> Result<Seen, Fault> {
         .filter(|fd| listed.contains(fd))
         .collect();
     Ok(Seen { park, held })
+}
+
+/// A std constructor whose creating call the parked-call window checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StdCall {
+    /// `TcpListener::bind` (`socket`).
+    Socket,
+    /// `UnixListener::accept` (`accept4` on Linux, `accept` on macOS).
+    Accept,
+    /// `std::io::pipe` (`pipe2` on Linux, `pipe` on macOS).
+    Pipe,
+    /// `UnixStream::pair` (`socketpair`).
+    Socketpair,
+    /// `UnixStream::connect` (`socket`).
+    UnixConnect,
+    /// `TcpStream::connect` (`socket`).
+    TcpConnect,
+    /// `File::open` (`open64` on glibc, `open` on macOS).
+    FileOpen,
+    /// `File::try_clone` (`fcntl(F_DUPFD_CLOEXEC)`).
+    Dup,
+}
+
+impl StdCall {
+    /// Every std constructor the window checks, in matrix order.
+    pub const ALL: [StdCall; 8] = [
+        StdCall::Socket,
+        StdCall::Accept,
+        StdCall::Pipe,
+        StdCall::Socketpair,
+        StdCall::UnixConnect,
+        StdCall::TcpConnect,
+        StdCall::FileOpen,
+        StdCall::Dup,
+    ];
+
+    /// The std function.
+    pub fn wrapper(self) -> &'static str {
+        match self {
+            StdCall::Socket => "TcpListener::bind",
+            StdCall::Accept => "UnixListener::accept",
+            StdCall::Pipe => "std::io::pipe",
+            StdCall::Socketpair => "UnixStream::pair",
+            StdCall::UnixConnect => "UnixStream::connect",
+            StdCall::TcpConnect => "TcpStream::connect",
+            StdCall::FileOpen => "File::open",
+            StdCall::Dup => "File::try_clone",
+        }
+    }
+
+    /// The call family it creates its descriptor with.
+    pub fn family(self) -> Family {
+        match self {
+            StdCall::Socket | StdCall::UnixConnect | StdCall::TcpConnect => Family::Socket,
+            StdCall::Accept => Family::Accept,
+            StdCall::Pipe => Family::Pipe,
+            StdCall::Socketpair => Family::Socketpair,
+            StdCall::FileOpen => Family::Open,
+            StdCall::Dup => Family::Dup,
+        }
+    }
+}
+
+/// Runs one parked-call trial of a std constructor: what it needs (a listener
+/// to accept from or connect to, a file to clone) is made on this thread
+/// first, unarmed; only the constructor runs armed. `scratch` is a fresh path
+/// for a Unix socket.
+pub fn std_trial(mode: Mode, call: StdCall, scratch: &Path) -> Result<Seen, Fault> {
+    let local = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
+    match call {
+        StdCall::Socket => trial(mode, call.family(), || TcpListener::bind(local)),
+        StdCall::Accept => {
+            let listener = UnixListener::bind(scratch).ctx("bind the listener")?;
+            // Queued in the backlog before the creator arms.
+            let _client = UnixStream::connect(scratch).ctx("connect the client")?;
+            trial(mode, call.family(), || listener.accept())
+        }
+        StdCall::Pipe => trial(mode, call.family(), io::pipe),
+        StdCall::Socketpair => trial(mode, call.family(), UnixStream::pair),
+        StdCall::UnixConnect => {
+            let _listener = UnixListener::bind(scratch).ctx("bind the listener")?;
+            trial(mode, call.family(), || UnixStream::connect(scratch))
+        }
+        StdCall::TcpConnect => {
+            let listener = TcpListener::bind(local).ctx("bind the listener")?;
+            let to = listener.local_addr().ctx("the listener's address")?;
+            trial(mode, call.family(), || TcpStream::connect(to))
+        }
+        StdCall::FileOpen => trial(mode, call.family(), || File::open("/dev/null")),
+        StdCall::Dup => {
+            let file = File::open("/dev/null").ctx("open the file to clone")?;
+            trial(mode, call.family(), || file.try_clone())
+        }
+    }
+}
+
+/// The family a raw creation call belongs to.
+pub fn family_of(call: Call) -> Family {
+    match call {
+        Call::Socket => Family::Socket,
+        Call::Socketpair => Family::Socketpair,
+        Call::Accept => Family::Accept,
+        Call::Pipe => Family::Pipe,
+        Call::Dup => Family::Dup,
+        Call::Open => Family::Open,
+    }
+}
+
+/// Runs one parked-call trial of a raw creation call: two-step (the flag is
+/// set after the park, so the child must hold the descriptor) or atomic.
+/// `scratch` is a fresh path for the `accept` listener.
+pub fn raw_trial(mode: Mode, call: Call, flag: Flag, scratch: &Path) -> Result<Seen, Fault> {
+    let maker = Maker::new(call, scratch).ctx("prepare the call")?;
+    trial(mode, family_of(call), || {
+        let made = maker.make(flag)?;
+        if flag == Flag::TwoStep {
+            made.set_cloexec()?;
+        }
+        Ok(made)
+    })
 }

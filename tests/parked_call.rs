@@ -12,7 +12,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use fdwindow::harness::Fault;
-use fdwindow::parked::{self, Family, Interposer, Mode, Waited};
+use fdwindow::parked::{self, Family, Interposer, Mode, StdCall, Waited};
 
 mod common;
 
@@ -257,5 +257,33 @@ fn child_a_second_step_after_the_park_is_missing_in_the_child() {
         })
         .unwrap();
         assert!(sham.park.stripped && sham.hit(), "{sham:?}");
+    }
+}
+
+#[test]
+fn std_constructors_park_and_their_shams_leak() {
+    in_preloaded_process("child_std_constructors_park_and_their_shams_leak");
+}
+
+#[test]
+#[ignore = "run by std_constructors_park_and_their_shams_leak with the interposer preloaded"]
+fn child_std_constructors_park_and_their_shams_leak() {
+    let scratch = common::scratch("parked-std");
+    for call in StdCall::ALL {
+        let real = parked::std_trial(Mode::Park, call, &scratch.fresh("sock"))
+            .unwrap_or_else(|e| panic!("{call:?}: {e:?}"));
+        let sham = parked::std_trial(Mode::Sham, call, &scratch.fresh("sock"))
+            .unwrap_or_else(|e| panic!("{call:?} sham: {e:?}"));
+        // The sham always leaks: the window sees a missing flag.
+        assert!(sham.hit(), "{call:?} sham: {sham:?}");
+        // std asks for the atomic flag on Linux (socket(2), pipe2(2), accept4(2),
+        // open(2), fcntl(2) F_DUPFD_CLOEXEC): nothing to hold, and the sham
+        // had a flag to strip.
+        #[cfg(target_os = "linux")]
+        assert!(
+            !real.hit() && sham.park.stripped,
+            "{call:?}: {real:?} / {sham:?}"
+        );
+        let _ = real;
     }
 }
