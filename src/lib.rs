@@ -35,6 +35,7 @@ pub mod spawn;
 pub mod spawn_lock;
 pub mod stats;
 mod sys;
+pub mod timing;
 pub mod verdict;
 
 /// Serialises unit tests that fork or watch for descriptor copies: a fork in

@@ -506,3 +506,96 @@ pub fn raw_trial(mode: Mode, call: Call, flag: Flag, scratch: &Path) -> Result<S
         Ok(made)
     })
 }
+
+/// Set in the environment of the re-executed probe: the private directory
+/// that holds the written interposer, removed by the new image at start.
+const REEXEC_VAR: &str = "FDWINDOW_PARKED_REEXEC";
+
+/// Makes sure the interposer is loaded in this process, for a probe that
+/// runs parked-call arms. Call it first thing in `main`, before any thread
+/// starts.
+///
+/// How: when the interposer is not loaded, the probe writes it to a private
+/// file and re-executes itself (same pid, same arguments) with the loader's
+/// preload variable naming it (`LD_PRELOAD`, `DYLD_INSERT_LIBRARIES`) and
+/// [`REEXEC_VAR`] naming the file's directory. The new image finds the
+/// interposer loaded, removes the file (the loader has mapped it; the mapping
+/// outlives the name) and takes both variables out of its environment, so
+/// no child it spawns (holders, the race's `true`) inherits the library.
+/// When the loader ignored the variable (a static libc, a SIP-protected or
+/// setuid binary), the probe runs on without it and every parked-call trial
+/// says `unsupported` ([`NOT_LOADED`]). Only one re-exec is ever tried.
+///
+/// Its other windows are unaffected: in a thread that is not armed each
+/// wrapper reads one thread-local flag and makes the real call.
+pub fn preload_self() {
+    let reexecuted = std::env::var_os(REEXEC_VAR);
+    if let Some(dir) = &reexecuted {
+        // The written library's private directory: its bytes are mapped now.
+        let _ = std::fs::remove_dir_all(dir);
+        let previous = std::env::var_os(PREVIOUS_VAR);
+        // SAFETY: called first in main, before this process starts any thread.
+        unsafe { std::env::remove_var(REEXEC_VAR) };
+        // SAFETY: as above, no other thread exists yet.
+        unsafe { std::env::remove_var(PREVIOUS_VAR) };
+        if let Some(var) = preload_variable() {
+            match previous.filter(|v| !v.is_empty()) {
+                // SAFETY: as above, no other thread exists yet.
+                Some(v) => unsafe { std::env::set_var(var, v) },
+                // SAFETY: as above, no other thread exists yet.
+                None => unsafe { std::env::remove_var(var) },
+            }
+        }
+        return;
+    }
+    if Interposer::find().is_ok() {
+        // Preloaded by whoever started the probe.
+        return;
+    }
+    if let Err(e) = reexec_with_library() {
+        eprintln!("note: parked-call arms will be unsupported: {e}");
+    }
+}
+
+/// Keeps the preload variable's value from before the re-exec, restored in
+/// the new image.
+const PREVIOUS_VAR: &str = "FDWINDOW_PARKED_PREVIOUS";
+
+/// Writes the interposer and execs this program again with it preloaded;
+/// returns only on failure, having removed what it wrote.
+fn reexec_with_library() -> io::Result<()> {
+    use std::os::unix::process::CommandExt;
+    let var = preload_variable()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::Unsupported, "no preload mechanism"))?;
+    let exe = std::env::current_exe()?;
+    let (library, dir) = write_library()?;
+    let mut value = library.into_os_string();
+    let previous = std::env::var_os(var).unwrap_or_default();
+    if !previous.is_empty() {
+        value.push(":");
+        value.push(&previous);
+    }
+    let err = std::process::Command::new(&exe)
+        .args(std::env::args_os().skip(1))
+        .env(var, value)
+        .env(PREVIOUS_VAR, previous)
+        .env(REEXEC_VAR, &dir)
+        .exec();
+    let _ = std::fs::remove_dir_all(&dir);
+    Err(err)
+}
+
+/// The loader's preload variable here.
+fn preload_variable() -> Option<&'static str> {
+    crate::sys::PRELOAD.map(|(var, _)| var)
+}
+
+/// Writes the embedded interposer to a private file; returns it and the
+/// directory to remove.
+fn write_library() -> io::Result<(std::path::PathBuf, std::path::PathBuf)> {
+    // PHASE 2: crate::preload::Library::PARKED_CALL once it lands on main.
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "this build ships no parked-call interposer",
+    ))
+}
