@@ -270,14 +270,18 @@ static void park(const char *call, int family, const int *fds, int n, int stripp
 #define WRAP(name) name
 #define REAL(name) real_##name()
 #define INTERPOSE(name) struct fdw_unused_##name
-/* Each real function is looked up once, on first use. */
+/* Each real function is looked up on first use; threads that race to look
+ * it up store the same pointer, atomically. */
 #define NEXT(ret, name, params)                                                \
     typedef ret(*name##_fn) params;                                            \
     static name##_fn real_##name(void) {                                       \
         static name##_fn fn;                                                   \
-        if (!fn)                                                               \
-            fn = (name##_fn)dlsym(RTLD_NEXT, #name);                           \
-        return fn;                                                             \
+        name##_fn found = __atomic_load_n(&fn, __ATOMIC_ACQUIRE);              \
+        if (!found) {                                                          \
+            found = (name##_fn)dlsym(RTLD_NEXT, #name);                        \
+            __atomic_store_n(&fn, found, __ATOMIC_RELEASE);                    \
+        }                                                                      \
+        return found;                                                          \
     }
 #endif
 
@@ -325,7 +329,7 @@ NEXT(ssize_t, recvmsg, (int, struct msghdr *, int))
 #ifdef SOCK_CLOEXEC
 #define STRIP_SOCK(family, flags, did)                                         \
     do {                                                                       \
-        if (sham(family) && ((flags) & SOCK_CLOEXEC)) {                              \
+        if (sham(family) && ((flags) & SOCK_CLOEXEC)) {                        \
             (flags) &= ~SOCK_CLOEXEC;                                          \
             (did) = 1;                                                         \
         }                                                                      \
@@ -448,13 +452,13 @@ static int needs_mode(int flags) {
 
 #define STRIP_O(family, flags, did)                                            \
     do {                                                                       \
-        if (sham(family) && ((flags) & O_CLOEXEC)) {                                 \
+        if (sham(family) && ((flags) & O_CLOEXEC)) {                           \
             (flags) &= ~O_CLOEXEC;                                             \
             (did) = 1;                                                         \
         }                                                                      \
     } while (0)
 
-#define OPEN_BODY(name)                                                 \
+#define OPEN_BODY(name)                                                        \
     int did = 0, fd;                                                           \
     mode_t mode = 0;                                                           \
     ENSURE(name);                                                              \
@@ -577,13 +581,13 @@ FDW_EXPORT int creat64(const char *path, mode_t mode) {
     va_start(ap, cmd);                                                         \
     arg = va_arg(ap, void *);                                                  \
     va_end(ap);                                                                \
-    if (cmd == F_DUPFD_CLOEXEC && sham(FDW_DUP)) {                                  \
+    if (cmd == F_DUPFD_CLOEXEC && sham(FDW_DUP)) {                             \
         cmd = F_DUPFD;                                                         \
         did = 1;                                                               \
     }                                                                          \
     rc = REAL(name)(fd, cmd, arg);                                             \
     if (rc >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))                 \
-        park(label, FDW_DUP, &rc, 1, did);                                              \
+        park(label, FDW_DUP, &rc, 1, did);                                     \
     return rc;
 
 FDW_EXPORT int WRAP(fcntl)(int fd, int cmd, ...) { FCNTL_BODY(fcntl, "fcntl") }
