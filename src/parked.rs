@@ -26,8 +26,9 @@
 //!    (`fcntl(F_SETFD)`, `ioctl(FIOCLEX)`) it makes comes after the spawn.
 //!
 //! A trial in which no call parked (the code made a raw syscall, or called a
-//! name the shim does not wrap) is `broken`, never a miss: the window was not
-//! built. In [`Mode::Sham`] the shim strips the atomic close-on-exec request
+//! name the shim does not wrap) is not confirmed, never a miss: the window was
+//! not built, so the trial is excluded and counted in `broken_trials`, and a
+//! cell left with fewer than 7 confirmed trials is `broken`. In [`Mode::Sham`] the shim strips the atomic close-on-exec request
 //! (`SOCK_CLOEXEC`, `O_CLOEXEC`, `F_DUPFD_CLOEXEC`, the flag of `pipe2`,
 //! `dup3` and `accept4`, `MSG_CMSG_CLOEXEC`) before the real call, so the same
 //! code leaks: it proves the window sees a leak where the flag is missing.
@@ -310,8 +311,9 @@ impl Drop for ReleaseOnDrop {
 /// child's check. `make`'s value is dropped on the creator thread.
 ///
 /// `Fault::Unsupported` when the interposer is not loaded or `make` reports
-/// `ErrorKind::Unsupported`; `Fault::Broken` when no call parked, a deadline
-/// expired, or a step failed.
+/// `ErrorKind::Unsupported`; `Fault::NotConfirmed` (the trial is excluded and
+/// counted in the cell's `broken_trials`, never a miss) when no call parked
+/// or the deadline expired; `Fault::Broken` when a step failed.
 pub fn trial<T>(
     mode: Mode,
     family: Family,
@@ -338,10 +340,10 @@ pub fn trial<T>(
         };
         let checked = match waited {
             Waited::Parked(park) => check_child(park),
-            Waited::NotParked => Err(Fault::Broken(
+            Waited::NotParked => Err(Fault::NotConfirmed(
                 "no call parked: the code made no call of its family through the interposed libc names (a raw syscall?)".into(),
             )),
-            Waited::TimedOut => Err(Fault::Broken(format!(
+            Waited::TimedOut => Err(Fault::NotConfirmed(format!(
                 "no call parked within {} s",
                 DEADLINE.as_secs()
             ))),
@@ -484,7 +486,7 @@ pub fn std_trial(mode: Mode, call: StdCall, scratch: &Path) -> Result<Seen, Faul
 /// The family a raw creation call belongs to.
 pub fn family_of(call: Call) -> Family {
     match call {
-        Call::Socket => Family::Socket,
+        Call::Socket | Call::Connect => Family::Socket,
         Call::Socketpair => Family::Socketpair,
         Call::Accept => Family::Accept,
         Call::Pipe => Family::Pipe,

@@ -200,8 +200,8 @@ fn a_raw_syscall_is_not_interposed_and_the_trial_is_broken() {
 fn child_a_raw_syscall_is_not_interposed_and_the_trial_is_broken() {
     let got = parked::trial(Mode::Park, Family::Socket, raw_socket);
     match got {
-        Err(Fault::Broken(why)) => assert!(why.contains("no call parked"), "{why}"),
-        other => panic!("expected broken, got {other:?}"),
+        Err(Fault::NotConfirmed(why)) => assert!(why.contains("no call parked"), "{why}"),
+        other => panic!("expected an unconfirmed trial, got {other:?}"),
     }
 }
 
