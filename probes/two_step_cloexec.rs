@@ -588,7 +588,11 @@ fn std_trial(
             let seen = parked::std_trial(mode, call, &t.fresh_path("sock"))?;
             Ok(parked_note(t, arm, control_call(call), &seen))
         }
-        _ => race(t, arm, Make::Std(control_call(call)), false),
+        PosixSpawn => race(t, arm, Make::Std(control_call(call)), false),
+        other => Err(Fault::Broken(format!(
+            "this probe builds no {} window yet",
+            other.id()
+        ))),
     }
 }
 
@@ -642,7 +646,11 @@ fn arm_trial(
     match t.window() {
         Inherited => deterministic(t, arm, call, flag, how, lock),
         ParkedCall => parked_raw(t, arm, call, flag, Mode::Park),
-        _ => race(t, arm, Make::Raw(call, flag), lock == Lock::On),
+        PosixSpawn => race(t, arm, Make::Raw(call, flag), lock == Lock::On),
+        other => Err(Fault::Broken(format!(
+            "this probe builds no {} window yet",
+            other.id()
+        ))),
     }
 }
 
