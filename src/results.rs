@@ -65,12 +65,14 @@ pub fn list(dir: &Path, keep: impl Fn(&Path) -> bool) -> Result<Vec<PathBuf>, Ba
     Ok(paths)
 }
 
-/// Loads every `*.json` in `dir` but the costs files, sorted by platform id.
+/// Loads every `*.json` in `dir` but the costs and timing files, sorted by platform id.
 /// A missing folder holds none.
 pub fn load_dir(dir: &Path) -> Result<Vec<ResultsFile>, BadResults> {
     // Costs files (`costs-*.json`) have a schema of their own: crate::costs.
     let paths = list(dir, |p| {
-        p.extension().is_some_and(|x| x == "json") && !crate::costs::is_costs_file(p)
+        p.extension().is_some_and(|x| x == "json")
+            && !crate::costs::is_costs_file(p)
+            && !crate::timing::is_timing_file(p)
     })?;
     let mut files = Vec::new();
     for path in paths {
@@ -177,6 +179,7 @@ pub fn collect(path: &Path) -> Result<Vec<ResultsFile>, BadResults> {
             files.extend(collect(&p)?);
         } else if p.extension().is_some_and(|x| x == "json")
             && !crate::costs::is_costs_file(&p)
+            && !crate::timing::is_timing_file(&p)
             && !p
                 .file_name()
                 .is_some_and(|n| n.to_string_lossy().starts_with('.'))
