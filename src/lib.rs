@@ -24,6 +24,7 @@ pub mod locks;
 pub mod matrix;
 pub mod parked;
 pub mod platform;
+pub mod preload;
 pub mod pressure;
 pub mod report;
 pub mod reported;

@@ -589,15 +589,17 @@ fn reexec_with_library() -> io::Result<()> {
 
 /// The loader's preload variable here.
 fn preload_variable() -> Option<&'static str> {
-    crate::sys::PRELOAD.map(|(var, _)| var)
+    crate::preload::variable()
 }
 
-/// Writes the embedded interposer to a private file; returns it and the
-/// directory to remove.
+/// Writes the embedded interposer ([`crate::preload::Library::PARKED_CALL`])
+/// to a private file; returns it and the directory to remove. The directory
+/// outlives this process image on purpose: the re-executed image removes it
+/// ([`preload_self`]), and a failed exec removes it at once.
 fn write_library() -> io::Result<(std::path::PathBuf, std::path::PathBuf)> {
-    // PHASE 2: crate::preload::Library::PARKED_CALL once it lands on main.
-    Err(io::Error::new(
-        io::ErrorKind::Unsupported,
-        "this build ships no parked-call interposer",
-    ))
+    let written = crate::preload::Library::PARKED_CALL.write()?;
+    let found = (written.path().to_owned(), written.dir().to_owned());
+    // Not dropped: dropping would remove the file before the exec opens it.
+    std::mem::forget(written);
+    Ok(found)
 }

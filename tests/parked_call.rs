@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use fdwindow::harness::Fault;
 use fdwindow::parked::{self, Family, Interposer, Mode, StdCall, Waited};
+use fdwindow::preload::{self, Library};
 
 mod common;
 
@@ -23,23 +24,14 @@ const CHILD_DEADLINE: Duration = Duration::from_secs(120);
 /// interposer preloaded, and requires that it ran and passed.
 fn in_preloaded_process(child: &str) {
     let scratch = common::scratch("parked-lib");
-    // PHASE-1 STAND-IN until fdwindow::preload lands: build the shim here.
-    let library = scratch.fresh("libparked.so");
-    let built = Command::new("cc")
-        .args([
-            "-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-pthread", "-o",
-        ])
-        .arg(&library)
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/shims/parked_call.c"))
-        .arg("-ldl")
-        .status()
-        .unwrap();
-    assert!(built.success());
-    let var = "LD_PRELOAD";
+    let library = Library::PARKED_CALL.write().expect("write the interposer");
     let log = scratch.fresh("log");
     let mut run = Command::new(std::env::current_exe().unwrap())
         .args(["--exact", child, "--ignored", "--test-threads=1"])
-        .env(var, &library)
+        .env(
+            preload::variable().expect("a preload variable"),
+            library.path(),
+        )
         .stdout(std::fs::File::create(&log).unwrap())
         .stderr(std::process::Stdio::inherit())
         .spawn()
