@@ -279,3 +279,49 @@ fn child_std_constructors_park_and_their_shams_leak() {
         let _ = real;
     }
 }
+
+/// An arm whose creating call bypasses libc: every trial is unconfirmed.
+fn raw_syscall_arm(t: &mut fdwindow::harness::Trial<'_>) -> Result<bool, Fault> {
+    let _ = t.window();
+    parked::trial(Mode::Park, Family::Socket, raw_socket).map(|seen| seen.hit())
+}
+
+static RAW_PROBE: fdwindow::harness::Probe = fdwindow::harness::Probe {
+    hazard: "raw-syscall",
+    about: "Checks that a creating call the interposer never sees leaves the parked-call cell broken.",
+    trials: 7,
+    race: Duration::from_millis(1),
+    arms: &[fdwindow::harness::Arm {
+        id: "raw-socket",
+        role: fdwindow::verdict::Role::Control,
+        about: "socket(2) by syscall(2), past libc.",
+        windows: &[fdwindow::verdict::Window::ParkedCall],
+        trial: raw_syscall_arm,
+        ..fdwindow::harness::ARM
+    }],
+    observe: None,
+};
+
+#[test]
+fn a_cell_whose_calls_bypass_libc_is_broken() {
+    in_preloaded_process("child_a_cell_whose_calls_bypass_libc_is_broken");
+}
+
+#[test]
+#[ignore = "run by a_cell_whose_calls_bypass_libc_is_broken with the interposer preloaded"]
+fn child_a_cell_whose_calls_bypass_libc_is_broken() {
+    let settings = fdwindow::harness::Settings {
+        trials: 7,
+        race: Duration::from_millis(1),
+    };
+    let report = fdwindow::harness::run(&RAW_PROBE, settings, &[]).unwrap();
+    let cell = &report.arms[0];
+    // No trial was confirmed, none counted as a miss; the cell is broken.
+    assert_eq!(cell.outcome.count().map(|c| c.trials), Some(0), "{cell:?}");
+    assert!(cell.outcome.broken_trials() >= 7, "{cell:?}");
+    assert_eq!(
+        fdwindow::verdict::control_verdict(&cell.outcome, cell.kind),
+        fdwindow::verdict::Verdict::Broken,
+        "a never-parked cell must be broken, not absent: {cell:?}"
+    );
+}
