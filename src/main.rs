@@ -275,6 +275,11 @@ fn run(
                 opts.results_dir.join("MATRIX.md").display(),
                 summary.elapsed.as_secs_f64()
             ));
+            emit(&format!(
+                "{}
+",
+                probe_times(&summary.results, &opts.only, &summary.failures)
+            ));
             if summary.failures.is_empty() {
                 Ok(ExitCode::SUCCESS)
             } else {
@@ -603,4 +608,26 @@ fn summary_table(file: &ResultsFile) -> String {
         out.push('\n');
     }
     out
+}
+
+/// The closing note's per-probe times, slowest first: each probe's own
+/// elapsed time from the report this run wrote (a probe that failed kept
+/// its previous report, so it is left out).
+fn probe_times(
+    results: &fdwindow::report::ResultsFile,
+    only: &[String],
+    failures: &[(String, String)],
+) -> String {
+    let mut times: Vec<(&str, u64)> = runner::PROBES
+        .iter()
+        .filter(|h| only.is_empty() || only.iter().any(|o| o == *h))
+        .filter(|h| !failures.iter().any(|(f, _)| f == *h))
+        .filter_map(|h| results.probes.get(*h).map(|r| (*h, r.elapsed_ms)))
+        .collect();
+    times.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let parts: Vec<String> = times
+        .iter()
+        .map(|(h, ms)| format!("{h} {:.1} s", *ms as f64 / 1000.0))
+        .collect();
+    format!("time per probe: {}", parts.join(", "))
 }

@@ -165,7 +165,7 @@ impl Drop for FolderLock {
     }
 }
 
-/// Loads every `*.json` in `dir` but the costs files, sorted by platform id.
+/// Loads every `*.json` in `dir` but the costs, pressure and timing files, sorted by platform id.
 /// A missing folder holds none.
 pub fn load_dir(dir: &Path) -> Result<Vec<ResultsFile>, BadResults> {
     // Costs files (`costs-*.json`) have a schema of their own: crate::costs.
@@ -173,6 +173,7 @@ pub fn load_dir(dir: &Path) -> Result<Vec<ResultsFile>, BadResults> {
         p.extension().is_some_and(|x| x == "json")
             && !crate::costs::is_costs_file(p)
             && !crate::pressure_file::is_pressure_file(p)
+            && !crate::timing::is_timing_file(p)
     })?;
     let mut files = Vec::new();
     for path in paths {
@@ -291,6 +292,7 @@ pub fn collect(path: &Path) -> Result<Vec<ResultsFile>, BadResults> {
             && !crate::costs::is_costs_file(&p)
             && !crate::pressure_file::is_pressure_file(&p)
             && !is_hidden(&p)
+            && !crate::timing::is_timing_file(&p)
         {
             files.push(load(&p)?.expect("listed file exists"));
         }
