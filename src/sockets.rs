@@ -7,8 +7,8 @@
 
 use std::io::{self, Read};
 use std::net::{Ipv4Addr, SocketAddr};
-use std::path::{Path, PathBuf};
 use std::os::fd::{AsFd, AsRawFd};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, Socket, Type};
@@ -451,7 +451,11 @@ pub fn unix_connect(path: &Path, deadline: Instant) -> io::Result<UnixConnect> {
         }
         _ => Err(io::Error::new(
             err.kind(),
-            format!("connect to {}: {} ({err})", path.display(), error_name(&err)),
+            format!(
+                "connect to {}: {} ({err})",
+                path.display(),
+                error_name(&err)
+            ),
         )),
     }
 }
@@ -503,8 +507,7 @@ mod tests {
     /// macOS's per-user TMPDIR, as the shell sees it (49 bytes) and resolved
     /// under /private (57 bytes).
     const MAC_TMPDIR: &str = "/var/folders/xx/abcdefghijklmnopqrstuvwxyz0123/T/";
-    const MAC_TMPDIR_RESOLVED: &str =
-        "/private/var/folders/xx/abcdefghijklmnopqrstuvwxyz0123/T/";
+    const MAC_TMPDIR_RESOLVED: &str = "/private/var/folders/xx/abcdefghijklmnopqrstuvwxyz0123/T/";
 
     #[test]
     fn socket_paths_never_exceed_the_macos_limit() {
@@ -516,7 +519,11 @@ mod tests {
             let root = socket_root(Path::new(tmpdir));
             assert_eq!(root == Path::new(tmpdir), expect_own, "{tmpdir}");
             let path = socket_path_in(&root.join(&folder), &longest_name).unwrap();
-            assert!(path.as_os_str().len() <= SOCKET_PATH_MAX, "{}", path.display());
+            assert!(
+                path.as_os_str().len() <= SOCKET_PATH_MAX,
+                "{}",
+                path.display()
+            );
         }
         assert_eq!(socket_root(Path::new("relative")), Path::new("/tmp"));
         // A path over the limit is refused, never built.
