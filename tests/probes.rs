@@ -72,6 +72,43 @@ mod linux {
     }
 
     #[test]
+    fn pipe_eof() {
+        let r = run_probe("pipe-eof", FEW);
+        for w in [Window::ForkWindow, Window::Inherited] {
+            assert_eq!(
+                verdict(&r, "drop-writer", w),
+                Verdict::Present,
+                "{}",
+                w.id()
+            );
+        }
+        // Close-on-exec helps only once the child has exec'd.
+        assert_eq!(
+            verdict(&r, "cloexec-writer", Window::ForkWindow),
+            Verdict::Invalid
+        );
+        assert_eq!(
+            verdict(&r, "cloexec-writer", Window::Inherited),
+            Verdict::Valid
+        );
+        assert_eq!(
+            verdict(&r, "spawn-lock", Window::ForkWindow),
+            Verdict::Valid
+        );
+        // Every reader saw end-of-file once the window closed.
+        for a in &r.arms {
+            let fdwindow::verdict::Outcome::Observed {
+                trials, tallies, ..
+            } = &a.outcome
+            else {
+                panic!("{} {}: {:?}", a.arm, a.window.id(), a.outcome);
+            };
+            assert_eq!(tallies["eof-after-copy"]["seen"], *trials, "{}", a.arm);
+        }
+        check_race(&r, &[]);
+    }
+
+    #[test]
     fn posix_lock_drop() {
         let r = run_probe("posix-lock-drop", FEW);
         assert_eq!(
