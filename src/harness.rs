@@ -179,6 +179,9 @@ pub struct Settings {
     /// Time per arm in the posix-spawn race (at least `trials` trials are
     /// run, and more, up to three times as long, until zero hits are decisive).
     pub race: Duration,
+    /// Also measure what only a thorough run measures (`--thorough`), e.g.
+    /// the spawn cost swept over `RLIMIT_NOFILE`.
+    pub thorough: bool,
 }
 
 #[derive(Parser, Debug)]
@@ -193,6 +196,9 @@ struct ProbeArgs {
     /// Run only these arms (repeatable).
     #[arg(long = "arm", value_name = "ARM")]
     arms: Vec<String>,
+    /// Also make the slow observations a default run leaves out.
+    #[arg(long)]
+    thorough: bool,
 }
 
 /// A probe binary's `main`: parses the command line, runs the probe, prints
@@ -215,6 +221,7 @@ pub fn main(probe: &Probe) -> ExitCode {
     let settings = Settings {
         trials: args.trials.unwrap_or(probe.trials),
         race: args.race_ms.map_or(probe.race, Duration::from_millis),
+        thorough: args.thorough,
     };
     catch_interrupts();
     match run(probe, settings, &args.arms) {
