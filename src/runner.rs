@@ -114,7 +114,10 @@ pub fn run(opts: &RunOptions) -> Result<RunSummary, RunError> {
     {
         eprintln!("fdwindow: probing {hazard} …");
         match run_probe(hazard, opts, scratch.dir()) {
-            Ok(report) => {
+            Ok(mut report) => {
+                if let Some(old) = merged.probes.get(*hazard) {
+                    results::carry_thorough(hazard, &mut report, old);
+                }
                 merged.probes.insert(hazard.to_string(), report);
             }
             Err(ProbeFailure::Interrupted) => return Err(RunError::Interrupted),
