@@ -1113,7 +1113,7 @@ pub const NOFILE_PATHS: [SpawnPath; 5] = [
 pub fn nofile_points(hard: libc::rlim_t) -> Vec<u64> {
     let mut points: Vec<u64> = vec![1 << 10, 1 << 14, 1 << 17, 1 << 20];
     if hard != libc::RLIM_INFINITY {
-        points.push((hard as u64).clamp(1 << 10, 1 << 22));
+        points.push(hard.clamp(1 << 10, 1 << 22));
     }
     points.sort_unstable();
     points.dedup();
@@ -1138,7 +1138,7 @@ impl NofileLimit {
     pub fn set(n: u64) -> io::Result<NofileLimit> {
         let old = get_nofile()?;
         let mut new = old;
-        new.rlim_cur = n as libc::rlim_t;
+        new.rlim_cur = n;
         if old.rlim_max != libc::RLIM_INFINITY && old.rlim_max < new.rlim_cur {
             new.rlim_max = new.rlim_cur;
         }
