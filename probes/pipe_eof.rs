@@ -42,7 +42,7 @@ static PROBE: Probe = Probe {
     // Deterministic windows decide in ten trials (a control at 10/10 against
     // a fix at 0/10).
     trials: 10,
-    race: Duration::from_millis(300),
+    race: Duration::from_millis(150),
     arms: &[
         Arm {
             id: "drop-writer",

@@ -40,7 +40,7 @@ static PROBE: Probe = Probe {
     // Deterministic windows: the copy is there or not in every trial, so ten
     // decide (a control at 10/10 against a fix at 0/10).
     trials: 10,
-    race: Duration::from_millis(300),
+    race: Duration::from_millis(150),
     arms: &[
         Arm {
             id: "close",
