@@ -261,7 +261,7 @@ const LINUX: &[Claim] = &[
         window: Some(Window::PosixSpawn),
         verdict: Verdict::Present,
         or: Some(Verdict::Absent),
-        reason: "a posix_spawn child holds the listener only between its clone and its exec; how often a close lands in that gap varies run to run (4/215 to 114/729 here)",
+        reason: "a posix_spawn child holds the listener only between its clone and its exec; how often a close lands in that gap varies from run to run",
         refs: &[UNIX_MAN, EXEC_MAN],
         reported: false,
     },
