@@ -166,4 +166,11 @@ fn spawn_window_sweeps_every_path() {
     let slopes = table(TABLE_SLOPES);
     assert_eq!(slopes.rows.len(), 3);
     assert!(slopes.rows.iter().all(|r| r[1].parse::<f64>().is_ok()));
+    // The RLIMIT_NOFILE sweep is for thorough runs only.
+    assert!(
+        !r.tables
+            .iter()
+            .any(|t| t.id == fdwindow::spawn::TABLE_BY_NOFILE),
+        "a default run swept RLIMIT_NOFILE"
+    );
 }
