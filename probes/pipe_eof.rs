@@ -23,15 +23,14 @@
 
 use std::io::{self, PipeReader, PipeWriter, Read};
 use std::os::fd::AsRawFd;
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use fdwindow::child::HeldChild;
-use fdwindow::harness::{Arm, Context, Fault, Probe, Trial};
+use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Trial};
 use fdwindow::locks::set_cloexec;
 use fdwindow::sockets::{LOOPBACK_DEADLINE, poll_by};
-use fdwindow::spawn_lock::SPAWN_LOCK;
-use fdwindow::verdict::Role::{Control, Mitigation};
+use fdwindow::spawn_lock::{SPAWN_LOCK, spawn_in_gap};
+use fdwindow::verdict::Role::{Control, Mitigation, Sham};
 use fdwindow::verdict::Window::{self, ForkWindow, Inherited, PosixSpawn};
 
 const SPAWNS: &[Window] = &[ForkWindow, PosixSpawn, Inherited];
@@ -50,6 +49,7 @@ static PROBE: Probe = Probe {
             about: "drop the write end (close-on-exec as std makes it; not in the inherited window) and read.",
             windows: SPAWNS,
             trial: drop_writer,
+            ..ARM
         },
         Arm {
             id: "cloexec-writer",
@@ -57,13 +57,23 @@ static PROBE: Probe = Probe {
             about: "the write end close-on-exec in every window, then drop it and read: it helps only once the child has exec'd.",
             windows: &[ForkWindow, Inherited],
             trial: cloexec_writer,
+            ..ARM
         },
         Arm {
             id: "spawn-lock",
             role: Mitigation,
-            about: "the pipe made and its write end dropped under the shared side of fdwindow::spawn_lock::SPAWN_LOCK; forks under its exclusive side.",
+            about: "the pipe made and its write end dropped under the shared side of fdwindow::spawn_lock::SPAWN_LOCK; forks under its exclusive side. Sham-tested: its thread choreography differs from the control.",
             windows: &[ForkWindow],
             trial: spawn_lock,
+            ..ARM
+        },
+        Arm {
+            id: "spawn-lock-sham",
+            role: Sham,
+            about: "spawn-lock's code with the lock switched off: the write end stays open until the child has forked.",
+            windows: &[ForkWindow],
+            trial: spawn_lock_sham,
+            ..ARM
         },
     ],
     observe: None,
@@ -76,8 +86,12 @@ fn main() -> std::process::ExitCode {
 /// A fresh pipe, both ends close-on-exec (std's `io::pipe`), the read end
 /// non-blocking so one read answers "end-of-file or not yet" at once.
 fn pipe() -> Result<(PipeReader, PipeWriter), Fault> {
-    let (reader, writer) = io::pipe().ctx("pipe")?;
-    set_nonblocking(&reader).ctx("make the read end non-blocking")?;
+    pipe_io().ctx("make the pipe")
+}
+
+fn pipe_io() -> io::Result<(PipeReader, PipeWriter)> {
+    let (reader, writer) = io::pipe()?;
+    set_nonblocking(&reader)?;
     Ok((reader, writer))
 }
 
@@ -150,28 +164,38 @@ fn cloexec_writer(t: &mut Trial<'_>) -> Result<bool, Fault> {
 }
 
 fn spawn_lock(t: &mut Trial<'_>) -> Result<bool, Fault> {
-    // 1. The pipe is made, and its write end lives, under the shared side.
-    // 2. A spawner announces itself and asks for the exclusive side to fork a
-    //    child that parks before exec. 3. The write end is dropped and the
-    //    shared side let go; only then can the fork copy the descriptor table.
-    // 4. With that child parked, the reader reads once.
-    let creating = SPAWN_LOCK.creating();
-    let (reader, writer) = pipe()?;
-    let held = std::thread::scope(|s| {
-        let (tx, rx) = mpsc::channel();
-        let spawner = s.spawn(move || {
-            let _ = tx.send(());
-            let _spawning = SPAWN_LOCK.spawning();
-            HeldChild::hold()
-        });
-        let _ = rx.recv();
-        drop(writer);
-        drop(creating);
-        spawner
-            .join()
-            .map_err(|_| Fault::Broken("the spawner panicked".into()))?
-            .ctx("hold a child in the fork window")
+    locked_trial(t, true)
+}
+
+fn spawn_lock_sham(t: &mut Trial<'_>) -> Result<bool, Fault> {
+    locked_trial(t, false)
+}
+
+/// How long a trial waits for its spawner before the gap counts as unconfirmed.
+const GAP_DEADLINE: Duration = Duration::from_secs(30);
+
+/// 1. The pipe is made, and its write end lives, under the shared side (with
+///    `locked`). 2. A spawner asks for the exclusive side to fork a child that
+///    parks before exec. 3. The writer waits until that child is parked (the
+///    sham) or the spawner waits for the lock (the fix); then drops the write
+///    end and lets go. 4. With the child parked, the reader reads once.
+fn locked_trial(t: &mut Trial<'_>, locked: bool) -> Result<bool, Fault> {
+    let ((reader, writer), held, _gap) = spawn_in_gap(
+        &SPAWN_LOCK,
+        locked,
+        Instant::now() + GAP_DEADLINE,
+        || pipe_io().map(|(r, w)| (r, Some(w))),
+        |(_, writer)| {
+            drop(writer.take());
+            Ok(())
+        },
+        HeldChild::hold,
+    )
+    .map_err(|e| match e.kind() {
+        io::ErrorKind::TimedOut => Fault::NotConfirmed(e.to_string()),
+        _ => Fault::Broken(format!("the spawn-lock gap: {e}")),
     })?;
+    debug_assert!(writer.is_none());
     let eof = at_eof(&reader);
     held.release().ctx("release the held child")?;
     let eof = eof?;

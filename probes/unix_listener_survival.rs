@@ -23,7 +23,7 @@ use std::net::Shutdown;
 use std::time::{Duration, Instant};
 
 use fdwindow::errno::outcome_name;
-use fdwindow::harness::{Arm, Context, Fault, Probe, Trial};
+use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Trial};
 use fdwindow::locks::set_cloexec;
 use fdwindow::sockets::{
     LOOPBACK_DEADLINE, SocketDir, UnixConnect, next_read, unix_bound, unix_connect, unix_listening,
@@ -48,6 +48,7 @@ static PROBE: Probe = Probe {
             about: "close the listener; the socket file stays at the path.",
             windows: SPAWNS,
             trial: |t| trial(t, Retire::Close),
+            ..ARM
         },
         Arm {
             id: "shutdown-rd",
@@ -55,6 +56,7 @@ static PROBE: Probe = Probe {
             about: "shutdown(SHUT_RD), then close.",
             windows: HELD,
             trial: |t| trial(t, Retire::Shutdown(Shutdown::Read)),
+            ..ARM
         },
         Arm {
             id: "shutdown-rdwr",
@@ -62,6 +64,7 @@ static PROBE: Probe = Probe {
             about: "shutdown(SHUT_RDWR), then close.",
             windows: HELD,
             trial: |t| trial(t, Retire::Shutdown(Shutdown::Both)),
+            ..ARM
         },
         Arm {
             id: "bound-unlistened",
@@ -69,6 +72,7 @@ static PROBE: Probe = Probe {
             about: "a placeholder bound at the path that never listens, then is closed.",
             windows: HELD,
             trial: |t| trial(t, Retire::Unlistened),
+            ..ARM
         },
         Arm {
             id: "unlink-then-close",
@@ -76,6 +80,7 @@ static PROBE: Probe = Probe {
             about: "unlink the path, then close: a connect then fails with ENOENT, not ECONNREFUSED.",
             windows: HELD,
             trial: |t| trial(t, Retire::Unlink),
+            ..ARM
         },
     ],
     observe: None,

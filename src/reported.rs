@@ -369,13 +369,13 @@ pub const REPORTED: &[Reported] = &[
         hazard: "port-pick",
         arm: "bind-zero-in-server",
         window: Window::ForkWindow,
-        verdict: Verdict::Valid,
+        verdict: Verdict::Avoids,
         source: SEED_PUBLISH_ZERO,
     },
     Reported {
         os: "macos",
         hazard: "two-step-cloexec",
-        arm: "two-step",
+        arm: "two-step-socket",
         window: Window::Inherited,
         verdict: Verdict::Present,
         source: SEED_TWO_STEP,
@@ -383,7 +383,7 @@ pub const REPORTED: &[Reported] = &[
     Reported {
         os: "macos",
         hazard: "two-step-cloexec",
-        arm: "two-step",
+        arm: "two-step-socket",
         window: Window::PosixSpawn,
         verdict: Verdict::Present,
         source: RUST_95584,
@@ -473,7 +473,7 @@ pub const REPORTED: &[Reported] = &[
         hazard: "clock-collision",
         arm: "process-sequence",
         window: Window::InProcess,
-        verdict: Verdict::Valid,
+        verdict: Verdict::Avoids,
         source: SEED_SEQUENCE,
     },
     Reported {
@@ -481,7 +481,7 @@ pub const REPORTED: &[Reported] = &[
         hazard: "clock-collision",
         arm: "tempfile",
         window: Window::InProcess,
-        verdict: Verdict::Valid,
+        verdict: Verdict::Avoids,
         source: TEMPFILE_RETRY,
     },
     Reported {
@@ -505,7 +505,7 @@ pub const REPORTED: &[Reported] = &[
         hazard: "holder-scan",
         arm: "run-isolated",
         window: Window::ForkWindow,
-        verdict: Verdict::Valid,
+        verdict: Verdict::Avoids,
         source: SEED_RUN_ISOLATED,
     },
 ];
