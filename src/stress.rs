@@ -3,7 +3,8 @@
 //!
 //! 1. Runs alternate: one alone, one pressured, so a change in the machine's
 //!    load falls on both arms alike.
-//! 2. A pressured run gets the injector in the loader's preload variable and
+//! 2. A pressured run gets the injector (built into fdwindow, written to a
+//!    private file for the run) in the loader's preload variable and
 //!    the [`Spec`] in `FDWINDOW_PRESSURE` (with `match=` from `--match`, so a
 //!    build driver such as cargo and its compilers stay unpressured and only
 //!    the test binaries get pressure).
@@ -21,6 +22,7 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use fdwindow::child::{GroupExit, wait_group};
+use fdwindow::preload;
 use fdwindow::pressure::{self, ENV_VAR, Spec};
 use fdwindow::stats::Count;
 
@@ -43,7 +45,7 @@ pub struct StressArgs {
     /// (`*` only), e.g. 'mycrate-*' for cargo's test binaries.
     #[arg(long = "match", value_name = "GLOB")]
     exe_match: Option<String>,
-    /// The injector library (default: beside this binary).
+    /// A preload library to use instead of the injector built into fdwindow.
     #[arg(long)]
     injector: Option<PathBuf>,
     /// Kill a run after this many seconds and count it as failed.
@@ -153,21 +155,24 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
     if args.exe_match.is_some() {
         spec.exe_match = args.exe_match.clone();
     }
-    let Some((preload_var, injector_name)) = pressure::preload() else {
-        return Err("this OS has no preload mechanism fdwindow knows".into());
+    let Some(preload_var) = preload::variable() else {
+        return Err("unsupported: this OS has no preload mechanism fdwindow knows".into());
     };
+    // The injector built into this binary, written to a private file that is
+    // removed on every path out (`written` lives to the end of the run).
+    let written;
     let injector = match &args.injector {
-        Some(p) => p.clone(),
-        None => std::env::current_exe()
-            .map_err(|e| format!("cannot locate this binary: {e}"))?
-            .with_file_name(injector_name),
+        Some(p) => {
+            std::fs::canonicalize(p).map_err(|e| format!("--injector {}: {e}", p.display()))?
+        }
+        None => {
+            written = pressure::injector().map_err(|e| match e.kind() {
+                std::io::ErrorKind::Unsupported => format!("unsupported: {e}"),
+                _ => format!("cannot write the injector: {e}"),
+            })?;
+            written.path().to_owned()
+        }
     };
-    let injector = std::fs::canonicalize(&injector).map_err(|e| {
-        format!(
-            "injector {}: {e}; build it with `cargo build --release -p fdwindow-inject` or pass --injector",
-            injector.display()
-        )
-    })?;
     let report = ReportFile(
         std::env::temp_dir().join(format!("fdwindow-stress-{}.pressure", std::process::id())),
     );
@@ -195,8 +200,7 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
     let started = Instant::now();
     let total = args.runs;
     let budget = args.duration;
-    // SAFETY: isatty only inspects descriptor 2.
-    let tty = unsafe { libc::isatty(2) } == 1;
+    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let (mut alone, mut pressured) = (Arm::default(), Arm::default());
     eprintln!(
         "fdwindow stress: {} {} with pressure {spec}",
@@ -270,7 +274,11 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
         "platform": fdwindow::platform::Platform::detect(),
         "fdwindow_version": env!("CARGO_PKG_VERSION"),
         "pressure": spec.to_string(),
-        "injector": injector,
+        // The built-in injector's file is gone by the time anyone reads this.
+        "injector": args.injector.as_ref().map_or_else(
+            || "built-in".to_owned(),
+            |p| p.display().to_string()
+        ),
         "pressured_processes": processes,
         "pressure_spawns": spawns,
         "interrupted": fdwindow::harness::interrupted(),

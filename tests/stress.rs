@@ -4,8 +4,6 @@
 
 mod common;
 
-#[cfg(target_os = "linux")]
-use common::injector;
 use common::{fdwindow, stderr};
 
 // The preloaded hosts are /usr/bin/true and /bin/false: on macOS, System
@@ -19,14 +17,8 @@ fn stress(args: &[&str]) -> serde_json::Value {
 /// Runs `fdwindow stress` expecting exit status `code`; its JSON summary.
 #[cfg(target_os = "linux")]
 fn stress_exiting(args: &[&str], code: i32) -> serde_json::Value {
-    let injector = injector();
-    let out = fdwindow()
-        .arg("stress")
-        .arg("--injector")
-        .arg(&injector)
-        .args(args)
-        .output()
-        .unwrap();
+    // The injector built into fdwindow: no --injector, no other build step.
+    let out = fdwindow().arg("stress").args(args).output().unwrap();
     assert_eq!(out.status.code(), Some(code), "{args:?}: {}", stderr(&out));
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)))
 }

@@ -21,7 +21,6 @@
 
 use std::io;
 use std::net::{SocketAddr, TcpListener};
-use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 
@@ -50,11 +49,9 @@ pub enum Retired {
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub fn retire(listener: TcpListener) -> Retired {
-    // SAFETY: shutdown on a borrowed, open socket.
-    if unsafe { libc::shutdown(listener.as_raw_fd(), libc::SHUT_RDWR) } == 0 {
-        Retired::EveryCopy
-    } else {
-        Retired::ThisCopyOnly(io::Error::last_os_error())
+    match rustix::net::shutdown(&listener, rustix::net::Shutdown::Both) {
+        Ok(()) => Retired::EveryCopy,
+        Err(e) => Retired::ThisCopyOnly(e.into()),
     }
 }
 
@@ -129,12 +126,9 @@ impl Placeholder {
 /// - shutdown(2): <https://man7.org/linux/man-pages/man2/shutdown.2.html>
 /// - unix(7) (the socket file persists until unlinked): <https://man7.org/linux/man-pages/man7/unix.7.html>
 pub fn retire_unix(listener: UnixListener, path: &Path) -> io::Result<Retired> {
-    // SAFETY: shutdown on a borrowed, open socket.
-    let rc = unsafe { libc::shutdown(listener.as_raw_fd(), libc::SHUT_RDWR) };
-    let retired = if rc == 0 {
-        Retired::EveryCopy
-    } else {
-        Retired::ThisCopyOnly(io::Error::last_os_error())
+    let retired = match rustix::net::shutdown(&listener, rustix::net::Shutdown::Both) {
+        Ok(()) => Retired::EveryCopy,
+        Err(e) => Retired::ThisCopyOnly(e.into()),
     };
     drop(listener);
     match std::fs::remove_file(path) {
