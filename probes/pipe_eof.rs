@@ -18,6 +18,11 @@
 //!    0 (end-of-file) at once; `EAGAIN` means a copy still holds the pipe open:
 //!    a hit. No waiting is involved.
 //!
+//! `fix-spawn` and its sham make their own exec'd child (`cat`) through
+//! `fdwindow::fix::spawn`, with and without its close-on-exec step, while
+//! the write end is inheritable: the inherited window's question asked of
+//! the spawner rather than of the descriptor.
+//!
 //! Once the window has closed, the reader waits (`poll(2)`, bounded at 10 s)
 //! for end-of-file; `eof-after-copy` tallies that it came.
 
@@ -26,6 +31,7 @@ use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use fdwindow::child::HeldChild;
+use fdwindow::cloexec::{Holder, SpawnHow};
 use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Trial};
 use fdwindow::locks::set_cloexec;
 use fdwindow::sockets::{LOOPBACK_DEADLINE, poll_by};
@@ -57,6 +63,22 @@ static PROBE: Probe = Probe {
             about: "the write end close-on-exec in every window, then drop it and read: it helps only once the child has exec'd.",
             windows: &[ForkWindow, Inherited],
             trial: cloexec_writer,
+            ..ARM
+        },
+        Arm {
+            id: "fix-spawn",
+            role: Mitigation,
+            about: "the write end inheritable, as the control's in this window; the child is spawned by fdwindow::fix::spawn, which passes it only stdio. Sham-tested: its child comes from another spawn path than the control's.",
+            windows: &[Inherited],
+            trial: |t| fix_spawn(t, SpawnHow::Fix),
+            ..ARM
+        },
+        Arm {
+            id: "fix-spawn-sham",
+            role: Sham,
+            about: "fix-spawn's code with the fix switched off (fix::spawn without its close-on-exec step): the child inherits the write end.",
+            windows: &[Inherited],
+            trial: |t| fix_spawn(t, SpawnHow::FixSham),
             ..ARM
         },
         Arm {
@@ -161,6 +183,22 @@ fn drop_writer(t: &mut Trial<'_>) -> Result<bool, Fault> {
 
 fn cloexec_writer(t: &mut Trial<'_>) -> Result<bool, Fault> {
     drop_and_read(t, true)
+}
+
+/// The writer is inheritable (as the control's in the inherited window); the
+/// child, `cat`, is spawned through `how` and has exec'd (it echoed a byte)
+/// before the writer is dropped, so what it holds then it holds for its life.
+fn fix_spawn(t: &mut Trial<'_>, how: SpawnHow) -> Result<bool, Fault> {
+    let (reader, writer) = pipe()?;
+    set_cloexec(&writer, false).ctx("clear close-on-exec")?;
+    let holder = Holder::spawn(how).ctx("spawn the holder")?;
+    drop(writer);
+    let eof = at_eof(&reader);
+    holder.release().ctx("release the holder")?;
+    let eof = eof?;
+    t.tally("read-after-drop", if eof { "eof" } else { "EAGAIN" });
+    eof_after_copy(t, &reader)?;
+    Ok(!eof)
 }
 
 fn spawn_lock(t: &mut Trial<'_>) -> Result<bool, Fault> {

@@ -342,6 +342,14 @@ pub const REPORTED: &[Reported] = &[
     },
     Reported {
         os: "macos",
+        hazard: "pipe-eof",
+        arm: "fix-spawn",
+        window: Window::Inherited,
+        verdict: Verdict::Valid,
+        source: CLOEXEC_DEFAULT,
+    },
+    Reported {
+        os: "macos",
         hazard: "peer-fin-with-clone",
         arm: "drop",
         window: Window::InProcess,

@@ -57,6 +57,14 @@ pub enum SpawnPath {
     /// what other spawners do. Its cost grows with the limit, not with the
     /// descriptors actually open.
     CloseEveryFdInChild,
+    /// [`crate::fix::spawn`], the leak-free spawn helper: on Linux
+    /// `close_range(3, ~0U, CLOSE_RANGE_CLOEXEC)` in the child (5.11+), on
+    /// macOS `POSIX_SPAWN_CLOEXEC_DEFAULT`.
+    FixSpawn,
+    /// [`crate::fix::spawn`] forced onto its fallback for kernels without
+    /// `CLOSE_RANGE_CLOEXEC`: a `getdents64` walk of `/proc/self/fd` in the
+    /// child, flagging only the descriptors that are open. Linux only.
+    FixSpawnFdWalk,
     /// `posix_spawn(3)` called directly, stdio by `adddup2` file actions: the
     /// baseline of the two spawn-attribute fixes below.
     LibcPosixSpawn,
@@ -70,12 +78,14 @@ pub enum SpawnPath {
 
 impl SpawnPath {
     /// Every path, in display order.
-    pub const ALL: [SpawnPath; 8] = [
+    pub const ALL: [SpawnPath; 10] = [
         SpawnPath::PosixSpawn,
         SpawnPath::ForkExec,
         SpawnPath::Vfork,
         SpawnPath::CloseRangeInChild,
         SpawnPath::CloseEveryFdInChild,
+        SpawnPath::FixSpawn,
+        SpawnPath::FixSpawnFdWalk,
         SpawnPath::LibcPosixSpawn,
         SpawnPath::ClosefromFileAction,
         SpawnPath::SpawnCloexecDefault,
@@ -89,6 +99,8 @@ impl SpawnPath {
             SpawnPath::Vfork => "vfork",
             SpawnPath::CloseRangeInChild => "close-range-in-child",
             SpawnPath::CloseEveryFdInChild => "close-every-fd-in-child",
+            SpawnPath::FixSpawn => "fix-spawn",
+            SpawnPath::FixSpawnFdWalk => "fix-spawn-fd-walk",
             SpawnPath::LibcPosixSpawn => "libc-posix-spawn",
             SpawnPath::ClosefromFileAction => "closefrom-file-action",
             SpawnPath::SpawnCloexecDefault => "spawn-cloexec-default",
@@ -111,6 +123,14 @@ impl SpawnPath {
                 "std Command::spawn with a pre_exec calling close(fd) for every fd from 3 up to the \
                  soft RLIMIT_NOFILE (fork, then exec), as Python's close_fds fallback does."
             }
+            SpawnPath::FixSpawn => {
+                "fdwindow::fix::spawn (Linux: close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) in pre_exec; \
+                 macOS: posix_spawn with POSIX_SPAWN_CLOEXEC_DEFAULT)."
+            }
+            SpawnPath::FixSpawnFdWalk => {
+                "fdwindow::fix::spawn forced onto its fallback: a getdents64 walk of /proc/self/fd \
+                 in the child, flagging each open descriptor close-on-exec (Linux)."
+            }
             SpawnPath::LibcPosixSpawn => "posix_spawn(3) called directly, stdio by adddup2.",
             SpawnPath::ClosefromFileAction => {
                 "posix_spawn(3) with posix_spawn_file_actions_addclosefrom_np(3, after stdio)."
@@ -129,6 +149,7 @@ pub struct Spawned(Reap);
 #[derive(Debug)]
 enum Reap {
     Std(Child),
+    Fix(crate::fix::spawn::Child),
     Pid(libc::pid_t),
     Done,
 }
@@ -139,6 +160,7 @@ impl Spawned {
         let reap = std::mem::replace(&mut self.0, Reap::Done);
         let ok = match reap {
             Reap::Std(mut child) => child.wait()?.success(),
+            Reap::Fix(mut child) => child.wait()?.success(),
             Reap::Pid(pid) => {
                 let status = sys::wait_pid(pid)?;
                 libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
@@ -160,6 +182,10 @@ impl Drop for Spawned {
                 let _ = child.kill();
                 let _ = child.wait();
             }
+            Reap::Fix(mut child) => {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
             Reap::Pid(pid) => {
                 // Our own unreaped child, so the pid is not reused yet.
                 let _ = sys::kill_pid(pid);
@@ -176,6 +202,8 @@ impl Drop for Spawned {
 pub struct Prepared {
     path: SpawnPath,
     command: Option<Command>,
+    /// The command of the [`crate::fix::spawn`] paths.
+    fix: Option<crate::fix::spawn::Command>,
     program: CString,
     /// argv (`true`) and an empty envp for the direct posix_spawn paths.
     argv: sys::CStrArray,
@@ -225,7 +253,9 @@ impl Prepared {
             SpawnPath::Vfork
             | SpawnPath::LibcPosixSpawn
             | SpawnPath::ClosefromFileAction
-            | SpawnPath::SpawnCloexecDefault => None,
+            | SpawnPath::SpawnCloexecDefault
+            | SpawnPath::FixSpawn
+            | SpawnPath::FixSpawnFdWalk => None,
         };
         if path == SpawnPath::Vfork {
             sys::vfork_supported()?;
@@ -236,9 +266,30 @@ impl Prepared {
         if path == SpawnPath::SpawnCloexecDefault {
             sys::spawn_cloexec_default_flag()?;
         }
+        let fix = match path {
+            SpawnPath::FixSpawn | SpawnPath::FixSpawnFdWalk => {
+                use crate::fix::spawn::{Command as FixCommand, Stdio as FixStdio};
+                let walk = path == SpawnPath::FixSpawnFdWalk;
+                if walk && !cfg!(target_os = "linux") {
+                    return Err(io::Error::new(
+                        io::ErrorKind::Unsupported,
+                        "the /proc/self/fd walk is fix::spawn's Linux fallback",
+                    ));
+                }
+                let mut cmd = FixCommand::new(TRUE_PROGRAM);
+                cmd.env_clear()
+                    .stdin(FixStdio::Null)
+                    .stdout(FixStdio::Null)
+                    .stderr(FixStdio::Null)
+                    .force_fd_walk(walk);
+                Some(cmd)
+            }
+            _ => None,
+        };
         Ok(Prepared {
             path,
             command,
+            fix,
             program: CString::new(TRUE_PROGRAM).expect("no NUL"),
             argv: sys::CStrArray::new([CString::new(TRUE_PROGRAM).expect("no NUL")]),
             envp: sys::CStrArray::new([]),
@@ -265,6 +316,9 @@ impl Prepared {
         if let Some(cmd) = &mut self.command {
             return Ok(Spawned(Reap::Std(cmd.spawn()?)));
         }
+        if let Some(cmd) = &mut self.fix {
+            return Ok(Spawned(Reap::Fix(cmd.spawn()?)));
+        }
         let stdio = self.devnull()?;
         let argv: [*const libc::c_char; 2] = [self.program.as_ptr(), std::ptr::null()];
         let envp: [*const libc::c_char; 1] = [std::ptr::null()];
@@ -290,7 +344,9 @@ impl Prepared {
             SpawnPath::PosixSpawn
             | SpawnPath::ForkExec
             | SpawnPath::CloseRangeInChild
-            | SpawnPath::CloseEveryFdInChild => unreachable!("std paths have a Command"),
+            | SpawnPath::CloseEveryFdInChild
+            | SpawnPath::FixSpawn
+            | SpawnPath::FixSpawnFdWalk => unreachable!("these paths have a Command"),
         };
         Ok(Spawned(Reap::Pid(pid)))
     }
@@ -1011,9 +1067,11 @@ pub const NOFILE_COLUMNS: [&str; 9] = [
 /// The paths swept against `RLIMIT_NOFILE`: std's two, which close nothing
 /// in the child (the flat baseline), and each path that closes descriptors
 /// in the child.
-pub const NOFILE_PATHS: [SpawnPath; 5] = [
+pub const NOFILE_PATHS: [SpawnPath; 7] = [
     SpawnPath::PosixSpawn,
     SpawnPath::ForkExec,
+    SpawnPath::FixSpawn,
+    SpawnPath::FixSpawnFdWalk,
     SpawnPath::CloseRangeInChild,
     SpawnPath::ClosefromFileAction,
     SpawnPath::CloseEveryFdInChild,
@@ -1107,7 +1165,8 @@ pub fn measure_nofile_sweep(
                 hard one where it was lower, as root) set to this value in the spawning process; \
                 the parent holds only its usual few descriptors. A path that closes every number \
                 up to the limit pays for the limit; one that asks the kernel (close_range, \
-                closefrom) pays for the descriptors actually open. Measured only by a thorough \
+                closefrom) or walks /proc/self/fd (fix-spawn-fd-walk) pays for the descriptors \
+                actually open. Measured only by a thorough \
                 run (--thorough)."
             .into(),
         columns: NOFILE_COLUMNS.iter().map(|c| (*c).to_owned()).collect(),

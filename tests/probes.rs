@@ -110,6 +110,13 @@ mod linux {
             verdict(&r, "spawn-lock-sham", Window::ForkWindow),
             Verdict::Present
         );
+        // The leak-free spawn keeps an inheritable write end from its child;
+        // with its close-on-exec step switched off, the child keeps it.
+        assert_eq!(verdict(&r, "fix-spawn", Window::Inherited), Verdict::Valid);
+        assert_eq!(
+            verdict(&r, "fix-spawn-sham", Window::Inherited),
+            Verdict::Present
+        );
         // Every reader saw end-of-file once the window closed (in the race a
         // trial is a spawn, so only the deterministic windows count one look
         // per trial).
