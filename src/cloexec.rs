@@ -153,7 +153,8 @@ impl Maker {
                 let flag = sock_flag(atomic)?;
                 // SAFETY: plain socket(2).
                 let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | flag, 0) };
-                made.fds.push(owned(fd)?);
+                made.fds
+                    .push(owned(fd).map_err(|e| flag_unknown(e, atomic))?);
             }
             Call::Connect => {
                 let (listener, path) = self
@@ -162,8 +163,8 @@ impl Maker {
                     .expect("connect maker has a listener");
                 let flag = sock_flag(atomic)?;
                 // SAFETY: plain socket(2).
-                let fd =
-                    owned(unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | flag, 0) })?;
+                let fd = owned(unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | flag, 0) })
+                    .map_err(|e| flag_unknown(e, atomic))?;
                 connect_unix(&fd, path)?;
                 // Take the server side at once, so a loop of connects never
                 // fills the listener's backlog (connect would then block).
@@ -181,7 +182,7 @@ impl Maker {
                         fds.as_mut_ptr(),
                     )
                 };
-                check_rc(rc)?;
+                check_rc(rc).map_err(|e| flag_unknown(e, atomic))?;
                 made.fds.extend([owned(fds[0])?, owned(fds[1])?]);
             }
             Call::Accept => {
@@ -263,6 +264,20 @@ fn sock_flag(atomic: bool) -> io::Result<libc::c_int> {
         sys::SOCK_CLOEXEC.map_err(unsupported)
     } else {
         Ok(0)
+    }
+}
+
+/// A socket call made with the close-on-exec type flag that the kernel
+/// refused as unknown type bits (`EINVAL` on Linux, `EPROTONOSUPPORT` or
+/// `EPROTOTYPE` from xnu): the flag is absent here, reported as unsupported.
+fn flag_unknown(e: io::Error, atomic: bool) -> io::Error {
+    if atomic && crate::errno::means_flag_unknown(&e) {
+        io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!("the kernel refused the close-on-exec type flag: {e}"),
+        )
+    } else {
+        e
     }
 }
 
@@ -355,6 +370,9 @@ impl Holder {
                     .stdout(Stdio::piped())
                     .stderr(Stdio::null());
                 if how == SpawnHow::CloseRangeInChild {
+                    // Support is decided here, in the parent: the child must
+                    // not be the place where a missing call is found out.
+                    sys::close_range_supported()?;
                     // SAFETY: close_range is one raw syscall; its error is an
                     // errno value: no allocation between fork and exec.
                     unsafe { cmd.pre_exec(|| sys::close_range_from(3)) };
@@ -454,6 +472,23 @@ impl Drop for Holder {
             let _ = self.reap();
         }
     }
+}
+
+/// The C library functions behind atomic close-on-exec forms and spawn-time
+/// closing that some libcs lack: glibc has all four (accept4 2.10, pipe2 and
+/// dup3 2.9, addclosefrom_np 2.34); macOS has none through 26, and its 27 SDK
+/// declares `pipe2` and `dup3` (rbenv/ruby-build#2641).
+pub const LOOKED_UP: [&std::ffi::CStr; 4] = [
+    c"pipe2",
+    c"accept4",
+    c"dup3",
+    c"posix_spawn_file_actions_addclosefrom_np",
+];
+
+/// Whether this process's C library has `name`, looked up at run time
+/// (`dlsym`), never decided from the headers the binary was built with.
+pub fn libc_has(name: &std::ffi::CStr) -> bool {
+    sys::has_function(name)
 }
 
 /// Whether `posix_spawn_file_actions_addclosefrom_np` exists in this libc.

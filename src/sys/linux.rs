@@ -204,6 +204,12 @@ fn close_range(first: RawFd, flags: libc::c_uint) -> io::Result<()> {
     }
 }
 
+/// Whether `close_range(2)` works here, decided in the parent: a call over
+/// an empty range (from the highest descriptor number) closes nothing.
+pub(crate) fn close_range_supported() -> std::io::Result<()> {
+    close_range_from(RawFd::MAX)
+}
+
 /// The descriptors `pid` has open, from `/proc/<pid>/fd` (proc(5)).
 pub(crate) fn process_fds(pid: libc::pid_t) -> io::Result<Vec<RawFd>> {
     let mut fds = Vec::new();
@@ -234,6 +240,27 @@ pub(crate) const CLOCKS: &[(&str, libc::clockid_t)] = &[
 /// `library/std/src/sys/pal/unix/time.rs`).
 pub(crate) const INSTANT_CLOCK: &str = "CLOCK_MONOTONIC";
 
+/// A file's identity, as `stat(2)` gives it.
+pub(crate) fn inode_object(dev: u64, ino: u64) -> crate::holders::Object {
+    crate::holders::Object::Inode { dev, ino }
+}
+
+/// `fstat(fd)`'s device and inode: on Linux every descriptor has one
+/// (sockets and pipes live on their own pseudo-filesystems).
+pub(crate) fn object_of(fd: RawFd) -> io::Result<crate::holders::Object> {
+    let st = super::fstat(fd)?;
+    Ok(inode_object(st.st_dev, st.st_ino))
+}
+
+/// The pids holding `object`: see [`holders_of_inode`].
+pub(crate) fn holders_of_object(object: crate::holders::Object) -> io::Result<Vec<u32>> {
+    match object {
+        crate::holders::Object::Inode { dev, ino } => holders_of_inode(dev, ino),
+        // Never made on Linux: object_of always answers with an inode.
+        crate::holders::Object::Socket(_) => Err(io::Error::from_raw_os_error(libc::EINVAL)),
+    }
+}
+
 /// The pids whose descriptor table holds the open object `(dev, ino)`, found
 /// by `stat(2)` on every `/proc/PID/fd/N` (the link resolves to the object
 /// itself, sockets included). Processes that vanish or that we may not
@@ -241,7 +268,7 @@ pub(crate) const INSTANT_CLOCK: &str = "CLOCK_MONOTONIC";
 ///
 /// # References
 /// - <https://man7.org/linux/man-pages/man5/proc_pid_fd.5.html>
-pub(crate) fn holders_of_inode(dev: u64, ino: u64) -> std::io::Result<Vec<u32>> {
+fn holders_of_inode(dev: u64, ino: u64) -> std::io::Result<Vec<u32>> {
     use std::os::unix::fs::MetadataExt;
     let mut holders = Vec::new();
     for pid in proc_pids()? {
