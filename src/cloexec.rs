@@ -12,6 +12,7 @@
 //! beyond stdio is one it inherited for its whole life; [`Holder::fds`] lists
 //! them (`/proc/<pid>/fd` on Linux, `proc_pidinfo(PROC_PIDLISTFDS)` on macOS).
 
+use socket2::{Domain, Socket, Type};
 use std::ffi::CString;
 use std::fs::File;
 use std::io::{self, Write};
@@ -149,41 +150,37 @@ impl Maker {
         let mut made = Made { fds: Vec::new() };
         let atomic = flag == Flag::Atomic;
         match self.call {
+            // socket2's `*_raw` calls are libc's socket, socketpair and
+            // accept with exactly the flags given (none added), so the
+            // two-step form stays two-step and an interposer sees the call.
             Call::Socket => {
-                let flag = sock_flag(atomic)?;
-                // SAFETY: plain socket(2).
-                let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | flag, 0) };
-                made.fds
-                    .push(owned(fd).map_err(|e| flag_unknown(e, atomic))?);
+                let ty = Type::from(libc::SOCK_STREAM | sock_flag(atomic)?);
+                made.fds.push(
+                    Socket::new_raw(Domain::IPV4, ty, None)
+                        .map_err(|e| flag_unknown(e, atomic))?
+                        .into(),
+                );
             }
             Call::Connect => {
                 let (listener, path) = self
                     .listener
                     .as_ref()
                     .expect("connect maker has a listener");
-                let flag = sock_flag(atomic)?;
-                // SAFETY: plain socket(2).
-                let fd = owned(unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | flag, 0) })
-                    .map_err(|e| flag_unknown(e, atomic))?;
-                connect_unix(&fd, path)?;
+                let ty = Type::from(libc::SOCK_STREAM | sock_flag(atomic)?);
+                let sock =
+                    Socket::new_raw(Domain::UNIX, ty, None).map_err(|e| flag_unknown(e, atomic))?;
+                sock.connect(&socket2::SockAddr::unix(path)?)?;
+                let fd = OwnedFd::from(sock);
                 // Take the server side at once, so a loop of connects never
                 // fills the listener's backlog (connect would then block).
                 drop(listener.accept()?);
                 made.fds.push(fd);
             }
             Call::Socketpair => {
-                let mut fds = [-1; 2];
-                // SAFETY: fds has room for the pair.
-                let rc = unsafe {
-                    libc::socketpair(
-                        libc::AF_UNIX,
-                        libc::SOCK_STREAM | sock_flag(atomic)?,
-                        0,
-                        fds.as_mut_ptr(),
-                    )
-                };
-                check_rc(rc).map_err(|e| flag_unknown(e, atomic))?;
-                made.fds.extend([owned(fds[0])?, owned(fds[1])?]);
+                let ty = Type::from(libc::SOCK_STREAM | sock_flag(atomic)?);
+                let (a, b) = Socket::pair_raw(Domain::UNIX, ty, None)
+                    .map_err(|e| flag_unknown(e, atomic))?;
+                made.fds.extend([a.into(), b.into()]);
             }
             Call::Accept => {
                 let (listener, path) = self.listener.as_ref().expect("accept maker has a listener");
@@ -194,8 +191,7 @@ impl Maker {
                 made.fds.push(if atomic {
                     sys::accept4_cloexec(fd).map_err(unsupported)??
                 } else {
-                    // SAFETY: accept with null address arguments.
-                    owned(unsafe { libc::accept(fd, std::ptr::null_mut(), std::ptr::null_mut()) })?
+                    socket2::SockRef::from(listener).accept_raw()?.0.into()
                 });
             }
             Call::Pipe => {
@@ -250,13 +246,6 @@ impl Made {
     pub fn raw_fds(&self) -> Vec<RawFd> {
         self.fds.iter().map(AsRawFd::as_raw_fd).collect()
     }
-}
-
-/// `connect(2)` of a Unix stream socket to `path`.
-fn connect_unix(fd: &OwnedFd, path: &Path) -> io::Result<()> {
-    let addr = socket2::SockAddr::unix(path)?;
-    // SAFETY: `addr` is a valid sockaddr of `addr.len()` bytes for the call.
-    check_rc(unsafe { libc::connect(fd.as_raw_fd(), addr.as_ptr().cast(), addr.len()) })
 }
 
 fn sock_flag(atomic: bool) -> io::Result<libc::c_int> {
@@ -373,14 +362,18 @@ impl Holder {
                     // Support is decided here, in the parent: the child must
                     // not be the place where a missing call is found out.
                     sys::close_range_supported()?;
-                    // SAFETY: close_range is one raw syscall; its error is an
-                    // errno value: no allocation between fork and exec.
-                    unsafe { cmd.pre_exec(|| sys::close_range_from(3)) };
                 }
-                if how == SpawnHow::ForkNoop {
-                    // SAFETY: the closure does nothing: nothing to be unsafe
-                    // between fork and exec. It only forces std's fork path.
-                    unsafe { cmd.pre_exec(|| Ok(())) };
+                // The sham's hook does nothing: it only forces std's fork path.
+                let hook: Option<fn() -> io::Result<()>> = match how {
+                    SpawnHow::CloseRangeInChild => Some(|| sys::close_range_from(3)),
+                    SpawnHow::ForkNoop => Some(|| Ok(())),
+                    _ => None,
+                };
+                if let Some(hook) = hook {
+                    // SAFETY: close_range is one raw syscall whose error is an
+                    // errno value (no allocation between fork and exec); the
+                    // sham's hook does nothing.
+                    unsafe { cmd.pre_exec(hook) };
                 }
                 let mut child = cmd.spawn()?;
                 Holder {
@@ -516,7 +509,9 @@ fn raw_spawn(how: SpawnHow) -> io::Result<Holder> {
     let mut spawner = sys::Spawner::new()?;
     spawner.dup2(in_r.as_raw_fd(), 0)?;
     spawner.dup2(out_w.as_raw_fd(), 1)?;
-    spawner.open(2, c"/dev/null", libc::O_WRONLY)?;
+    // /dev/null opened here (close-on-exec), dup2'd onto stderr in the child.
+    let devnull = File::options().write(true).open("/dev/null")?;
+    spawner.dup2(devnull.as_raw_fd(), 2)?;
     // After the dup2s: their sources are above 2 and would be closed first.
     if closefrom {
         sys::addclosefrom(spawner.actions(), 3).map_err(|e| {

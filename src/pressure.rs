@@ -352,8 +352,8 @@ fn true_command() -> Command {
 /// instead of calling posix_spawn; this one sleeps `hold` in the window.
 fn fork_command(hold: Duration) -> Command {
     let mut cmd = true_command();
-    let ts = libc::timespec {
-        tv_sec: hold.as_secs().min(libc::time_t::MAX as u64) as libc::time_t,
+    let ts = rustix::thread::Timespec {
+        tv_sec: hold.as_secs().min(i64::MAX as u64) as _,
         tv_nsec: hold.subsec_nanos() as _,
     };
     let held = !hold.is_zero();
@@ -361,22 +361,19 @@ fn fork_command(hold: Duration) -> Command {
     // the child keeps its copies.
     let hook = move || {
         if held {
+            // EINTR: sleep what is left. One system call each, no allocation.
             let mut req = ts;
-            let mut rem = ts;
-            // EINTR: sleep what is left (reading errno does not allocate).
-            loop {
-                // SAFETY: nanosleep on two timespecs owned by this frame.
-                let rc = unsafe { libc::nanosleep(&req, &mut rem) };
-                if rc == 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-                    break;
-                }
+            while let rustix::thread::NanosleepRelativeResult::Interrupted(rem) =
+                rustix::thread::nanosleep(&req)
+            {
                 req = rem;
             }
         }
         Ok(())
     };
-    // SAFETY: the hook only calls nanosleep, which is async-signal-safe, on a
-    // timespec copied in before the fork; it allocates nothing.
+    // SAFETY: the hook only calls nanosleep (one system call,
+    // async-signal-safe) on a timespec copied in before the fork; it
+    // allocates nothing.
     unsafe { cmd.pre_exec(hook) };
     cmd
 }

@@ -25,15 +25,22 @@ pub(crate) fn id_version(_os_release: &str, kernel_release: &str) -> String {
 
 #[cfg(target_env = "gnu")]
 pub(crate) fn libc_name_version() -> (String, String) {
-    unsafe extern "C" {
-        /// glibc's `gnu_get_libc_version(3)`: the version of the glibc loaded now.
-        fn gnu_get_libc_version() -> *const libc::c_char;
-    }
-    // SAFETY: no arguments; glibc returns a static string.
-    let version = unsafe { gnu_get_libc_version() };
-    // SAFETY: the pointer is to a static NUL-terminated string.
-    let version = unsafe { std::ffi::CStr::from_ptr(version) };
-    ("glibc".into(), version.to_string_lossy().into_owned())
+    // confstr(_CS_GNU_LIBC_VERSION) answers "glibc 2.36": the version of the
+    // glibc loaded now, as gnu_get_libc_version(3) would.
+    let mut buf = [0u8; 64];
+    // SAFETY: confstr writes at most buf.len() bytes, NUL included, into buf.
+    let n = unsafe {
+        libc::confstr(
+            libc::_CS_GNU_LIBC_VERSION,
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    let text = std::ffi::CStr::from_bytes_until_nul(&buf[..n.min(buf.len())])
+        .map(|c| c.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let version = text.strip_prefix("glibc ").unwrap_or(&text).to_owned();
+    ("glibc".into(), version)
 }
 
 // musl has no call that reports its version; say so rather than guess.

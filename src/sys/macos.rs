@@ -678,18 +678,20 @@ pub(crate) fn spawn_isolated(
     // Pipes for Piped: the parent's ends by stdio number; the child's ends
     // stay open until the spawn returns.
     let mut parent_ends: [Option<OwnedFd>; 3] = [None, None, None];
+    // Kept open until the spawn returns: pipe ends and /dev/null, each
+    // close-on-exec here and dup2'd onto stdio in the child.
     let mut child_ends: Vec<OwnedFd> = Vec::new();
     for (fd, how) in stdio.iter().enumerate() {
         let fd = fd as libc::c_int;
         match how {
             Stdio::Inherit => add_inherit(&mut spawner, fd)?,
             Stdio::Null => {
-                let mode = if fd == 0 {
-                    libc::O_RDONLY
-                } else {
-                    libc::O_WRONLY
-                };
-                spawner.open(fd, c"/dev/null", mode)?;
+                let null = std::fs::File::options()
+                    .read(fd == 0)
+                    .write(fd != 0)
+                    .open("/dev/null")?;
+                spawner.dup2(null.as_raw_fd(), fd)?;
+                child_ends.push(null.into());
             }
             Stdio::Piped => {
                 // Two steps inside std on macOS (no pipe2); both ends end up close-on-exec.
