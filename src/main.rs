@@ -47,6 +47,10 @@ enum Cmd {
         /// Milliseconds per arm in the posix-spawn race.
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..=600_000))]
         race_ms: Option<u64>,
+        /// Also measure what only a thorough run measures (the RLIMIT_NOFILE
+        /// sweep); a later default run keeps that table.
+        #[arg(long)]
+        thorough: bool,
         /// Hard timeout per probe, in seconds.
         #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..=3600))]
         timeout: u64,
@@ -168,9 +172,10 @@ fn main() -> ExitCode {
             probes,
             trials,
             race_ms,
+            thorough,
             timeout,
             only,
-        } => run(results, probes, trials, race_ms, timeout, only),
+        } => run(results, probes, trials, race_ms, thorough, timeout, only),
         Cmd::Matrix {
             results,
             readme,
@@ -247,6 +252,7 @@ fn run(
     probes: Option<PathBuf>,
     trials: Option<u64>,
     race_ms: Option<u64>,
+    thorough: bool,
     timeout: u64,
     only: Vec<String>,
 ) -> Result<ExitCode, Usage> {
@@ -263,6 +269,7 @@ fn run(
         probes_dir,
         trials,
         race_ms,
+        thorough,
         timeout: Duration::from_secs(timeout),
         only,
     };
