@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use fdwindow::platform::{Platform, Virtualization};
 use fdwindow::report::ResultsFile;
 use fdwindow::verdict::{Outcome, Window};
 
@@ -12,7 +13,7 @@ fn host() -> ResultsFile {
     fdwindow::results::load_dir(&dir)
         .expect("committed results load")
         .into_iter()
-        .find(|f| f.platform.os == "linux" && f.platform.accel.is_empty())
+        .find(|f| f.platform.os == "linux" && !f.platform.emulated())
         .expect("this machine's Linux results")
 }
 
@@ -20,10 +21,25 @@ fn host() -> ResultsFile {
 fn guest(accel: &str, release: &str) -> ResultsFile {
     let mut f = host();
     f.platform.kernel_release = release.into();
-    f.platform.accel = accel.into();
-    f.platform.id = format!("linux-{release}-x86_64-glibc2.36-{accel}");
+    f.platform.upstream_version = String::new();
+    f.platform.virtualization = match accel {
+        "tcg" => Virtualization::Tcg,
+        "kvm" => Virtualization::KvmGuest,
+        other => panic!("no accelerator {other}"),
+    };
+    f.platform.id = Platform::make_id(
+        "linux",
+        release,
+        "",
+        "x86_64",
+        "glibc",
+        "2.36",
+        f.platform.virtualization,
+    );
     // As the harness flags them in a guest (fdwindow::vm::emulated).
     for report in f.probes.values_mut() {
+        // Each report carries the platform it ran on (issue 13).
+        report.platform = f.platform.clone();
         for a in &mut report.arms {
             a.emulated = fdwindow::vm::emulated(&f.platform, a.kind, a.arm.contains("stall"));
         }
@@ -151,10 +167,14 @@ fn advise_names_the_releases_a_fix_was_measured_on() {
         .iter()
         .find(|a| a.arm == "unlock-then-close")
         .expect("unlock-then-close valid");
-    let host_release = format!("`{}`", host().platform.kernel_release);
+    let host = host().platform;
+    let host_release = match host.virtualization {
+        Virtualization::Bare => format!("`{}`", host.kernel_release),
+        v => format!("`{}` ({})", host.kernel_release, v.id()),
+    };
     assert_eq!(
         fix.measured_on,
-        vec![host_release, "`6.1.0-57-cloud-amd64` (VM, tcg)".to_owned()]
+        vec![host_release, "`6.1.0-57-cloud-amd64` (tcg)".to_owned()]
     );
     let md = fdwindow::advise::markdown(&advice);
     assert!(md.contains("measured on: `"), "{md}");

@@ -121,7 +121,10 @@ fn flock_survival_runs_in_the_guest_and_merges_under_its_platform() {
             .contains(&platform.kernel_release),
         "{platform:?}"
     );
-    assert_eq!(platform.accel, "tcg");
+    assert_eq!(
+        platform.virtualization,
+        fdwindow::platform::Virtualization::Tcg
+    );
     assert!(platform.id.ends_with("-tcg"), "{platform:?}");
     let verdict = |arm: &str| {
         let out = Command::new(fdwindow_bin())

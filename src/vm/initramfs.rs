@@ -120,10 +120,13 @@ impl Spec {
             spec.file(&format!("{GUEST_BIN_DIR}/{name}"), program, 0o755, true);
         }
         // The preload libraries, written from the copies embedded in this
-        // fdwindow (src/preload.rs), beside the probes: no probe preloads one
-        // today, and the guest's own fdwindow carries the same bytes for
-        // `fdwindow stress`; a probe that does will find them here. A build
-        // without them (a stub) leaves them out.
+        // fdwindow (src/preload.rs), beside the probes, every one of
+        // `Library::ALL`: two-step-cloexec re-executes itself with the
+        // parked-call interposer (src/parked.rs), written from the bytes
+        // embedded in it to the guest's /tmp, and the guest's own fdwindow
+        // carries the same bytes for `fdwindow stress`; these copies let a
+        // guest preload one by path. A build without them (a stub) leaves
+        // them out.
         for library in crate::preload::Library::ALL {
             if let Ok(bytes) = library.bytes() {
                 spec.entries.insert(

@@ -25,10 +25,11 @@ use crate::scratch::Scratch;
 use crate::verdict::Kind;
 pub use qemu::Accel;
 
-/// Whether `platform` ran under emulation (QEMU's TCG), by the
-/// `fdwindow.accel=` word `fdwindow vm` puts on a guest's command line.
+/// Whether `platform` ran under emulation (QEMU's TCG): its virtualization,
+/// decided first by the `fdwindow.accel=` word `fdwindow vm` puts on a
+/// guest's command line (see `src/platform.rs`).
 pub fn under_tcg(platform: &Platform) -> bool {
-    platform.accel == Accel::Tcg.id()
+    platform.emulated()
 }
 
 /// Whether an arm of `kind` measured on `platform` is `emulated` (DESIGN.md,
@@ -385,14 +386,14 @@ fn merge_frame(
             ));
         }
     };
-    if file.platform.accel != accel.id() {
+    if file.platform.virtualization != accel.virtualization() {
         return Ok((
             None,
             Some((
                 format!(
-                    "the guest reports accelerator {:?}, not {}: results not merged",
-                    file.platform.accel,
-                    accel.id()
+                    "the guest reports virtualization {}, not {}: results not merged",
+                    file.platform.virtualization.id(),
+                    accel.virtualization().id()
                 ),
                 console_tail,
             )),

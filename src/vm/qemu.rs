@@ -44,6 +44,15 @@ impl Accel {
             Accel::Tcg => "tcg",
         }
     }
+
+    /// The virtualization a guest booted under it reports (the guest reads
+    /// the `fdwindow.accel=` word this accelerator put on its command line).
+    pub fn virtualization(self) -> crate::platform::Virtualization {
+        match self {
+            Accel::Kvm => crate::platform::Virtualization::KvmGuest,
+            Accel::Tcg => crate::platform::Virtualization::Tcg,
+        }
+    }
 }
 
 /// One boot.
@@ -289,8 +298,8 @@ mod tests {
         };
         let line = kernel_params(&boot);
         assert_eq!(
-            crate::platform::accel_from_cmdline(&line),
-            Some("tcg"),
+            crate::platform::accel_word(&line),
+            Some(crate::platform::Virtualization::Tcg),
             "{line}"
         );
         assert!(line.starts_with("console=ttyS0 "), "{line}");
