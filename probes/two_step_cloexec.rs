@@ -169,6 +169,7 @@ static PROBE: Probe = Probe {
             windows: CONTROL_WINDOWS,
             trial: atomic_flag,
             against: FIX_CONTROL,
+            local_sham: true,
             ..ARM
         },
         Arm {
