@@ -169,7 +169,6 @@ static PROBE: Probe = Probe {
             windows: CONTROL_WINDOWS,
             trial: atomic_flag,
             against: FIX_CONTROL,
-            local_sham: true,
             ..ARM
         },
         Arm {

@@ -80,11 +80,6 @@ pub struct Arm {
     /// budget): under emulation such an arm measures the emulator's clock,
     /// and is flagged `emulated` like a statistical one.
     pub timed: bool,
-    /// For a mitigation whose sham runs in some of its windows only: whether
-    /// those are the only windows where its code differs from its control in
-    /// more than the fix (DESIGN.md: a sham is needed where it does), so that
-    /// elsewhere it is judged without one. Say why in `about`.
-    pub local_sham: bool,
 }
 
 /// The defaults for an [`Arm`] declaration's optional fields. Its `id` is
@@ -99,7 +94,6 @@ pub const ARM: Arm = Arm {
     kind: None,
     avoids: None,
     timed: false,
-    local_sham: false,
 };
 
 fn undeclared(_: &mut Trial<'_>) -> Result<bool, Fault> {
@@ -509,7 +503,6 @@ pub fn run(probe: &Probe, settings: Settings, only: &[String]) -> Result<ProbeRe
                 Role::Mitigation | Role::Sham => control_for(probe, arm, window).map(str::to_owned),
             },
             sham: sham_of(probe, arm, window).map(str::to_owned),
-            local_sham: arm.local_sham,
             avoids: arm.avoids.map(str::to_owned),
             outcome: cell.outcome(),
         })

@@ -121,11 +121,6 @@ pub struct ArmReport {
     /// it as undecided.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub emulated: bool,
-    /// For a mitigation with a sham in some windows only: the probe declares
-    /// those the only windows where its code differs from its control in more
-    /// than the fix, so in the others it is judged without a sham.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub local_sham: bool,
     /// What happened.
     pub outcome: Outcome,
 }
@@ -157,17 +152,13 @@ impl ProbeReport {
                     control: self.control_of(arm).map(|c| &c.outcome),
                     // Whether a fix is sham-tested is decided per arm, not per
                     // window: an arm with a sham in one window and none in
-                    // another is judged there as if its sham did not run,
-                    // unless its probe declares the sham local to the windows
-                    // where the code differs from its control in more than
-                    // the fix.
+                    // another is judged there as if its sham did not run.
                     sham: match arm.sham.as_deref() {
                         Some(sham) => Some(
                             self.find(sham, arm.window)
                                 .filter(|s| s.role == Role::Sham)
                                 .map(|s| &s.outcome),
                         ),
-                        None if arm.local_sham => None,
                         None => self
                             .arms
                             .iter()
@@ -346,7 +337,6 @@ mod tests {
             sham: None,
             avoids: None,
             emulated: false,
-            local_sham: false,
             outcome,
         };
         let report = ProbeReport {
@@ -411,7 +401,6 @@ mod tests {
             sham: None,
             avoids: None,
             emulated: false,
-            local_sham: false,
             outcome: Outcome::observed(hits, 10),
         };
         let mut report = sample().probes.remove("flock-survival").unwrap();
@@ -516,7 +505,6 @@ mod sham_tests {
             window,
             kind: window.kind().unwrap(),
             emulated: false,
-            local_sham: false,
             about: "x".into(),
             against: (role != Role::Control).then(|| "c".into()),
             sham: sham.map(Into::into),
@@ -551,16 +539,5 @@ mod sham_tests {
         let j = report.judgement(&report.arms[4]);
         assert_eq!(j.verdict, Verdict::Inconclusive, "{j:?}");
         assert_eq!(j.why.as_deref(), Some("its sham did not run"));
-        // Declared local (two-step-cloexec's atomic-flag: its sham only tests
-        // the parked-call window), the arm elsewhere is judged without one;
-        // its sham-tested window still needs the sham.
-        let mut local = report.clone();
-        for a in local.arms.iter_mut().filter(|a| a.arm == "m") {
-            a.local_sham = true;
-        }
-        assert_eq!(local.judgement(&local.arms[4]).verdict, Verdict::Valid);
-        local.arms.remove(3);
-        let j = local.judgement(&local.arms[2]);
-        assert_eq!(j.verdict, Verdict::Inconclusive, "{j:?}");
     }
 }

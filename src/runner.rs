@@ -413,7 +413,6 @@ mod tests {
                 window: Window::InProcess,
                 kind: crate::verdict::Kind::Deterministic,
                 emulated: false,
-                local_sham: false,
                 about: String::new(),
                 against: None,
                 sham: None,

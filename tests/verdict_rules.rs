@@ -16,7 +16,6 @@ fn arm(id: &str, role: Role, window: Window, outcome: Outcome) -> ArmReport {
         sham: None,
         avoids: None,
         emulated: false,
-        local_sham: false,
         outcome,
     }
 }
