@@ -158,6 +158,9 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
     let Some(preload_var) = preload::variable() else {
         return Err("unsupported: this OS has no preload mechanism fdwindow knows".into());
     };
+    // Ctrl-C and SIGTERM set a flag from here on, before the injector's file
+    // exists: a signal that killed the process after the write would leave it.
+    fdwindow::harness::catch_interrupts();
     // The injector built into this binary, written to a private file that is
     // removed on every path out (`written` lives to the end of the run).
     let written;
@@ -213,7 +216,6 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
         ),
         args.command.join(" ")
     );
-    fdwindow::harness::catch_interrupts();
     let mut warned = false;
     let mut last_line = Instant::now();
     loop {
