@@ -223,8 +223,9 @@ extern "C" fn on_signal(_: libc::c_int) {
     INTERRUPTED.store(true, Ordering::Relaxed);
 }
 
-/// Sets a flag on SIGINT and SIGTERM instead of dying, so every child is
-/// reaped and every scratch path removed before the process exits.
+/// Sets a flag on SIGINT, SIGTERM and SIGHUP (a closed terminal) instead of
+/// dying, so every child is reaped and every scratch path removed before the
+/// process exits.
 pub fn catch_interrupts() {
     // SAFETY: all-zero is a valid `struct sigaction` (no flags, no handler)
     // that the lines below fill in.
@@ -232,14 +233,14 @@ pub fn catch_interrupts() {
     action.sa_sigaction = on_signal as *const () as libc::sighandler_t;
     // SAFETY: initialises the mask inside the struct above.
     unsafe { libc::sigemptyset(&mut action.sa_mask) };
-    for sig in [libc::SIGINT, libc::SIGTERM] {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: installs a handler that only stores to an atomic, which is
         // async-signal-safe.
         unsafe { libc::sigaction(sig, &action, std::ptr::null_mut()) };
     }
 }
 
-/// Whether SIGINT or SIGTERM arrived since [`catch_interrupts`].
+/// Whether SIGINT, SIGTERM or SIGHUP arrived since [`catch_interrupts`].
 pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::Relaxed)
 }
@@ -251,6 +252,9 @@ pub struct Settings {
     pub trials: u64,
     /// Time per arm in the posix-spawn race, over all its blocks.
     pub race: Duration,
+    /// Also measure what only a thorough run measures (`--thorough`), e.g.
+    /// the spawn cost swept over `RLIMIT_NOFILE`.
+    pub thorough: bool,
 }
 
 /// How many interleaved blocks a race window's arms run in.
@@ -268,6 +272,9 @@ struct ProbeArgs {
     /// Run only these arms (repeatable).
     #[arg(long = "arm", value_name = "ARM")]
     arms: Vec<String>,
+    /// Also make the slow observations a default run leaves out.
+    #[arg(long)]
+    thorough: bool,
 }
 
 /// Checks a probe's declaration: unique, non-empty ids; a kind for every
@@ -378,6 +385,7 @@ pub fn main(probe: &Probe) -> ExitCode {
     let settings = Settings {
         trials: args.trials.unwrap_or(probe.trials),
         race: args.race_ms.map_or(probe.race, Duration::from_millis),
+        thorough: args.thorough,
     };
     catch_interrupts();
     match run(probe, settings, &args.arms) {
@@ -747,6 +755,7 @@ mod tests {
         let settings = Settings {
             trials: 7,
             race: Duration::from_millis(1),
+            thorough: false,
         };
         let r = run(&probe, settings, &[]).unwrap();
         let Outcome::Observed {
