@@ -17,6 +17,7 @@ use fdwindow::runner::{self, RunError, RunOptions};
 use fdwindow::verdict::Window;
 use fdwindow::{harness, results};
 
+mod audit;
 mod stress;
 
 #[derive(Parser)]
@@ -116,6 +117,9 @@ enum Cmd {
     /// Run a command N times alone and N times under fork pressure (injected),
     /// and compare failures: `k/N` with 95% intervals, time to first failure.
     Stress(stress::StressArgs),
+    /// Audit a test suite: which tests fail under fork pressure and not alone,
+    /// which class of inherited descriptor breaks them, and the fix.
+    Audit(audit::AuditArgs),
 }
 
 /// Bad input: printed as `error: …` with exit status 2.
@@ -161,6 +165,7 @@ fn main() -> ExitCode {
             })
         }
         Cmd::Stress(args) => stress::run(args).map_err(Usage),
+        Cmd::Audit(args) => audit::run(args).map_err(Usage),
     };
     result.unwrap_or_else(|Usage(msg)| {
         eprintln!("error: {msg}");

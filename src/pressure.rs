@@ -105,6 +105,118 @@ pub struct Config {
     pub max_alive: usize,
     /// The threads stop by themselves this long after the start.
     pub deadline: Duration,
+    /// Descriptors each fork+exec child closes right after the fork, before
+    /// its hold (`None`: it keeps them all). A diagnosis tool: a flake that
+    /// clears when children drop one class was caused by a copy of that class.
+    pub drop: Option<DropClass>,
+}
+
+/// A class of descriptor that pressure children close right after the fork.
+///
+/// The child classifies its own descriptors (a snapshot taken in the parent
+/// would race with the very descriptors that matter): it lists them with
+/// getdents64 on `/proc/self/fd` (Linux) or `proc_pidinfo(PROC_PIDLISTFDS)`
+/// (macOS), then `fstat`, `getsockopt(SO_TYPE)` and, for stream sockets,
+/// `SO_ACCEPTCONN` (Linux) or `proc_pidfdinfo` (macOS). Descriptors 0-2 are
+/// the child's own `/dev/null` and are kept.
+///
+/// # References
+/// - <https://man7.org/linux/man-pages/man2/fstat.2.html>
+/// - <https://man7.org/linux/man-pages/man7/socket.7.html> (`SO_TYPE`, `SO_ACCEPTCONN`)
+/// - <https://man7.org/linux/man-pages/man7/signal-safety.7.html> (`fstat`,
+///   `getsockopt`, `close`, `open` are async-signal-safe)
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DropClass {
+    /// Regular files (locks, executables being written).
+    File,
+    /// Listening stream sockets.
+    Listener,
+    /// Stream sockets that are not listening (connected or not yet).
+    Stream,
+    /// Datagram sockets.
+    Datagram,
+    /// Pipes and FIFOs.
+    Pipe,
+    /// Every descriptor from 3 up: the sham that drops everything.
+    All,
+}
+
+impl DropClass {
+    /// Every class, the sham last.
+    pub const ALL: [DropClass; 6] = [
+        DropClass::File,
+        DropClass::Listener,
+        DropClass::Stream,
+        DropClass::Datagram,
+        DropClass::Pipe,
+        DropClass::All,
+    ];
+
+    /// The id used in [`Spec`] strings (`drop=`).
+    pub fn id(self) -> &'static str {
+        match self {
+            DropClass::File => "file",
+            DropClass::Listener => "listener",
+            DropClass::Stream => "stream",
+            DropClass::Datagram => "dgram",
+            DropClass::Pipe => "pipe",
+            DropClass::All => "all",
+        }
+    }
+
+    /// The class with this id.
+    pub fn from_id(id: &str) -> Option<DropClass> {
+        DropClass::ALL.into_iter().find(|c| c.id() == id)
+    }
+
+    /// The class of descriptor `fd`, `None` for anything else (terminals,
+    /// directories, event descriptors). Async-signal-safe.
+    pub fn of(fd: std::os::fd::RawFd) -> Option<DropClass> {
+        // SAFETY: stat is plain data that fstat fills.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: `st` is valid for fstat to write.
+        if unsafe { libc::fstat(fd, &mut st) } != 0 {
+            return None;
+        }
+        match st.st_mode & libc::S_IFMT {
+            libc::S_IFREG => Some(DropClass::File),
+            libc::S_IFIFO => Some(DropClass::Pipe),
+            libc::S_IFSOCK => {
+                let mut kind: libc::c_int = 0;
+                let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+                // SAFETY: `kind` and `len` are valid for the kernel to write.
+                let rc = unsafe {
+                    libc::getsockopt(
+                        fd,
+                        libc::SOL_SOCKET,
+                        libc::SO_TYPE,
+                        (&raw mut kind).cast(),
+                        &mut len,
+                    )
+                };
+                match kind {
+                    _ if rc != 0 => None,
+                    libc::SOCK_DGRAM => Some(DropClass::Datagram),
+                    _ if crate::sys::is_listening(fd) => Some(DropClass::Listener),
+                    libc::SOCK_STREAM | libc::SOCK_SEQPACKET => Some(DropClass::Stream),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// Closes every descriptor from 3 up of this class in the calling
+    /// process. Async-signal-safe: for a forked child before exec.
+    pub fn close_all(self) -> io::Result<()> {
+        crate::sys::each_open_fd(&mut |fd| {
+            if fd > 2 && (self == DropClass::All || DropClass::of(fd) == Some(self)) {
+                // SAFETY: closes a descriptor of this (forked) process; the
+                // caller gave up every descriptor of the class.
+                unsafe { libc::close(fd) };
+            }
+        })
+    }
 }
 
 impl Default for Config {
@@ -120,6 +232,7 @@ impl Default for Config {
             path: SpawnPath::Mix,
             max_alive: 64,
             deadline: Duration::from_secs(600),
+            drop: None,
         }
     }
 }
@@ -360,18 +473,25 @@ fn true_command() -> Command {
 
 /// A fork+exec command: a `pre_exec` (even an empty one) makes std fork
 /// instead of calling posix_spawn; this one sleeps `hold` in the window.
-fn fork_command(hold: Duration) -> Command {
+fn fork_command(hold: Duration, drop: Option<DropClass>) -> Command {
     let mut cmd = true_command();
     let ts = libc::timespec {
         tv_sec: hold.as_secs().min(libc::time_t::MAX as u64) as libc::time_t,
         tv_nsec: hold.subsec_nanos() as _,
     };
     let held = !hold.is_zero();
-    // SAFETY: the closure only calls nanosleep, which is async-signal-safe,
-    // on a timespec copied in before the fork. Sleeping is the purpose here,
-    // not synchronisation: the hold is how long the child keeps its copies.
+    // SAFETY: the closure calls only async-signal-safe functions (open,
+    // getdents64, fstat, getsockopt, close in `close_all`; nanosleep) on data
+    // copied in before the fork, and allocates nothing. Sleeping is the
+    // purpose here, not synchronisation: the hold is how long the child keeps
+    // its copies.
     unsafe {
         cmd.pre_exec(move || {
+            if let Some(class) = drop {
+                // std's exec-error pipe is a pipe too: with `pipe` or `all`
+                // the parent's spawn returns at the close instead of the exec.
+                class.close_all()?;
+            }
             if held {
                 let mut req = ts;
                 let mut rem = ts;
@@ -395,7 +515,7 @@ fn spawn_loop(shared: &Shared, index: usize) -> io::Result<()> {
         .started
         .checked_add(config.deadline)
         .unwrap_or(shared.started + MAX_DURATION);
-    let mut fork = fork_command(config.hold);
+    let mut fork = fork_command(config.hold, config.drop);
     let mut spawn = true_command();
     let mut turn = index; // Mix: threads start on alternate paths.
     while !shared.stop.load(Ordering::Relaxed) && Instant::now() < deadline {
@@ -483,6 +603,7 @@ fn leave_window(shared: &Shared) {
 /// | `max-alive` | children alive at once | 64 |
 /// | `for` | the threads stop after this long | `600s` |
 /// | `match` | start only in a process whose executable's file name matches this glob (`*` only) | any |
+/// | `drop` | fork+exec children close this [`DropClass`] right after the fork: `file`, `listener`, `stream`, `dgram`, `pipe`, `all` | `none` |
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct Spec {
     /// The pressure to start.
@@ -529,9 +650,19 @@ impl FromStr for Spec {
                     }
                 }
                 "match" if !value.is_empty() => spec.exe_match = Some(value.to_owned()),
+                "drop" => {
+                    c.drop = match value {
+                        "none" => None,
+                        _ => Some(DropClass::from_id(value).ok_or_else(|| {
+                            format!(
+                                "drop={value}: expected none, file, listener, stream, dgram, pipe or all"
+                            )
+                        })?),
+                    }
+                }
                 _ => {
                     return Err(format!(
-                        "unknown key {key:?}; keys: threads, hold, path, max-alive, for, match"
+                        "unknown key {key:?}; keys: threads, hold, path, max-alive, for, match, drop"
                     ));
                 }
             }
@@ -555,6 +686,9 @@ impl fmt::Display for Spec {
             c.max_alive,
             duration_text(c.deadline)
         )?;
+        if let Some(d) = c.drop {
+            write!(f, ",drop={}", d.id())?;
+        }
         if let Some(m) = &self.exe_match {
             write!(f, ",match={m}")?;
         }

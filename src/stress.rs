@@ -153,21 +153,7 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
     if args.exe_match.is_some() {
         spec.exe_match = args.exe_match.clone();
     }
-    let Some((preload_var, injector_name)) = pressure::preload() else {
-        return Err("this OS has no preload mechanism fdwindow knows".into());
-    };
-    let injector = match &args.injector {
-        Some(p) => p.clone(),
-        None => std::env::current_exe()
-            .map_err(|e| format!("cannot locate this binary: {e}"))?
-            .with_file_name(injector_name),
-    };
-    let injector = std::fs::canonicalize(&injector).map_err(|e| {
-        format!(
-            "injector {}: {e}; build it with `cargo build --release -p fdwindow-inject` or pass --injector",
-            injector.display()
-        )
-    })?;
+    let (preload_var, injector) = locate_injector(args.injector.as_deref())?;
     let report = ReportFile(
         std::env::temp_dir().join(format!("fdwindow-stress-{}.pressure", std::process::id())),
     );
@@ -291,6 +277,27 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The loader's preload variable and the injector library: `given`, else the
+/// one beside this binary. `Err` says how to build or name it.
+pub(crate) fn locate_injector(given: Option<&Path>) -> Result<(&'static str, PathBuf), String> {
+    let Some((preload_var, injector_name)) = pressure::preload() else {
+        return Err("this OS has no preload mechanism fdwindow knows".into());
+    };
+    let injector = match given {
+        Some(p) => p.to_owned(),
+        None => std::env::current_exe()
+            .map_err(|e| format!("cannot locate this binary: {e}"))?
+            .with_file_name(injector_name),
+    };
+    let injector = std::fs::canonicalize(&injector).map_err(|e| {
+        format!(
+            "injector {}: {e}; build it with `cargo build --release -p fdwindow-inject` or pass --injector",
+            injector.display()
+        )
+    })?;
+    Ok((preload_var, injector))
 }
 
 /// Runs the command once: whether it failed, and how long it took.
