@@ -190,7 +190,10 @@ mod tests {
         assert_eq!(kind(&v(&["./t-123"])).0, Kind::Binary);
         assert_eq!(kind(&v(&["cargo", "test", "--lib"])), (Kind::CargoTest, 2));
         assert_eq!(kind(&v(&["cargo", "+1.89", "test"])), (Kind::CargoTest, 3));
-        assert_eq!(kind(&v(&["/usr/bin/cargo", "nextest", "run"])), (Kind::Nextest, 3));
+        assert_eq!(
+            kind(&v(&["/usr/bin/cargo", "nextest", "run"])),
+            (Kind::Nextest, 3)
+        );
         assert_eq!(kind(&v(&["cargo", "nextest", "list"])).0, Kind::Binary);
     }
 

@@ -30,7 +30,10 @@ fn ln_choose(n: u64, k: u64) -> f64 {
 /// with the margins fixed, of A having `a_hits` or more of all the hits.
 /// 1 when A has no trials or no hits.
 pub fn greater(a_hits: u64, a_trials: u64, b_hits: u64, b_trials: u64) -> f64 {
-    assert!(a_hits <= a_trials && b_hits <= b_trials, "hits exceed trials");
+    assert!(
+        a_hits <= a_trials && b_hits <= b_trials,
+        "hits exceed trials"
+    );
     if a_hits == 0 || a_trials == 0 {
         return 1.0;
     }

@@ -42,7 +42,10 @@ pub fn parse(stdout: &str) -> Parsed {
     let mut section: Option<(String, Vec<&str>)> = None;
     let flush = |section: &mut Option<(String, Vec<&str>)>, parsed: &mut Parsed| {
         if let Some((name, lines)) = section.take() {
-            parsed.messages.entry(name).or_insert_with(|| message(&lines));
+            parsed
+                .messages
+                .entry(name)
+                .or_insert_with(|| message(&lines));
         }
     };
     for line in stdout.lines() {
@@ -92,7 +95,9 @@ fn message(lines: &[&str]) -> String {
             .map_or("", |(_, p)| p.trim_end_matches(':'));
         let text: Vec<&str> = lines[i + 1..]
             .iter()
-            .take_while(|l| !l.is_empty() && !l.starts_with("note: "))
+            .take_while(|l| {
+                !l.is_empty() && !l.starts_with("note: ") && !l.starts_with("stack backtrace:")
+            })
             .take(3)
             .copied()
             .collect();

@@ -78,8 +78,9 @@ pub struct AuditArgs {
     /// Time for the diagnosis of each exposed test.
     #[arg(long, default_value = "60s", value_parser = pressure::parse_duration)]
     diagnose_budget: Duration,
-    /// Diagnosis rounds (one run of every variant, at once, each).
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    /// At most this many diagnosis rounds (one run of every variant, at once,
+    /// each); fewer when the counts settle the answer.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=10_000))]
     diagnose_rounds: u64,
     /// Skip the diagnosis.
     #[arg(long)]
@@ -339,7 +340,13 @@ impl Runner {
                 .tag
                 .trim_start_matches("run ")
                 .chars()
-                .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '-' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
                 .collect();
             let text = format!(
                 "# {} ({}): {}\n# args: {:?}\n# pressure: {}\n## stdout\n{stdout}\n## stderr\n{stderr}",
@@ -383,7 +390,9 @@ fn seen(run: &RunResult, test: &str) -> Option<(Seen, Option<String>)> {
         None => match run.status {
             Some(s) if !s.success() => Some((
                 Seen::Failed,
-                Some(format!("the test binary ended ({s}) before this test reported")),
+                Some(format!(
+                    "the test binary ended ({s}) before this test reported"
+                )),
             )),
             _ => None,
         },
@@ -507,10 +516,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
             for (arm, pressured) in [(0, None), (1, Some(&spec))] {
                 let label = if arm == 0 { "alone" } else { "pressure" };
                 let runs: Vec<(Vec<String>, Option<&String>)> = if bin.per_test {
-                    lists[i]
-                        .iter()
-                        .map(|t| (exact_args(t), Some(t)))
-                        .collect()
+                    lists[i].iter().map(|t| (exact_args(t), Some(t))).collect()
                 } else {
                     vec![(bin.args.clone(), None)]
                 };
@@ -536,7 +542,10 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
         }
         audit.rounds += 1;
         let (a, p) = audit.records.values().fold((0, 0), |(a, p), r| {
-            (a + u64::from(r.suite[0].bad() > 0), p + u64::from(r.suite[1].bad() > 0))
+            (
+                a + u64::from(r.suite[0].bad() > 0),
+                p + u64::from(r.suite[1].bad() > 0),
+            )
         });
         eprintln!(
             "round {}/{}: {a} tests failed alone, {p} under pressure ({:.1} s)",
@@ -569,7 +578,11 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
         while rec.exact[1].runs < args.max_reruns && Instant::now() < end && !harness::interrupted()
         {
             for (arm, pressured) in [(0, None), (1, Some(&spec))] {
-                let label = if arm == 0 { "rerun-alone" } else { "rerun-pressure" };
+                let label = if arm == 0 {
+                    "rerun-alone"
+                } else {
+                    "rerun-pressure"
+                };
                 let result = runner.run(bin, &exact_args(&key.1), pressured, label)?;
                 if let Some((s, msg)) = seen(&result, &key.1) {
                     rec.exact[arm].add(s);
@@ -703,6 +716,9 @@ fn diagnose(
             }
         }
         d.rounds += 1;
+        if settled(&d.variants, d.rounds) {
+            break;
+        }
     }
     let (held, classes) = decide(&d.variants);
     d.held = held;
@@ -744,6 +760,32 @@ fn decide(variants: &[(Variant, Tally)]) -> (String, Vec<DropClass>) {
     (ids.join("+"), found)
 }
 
+/// Whether more rounds cannot change [`decide`]'s answer in practice: after
+/// [`MIN_ROUNDS`], the sham fails at least half as often as the control
+/// (load), or it and one class clear the failures while every other class
+/// fails at least half as often as the control.
+fn settled(variants: &[(Variant, Tally)], rounds: u64) -> bool {
+    let control = variants[0].1;
+    if rounds < MIN_ROUNDS || control.bad() == 0 {
+        return false;
+    }
+    let cleared = |t: Tally| p_greater(control, t) <= ALPHA;
+    let clearly_failing = |t: Tally| 2 * t.bad() >= control.bad();
+    let sham = variants[variants.len() - 1].1;
+    if clearly_failing(sham) {
+        return true;
+    }
+    let singles = &variants[1..variants.len() - 1];
+    cleared(sham)
+        && singles.iter().any(|(_, t)| cleared(*t))
+        && singles
+            .iter()
+            .all(|(_, t)| cleared(*t) || clearly_failing(*t))
+}
+
+/// Diagnosis rounds before [`settled`] may stop it.
+const MIN_ROUNDS: u64 = 10;
+
 /// The hazards a held class can be (`fdwindow advise` ids).
 pub fn hazards_of(class: DropClass) -> &'static [&'static str] {
     match class {
@@ -770,7 +812,12 @@ mod tests {
 
     fn variants(control: Tally, singles: [Tally; 5], sham: Tally) -> Vec<(Variant, Tally)> {
         let mut v = vec![(None, control)];
-        v.extend(DropClass::ALL[..5].iter().zip(singles).map(|(c, t)| (Some(*c), t)));
+        v.extend(
+            DropClass::ALL[..5]
+                .iter()
+                .zip(singles)
+                .map(|(c, t)| (Some(*c), t)),
+        );
         v.push((Some(DropClass::All), sham));
         v
     }
@@ -801,8 +848,36 @@ mod tests {
         let z = t(0, 3);
         let f = t(2, 3);
         // 3/3 vs 0/3 is p = 0.05: not cleared, and nothing failed: undecided.
-        assert_eq!(decide(&variants(t(3, 3), [z, f, f, f, f], z)).0, "undecided");
-        assert_eq!(decide(&variants(t(0, 10), [t(0, 10); 5], t(0, 10))).0, "unreproduced");
+        assert_eq!(
+            decide(&variants(t(3, 3), [z, f, f, f, f], z)).0,
+            "undecided"
+        );
+        assert_eq!(
+            decide(&variants(t(0, 10), [t(0, 10); 5], t(0, 10))).0,
+            "unreproduced"
+        );
+    }
+
+    #[test]
+    fn settles_only_on_clear_counts() {
+        let f = t(9, 10);
+        // One class clears, the others clearly fail: settled.
+        assert!(settled(
+            &variants(t(10, 10), [t(0, 10), f, f, f, f], t(1, 10)),
+            10
+        ));
+        // Not before MIN_ROUNDS.
+        assert!(!settled(
+            &variants(t(9, 9), [t(0, 9), f, f, f, f], t(0, 9)),
+            9
+        ));
+        // The sham at 3/10 against 10/10 is neither cleared nor clearly failing.
+        assert!(!settled(
+            &variants(t(10, 10), [t(0, 10), f, f, f, f], t(3, 10)),
+            10
+        ));
+        // The sham failing as often as the control: load, settled.
+        assert!(settled(&variants(t(10, 10), [f; 5], t(8, 10)), 10));
     }
 
     #[test]
@@ -816,6 +891,9 @@ mod tests {
         assert!(r.exposed());
         let mut timeouts = Tally::default();
         timeouts.add(Seen::TimedOut);
-        assert_eq!((timeouts.bad(), timeouts.failures, timeouts.runs), (1, 0, 1));
+        assert_eq!(
+            (timeouts.bad(), timeouts.failures, timeouts.runs),
+            (1, 0, 1)
+        );
     }
 }

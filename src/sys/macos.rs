@@ -246,7 +246,15 @@ pub(crate) fn each_open_fd(f: &mut dyn FnMut(RawFd)) -> io::Result<()> {
     // SAFETY: getpid cannot fail.
     let pid = unsafe { libc::getpid() };
     // SAFETY: buf has room for `bytes` bytes; proc_pidinfo writes at most that.
-    let n = unsafe { libc::proc_pidinfo(pid, libc::PROC_PIDLISTFDS, 0, buf.as_mut_ptr().cast(), bytes) };
+    let n = unsafe {
+        libc::proc_pidinfo(
+            pid,
+            libc::PROC_PIDLISTFDS,
+            0,
+            buf.as_mut_ptr().cast(),
+            bytes,
+        )
+    };
     if n <= 0 {
         return Err(io::Error::last_os_error());
     }
@@ -277,7 +285,13 @@ pub(crate) fn is_listening(fd: RawFd) -> bool {
     let pid = unsafe { libc::getpid() };
     // SAFETY: buf has room for `bytes` bytes; proc_pidfdinfo writes at most that.
     let n = unsafe {
-        libc::proc_pidfdinfo(pid, fd, PROC_PIDFDSOCKETINFO, buf.as_mut_ptr().cast(), bytes)
+        libc::proc_pidfdinfo(
+            pid,
+            fd,
+            PROC_PIDFDSOCKETINFO,
+            buf.as_mut_ptr().cast(),
+            bytes,
+        )
     };
     if n < (SOI_OPTIONS_OFFSET + 2) as libc::c_int {
         return false;
