@@ -49,9 +49,13 @@ pub struct StressArgs {
     /// Kill a run after this many seconds and count it as failed.
     #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     timeout: u64,
-    /// Let the command's stdout and stderr through (default: discarded).
+    /// Copy the command's stdout and stderr to stderr, each line marked with
+    /// its run and arm (default: discarded). The JSON summary stays alone on stdout.
     #[arg(long)]
     show_output: bool,
+    /// Keep each failing or timed-out run's output in this folder (created if missing).
+    #[arg(long, value_name = "DIR")]
+    keep_failures: Option<PathBuf>,
     /// The command and its arguments.
     #[arg(last = true, required = true, num_args = 1..)]
     command: Vec<String>,
@@ -60,7 +64,10 @@ pub struct StressArgs {
 /// One arm's tally.
 #[derive(Default)]
 struct Arm {
+    /// Runs, and runs that failed or timed out.
     count: Count,
+    /// Runs killed at `--timeout` (also in `count.hits`).
+    timeouts: u64,
     /// Summed run time of this arm.
     time: Duration,
     /// Summed run time at each failure.
@@ -69,7 +76,11 @@ struct Arm {
 }
 
 impl Arm {
-    fn record(&mut self, failed: bool, took: Duration) {
+    fn record(&mut self, ended: Ended, took: Duration) {
+        let failed = ended != Ended::Passed;
+        if ended == Ended::TimedOut {
+            self.timeouts += 1;
+        }
         self.count.trials += 1;
         self.time += took;
         if failed {
@@ -104,7 +115,8 @@ impl Arm {
         serde_json::json!({
             "arm": id,
             "runs": self.count.trials,
-            "failures": self.count.hits,
+            "failures": self.count.hits - self.timeouts,
+            "timeouts": self.timeouts,
             "rate": self.count.rate(),
             "wilson95": [ci.low, ci.high],
             "run_time_s": self.time.as_secs_f64(),
@@ -125,8 +137,12 @@ impl Arm {
             ),
             None => "no failure".into(),
         };
+        let timeouts = match self.timeouts {
+            0 => String::new(),
+            n => format!(" ({n} timed out)"),
+        };
         format!(
-            "{id:<9} {}/{} failed (95% CI {:.1}%–{:.1}%), {first}",
+            "{id:<9} {}/{} failed{timeouts} (95% CI {:.1}%–{:.1}%), {first}",
             self.count.hits,
             self.count.trials,
             ci.low * 100.0,
@@ -162,10 +178,17 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
         _ => injector.display().to_string(),
     };
     let (program, rest) = args.command.split_first().expect("clap requires a command");
+    if let Some(dir) = &args.keep_failures {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("--keep-failures {}: {e}", dir.display()))?;
+    }
+    let capture = args.show_output || args.keep_failures.is_some();
     let make = |pressured: bool| {
         let mut cmd = Command::new(program);
         cmd.args(rest).stdin(Stdio::null());
-        if !args.show_output {
+        if capture {
+            cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        } else {
             cmd.stdout(Stdio::null()).stderr(Stdio::null());
         }
         if pressured {
@@ -209,12 +232,29 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
             break;
         }
         for (arm, pressured_run) in [(&mut alone, false), (&mut pressured, true)] {
-            let (failed, took) =
+            let label = format!(
+                "run {} {}",
+                arm.count.trials + 1,
+                if pressured_run { "pressure" } else { "alone" }
+            );
+            let (ended, took, output) =
                 run_once(make(pressured_run), timeout).map_err(|e| format!("{program}: {e}"))?;
-            if failed && fdwindow::harness::interrupted() {
+            if ended != Ended::Passed && fdwindow::harness::interrupted() {
                 break; // Ctrl-C reached the run too: it did not fail on its own.
             }
-            arm.record(failed, took);
+            if let Some((stdout, stderr)) = &output {
+                if args.show_output {
+                    for line in stdout.lines().chain(stderr.lines()) {
+                        eprintln!("[{label}] {line}");
+                    }
+                }
+                if ended != Ended::Passed
+                    && let Some(dir) = &args.keep_failures
+                {
+                    keep(dir, &label, ended, stdout, stderr);
+                }
+            }
+            arm.record(ended, took);
             if fdwindow::harness::interrupted() {
                 break;
             }
@@ -300,20 +340,63 @@ pub(crate) fn locate_injector(given: Option<&Path>) -> Result<(&'static str, Pat
     Ok((preload_var, injector))
 }
 
-/// Runs the command once: whether it failed, and how long it took.
-fn run_once(mut cmd: Command, timeout: Duration) -> std::io::Result<(bool, Duration)> {
+/// How one run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ended {
+    Passed,
+    /// Exited non-zero, died by a signal, or was stopped by Ctrl-C.
+    Failed,
+    /// Killed at `--timeout`.
+    TimedOut,
+}
+
+/// Runs the command once: how it ended, how long it took, and its output
+/// when the command's stdout and stderr are piped.
+fn run_once(
+    mut cmd: Command,
+    timeout: Duration,
+) -> std::io::Result<(Ended, Duration, Option<(String, String)>)> {
     let start = Instant::now();
     // Its own process group, so a timeout or Ctrl-C also ends what the
     // command started (a test binary under cargo, with its pressure threads);
     // the terminal's Ctrl-C reaches only us, and wait_group passes it on.
     let mut child = cmd.process_group(0).spawn()?;
-    let failed = match wait_group(&mut child, start + timeout, fdwindow::harness::interrupted)? {
-        GroupExit::Exited(status) => !status.success(),
-        // A killed run is a failed run whatever its status; one that Ctrl-C
-        // stopped is set aside by the caller, which sees `interrupted()`.
-        GroupExit::TimedOut | GroupExit::Stopped => true,
+    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        pipe.map(|mut p| {
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                let _ = p.read_to_end(&mut buf);
+                String::from_utf8_lossy(&buf).into_owned()
+            })
+        })
     };
-    Ok((failed, start.elapsed()))
+    let out = drain(child.stdout.take().map(|p| Box::new(p) as _));
+    let err = drain(child.stderr.take().map(|p| Box::new(p) as _));
+    let ended = match wait_group(&mut child, start + timeout, fdwindow::harness::interrupted)? {
+        GroupExit::Exited(status) if status.success() => Ended::Passed,
+        GroupExit::Exited(_) => Ended::Failed,
+        GroupExit::TimedOut => Ended::TimedOut,
+        // One that Ctrl-C stopped is set aside by the caller, which sees `interrupted()`.
+        GroupExit::Stopped => Ended::Failed,
+    };
+    let output = match (out, err) {
+        (Some(o), Some(e)) => Some((o.join().unwrap_or_default(), e.join().unwrap_or_default())),
+        _ => None,
+    };
+    Ok((ended, start.elapsed(), output))
+}
+
+/// Writes a failing run's output to `dir`, one file per run.
+fn keep(dir: &Path, label: &str, ended: Ended, stdout: &str, stderr: &str) {
+    let name: String = label
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let path = dir.join(format!("{name}.log"));
+    let text = format!("# {label}: {ended:?}\n## stdout\n{stdout}\n## stderr\n{stderr}");
+    if let Err(e) = fdwindow::results::write_atomic(&path, text.as_bytes()) {
+        eprintln!("warning: --keep-failures: {}: {e}", path.display());
+    }
 }
 
 /// The injector's lines: `pid spawns elapsed covered exe`. (processes, spawns).
