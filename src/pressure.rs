@@ -604,6 +604,7 @@ fn leave_window(shared: &Shared) {
 /// | `for` | the threads stop after this long | `600s` |
 /// | `match` | start only in a process whose executable's file name matches this glob (`*` only) | any |
 /// | `drop` | fork+exec children close this [`DropClass`] right after the fork: `file`, `listener`, `stream`, `dgram`, `pipe`, `all` | `none` |
+/// | `ctl` | the read end of the controller's pipe: the injector stops at its end-of-file | none |
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct Spec {
     /// The pressure to start.
@@ -611,6 +612,11 @@ pub struct Spec {
     /// Start only in processes whose executable name matches (the injector
     /// checks; a build driver such as cargo and its compilers stay unpressured).
     pub exe_match: Option<String>,
+    /// The read end of a controller's pipe (`ctl=FD`): the injector stops its
+    /// threads within one hold once the pipe reads end-of-file, i.e. once the
+    /// controller (`fdwindow stress`, `fdwindow audit`) is gone, killed
+    /// included. Only the injector reads it; [`Pressure`] ignores it.
+    pub controller: Option<i32>,
 }
 
 impl Spec {
@@ -650,6 +656,16 @@ impl FromStr for Spec {
                     }
                 }
                 "match" if !value.is_empty() => spec.exe_match = Some(value.to_owned()),
+                "ctl" => {
+                    spec.controller = Some(
+                        value
+                            .parse::<u32>()
+                            .ok()
+                            .filter(|fd| *fd <= 999_999)
+                            .ok_or_else(|| format!("ctl={value}: expected a descriptor number"))?
+                            as i32,
+                    )
+                }
                 "drop" => {
                     c.drop = match value {
                         "none" => None,
@@ -662,7 +678,7 @@ impl FromStr for Spec {
                 }
                 _ => {
                     return Err(format!(
-                        "unknown key {key:?}; keys: threads, hold, path, max-alive, for, match, drop"
+                        "unknown key {key:?}; keys: threads, hold, path, max-alive, for, match, drop, ctl"
                     ));
                 }
             }
@@ -688,6 +704,9 @@ impl fmt::Display for Spec {
         )?;
         if let Some(d) = c.drop {
             write!(f, ",drop={}", d.id())?;
+        }
+        if let Some(fd) = self.controller {
+            write!(f, ",ctl={fd}")?;
         }
         if let Some(m) = &self.exe_match {
             write!(f, ",match={m}")?;
@@ -769,17 +788,66 @@ mod tests {
 
     #[test]
     fn spec_round_trips_and_rejects_nonsense() {
-        let spec: Spec = "threads=2,hold=250us,path=mix,match=demo-*"
+        let spec: Spec = "threads=2,hold=250us,path=mix,match=demo-*,drop=listener,ctl=7"
             .parse()
             .unwrap();
+        assert_eq!(spec.config.drop, Some(DropClass::Listener));
+        assert_eq!(spec.controller, Some(7));
         assert_eq!(spec.config.threads, 2);
         assert_eq!(spec.config.hold, Duration::from_micros(250));
         assert_eq!(spec.config.path, SpawnPath::Mix);
         assert_eq!(spec.to_string().parse::<Spec>().unwrap(), spec);
         assert_eq!("".parse::<Spec>().unwrap(), Spec::default());
-        for bad in ["threads=0", "hold=5", "path=vfork", "colour=red", "threads"] {
+        for bad in [
+            "threads=0",
+            "hold=5",
+            "path=vfork",
+            "colour=red",
+            "threads",
+            "drop=sockets",
+            "ctl=-1",
+            "ctl=x",
+        ] {
             assert!(bad.parse::<Spec>().is_err(), "{bad}");
         }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn descriptors_are_classified_in_the_process_itself() {
+        use std::os::fd::AsRawFd;
+        let _serial = crate::test_serial();
+        let file = tempfile::tempfile().unwrap();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let stream = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let (reader, _writer) = std::io::pipe().unwrap();
+        assert_eq!(DropClass::of(file.as_raw_fd()), Some(DropClass::File));
+        assert_eq!(
+            DropClass::of(listener.as_raw_fd()),
+            Some(DropClass::Listener)
+        );
+        assert_eq!(DropClass::of(stream.as_raw_fd()), Some(DropClass::Stream));
+        assert_eq!(DropClass::of(udp.as_raw_fd()), Some(DropClass::Datagram));
+        assert_eq!(DropClass::of(reader.as_raw_fd()), Some(DropClass::Pipe));
+        assert_eq!(DropClass::of(-1), None);
+        // In a forked child: close the listeners, then list what is left in
+        // /proc/self/fd from the exec'd shell (inheritable copies only).
+        crate::locks::set_cloexec(&file, false).unwrap();
+        crate::locks::set_cloexec(&listener, false).unwrap();
+        let mut cmd = Command::new("/bin/sh");
+        cmd.args(["-c", "ls /proc/self/fd"]);
+        // SAFETY: close_all makes only async-signal-safe calls.
+        unsafe {
+            cmd.pre_exec(|| DropClass::Listener.close_all());
+        }
+        let out = cmd.output().unwrap();
+        let fds: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect();
+        assert!(fds.contains(&file.as_raw_fd().to_string()), "{fds:?}");
+        assert!(!fds.contains(&listener.as_raw_fd().to_string()), "{fds:?}");
     }
 
     #[test]

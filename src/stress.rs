@@ -151,6 +151,97 @@ impl Arm {
     }
 }
 
+/// The share of the pressured runs' time under which the summary warns that
+/// the pressure barely overlapped the command.
+const OVERLAP_SHARE: f64 = 0.5;
+
+/// The controller's pipe: `fdwindow stress` and `fdwindow audit` keep the
+/// write end (close-on-exec, so nothing they start keeps it), the pressured
+/// command gets the read end and its number in the spec (`ctl=`). When the
+/// controller ends, killed included, the kernel closes the write end, the
+/// injector reads end-of-file and stops its threads within one hold.
+///
+/// # References
+/// - <https://man7.org/linux/man-pages/man7/pipe.7.html> ("If all file
+///   descriptors referring to the write end of a pipe have been closed, then
+///   an attempt to read(2) from the pipe will see end-of-file")
+pub(crate) struct Controller {
+    read: std::io::PipeReader,
+    _write: std::io::PipeWriter,
+}
+
+impl Controller {
+    /// A new pipe, both ends close-on-exec.
+    pub(crate) fn new() -> std::io::Result<Controller> {
+        let (read, write) = std::io::pipe()?;
+        Ok(Controller {
+            read,
+            _write: write,
+        })
+    }
+
+    /// The read end's number, for `ctl=`.
+    pub(crate) fn fd(&self) -> i32 {
+        use std::os::fd::AsRawFd;
+        self.read.as_raw_fd()
+    }
+
+    /// Makes `cmd`'s child inherit the read end: close-on-exec is cleared in
+    /// the child only, between fork and exec.
+    pub(crate) fn pass_to(&self, cmd: &mut Command) {
+        let fd = self.fd();
+        let hook = move || {
+            // SAFETY: F_SETFD on a descriptor number copied in before the
+            // fork; fcntl is async-signal-safe.
+            if unsafe { libc::fcntl(fd, libc::F_SETFD, 0) } == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        };
+        // SAFETY: the hook calls only fcntl and reads errno: no allocation,
+        // no lock, as a child between fork and exec requires.
+        unsafe { cmd.pre_exec(hook) };
+    }
+}
+
+/// What the injector reported for one pressured run.
+#[derive(Default, Debug, Clone, Copy)]
+pub(crate) struct RunPressure {
+    /// Processes in which pressure started.
+    pub(crate) processes: u64,
+    /// Children they spawned.
+    pub(crate) spawns: u64,
+    /// The longest time pressure ran in one of them (its overlap with the run).
+    pub(crate) longest: Duration,
+}
+
+/// Reads an injector report: lines `pid spawns elapsed_s covered_s exe`,
+/// written as pressure goes, the last per pid the latest.
+pub(crate) fn read_report(path: &Path) -> RunPressure {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut last: std::collections::BTreeMap<&str, (u64, f64)> = Default::default();
+    for line in text.lines() {
+        let mut f = line.split(' ');
+        let (Some(pid), Some(spawns), Some(elapsed)) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
+        let spawns = spawns.parse::<u64>().unwrap_or(0);
+        let elapsed = elapsed.parse::<f64>().unwrap_or(0.0);
+        let e = last.entry(pid).or_default();
+        *e = (e.0.max(spawns), e.1.max(elapsed));
+    }
+    RunPressure {
+        processes: last.len() as u64,
+        spawns: last.values().map(|v| v.0).sum(),
+        longest: Duration::from_secs_f64(
+            last.values()
+                .map(|v| v.1)
+                .fold(0.0, f64::max)
+                .clamp(0.0, 1e9),
+        ),
+    }
+}
+
 /// Removes the injector's report file on every path out.
 struct ReportFile(PathBuf);
 
@@ -170,9 +261,14 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
         spec.exe_match = args.exe_match.clone();
     }
     let (preload_var, injector) = locate_injector(args.injector.as_deref())?;
-    let report = ReportFile(
-        std::env::temp_dir().join(format!("fdwindow-stress-{}.pressure", std::process::id())),
-    );
+    let controller = Controller::new().map_err(|e| format!("controller pipe: {e}"))?;
+    spec.controller = Some(controller.fd());
+    let report_path = |n: u64| {
+        std::env::temp_dir().join(format!(
+            "fdwindow-stress-{}-{n}.pressure",
+            std::process::id()
+        ))
+    };
     let preload = match std::env::var(preload_var) {
         Ok(old) if !old.is_empty() => format!("{}:{old}", injector.display()),
         _ => injector.display().to_string(),
@@ -183,7 +279,7 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
             .map_err(|e| format!("--keep-failures {}: {e}", dir.display()))?;
     }
     let capture = args.show_output || args.keep_failures.is_some();
-    let make = |pressured: bool| {
+    let make = |report: Option<&Path>| {
         let mut cmd = Command::new(program);
         cmd.args(rest).stdin(Stdio::null());
         if capture {
@@ -191,15 +287,23 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
         } else {
             cmd.stdout(Stdio::null()).stderr(Stdio::null());
         }
-        if pressured {
-            cmd.env(preload_var, &preload)
-                .env(ENV_VAR, spec.to_string())
-                .env(REPORT_VAR, &report.0);
-        } else {
-            cmd.env_remove(ENV_VAR);
+        match report {
+            Some(report) => {
+                cmd.env(preload_var, &preload)
+                    .env(ENV_VAR, spec.to_string())
+                    .env(REPORT_VAR, report);
+                controller.pass_to(&mut cmd);
+            }
+            None => {
+                cmd.env_remove(ENV_VAR);
+            }
         }
         cmd
     };
+    // Summed over the pressured runs.
+    let mut reach = RunPressure::default();
+    let (mut runs_reached, mut overlap, mut pressured_time) =
+        (0u64, Duration::ZERO, Duration::ZERO);
     let timeout = Duration::from_secs(args.timeout);
     let started = Instant::now();
     let total = args.runs;
@@ -237,8 +341,19 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
                 arm.count.trials + 1,
                 if pressured_run { "pressure" } else { "alone" }
             );
+            let report = pressured_run.then(|| ReportFile(report_path(arm.count.trials + 1)));
             let (ended, took, output) =
-                run_once(make(pressured_run), timeout).map_err(|e| format!("{program}: {e}"))?;
+                run_once(make(report.as_ref().map(|r| r.0.as_path())), timeout)
+                    .map_err(|e| format!("{program}: {e}"))?;
+            if let Some(report) = &report {
+                // Written as pressure went: a run killed at --timeout counts too.
+                let got = read_report(&report.0);
+                reach.processes += got.processes;
+                reach.spawns += got.spawns;
+                runs_reached += u64::from(got.processes > 0);
+                overlap += got.longest.min(took);
+                pressured_time += took;
+            }
             if ended != Ended::Passed && fdwindow::harness::interrupted() {
                 break; // Ctrl-C reached the run too: it did not fail on its own.
             }
@@ -259,7 +374,7 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
                 break;
             }
         }
-        if !warned && !report.0.exists() {
+        if !warned && runs_reached == 0 && pressured.count.trials > 0 {
             warned = true;
             eprintln!(
                 "\nwarning: no pressured process reported back (no executable matched {:?}, \
@@ -287,10 +402,23 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
     if tty {
         eprintln!();
     }
-    let (processes, spawns) = read_report(&report.0);
+    let (processes, spawns) = (reach.processes, reach.spawns);
+    let share = overlap.as_secs_f64() / pressured_time.as_secs_f64().max(1e-9);
     eprintln!("{}", alone.line("alone"));
     eprintln!("{}", pressured.line("pressure"));
-    eprintln!("pressure ran in {processes} processes and spawned {spawns} children");
+    eprintln!(
+        "pressure ran in {processes} processes ({runs_reached} of {} runs) and spawned {spawns} children; \
+         it overlapped {:.0}% of the pressured runs' time",
+        pressured.count.trials,
+        share * 100.0
+    );
+    if pressured_time > Duration::ZERO && share < OVERLAP_SHARE {
+        eprintln!(
+            "warning: pressure overlapped under {:.0}% of the pressured runs' time: \
+             short runs may have ended before pressure reached what they test",
+            OVERLAP_SHARE * 100.0
+        );
+    }
     let summary = serde_json::json!({
         "command": args.command,
         "platform": fdwindow::platform::Platform::detect(),
@@ -298,7 +426,9 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
         "pressure": spec.to_string(),
         "injector": injector,
         "pressured_processes": processes,
+        "pressured_runs": runs_reached,
         "pressure_spawns": spawns,
+        "pressure_overlap_share": share,
         "interrupted": fdwindow::harness::interrupted(),
         "arms": [alone.json("alone"), pressured.json("pressure")],
     });
@@ -350,12 +480,15 @@ enum Ended {
     TimedOut,
 }
 
+/// How a run ended, how long it took, and its stdout and stderr if piped.
+type RunOutput = (Ended, Duration, Option<(String, String)>);
+
 /// Runs the command once: how it ended, how long it took, and its output
 /// when the command's stdout and stderr are piped.
 fn run_once(
     mut cmd: Command,
     timeout: Duration,
-) -> std::io::Result<(Ended, Duration, Option<(String, String)>)> {
+) -> std::io::Result<RunOutput> {
     let start = Instant::now();
     // Its own process group, so a timeout or Ctrl-C also ends what the
     // command started (a test binary under cargo, with its pressure threads);
@@ -397,17 +530,4 @@ fn keep(dir: &Path, label: &str, ended: Ended, stdout: &str, stderr: &str) {
     if let Err(e) = fdwindow::results::write_atomic(&path, text.as_bytes()) {
         eprintln!("warning: --keep-failures: {}: {e}", path.display());
     }
-}
-
-/// The injector's lines: `pid spawns elapsed covered exe`. (processes, spawns).
-fn read_report(path: &Path) -> (u64, u64) {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    text.lines().fold((0, 0), |(p, s), line| {
-        let spawns = line
-            .split(' ')
-            .nth(1)
-            .and_then(|n| n.parse::<u64>().ok())
-            .unwrap_or(0);
-        (p + 1, s + spawns)
-    })
 }

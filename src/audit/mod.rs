@@ -226,6 +226,8 @@ struct Runner {
     seq: u64,
     /// Pressured runs that exited by themselves (each should report back).
     pressured_exits: u64,
+    /// Its end-of-file stops the pressure in every run if the audit dies.
+    controller: crate::stress::Controller,
 }
 
 /// A run started and not yet waited for.
@@ -277,6 +279,7 @@ impl Runner {
                 cmd.env(self.preload_var, &self.preload)
                     .env(ENV_VAR, spec.to_string())
                     .env(REPORT_VAR, &self.report);
+                self.controller.pass_to(&mut cmd);
             }
             None => {
                 cmd.env_remove(ENV_VAR);
@@ -374,9 +377,7 @@ impl Runner {
 
     /// Pressured processes that reported back so far.
     fn reports(&self) -> u64 {
-        std::fs::read_to_string(&self.report)
-            .map(|t| t.lines().count() as u64)
-            .unwrap_or(0)
+        crate::stress::read_report(&self.report).processes
     }
 }
 
@@ -432,12 +433,15 @@ pub struct Audit {
 
 /// Runs `fdwindow audit`; `Err` is bad input (exit status 2).
 pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
-    let spec: Spec = format!("{DEFAULT_PRESSURE},{}", args.pressure)
+    let mut spec: Spec = format!("{DEFAULT_PRESSURE},{}", args.pressure)
         .parse()
         .map_err(|e| format!("--pressure: {e}"))?;
-    if spec.config.drop.is_some() {
-        return Err("--pressure: drop= is the diagnosis's to set".into());
+    if spec.config.drop.is_some() || spec.controller.is_some() {
+        return Err("--pressure: drop= and ctl= are the audit's to set".into());
     }
+    let controller =
+        crate::stress::Controller::new().map_err(|e| format!("controller pipe: {e}"))?;
+    spec.controller = Some(controller.fd());
     let (preload_var, injector) = crate::stress::locate_injector(args.injector.as_deref())?;
     if let Some(dir) = &args.keep_failures {
         std::fs::create_dir_all(dir)
@@ -463,6 +467,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
         keep: args.keep_failures.clone(),
         seq: 0,
         pressured_exits: 0,
+        controller,
     };
     harness::catch_interrupts();
     // The tests of each whole-binary run, listed alone.
@@ -491,7 +496,10 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
     );
     let mut audit = Audit {
         command: args.command.clone(),
-        spec: spec.clone(),
+        spec: Spec {
+            controller: None,
+            ..spec.clone()
+        },
         binaries: binaries.iter().map(|b| b.name.clone()).collect(),
         records: BTreeMap::new(),
         rounds: 0,
@@ -882,8 +890,10 @@ mod tests {
 
     #[test]
     fn tallies_and_rule() {
-        let mut r = Record::default();
-        r.suite = [t(0, 10), t(10, 10)];
+        let mut r = Record {
+            suite: [t(0, 10), t(10, 10)],
+            ..Record::default()
+        };
         assert!(r.exposed());
         r.suite = [t(0, 10), t(3, 10)];
         assert!(!r.exposed() && r.suspect());

@@ -474,41 +474,6 @@ pub(crate) fn spawn_cloexec_default_flag() -> std::io::Result<libc::c_short> {
     ))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
-
-    /// Formats an address as the kernel does (`%08X` of each 32-bit word as
-    /// it lies in memory, so this holds on either byte order).
-    fn kernel_form(ip: &[u8], port: u16) -> String {
-        let words: String = ip
-            .chunks(4)
-            .map(|w| format!("{:08X}", u32::from_ne_bytes(w.try_into().unwrap())))
-            .collect();
-        format!("{words}:{port:04X}")
-    }
-
-    #[test]
-    fn parses_both_families() {
-        let v4 = SocketAddr::from((Ipv4Addr::LOCALHOST, 8080));
-        assert_eq!(
-            parse_proc_addr(&kernel_form(&[127, 0, 0, 1], 8080)),
-            Some(v4)
-        );
-        let ip6 = Ipv4Addr::LOCALHOST.to_ipv6_mapped();
-        let v6 = SocketAddr::from((ip6, 443));
-        assert_eq!(parse_proc_addr(&kernel_form(&ip6.octets(), 443)), Some(v6));
-        let lo6 = SocketAddr::from((Ipv6Addr::LOCALHOST, 1));
-        assert_eq!(
-            parse_proc_addr(&kernel_form(&Ipv6Addr::LOCALHOST.octets(), 1)),
-            Some(lo6)
-        );
-        assert_eq!(parse_proc_addr("0100007F"), None);
-        assert_eq!(parse_proc_addr("XYZ:0001"), None);
-    }
-}
-
 /// Calls `f` with every descriptor this process has open (except the one it
 /// reads the list through), read with `getdents64(2)` from `/proc/self/fd`
 /// into a buffer on the stack: no allocation, no lock, so a forked child may
@@ -601,4 +566,39 @@ pub(crate) fn is_listening(fd: RawFd) -> bool {
         )
     };
     rc == 0 && on != 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+
+    /// Formats an address as the kernel does (`%08X` of each 32-bit word as
+    /// it lies in memory, so this holds on either byte order).
+    fn kernel_form(ip: &[u8], port: u16) -> String {
+        let words: String = ip
+            .chunks(4)
+            .map(|w| format!("{:08X}", u32::from_ne_bytes(w.try_into().unwrap())))
+            .collect();
+        format!("{words}:{port:04X}")
+    }
+
+    #[test]
+    fn parses_both_families() {
+        let v4 = SocketAddr::from((Ipv4Addr::LOCALHOST, 8080));
+        assert_eq!(
+            parse_proc_addr(&kernel_form(&[127, 0, 0, 1], 8080)),
+            Some(v4)
+        );
+        let ip6 = Ipv4Addr::LOCALHOST.to_ipv6_mapped();
+        let v6 = SocketAddr::from((ip6, 443));
+        assert_eq!(parse_proc_addr(&kernel_form(&ip6.octets(), 443)), Some(v6));
+        let lo6 = SocketAddr::from((Ipv6Addr::LOCALHOST, 1));
+        assert_eq!(
+            parse_proc_addr(&kernel_form(&Ipv6Addr::LOCALHOST.octets(), 1)),
+            Some(lo6)
+        );
+        assert_eq!(parse_proc_addr("0100007F"), None);
+        assert_eq!(parse_proc_addr("XYZ:0001"), None);
+    }
 }
