@@ -7,11 +7,19 @@
 //!    the [`Spec`] in `FDWINDOW_PRESSURE` (with `match=` from `--match`, so a
 //!    build driver such as cargo and its compilers stay unpressured and only
 //!    the test binaries get pressure).
-//! 3. A run fails when it exits non-zero, dies by a signal, or outlives
-//!    `--timeout` (it is then killed).
+//! 3. A run fails when it exits non-zero or dies by a signal; one that
+//!    outlives `--timeout` is killed and counted as a timeout (within the
+//!    arm's bad runs, and on its own).
 //! 4. Each arm reports `k/N` with a 95% Wilson interval, the run time summed
 //!    until its first failure, and the median of that time over its failures
 //!    (the time between failures, each counted from the previous one).
+//! 5. The injector reports as it goes, to a file per pressured run: a run
+//!    killed at the timeout still shows it was pressured. The summary says how
+//!    much of the pressured runs' time the pressure overlapped, and warns
+//!    under half.
+//! 6. The command holds the read end of a controller pipe ([`Controller`]):
+//!    if `fdwindow stress` dies, even by SIGKILL, the pressure in the command
+//!    stops within one hold.
 //!
 //! Progress goes to stderr; the summary, as JSON, to stdout.
 
@@ -485,10 +493,7 @@ type RunOutput = (Ended, Duration, Option<(String, String)>);
 
 /// Runs the command once: how it ended, how long it took, and its output
 /// when the command's stdout and stderr are piped.
-fn run_once(
-    mut cmd: Command,
-    timeout: Duration,
-) -> std::io::Result<RunOutput> {
+fn run_once(mut cmd: Command, timeout: Duration) -> std::io::Result<RunOutput> {
     let start = Instant::now();
     // Its own process group, so a timeout or Ctrl-C also ends what the
     // command started (a test binary under cargo, with its pressure threads);
@@ -529,5 +534,28 @@ fn keep(dir: &Path, label: &str, ended: Ended, stdout: &str, stderr: &str) {
     let text = format!("# {label}: {ended:?}\n## stdout\n{stdout}\n## stderr\n{stderr}");
     if let Err(e) = fdwindow::results::write_atomic(&path, text.as_bytes()) {
         eprintln!("warning: --keep-failures: {}: {e}", path.display());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn report_keeps_the_latest_line_per_process() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r");
+        std::fs::write(
+            &path,
+            "10 0 0.000100 0.000000 a\n11 0 0.000200 0.000000 b c\n10 40 0.400000 0.2 a\n\
+             bad line\n10 90 0.900000 0.5 a\n",
+        )
+        .unwrap();
+        let r = read_report(&path);
+        assert_eq!(r.processes, 2);
+        assert_eq!(r.spawns, 90);
+        assert_eq!(r.longest, Duration::from_millis(900));
+        let none = read_report(&dir.path().join("missing"));
+        assert_eq!((none.processes, none.spawns), (0, 0));
     }
 }

@@ -490,9 +490,13 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
     }
     let total_tests: usize = lists.iter().map(Vec::len).sum();
     eprintln!(
-        "fdwindow audit: {} binaries, {total_tests} tests, {} runs per arm, pressure {spec}",
+        "fdwindow audit: {} binaries, {total_tests} tests, {} runs per arm, pressure {}",
         binaries.len(),
-        args.runs
+        args.runs,
+        Spec {
+            controller: None,
+            ..spec.clone()
+        }
     );
     let mut audit = Audit {
         command: args.command.clone(),
