@@ -108,6 +108,6 @@ fn audit_flags_exactly_the_exposed_fixture_tests() {
         assert_eq!(t["pressure"]["runs"], 10, "{name}: {t}");
     }
     // Every pressured run loaded the injector.
-    assert_eq!(report["pressured_runs"], report["pressured_reports"]);
+    assert_eq!(report["pressured_runs"], report["pressure_started_runs"]);
     assert!(report["pressured_runs"].as_u64().unwrap() >= 10);
 }

@@ -219,13 +219,15 @@ struct RunResult {
 struct Runner {
     preload_var: &'static str,
     preload: String,
-    report: PathBuf,
+    /// Folder for the per-run injector reports.
+    report_dir: PathBuf,
     timeout: Duration,
     show_output: bool,
     keep: Option<PathBuf>,
     seq: u64,
-    /// Pressured runs that exited by themselves (each should report back).
-    pressured_exits: u64,
+    /// Pressured runs, and those in which the injector reported pressure.
+    pressured_runs: u64,
+    reached_runs: u64,
     /// Its end-of-file stops the pressure in every run if the audit dies.
     controller: crate::stress::Controller,
 }
@@ -241,6 +243,8 @@ struct Started {
     binary: String,
     args: Vec<String>,
     spec: Option<String>,
+    /// This run's injector report, removed when read.
+    report: Option<TempFile>,
 }
 
 impl Runner {
@@ -274,14 +278,15 @@ impl Runner {
         if let Some(dir) = &bin.cwd {
             cmd.current_dir(dir).env("CARGO_MANIFEST_DIR", dir);
         }
-        match spec {
-            Some(spec) => {
+        let report = spec.map(|_| TempFile(self.report_dir.join(format!("{}.pressure", self.seq))));
+        match (spec, &report) {
+            (Some(spec), Some(report)) => {
                 cmd.env(self.preload_var, &self.preload)
                     .env(ENV_VAR, spec.to_string())
-                    .env(REPORT_VAR, &self.report);
+                    .env(REPORT_VAR, &report.0);
                 self.controller.pass_to(&mut cmd);
             }
-            None => {
+            _ => {
                 cmd.env_remove(ENV_VAR);
             }
         }
@@ -310,6 +315,7 @@ impl Runner {
             binary: bin.name.clone(),
             args: args.to_vec(),
             spec: spec.map(Spec::to_string),
+            report,
         })
     }
 
@@ -319,13 +325,13 @@ impl Runner {
             .map_err(|e| format!("{}: {e}", s.binary))?;
         let stdout = s.out.join().unwrap_or_default();
         let stderr = s.err.join().unwrap_or_default();
+        if let Some(report) = s.report.take() {
+            // The injector reports as it goes: a killed run counts too.
+            self.pressured_runs += 1;
+            self.reached_runs += u64::from(crate::stress::read_report(&report.0).processes > 0);
+        }
         let (timed_out, status) = match ended {
-            GroupExit::Exited(st) => {
-                if s.spec.is_some() {
-                    self.pressured_exits += 1;
-                }
-                (false, Some(st))
-            }
+            GroupExit::Exited(st) => (false, Some(st)),
             GroupExit::TimedOut => (true, None),
             GroupExit::Stopped => (false, None),
         };
@@ -374,11 +380,6 @@ impl Runner {
             status,
         })
     }
-
-    /// Pressured processes that reported back so far.
-    fn reports(&self) -> u64 {
-        crate::stress::read_report(&self.report).processes
-    }
 }
 
 /// What a run says about `test`; `None` when it did not run (ignored, filtered).
@@ -423,7 +424,7 @@ pub struct Audit {
     pub rounds: u64,
     /// Seconds per phase: suite, reruns, diagnosis.
     pub phases: [f64; 3],
-    /// Pressured runs that exited by themselves, and reports that came back.
+    /// Pressured runs, and those in which the injector reported pressure.
     pub pressured: (u64, u64),
     /// Warnings for the reader.
     pub warnings: Vec<String>,
@@ -451,9 +452,10 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
     if binaries.is_empty() {
         return Err("the command built no test binaries".into());
     }
-    let report = TempFile(
-        std::env::temp_dir().join(format!("fdwindow-audit-{}.pressure", std::process::id())),
-    );
+    let report_dir = tempfile::Builder::new()
+        .prefix("fdwindow-audit-")
+        .tempdir()
+        .map_err(|e| format!("a folder for the injector's reports: {e}"))?;
     let preload = match std::env::var(preload_var) {
         Ok(old) if !old.is_empty() => format!("{}:{old}", injector.display()),
         _ => injector.display().to_string(),
@@ -461,12 +463,13 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
     let mut runner = Runner {
         preload_var,
         preload,
-        report: report.0.clone(),
+        report_dir: report_dir.path().to_owned(),
         timeout: Duration::from_secs(args.timeout),
         show_output: args.show_output,
         keep: args.keep_failures.clone(),
         seq: 0,
-        pressured_exits: 0,
+        pressured_runs: 0,
+        reached_runs: 0,
         controller,
     };
     harness::catch_interrupts();
@@ -646,10 +649,10 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
     }
     audit.phases[2] = started.elapsed().as_secs_f64();
 
-    audit.pressured = (runner.pressured_exits, runner.reports());
+    audit.pressured = (runner.pressured_runs, runner.reached_runs);
     if audit.pressured.1 < audit.pressured.0 {
         audit.warnings.push(format!(
-            "only {} of {} pressured runs reported back from the injector: the loader may have ignored {preload_var}",
+            "pressure started in only {} of {} pressured runs: the loader may have ignored {preload_var}",
             audit.pressured.1, audit.pressured.0
         ));
     }
@@ -752,9 +755,11 @@ fn decide(variants: &[(Variant, Tally)]) -> (String, Vec<DropClass>) {
     let cleared = |t: Tally| p_greater(control, t) <= ALPHA;
     let (_, sham) = variants[variants.len() - 1];
     if !cleared(sham) {
-        // Failing as often with nothing held: load. No failures but too few
-        // runs to tell: undecided.
-        return if sham.bad() > 0 {
+        // Failing about as often (at least half the control's rate) with
+        // nothing held: load. Fewer failures, or none, without significance:
+        // undecided.
+        let half_rate = 2 * sham.bad() * control.runs >= control.bad() * sham.runs;
+        return if sham.bad() > 0 && half_rate {
             ("load".into(), Vec::new())
         } else {
             ("undecided".into(), Vec::new())

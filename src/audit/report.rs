@@ -131,7 +131,7 @@ pub fn json(a: &Audit, files: &[ResultsFile]) -> String {
             "total": a.phases.iter().sum::<f64>(),
         },
         "pressured_runs": a.pressured.0,
-        "pressured_reports": a.pressured.1,
+        "pressure_started_runs": a.pressured.1,
         "warnings": a.warnings,
         "interrupted": a.interrupted,
         "exposed": a.records.values().filter(|r| r.exposed()).count(),
@@ -205,7 +205,8 @@ pub fn markdown(a: &Audit, files: &[ResultsFile]) -> String {
                 let _ = writeln!(
                     out,
                     "Failures persisted with every descriptor dropped in the pressure's children: \
-                     the cause is load (CPU, memory, fork cost), not a held descriptor.\n"
+                     the cause is load (CPU, memory, fork cost), not a held descriptor; or the \
+                     test checks within a child's first moments, before any drop can act.\n"
                 );
             }
             Some("several classes") => {
