@@ -10,7 +10,15 @@
 //!
 //! `us-truncated` simulates macOS's microsecond CLOCK_REALTIME on Linux by
 //! truncating the nanoseconds; the fixes keep that µs timestamp in their names
-//! and are judged against it (see `fdwindow::report::BASELINES`).
+//! and name it as their control (`against`).
+//!
+//! Both fixes are `avoids`: each removes the step that can collide, so no
+//! round can test them, and their rounds only show that the code runs.
+//! `tempfile` could instead have had a sham (the same Builder with
+//! `rand_bytes(0)` and no retry), but that sham is `us-truncated` under
+//! another name: it would show again that µs names collide, not that 6
+//! random characters plus an exclusive create with retry cannot; and 400
+//! rounds cannot reach a 1 in 62^6 draw. The argument is the evidence.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -19,7 +27,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fdwindow::clocks::truncate_to_micros;
 use fdwindow::fix::scratch::unique_name;
-use fdwindow::harness::{Arm, Context, Fault, Probe, Trial};
+use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Trial};
+use fdwindow::verdict::Kind;
 use fdwindow::verdict::Role::{Control, Mitigation};
 use fdwindow::verdict::Window::InProcess;
 
@@ -39,6 +48,8 @@ static PROBE: Probe = Probe {
             about: "Each thread creates `<prefix>-<pid>-<SystemTime nanos>` exclusively (O_CREAT|O_EXCL).",
             windows: &[InProcess],
             trial: pid_realtime_nanos,
+            kind: Some(Kind::Statistical),
+            ..ARM
         },
         Arm {
             id: "us-truncated",
@@ -47,6 +58,8 @@ static PROBE: Probe = Probe {
                 `pid-realtime-nanos` with the nanos truncated to whole microseconds.",
             windows: &[InProcess],
             trial: us_truncated,
+            kind: Some(Kind::Statistical),
+            ..ARM
         },
         Arm {
             id: "process-sequence",
@@ -55,6 +68,11 @@ static PROBE: Probe = Probe {
                 with the µs timestamp of `us-truncated` kept in the name.",
             windows: &[InProcess],
             trial: process_sequence,
+            kind: Some(Kind::Statistical),
+            against: Some("us-truncated"),
+            avoids: Some(
+                "a process-wide atomic counter never hands out one number twice, so no two names made in one process can be equal, whatever the clock reads",
+            ),
         },
         Arm {
             id: "tempfile",
@@ -63,6 +81,11 @@ static PROBE: Probe = Probe {
                 created exclusively with its own retry on EEXIST.",
             windows: &[InProcess],
             trial: tempfile_builder,
+            kind: Some(Kind::Statistical),
+            against: Some("us-truncated"),
+            avoids: Some(
+                "tempfile creates with O_EXCL and on EEXIST draws 6 fresh random characters (62^6, about 5.7e10 names) and tries again, so a collision costs a retry, never a shared name or a failure",
+            ),
         },
     ],
     observe: None,

@@ -25,7 +25,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant};
 
-use fdwindow::harness::{Arm, Context, Fault, Probe, Trial};
+use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Trial};
+use fdwindow::verdict::Kind;
 use fdwindow::verdict::Role::{Control, Mitigation};
 use fdwindow::verdict::Window::InProcess;
 
@@ -58,6 +59,8 @@ static PROBE: Probe = Probe {
             about: "One thread calls libc setenv/unsetenv while another calls libc getenv.",
             windows: &[InProcess],
             trial: |t| trial(t, "setenv-vs-libc-getenv"),
+            kind: Some(Kind::Statistical),
+            ..ARM
         },
         Arm {
             id: "std-env-only",
@@ -65,6 +68,8 @@ static PROBE: Probe = Probe {
             about: "Both sides through std::env (set_var/remove_var and var), which take std's lock.",
             windows: &[InProcess],
             trial: |t| trial(t, "std-env-only"),
+            kind: Some(Kind::Statistical),
+            ..ARM
         },
         Arm {
             id: "one-env-guard",
@@ -72,6 +77,8 @@ static PROBE: Probe = Probe {
             about: "One process-wide guard owns every change (and restores it); readers hold it too.",
             windows: &[InProcess],
             trial: |t| trial(t, "one-env-guard"),
+            kind: Some(Kind::Statistical),
+            ..ARM
         },
         Arm {
             id: "pass-explicitly",
@@ -79,6 +86,9 @@ static PROBE: Probe = Probe {
             about: "No environment change: the writer passes its values as arguments; the reader's libc getenv stays.",
             windows: &[InProcess],
             trial: |t| trial(t, "pass-explicitly"),
+            kind: Some(Kind::Statistical),
+            avoids: Some("no thread writes the environment, so a reader has nothing to race"),
+            ..ARM
         },
     ],
     observe: None,

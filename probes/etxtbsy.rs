@@ -12,6 +12,24 @@
 //! (statistical): the same with the harness's race thread spawning `true`
 //! throughout, so a posix_spawn child may hold the copy until its exec.
 //!
+//! `spawn-lock` and its sham run `fdwindow::spawn_lock::spawn_in_gap`: the
+//! writer parks with the file open until the spawner has either forked its
+//! parked child (the sham: the child holds the copy, every time) or is
+//! waiting for the lock (the fix: the fork comes after the close).
+//!
+//! `retry-on-etxtbsy` meets a child that stalls before exec for a stated
+//! time: the retry's own attempts and backoff run, and the parked child is
+//! let go (and has exec'd) at the first attempt after the stall has passed.
+//! The short stall is half the retry's budget, the long one eight times it
+//! (wide enough that sleeps stretched by a loaded machine stay inside it),
+//! so the cells say what seed 001 says in words: a bounded retry outlasts a
+//! stall shorter than its budget and cannot outlast a longer one (a slow
+//! `pre_exec`, a stopped child). The stall is the experiment's variable, a
+//! duration on purpose, not a synchronisation: the child's exec is awaited.
+//! Two arms rather than a tally, because each stall has its own verdict and
+//! its own claim. The short stall has a sham (one attempt, no retry), which
+//! shows that the stall does block the first exec.
+//!
 //! Linux denies exec of a file open for writing (`deny_write_access` in
 //! fs/exec.c), but not in every release: commit 2a010c412853 ("fs: don't
 //! block i_writecount during exec", 2024, in 6.11) stopped exec from taking
@@ -26,15 +44,16 @@ use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
 
+use std::time::Instant;
+
 use fdwindow::child::HeldChild;
-use fdwindow::harness::{Arm, Context, Fault, Probe, Settings, Trial};
+use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Settings, Trial};
 use fdwindow::report::Table;
 use fdwindow::scratch::Scratch;
-use fdwindow::spawn_lock::SPAWN_LOCK;
-use fdwindow::verdict::Role::{Control, Mitigation};
+use fdwindow::spawn_lock::{SPAWN_LOCK, spawn_in_gap};
+use fdwindow::verdict::Role::{Control, Mitigation, Sham};
 use fdwindow::verdict::Window::{ForkWindow, PosixSpawn};
 
 static PROBE: Probe = Probe {
@@ -49,23 +68,55 @@ static PROBE: Probe = Probe {
             about: "Write a script through a close-on-exec descriptor, close it, exec it.",
             windows: &[ForkWindow, PosixSpawn],
             trial: write_then_exec,
+            ..ARM
         },
         Arm {
             id: "spawn-lock",
             role: Mitigation,
-            about: "Open-to-close under the shared side of fdwindow::spawn_lock::SPAWN_LOCK; forks and the exec under its exclusive side.",
+            about: "Open-to-close under the shared side of fdwindow::spawn_lock::SPAWN_LOCK; forks and the exec under its exclusive side. Sham-tested: its thread choreography differs from the control.",
             windows: &[ForkWindow],
             trial: spawn_lock,
+            ..ARM
+        },
+        Arm {
+            id: "spawn-lock-sham",
+            role: Sham,
+            about: "spawn-lock's code with the lock switched off: the writer keeps the file open until the child has forked.",
+            windows: &[ForkWindow],
+            trial: spawn_lock_sham,
+            ..ARM
         },
         Arm {
             id: "retry-on-etxtbsy",
             role: Mitigation,
-            about: "Exec, and on ETXTBSY retry up to 7 times with exponential backoff from 50 us (about 6 ms in all).",
-            // Not in the fork window: a child parked there until the trial
-            // ends outlasts any bounded retry by construction, which would be
-            // a verdict decided by the harness, not measured.
+            about: "Exec, and on ETXTBSY retry up to 7 times with exponential backoff from 50 us (about 6 ms in all), against real posix_spawn children.",
             windows: &[PosixSpawn],
             trial: retry_on_etxtbsy,
+            ..ARM
+        },
+        Arm {
+            id: "retry-on-etxtbsy-short-stall",
+            role: Mitigation,
+            about: "The same retry, against a child parked before exec for half the retry's budget (about 3 ms). Sham-tested: the stall differs from the control's child.",
+            windows: &[ForkWindow],
+            trial: retry_short_stall,
+            ..ARM
+        },
+        Arm {
+            id: "retry-on-etxtbsy-short-stall-sham",
+            role: Sham,
+            about: "The short stall with the retry switched off: one attempt.",
+            windows: &[ForkWindow],
+            trial: retry_short_stall_sham,
+            ..ARM
+        },
+        Arm {
+            id: "retry-on-etxtbsy-long-stall",
+            role: Mitigation,
+            about: "The same retry, against a child parked before exec for eight times the retry's budget (about 51 ms).",
+            windows: &[ForkWindow],
+            trial: retry_long_stall,
+            ..ARM
         },
     ],
     observe: Some(exec_while_open),
@@ -125,35 +176,99 @@ fn write_then_exec(t: &mut Trial<'_>) -> Result<bool, Fault> {
 }
 
 fn spawn_lock(t: &mut Trial<'_>) -> Result<bool, Fault> {
+    locked_trial(t, true)
+}
+
+fn spawn_lock_sham(t: &mut Trial<'_>) -> Result<bool, Fault> {
+    locked_trial(t, false)
+}
+
+/// 1. The writer holds the shared side from open to close (with `locked`).
+/// 2. A spawner asks for the exclusive side to fork a child that parks
+///    before exec. 3. The writer parks until that child is parked (the sham)
+///    or the spawner waits for the lock (the fix); then closes and lets go.
+/// 4. The script is exec'd (under the exclusive side) while the child is
+///    still parked.
+fn locked_trial(t: &mut Trial<'_>, locked: bool) -> Result<bool, Fault> {
     let path = t.fresh_path("script");
-    // 1. The writer holds the shared side from open to close. 2. A spawner
-    // announces itself and asks for the exclusive side to fork a child that
-    // parks before exec. 3. The writer closes and lets go; only then can the
-    // fork copy the descriptor table. 4. The script is exec'd (under the
-    // exclusive side) while that child is still parked.
-    let creating = SPAWN_LOCK.creating();
-    let file = write_script(&path).ctx("write the script")?;
-    let held = std::thread::scope(|s| {
-        let (tx, rx) = mpsc::channel();
-        let spawner = s.spawn(move || {
-            let _ = tx.send(());
-            let _spawning = SPAWN_LOCK.spawning();
-            HeldChild::hold()
-        });
-        let _ = rx.recv();
-        drop(file);
-        drop(creating);
-        spawner
-            .join()
-            .map_err(|_| Fault::Broken("the spawner panicked".into()))?
-            .ctx("hold a child in the fork window")
+    let (file, held, _gap) = spawn_in_gap(
+        &SPAWN_LOCK,
+        locked,
+        Instant::now() + GAP_DEADLINE,
+        || write_script(&path).map(Some),
+        |file| {
+            drop(file.take());
+            Ok(())
+        },
+        HeldChild::hold,
+    )
+    .map_err(|e| match e.kind() {
+        io::ErrorKind::TimedOut => Fault::NotConfirmed(e.to_string()),
+        _ => Fault::Broken(format!("the spawn-lock gap: {e}")),
     })?;
+    debug_assert!(file.is_none());
     let busy = {
-        let _spawning = SPAWN_LOCK.spawning();
+        let _spawning = locked.then(|| SPAWN_LOCK.spawning());
         exec_busy(&path)
     };
     held.release().ctx("release the held child")?;
     busy
+}
+
+/// How long a trial waits for its spawner before the gap counts as unconfirmed.
+const GAP_DEADLINE: Duration = Duration::from_secs(30);
+
+/// The retry's whole backoff: 50 us doubling over 7 waits.
+fn retry_budget() -> Duration {
+    (0..ATTEMPTS - 1).map(|i| FIRST_BACKOFF * 2u32.pow(i)).sum()
+}
+
+fn retry_short_stall(t: &mut Trial<'_>) -> Result<bool, Fault> {
+    stalled_retry(t, retry_budget() / 2, ATTEMPTS)
+}
+
+fn retry_short_stall_sham(t: &mut Trial<'_>) -> Result<bool, Fault> {
+    stalled_retry(t, retry_budget() / 2, 1)
+}
+
+fn retry_long_stall(t: &mut Trial<'_>) -> Result<bool, Fault> {
+    stalled_retry(t, retry_budget() * 8, ATTEMPTS)
+}
+
+/// The retry against a child parked before exec for `stall`: at the first
+/// attempt after the stall has passed, the child is let go and its exec
+/// awaited (release returns after it), then that attempt runs.
+fn stalled_retry(t: &mut Trial<'_>, stall: Duration, attempts: u32) -> Result<bool, Fault> {
+    let path = t.fresh_path("script");
+    let file = write_script(&path).ctx("write the script")?;
+    let mut held = Some(HeldChild::hold().ctx("hold a child in the fork window")?);
+    drop(file);
+    let started = Instant::now();
+    let mut wait = FIRST_BACKOFF;
+    let mut busy = true;
+    for attempt in 0..attempts {
+        if started.elapsed() >= stall
+            && let Some(child) = held.take()
+        {
+            child.release().ctx("release the stalled child")?;
+        }
+        if !exec_busy(&path)? {
+            busy = false;
+            t.tally("retries", &attempt.to_string());
+            break;
+        }
+        if attempt + 1 < attempts {
+            std::thread::sleep(wait);
+            wait *= 2;
+        }
+    }
+    if busy {
+        t.tally("retries", "gave up");
+    }
+    if let Some(child) = held {
+        child.release().ctx("release the held child")?;
+    }
+    Ok(busy)
 }
 
 fn retry_on_etxtbsy(t: &mut Trial<'_>) -> Result<bool, Fault> {
@@ -222,5 +337,6 @@ fn errno_name(r: Result<bool, Fault>) -> String {
         Ok(false) => "runs".into(),
         Err(Fault::Broken(e)) => format!("broken: {e}"),
         Err(Fault::Unsupported(e)) => format!("unsupported: {e}"),
+        Err(Fault::NotConfirmed(e)) => format!("not confirmed: {e}"),
     }
 }

@@ -14,7 +14,7 @@ use std::fs::File;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use fdwindow::harness::{Arm, Context, Fault, Probe, Trial};
+use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Trial};
 use fdwindow::locks::{flock, flock_is_held, open_rw, set_cloexec};
 use fdwindow::verdict::Role::{Control, Mitigation};
 use fdwindow::verdict::Window::{ForkWindow, Inherited, PosixSpawn};
@@ -24,7 +24,7 @@ const SPAWNS: &[fdwindow::verdict::Window] = &[ForkWindow, PosixSpawn, Inherited
 static PROBE: Probe = Probe {
     hazard: "flock-survival",
     about: "Checks whether a flock released by closing its descriptor stays held by a child's copy.",
-    trials: 20,
+    trials: 10,
     race: Duration::from_millis(250),
     arms: &[
         Arm {
@@ -33,6 +33,7 @@ static PROBE: Probe = Probe {
             about: "flock(LOCK_EX), then close the descriptor (no close-on-exec).",
             windows: SPAWNS,
             trial: close,
+            ..ARM
         },
         Arm {
             id: "unlock-then-close",
@@ -40,6 +41,7 @@ static PROBE: Probe = Probe {
             about: "flock(LOCK_UN) before closing: releases the lock for every copy.",
             windows: SPAWNS,
             trial: unlock_then_close,
+            ..ARM
         },
         Arm {
             id: "std-unlock",
@@ -47,6 +49,7 @@ static PROBE: Probe = Probe {
             about: "std::fs::File::lock, then File::unlock before dropping.",
             windows: SPAWNS,
             trial: std_unlock,
+            ..ARM
         },
         Arm {
             id: "fs2-unlock",
@@ -54,6 +57,7 @@ static PROBE: Probe = Probe {
             about: "fs2's FileExt::lock_exclusive, then FileExt::unlock before dropping.",
             windows: SPAWNS,
             trial: fs2_unlock,
+            ..ARM
         },
         Arm {
             id: "cloexec",
@@ -61,6 +65,7 @@ static PROBE: Probe = Probe {
             about: "flock on an O_CLOEXEC descriptor, then close: no unlock.",
             windows: SPAWNS,
             trial: cloexec,
+            ..ARM
         },
     ],
     observe: None,

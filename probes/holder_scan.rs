@@ -24,7 +24,7 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use fdwindow::child::HeldChild;
-use fdwindow::harness::{Arm, Context, Fault, Probe, Trial};
+use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Trial};
 use fdwindow::holders::{children_of, exe_of, holders_of};
 use fdwindow::verdict::Role::{Control, Mitigation};
 use fdwindow::verdict::Window::ForkWindow;
@@ -48,6 +48,7 @@ static PROBE: Probe = Probe {
             about: "Count every process holding the listener's inode in /proc/*/fd.",
             windows: &[ForkWindow],
             trial: scan_during_window,
+            ..ARM
         },
         Arm {
             id: "exe-filter",
@@ -56,6 +57,7 @@ static PROBE: Probe = Probe {
                 here our own (a test binary scanning for itself).",
             windows: &[ForkWindow],
             trial: exe_filter,
+            ..ARM
         },
         Arm {
             id: "run-isolated",
@@ -64,6 +66,10 @@ static PROBE: Probe = Probe {
                 (this binary re-run with one flag) where no other thread spawns.",
             windows: &[ForkWindow],
             trial: run_isolated,
+            avoids: Some(
+                "the listener lives in a process of its own where no thread spawns, and the held fork is of a process that never had it: no copy exists to be counted",
+            ),
+            ..ARM
         },
         Arm {
             id: "scan-after-exec",
@@ -72,6 +78,10 @@ static PROBE: Probe = Probe {
                 has exec'd), then count holders.",
             windows: &[ForkWindow],
             trial: scan_after_exec,
+            avoids: Some(
+                "the count waits until every fork of ours has exec'd, when the kernel has closed their close-on-exec copies: the window is over before the scan",
+            ),
+            ..ARM
         },
     ],
     observe: None,

@@ -22,7 +22,7 @@ use std::net::Shutdown;
 use std::time::{Duration, Instant};
 
 use fdwindow::errno::outcome_name;
-use fdwindow::harness::{Arm, Context, Fault, Probe, Trial};
+use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Trial};
 use fdwindow::locks::set_cloexec;
 use fdwindow::sockets::{
     BindOptions, Connect, LOOPBACK_DEADLINE, bound, connect_by, drain, listening, local_addr,
@@ -37,7 +37,7 @@ const HELD: &[Window] = &[ForkWindow, Inherited];
 static PROBE: Probe = Probe {
     hazard: "listener-survival",
     about: "Checks whether a listener the parent retired still completes connections through a child's copy.",
-    trials: 20,
+    trials: 10,
     race: Duration::from_millis(300),
     arms: &[
         Arm {
@@ -46,6 +46,7 @@ static PROBE: Probe = Probe {
             about: "close the listener (a connection is already queued on it).",
             windows: SPAWNS,
             trial: |t| trial(t, Retire::Close),
+            ..ARM
         },
         Arm {
             id: "shutdown-rd",
@@ -53,6 +54,7 @@ static PROBE: Probe = Probe {
             about: "shutdown(SHUT_RD), then close.",
             windows: HELD,
             trial: |t| trial(t, Retire::Shutdown(Shutdown::Read)),
+            ..ARM
         },
         Arm {
             id: "shutdown-rdwr",
@@ -60,6 +62,7 @@ static PROBE: Probe = Probe {
             about: "shutdown(SHUT_RDWR), then close.",
             windows: HELD,
             trial: |t| trial(t, Retire::Shutdown(Shutdown::Both)),
+            ..ARM
         },
         Arm {
             id: "shutdown-wr",
@@ -67,6 +70,7 @@ static PROBE: Probe = Probe {
             about: "shutdown(SHUT_WR), then close.",
             windows: HELD,
             trial: |t| trial(t, Retire::Shutdown(Shutdown::Write)),
+            ..ARM
         },
         Arm {
             id: "drain-then-close",
@@ -74,6 +78,7 @@ static PROBE: Probe = Probe {
             about: "accept every queued connection and close it, then close the listener.",
             windows: HELD,
             trial: |t| trial(t, Retire::Drain),
+            ..ARM
         },
         Arm {
             id: "bound-unlistened",
@@ -81,6 +86,7 @@ static PROBE: Probe = Probe {
             about: "a placeholder that binds the port but never listens, then is closed.",
             windows: HELD,
             trial: |t| trial(t, Retire::Unlistened),
+            ..ARM
         },
     ],
     observe: None,

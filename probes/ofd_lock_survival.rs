@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use fdwindow::harness::{Arm, Context, Fault, Probe, Trial};
+use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Trial};
 use fdwindow::locks::{RecordLock, open_rw, record_lock, record_lock_is_held, set_cloexec};
 use fdwindow::verdict::Role::{Control, Mitigation};
 use fdwindow::verdict::Window::{ForkWindow, Inherited, PosixSpawn};
@@ -19,7 +19,7 @@ const SPAWNS: &[fdwindow::verdict::Window] = &[ForkWindow, PosixSpawn, Inherited
 static PROBE: Probe = Probe {
     hazard: "ofd-lock-survival",
     about: "Checks whether an OFD lock released by closing its descriptor stays held by a child's copy.",
-    trials: 20,
+    trials: 10,
     race: Duration::from_millis(250),
     arms: &[
         Arm {
@@ -28,6 +28,7 @@ static PROBE: Probe = Probe {
             about: "fcntl(F_OFD_SETLK, F_WRLCK), then close the descriptor.",
             windows: SPAWNS,
             trial: |t| trial(t, false),
+            ..ARM
         },
         Arm {
             id: "unlock-then-close",
@@ -35,6 +36,7 @@ static PROBE: Probe = Probe {
             about: "fcntl(F_OFD_SETLK, F_UNLCK) before closing.",
             windows: SPAWNS,
             trial: |t| trial(t, true),
+            ..ARM
         },
     ],
     observe: None,

@@ -26,11 +26,12 @@ use std::net::Shutdown;
 use std::time::{Duration, Instant};
 
 use fdwindow::errno::outcome_name;
-use fdwindow::harness::{Arm, Context, Fault, Probe, Trial};
+use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Trial};
 use fdwindow::locks::set_cloexec;
 use fdwindow::sockets::{
     LOOPBACK_DEADLINE, PeerSees, connected_pair, local_addr, next_read, tcp_state,
 };
+use fdwindow::verdict::Kind;
 use fdwindow::verdict::Role::{Control, Mitigation};
 use fdwindow::verdict::Window::{self, ForkWindow, InProcess, Inherited};
 
@@ -39,7 +40,7 @@ const WINDOWS: &[Window] = &[InProcess, ForkWindow, Inherited];
 static PROBE: Probe = Probe {
     hazard: "peer-fin-with-clone",
     about: "Checks whether closing a TCP stream that has a second descriptor (dup or child's copy) leaves the peer without end-of-file.",
-    trials: 20,
+    trials: 10,
     race: Duration::from_millis(300),
     arms: &[
         Arm {
@@ -48,6 +49,8 @@ static PROBE: Probe = Probe {
             about: "close the stream's descriptor; the dup or the child's copy stays.",
             windows: WINDOWS,
             trial: |t| trial(t, false),
+            kind: Some(Kind::Deterministic),
+            ..ARM
         },
         Arm {
             id: "shutdown-write",
@@ -55,6 +58,8 @@ static PROBE: Probe = Probe {
             about: "shutdown(SHUT_WR) first, then close.",
             windows: WINDOWS,
             trial: |t| trial(t, true),
+            kind: Some(Kind::Deterministic),
+            ..ARM
         },
     ],
     observe: None,

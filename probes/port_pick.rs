@@ -28,7 +28,7 @@ use std::os::fd::AsFd;
 use std::time::Duration;
 
 use fdwindow::errno::outcome_name;
-use fdwindow::harness::{Arm, Context, Fault, Probe, Trial};
+use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Trial};
 use fdwindow::locks::set_cloexec;
 use fdwindow::sockets::{BindOptions, bound, local_addr, loopback_v4};
 use fdwindow::verdict::Role::{Control, Mitigation};
@@ -40,7 +40,7 @@ const HELD: &[Window] = &[ForkWindow, Inherited];
 static PROBE: Probe = Probe {
     hazard: "port-pick",
     about: "Checks whether a port picked by binding port 0 and dropping the socket is still held by a child's copy when the server binds it.",
-    trials: 20,
+    trials: 10,
     race: Duration::from_millis(300),
     arms: &[
         Arm {
@@ -49,6 +49,7 @@ static PROBE: Probe = Probe {
             about: "TcpListener::bind(127.0.0.1:0), read the port, drop; later TcpListener::bind(127.0.0.1:port).",
             windows: SPAWNS,
             trial: |t| pick_then_bind(t, Pick::Listener(Ipv4Addr::LOCALHOST)),
+            ..ARM
         },
         Arm {
             id: "bind-zero-in-server",
@@ -56,6 +57,10 @@ static PROBE: Probe = Probe {
             about: "no picking: the server binds 127.0.0.1:0 itself and reports the port it got.",
             windows: HELD,
             trial: bind_zero_in_server,
+            avoids: Some(
+                "nothing is picked ahead: the server binds port 0 itself and reports the port, so no earlier socket exists for a child to hold",
+            ),
+            ..ARM
         },
         Arm {
             id: "pick-on-wildcard",
@@ -63,6 +68,7 @@ static PROBE: Probe = Probe {
             about: "TcpListener::bind(0.0.0.0:0), read the port, drop; later TcpListener::bind(0.0.0.0:port).",
             windows: HELD,
             trial: |t| pick_then_bind(t, Pick::Listener(Ipv4Addr::UNSPECIFIED)),
+            ..ARM
         },
         Arm {
             id: "pick-unlistened",
@@ -70,6 +76,7 @@ static PROBE: Probe = Probe {
             about: "pick with a socket that sets SO_REUSEADDR and binds 127.0.0.1:0 but never listens, drop; later TcpListener::bind(127.0.0.1:port).",
             windows: HELD,
             trial: |t| pick_then_bind(t, Pick::Unlistened),
+            ..ARM
         },
         Arm {
             id: "udp-pick-then-drop",

@@ -13,18 +13,19 @@ use std::fs::File;
 use std::path::Path;
 use std::time::Duration;
 
-use fdwindow::harness::{Arm, Context, Fault, Probe, Trial};
+use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Trial};
 use fdwindow::locks::{
     RecordLock, flock, flock_is_held, open_rw, posix_lock_seen_from_child, record_lock,
     record_lock_is_held,
 };
+use fdwindow::verdict::Kind;
 use fdwindow::verdict::Role::{Control, Mitigation};
 use fdwindow::verdict::Window::InProcess;
 
 static PROBE: Probe = Probe {
     hazard: "posix-lock-drop",
     about: "Checks whether closing another descriptor of a file drops the process's fcntl lock on it.",
-    trials: 50,
+    trials: 10,
     race: Duration::from_millis(250),
     arms: &[
         Arm {
@@ -33,6 +34,8 @@ static PROBE: Probe = Probe {
             about: "fcntl(F_SETLK, F_WRLCK) through one descriptor; open and close a second one.",
             windows: &[InProcess],
             trial: |t| trial(t, Lock::Posix),
+            kind: Some(Kind::Deterministic),
+            ..ARM
         },
         Arm {
             id: "flock",
@@ -40,6 +43,8 @@ static PROBE: Probe = Probe {
             about: "flock(LOCK_EX) instead; open and close a second descriptor.",
             windows: &[InProcess],
             trial: |t| trial(t, Lock::Flock),
+            kind: Some(Kind::Deterministic),
+            ..ARM
         },
         Arm {
             id: "ofd-lock",
@@ -47,6 +52,8 @@ static PROBE: Probe = Probe {
             about: "fcntl(F_OFD_SETLK, F_WRLCK) instead; open and close a second descriptor.",
             windows: &[InProcess],
             trial: |t| trial(t, Lock::Ofd),
+            kind: Some(Kind::Deterministic),
+            ..ARM
         },
     ],
     observe: None,

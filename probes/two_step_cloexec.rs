@@ -4,20 +4,28 @@
 //! Method: the holder child is `/bin/cat`, spawned and known to have exec'd
 //! (it echoed a byte); every descriptor it still has beyond stdio it
 //! inherited, listed through `/proc/<pid>/fd` (Linux) or `proc_pidinfo`
-//! (macOS). Each trial makes one call (socket, socketpair, accept, pipe, dup,
-//! open; in turn), so the matrix table can say which calls are atomic here.
+//! (macOS). There is one control per creation call (`two-step-socket`,
+//! `two-step-pipe`, …: the table [`CALLS`]), so each of std's constructors is
+//! judged against the raw call it makes (TCP against TCP); the fixes make the
+//! `socket` call and are judged against `two-step-socket`.
 //!
 //! `inherited` (deterministic): 1. make the descriptor without its flag;
 //! 2. spawn the holder in the gap; 3. set `FD_CLOEXEC`; 4. a hit is the holder
 //! having that descriptor's number. The fixes change step 1 (atomic flag),
-//! step 2 (how the holder is spawned) or lock steps 1–3 against step 2.
+//! step 2 (how the holder is spawned) or lock steps 1–3 against step 2. A fix
+//! that also changes how the holder is spawned has a sham: the same spawn
+//! path with the fix switched off. `spawn-lock` and its sham run
+//! `fdwindow::spawn_lock::spawn_in_gap`: the creator parks between its two
+//! steps until the spawner has either spawned (the sham: a hit every time) or
+//! is waiting for the lock (the fix: the spawn can only come after the flag).
 //!
 //! `posix-spawn` (statistical, the natural gap): 1. a creator thread loops
 //! "make, set the flag, close" (or calls a std constructor); 2. this thread
 //! spawns the holder through std's posix_spawn; 3. once cat echoed, the creator
 //! stops; 4. a hit is the holder having a descriptor beyond stdio that the
 //! parent did not already have open without close-on-exec before the trial.
-//! The harness's race thread spawns `true` alongside, as a busy process would.
+//! Each trial is that one holder spawn (the harness's race thread spawns
+//! `true` alongside, as a busy process would, but the hit is the holder's).
 //! (On macOS `std-accept`'s client comes from `UnixStream::connect`, itself
 //! two-step there, so a hit in that arm may be the client's socket.)
 
@@ -29,65 +37,168 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use fdwindow::cloexec::{Call, Flag, Holder, Maker, SpawnHow, inheritable_fds};
-use fdwindow::harness::{Arm, Context, Fault, Probe, Settings, Trial};
+use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Settings, Trial};
 use fdwindow::report::Table;
 use fdwindow::scratch::Scratch;
-use fdwindow::spawn_lock::SPAWN_LOCK;
-use fdwindow::verdict::Role::{Control, Mitigation};
+use fdwindow::spawn_lock::{SPAWN_LOCK, spawn_in_gap};
+use fdwindow::verdict::Role::{Control, Mitigation, Sham};
 use fdwindow::verdict::Window::{self, Inherited, PosixSpawn};
 
 const BOTH: &[Window] = &[Inherited, PosixSpawn];
 
+/// Each creation call: its control arm and, where std has a constructor
+/// raced here, that std arm. One table, so a new window (parked-call) can be
+/// added to the same arms.
+pub const CALLS: &[(Call, &str, Option<&str>)] = &[
+    (Call::Socket, "two-step-socket", Some("std-socket")),
+    (
+        Call::Socketpair,
+        "two-step-socketpair",
+        Some("std-socketpair"),
+    ),
+    (Call::Accept, "two-step-accept", Some("std-accept")),
+    (Call::Pipe, "two-step-pipe", Some("std-pipe")),
+    (Call::Dup, "two-step-dup", None),
+    (Call::Open, "two-step-open", None),
+    (Call::Connect, "two-step-connect", None),
+];
+
+/// The call every fix makes, and so the control every fix is judged against.
+const FIX_CALL: Call = Call::Socket;
+const FIX_CONTROL: Option<&str> = Some("two-step-socket");
+
+/// How long a trial waits for its spawner before the gap counts as unconfirmed.
+const GAP_DEADLINE: Duration = Duration::from_secs(30);
+
+macro_rules! control {
+    ($id:literal, $call:expr, $f:ident) => {
+        Arm {
+            id: $id,
+            role: Control,
+            about: concat!(
+                "Create without the flag (",
+                stringify!($call),
+                "), then fcntl(F_SETFD, FD_CLOEXEC)."
+            ),
+            windows: BOTH,
+            trial: $f,
+            ..ARM
+        }
+    };
+}
+
 static PROBE: Probe = Probe {
     hazard: "two-step-cloexec",
     about: "Checks whether a descriptor flagged close-on-exec in a second call leaks into a child spawned in between.",
-    trials: 12,
-    race: Duration::from_millis(70),
+    trials: 10,
+    race: Duration::from_millis(60),
     arms: &[
-        Arm {
-            id: "two-step",
-            role: Control,
-            about: "Create without the flag (socket, socketpair, accept, pipe, F_DUPFD, open), then fcntl(F_SETFD, FD_CLOEXEC).",
-            windows: BOTH,
-            trial: two_step,
-        },
+        control!(
+            "two-step-socket",
+            "socket(AF_INET, SOCK_STREAM)",
+            two_step_socket
+        ),
+        control!(
+            "two-step-socketpair",
+            "socketpair(AF_UNIX)",
+            two_step_socketpair
+        ),
+        control!(
+            "two-step-accept",
+            "accept on a Unix listener",
+            two_step_accept
+        ),
+        control!("two-step-pipe", "pipe", two_step_pipe),
+        control!("two-step-dup", "fcntl(F_DUPFD)", two_step_dup),
+        control!("two-step-open", "open(/dev/null)", two_step_open),
+        control!(
+            "two-step-connect",
+            "socket(AF_UNIX), connect",
+            two_step_connect
+        ),
         Arm {
             id: "atomic-flag",
             role: Mitigation,
-            about: "Create close-on-exec in one call: SOCK_CLOEXEC, accept4, pipe2, F_DUPFD_CLOEXEC, O_CLOEXEC.",
+            about: "socket(SOCK_CLOEXEC): the flag in the creating call; the code differs from its control in nothing else, so no sham.",
             windows: BOTH,
             trial: atomic_flag,
+            against: FIX_CONTROL,
+            ..ARM
         },
         Arm {
             id: "spawn-lock",
             role: Mitigation,
-            about: "Two-step creation under the shared side of fdwindow::spawn_lock::SPAWN_LOCK, spawns under its exclusive side (Go's ForkLock).",
+            about: "Two-step creation under the shared side of fdwindow::spawn_lock::SPAWN_LOCK, spawns under its exclusive side (Go's ForkLock). Inherited: the creator parks between its steps until the spawner waits for the lock; sham-tested.",
             windows: BOTH,
             trial: spawn_lock,
+            against: FIX_CONTROL,
+            ..ARM
+        },
+        Arm {
+            id: "spawn-lock-sham",
+            role: Sham,
+            about: "spawn-lock's code with the lock switched off: the creator parks between its steps until the spawner has spawned.",
+            windows: &[Inherited],
+            trial: spawn_lock_sham,
+            against: FIX_CONTROL,
+            ..ARM
         },
         Arm {
             id: "close-range-in-child",
             role: Mitigation,
-            about: "Two-step creation; the child calls close_range(3, ~0U, 0) in pre_exec (Linux 5.9+; forces fork+exec).",
+            about: "Two-step creation; the child calls close_range(3, ~0U, 0) in pre_exec (Linux 5.9+; forces fork+exec). Sham-tested: the fork path differs from std's posix_spawn.",
             windows: &[Inherited],
             trial: close_range_in_child,
+            against: FIX_CONTROL,
+            ..ARM
+        },
+        Arm {
+            id: "close-range-in-child-sham",
+            role: Sham,
+            about: "The same fork path with a pre_exec that does nothing.",
+            windows: &[Inherited],
+            trial: close_range_in_child_sham,
+            against: FIX_CONTROL,
+            ..ARM
         },
         Arm {
             id: "closefrom-file-action",
             role: Mitigation,
-            about: "Two-step creation; the child is spawned by posix_spawn with posix_spawn_file_actions_addclosefrom_np(3) (glibc 2.34+).",
+            about: "Two-step creation; the child is spawned by posix_spawn with posix_spawn_file_actions_addclosefrom_np(3) (glibc 2.34+). Sham-tested: it calls posix_spawn itself, not through std.",
             windows: &[Inherited],
             trial: closefrom_file_action,
+            against: FIX_CONTROL,
+            ..ARM
+        },
+        Arm {
+            id: "closefrom-file-action-sham",
+            role: Sham,
+            about: "The same direct posix_spawn without the closefrom action.",
+            windows: &[Inherited],
+            trial: closefrom_file_action_sham,
+            against: FIX_CONTROL,
+            ..ARM
         },
         Arm {
             id: "spawn-cloexec-default",
             role: Mitigation,
-            about: "Two-step creation; the child is spawned by posix_spawn with POSIX_SPAWN_CLOEXEC_DEFAULT (macOS).",
+            about: "Two-step creation; the child is spawned by posix_spawn with POSIX_SPAWN_CLOEXEC_DEFAULT (macOS). Sham-tested: it calls posix_spawn itself.",
             windows: &[Inherited],
             trial: spawn_cloexec_default,
+            against: FIX_CONTROL,
+            ..ARM
+        },
+        Arm {
+            id: "spawn-cloexec-default-sham",
+            role: Sham,
+            about: "The same direct posix_spawn without POSIX_SPAWN_CLOEXEC_DEFAULT.",
+            windows: &[Inherited],
+            trial: spawn_cloexec_default_sham,
+            against: FIX_CONTROL,
+            ..ARM
         },
         Arm {
             id: "std-socket",
@@ -95,6 +206,8 @@ static PROBE: Probe = Probe {
             about: "std's TcpListener::bind(127.0.0.1:0) raced against spawns: does std's socket creation leak here?",
             windows: &[PosixSpawn],
             trial: std_socket,
+            against: Some("two-step-socket"),
+            ..ARM
         },
         Arm {
             id: "std-accept",
@@ -102,6 +215,8 @@ static PROBE: Probe = Probe {
             about: "std's UnixListener::accept raced against spawns: does std's accept leak here?",
             windows: &[PosixSpawn],
             trial: std_accept,
+            against: Some("two-step-accept"),
+            ..ARM
         },
         Arm {
             id: "std-pipe",
@@ -109,6 +224,8 @@ static PROBE: Probe = Probe {
             about: "std::io::pipe raced against spawns: does std's pipe leak here?",
             windows: &[PosixSpawn],
             trial: std_pipe,
+            against: Some("two-step-pipe"),
+            ..ARM
         },
         Arm {
             id: "std-socketpair",
@@ -116,6 +233,8 @@ static PROBE: Probe = Probe {
             about: "std's UnixStream::pair raced against spawns: does std's socketpair leak here?",
             windows: &[PosixSpawn],
             trial: std_socketpair,
+            against: Some("two-step-socketpair"),
+            ..ARM
         },
     ],
     observe: Some(per_call_table),
@@ -133,16 +252,6 @@ fn record() -> std::sync::MutexGuard<'static, Record> {
     RECORD
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// The call for this arm's next trial: each in turn.
-fn next_call(arm: &'static str, window: Window) -> Call {
-    let done: u64 = record()
-        .iter()
-        .filter(|((a, w, _), _)| *a == arm && *w == window)
-        .map(|(_, (trials, _))| trials)
-        .sum();
-    Call::ALL[(done % Call::ALL.len() as u64) as usize]
 }
 
 fn note(t: &mut Trial<'_>, arm: &'static str, call: &'static str, hit: bool) -> bool {
@@ -170,51 +279,103 @@ fn feature<T>(r: io::Result<T>, step: &str) -> Result<T, Fault> {
 #[derive(Clone, Copy, Debug)]
 enum Make {
     /// The raw call, two-step or atomic.
-    Raw(Flag),
+    Raw(Call, Flag),
     /// A std constructor for this call.
     Std(Call),
 }
 
-fn two_step(t: &mut Trial<'_>) -> Result<bool, Fault> {
-    arm_trial(t, "two-step", Flag::TwoStep, SpawnHow::Std, false)
+fn two_step_socket(t: &mut Trial<'_>) -> Result<bool, Fault> {
+    control(t, "two-step-socket", Call::Socket)
+}
+
+fn two_step_socketpair(t: &mut Trial<'_>) -> Result<bool, Fault> {
+    control(t, "two-step-socketpair", Call::Socketpair)
+}
+
+fn two_step_accept(t: &mut Trial<'_>) -> Result<bool, Fault> {
+    control(t, "two-step-accept", Call::Accept)
+}
+
+fn two_step_pipe(t: &mut Trial<'_>) -> Result<bool, Fault> {
+    control(t, "two-step-pipe", Call::Pipe)
+}
+
+fn two_step_dup(t: &mut Trial<'_>) -> Result<bool, Fault> {
+    control(t, "two-step-dup", Call::Dup)
+}
+
+fn two_step_open(t: &mut Trial<'_>) -> Result<bool, Fault> {
+    control(t, "two-step-open", Call::Open)
+}
+
+fn two_step_connect(t: &mut Trial<'_>) -> Result<bool, Fault> {
+    control(t, "two-step-connect", Call::Connect)
+}
+
+fn control(t: &mut Trial<'_>, arm: &'static str, call: Call) -> Result<bool, Fault> {
+    arm_trial(t, arm, call, Flag::TwoStep, SpawnHow::Std, Lock::None)
 }
 
 fn atomic_flag(t: &mut Trial<'_>) -> Result<bool, Fault> {
-    arm_trial(t, "atomic-flag", Flag::Atomic, SpawnHow::Std, false)
+    arm_trial(
+        t,
+        "atomic-flag",
+        FIX_CALL,
+        Flag::Atomic,
+        SpawnHow::Std,
+        Lock::None,
+    )
 }
 
 fn spawn_lock(t: &mut Trial<'_>) -> Result<bool, Fault> {
-    arm_trial(t, "spawn-lock", Flag::TwoStep, SpawnHow::Std, true)
+    arm_trial(
+        t,
+        "spawn-lock",
+        FIX_CALL,
+        Flag::TwoStep,
+        SpawnHow::Std,
+        Lock::On,
+    )
+}
+
+fn spawn_lock_sham(t: &mut Trial<'_>) -> Result<bool, Fault> {
+    arm_trial(
+        t,
+        "spawn-lock-sham",
+        FIX_CALL,
+        Flag::TwoStep,
+        SpawnHow::Std,
+        Lock::Sham,
+    )
 }
 
 fn close_range_in_child(t: &mut Trial<'_>) -> Result<bool, Fault> {
-    arm_trial(
-        t,
-        "close-range-in-child",
-        Flag::TwoStep,
-        SpawnHow::CloseRangeInChild,
-        false,
-    )
+    fix(t, "close-range-in-child", SpawnHow::CloseRangeInChild)
+}
+
+fn close_range_in_child_sham(t: &mut Trial<'_>) -> Result<bool, Fault> {
+    fix(t, "close-range-in-child-sham", SpawnHow::ForkNoop)
 }
 
 fn closefrom_file_action(t: &mut Trial<'_>) -> Result<bool, Fault> {
-    arm_trial(
-        t,
-        "closefrom-file-action",
-        Flag::TwoStep,
-        SpawnHow::ClosefromFileAction,
-        false,
-    )
+    fix(t, "closefrom-file-action", SpawnHow::ClosefromFileAction)
+}
+
+fn closefrom_file_action_sham(t: &mut Trial<'_>) -> Result<bool, Fault> {
+    fix(t, "closefrom-file-action-sham", SpawnHow::RawPlain)
 }
 
 fn spawn_cloexec_default(t: &mut Trial<'_>) -> Result<bool, Fault> {
-    arm_trial(
-        t,
-        "spawn-cloexec-default",
-        Flag::TwoStep,
-        SpawnHow::CloexecDefault,
-        false,
-    )
+    fix(t, "spawn-cloexec-default", SpawnHow::CloexecDefault)
+}
+
+fn spawn_cloexec_default_sham(t: &mut Trial<'_>) -> Result<bool, Fault> {
+    fix(t, "spawn-cloexec-default-sham", SpawnHow::RawPlain)
+}
+
+/// A fix (or its sham) that changes how the holder is spawned.
+fn fix(t: &mut Trial<'_>, arm: &'static str, how: SpawnHow) -> Result<bool, Fault> {
+    arm_trial(t, arm, FIX_CALL, Flag::TwoStep, how, Lock::None)
 }
 
 fn std_socket(t: &mut Trial<'_>) -> Result<bool, Fault> {
@@ -233,16 +394,26 @@ fn std_socketpair(t: &mut Trial<'_>) -> Result<bool, Fault> {
     race(t, "std-socketpair", Make::Std(Call::Socketpair), false)
 }
 
+/// The spawn lock: not used, used, or its sham (the same choreography as
+/// `On` with the lock switched off).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lock {
+    None,
+    On,
+    Sham,
+}
+
 fn arm_trial(
     t: &mut Trial<'_>,
     arm: &'static str,
+    call: Call,
     flag: Flag,
     how: SpawnHow,
-    locked: bool,
+    lock: Lock,
 ) -> Result<bool, Fault> {
     match t.window() {
-        Inherited => deterministic(t, arm, flag, how, locked),
-        _ => race(t, arm, Make::Raw(flag), locked),
+        Inherited => deterministic(t, arm, call, flag, how, lock),
+        _ => race(t, arm, Make::Raw(call, flag), lock == Lock::On),
     }
 }
 
@@ -250,41 +421,37 @@ fn arm_trial(
 fn deterministic(
     t: &mut Trial<'_>,
     arm: &'static str,
+    call: Call,
     flag: Flag,
     how: SpawnHow,
-    locked: bool,
+    lock: Lock,
 ) -> Result<bool, Fault> {
-    let call = next_call(arm, t.window());
     let maker = Maker::new(call, &t.fresh_path("sock")).ctx("prepare the call")?;
-    let (made, holder) = if locked {
-        // 1. creation under the shared side; 2. the spawner announces itself
-        // and asks for the exclusive side; 3. the flag, then the shared side
-        // goes; only then can the spawn copy the descriptor table.
-        let creating = SPAWN_LOCK.creating();
-        let made = feature(maker.make(flag), call.atomic_form())?;
-        std::thread::scope(|s| {
-            let (tx, rx) = mpsc::channel();
-            let spawner = s.spawn(move || {
-                let _ = tx.send(());
-                let _spawning = SPAWN_LOCK.spawning();
-                Holder::spawn(how)
-            });
-            let _ = rx.recv();
-            let flagged = made.set_cloexec().ctx("fcntl(F_SETFD, FD_CLOEXEC)");
-            drop(creating);
-            let holder = spawner
-                .join()
-                .map_err(|_| Fault::Broken("the spawner panicked".into()))?;
-            flagged?;
-            Ok((made, feature(holder, "spawn the holder")?))
-        })?
-    } else {
-        let made = feature(maker.make(flag), call.atomic_form())?;
-        let holder = feature(Holder::spawn(how), "spawn the holder")?;
-        if flag == Flag::TwoStep {
-            made.set_cloexec().ctx("fcntl(F_SETFD, FD_CLOEXEC)")?;
+    let (made, holder) = match lock {
+        Lock::On | Lock::Sham => {
+            let (made, holder, _gap) = spawn_in_gap(
+                &SPAWN_LOCK,
+                lock == Lock::On,
+                Instant::now() + GAP_DEADLINE,
+                || maker.make(flag),
+                |made| made.set_cloexec(),
+                || Holder::spawn(how),
+            )
+            .map_err(|e| match e.kind() {
+                io::ErrorKind::TimedOut => Fault::NotConfirmed(e.to_string()),
+                io::ErrorKind::Unsupported => Fault::Unsupported(e.to_string()),
+                _ => Fault::Broken(format!("the spawn-lock gap: {e}")),
+            })?;
+            (made, holder)
         }
-        (made, holder)
+        Lock::None => {
+            let made = feature(maker.make(flag), call.atomic_form())?;
+            let holder = feature(Holder::spawn(how), "spawn the holder")?;
+            if flag == Flag::TwoStep {
+                made.set_cloexec().ctx("fcntl(F_SETFD, FD_CLOEXEC)")?;
+            }
+            (made, holder)
+        }
     };
     let held = holder.fds().ctx("list the holder's descriptors")?;
     holder.release().ctx("release the holder")?;
@@ -300,9 +467,10 @@ fn deterministic(
 
 /// The natural gap: a creator thread loops while this thread spawns the holder.
 fn race(t: &mut Trial<'_>, arm: &'static str, make: Make, locked: bool) -> Result<bool, Fault> {
+    // The hit is about the holder this trial spawns: that spawn is the trial.
+    t.own_spawn();
     let call = match make {
-        Make::Raw(_) => next_call(arm, t.window()),
-        Make::Std(call) => call,
+        Make::Raw(call, _) | Make::Std(call) => call,
     };
     let path = t.fresh_path("sock");
     let creator = Creator::new(make, call, path).ctx("prepare the call")?;
@@ -373,7 +541,7 @@ struct Creator {
 impl Creator {
     fn new(make: Make, call: Call, path: PathBuf) -> io::Result<Creator> {
         Ok(match make {
-            Make::Raw(_) => Creator {
+            Make::Raw(..) => Creator {
                 make,
                 maker: Some(Maker::new(call, &path)?),
                 listener: None,
@@ -410,7 +578,7 @@ impl Creator {
     /// One creation, its flag, and its close.
     fn round(&self) -> io::Result<()> {
         match self.make {
-            Make::Raw(flag) => {
+            Make::Raw(_, flag) => {
                 let made = self.maker.as_ref().expect("raw maker").make(flag)?;
                 if flag == Flag::TwoStep {
                     made.set_cloexec()?;
@@ -424,8 +592,8 @@ impl Creator {
             }
             Make::Std(Call::Pipe) => drop(io::pipe()?),
             Make::Std(Call::Socketpair) => drop(UnixStream::pair()?),
-            Make::Std(Call::Dup | Call::Open) => {
-                unreachable!("no std-* arm races dup or open")
+            Make::Std(Call::Dup | Call::Open | Call::Connect) => {
+                unreachable!("no std-* arm races dup, open or connect")
             }
         }
         Ok(())
@@ -433,16 +601,16 @@ impl Creator {
 }
 
 /// The matrix section per creation call: whether the atomic form exists here
-/// (tried now), and what the arms of this run measured for that call.
+/// (tried now), and what its control and std arm measured in this run.
 fn per_call_table(scratch: &Scratch, _: Settings) -> Vec<Table> {
     let rec = record().clone();
     let cell = |arm: &str, window: Window, call: Call| {
         rec.get(&(arm_key(arm), window, call.id()))
             .map_or_else(|| "not run".to_owned(), |(t, h)| format!("{h}/{t}"))
     };
-    let rows = Call::ALL
+    let rows = CALLS
         .iter()
-        .map(|&call| {
+        .map(|&(call, control, std_arm)| {
             let here =
                 match Maker::new(call, &scratch.fresh("sock")).and_then(|m| m.make(Flag::Atomic)) {
                     Ok(made) => match made.raw_fds().iter().all(|&fd| {
@@ -459,19 +627,13 @@ fn per_call_table(scratch: &Scratch, _: Settings) -> Vec<Table> {
                         _ => format!("broken: {e}"),
                     },
                 };
-            let std_arm = match call {
-                Call::Socket => Some("std-socket"),
-                Call::Socketpair => Some("std-socketpair"),
-                Call::Accept => Some("std-accept"),
-                Call::Pipe => Some("std-pipe"),
-                Call::Dup | Call::Open => None,
-            };
             vec![
                 call.id().to_owned(),
                 call.atomic_form().to_owned(),
                 here,
-                cell("two-step", Inherited, call),
-                cell("atomic-flag", Inherited, call),
+                format!("`{control}`"),
+                cell(control, Inherited, call),
+                cell(control, PosixSpawn, call),
                 call.std_wrapper().to_owned(),
                 std_arm.map_or_else(|| "not raced".to_owned(), |arm| cell(arm, PosixSpawn, call)),
             ]
@@ -480,16 +642,17 @@ fn per_call_table(scratch: &Scratch, _: Settings) -> Vec<Table> {
     vec![Table {
         id: "per-call".into(),
         about: "Per creation call: its atomic close-on-exec form and whether this OS has it (one call made now, \
-                FD_CLOEXEC checked); how often the holder inherited it in this run's inherited window made two-step \
-                and atomically (hits/trials); and how often std's own constructor leaked into a child in the \
-                posix-spawn race (the std-* arms)."
+                FD_CLOEXEC checked); its control arm and how often the holder inherited the two-step descriptor in \
+                this run (inherited: deterministic; posix-spawn: per holder spawn); and how often std's own \
+                constructor leaked into a holder in the posix-spawn race (the std-* arms)."
             .into(),
         columns: [
             "call",
             "atomic form",
             "atomic here",
+            "control",
             "two-step leaked (inherited)",
-            "atomic leaked (inherited)",
+            "two-step leaked (posix-spawn)",
             "std wrapper",
             "std leaked (posix-spawn)",
         ]

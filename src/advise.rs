@@ -1,6 +1,8 @@
 //! `fdwindow advise`: what a reviewer needs about one hazard on one OS, ready
 //! to paste: the valid fixes (cheapest first where costs are measured), the
-//! invalid ones and why, each with its evidence or its source.
+//! invalid ones and why, each with its evidence per window (counts from
+//! different windows are never added), and, apart, the fixes not measured
+//! here with their claim and source.
 
 use std::collections::BTreeSet;
 use std::fmt::Write;
@@ -8,8 +10,8 @@ use std::fmt::Write;
 use serde::Serialize;
 
 use crate::costs::CostsFile;
-use crate::knowledge::{Claim, claim_for, claims};
-use crate::matrix::{arm_verdict, combined_verdict, count_text};
+use crate::knowledge::{Claim, claims};
+use crate::matrix::{VALID_MEANS, cell_line};
 use crate::report::{ResultsFile, Table};
 use crate::verdict::{Role, Verdict};
 
@@ -24,12 +26,16 @@ pub struct Advice {
     pub about: String,
     /// The naive code, and whether the hazard showed.
     pub controls: Vec<ArmAdvice>,
-    /// Mitigations that held in every window measured.
+    /// Mitigations `valid` (or `avoids`) in every window measured.
     pub valid: Vec<ArmAdvice>,
-    /// Mitigations that showed the hazard.
+    /// Mitigations that showed the hazard in some window.
     pub invalid: Vec<ArmAdvice>,
-    /// Mitigations the evidence does not decide (inconclusive, unsupported, broken).
+    /// Mitigations the evidence does not decide (inconclusive, not-needed,
+    /// unsupported, broken, or decided differently per window).
     pub undecided: Vec<ArmAdvice>,
+    /// Arms with a claim for this OS but no measurement here: the claim and
+    /// its source, never counted as valid.
+    pub not_measured: Vec<ArmAdvice>,
     /// For an observation: its measured tables, from each platform of this OS.
     pub tables: Vec<(String, Table)>,
 }
@@ -41,7 +47,9 @@ pub struct ArmAdvice {
     pub arm: String,
     /// What the arm's code does.
     pub about: String,
-    /// Its verdict over every window and platform measured (or the reported one).
+    /// Its standing: the verdict every measured window shares (`invalid` if
+    /// any window is; `inconclusive` when windows disagree otherwise), or the
+    /// claimed verdict when nothing was measured. Never from summed counts.
     pub verdict: Verdict,
     /// Why, from the encoded knowledge.
     pub why: Option<String>,
@@ -49,8 +57,11 @@ pub struct ArmAdvice {
     pub refs: Vec<String>,
     /// Per window and platform: `window: verdict hits/trials (interval) on platform, date`.
     pub evidence: Vec<String>,
-    /// `true` when nothing was measured: the verdict repeats a public source.
+    /// `true` when the claim behind an unmeasured arm repeats a public source
+    /// (not one of this project's own measured claims).
     pub reported: bool,
+    /// Per window and platform, for a mitigation: the one-sided Fisher p against its control.
+    pub p: Vec<Option<f64>>,
     /// Measured cost beside its baseline (`+1.2 µs (1.3×) on <platform>`), from `make bench`.
     pub cost: Option<String>,
     /// The fix's extra time over its baseline in ns, for ranking.
@@ -98,6 +109,7 @@ pub fn advise(
         valid: Vec::new(),
         invalid: Vec::new(),
         undecided: Vec::new(),
+        not_measured: Vec::new(),
         tables: measured
             .iter()
             .flat_map(|f| {
@@ -133,43 +145,49 @@ pub fn advise(
     for (arm, role, arm_about) in arms {
         let mut evidence = Vec::new();
         let mut verdicts = Vec::new();
+        let mut ps = Vec::new();
         let mut claim: Option<Claim> = None;
         for f in &measured {
             let report = &f.probes[hazard];
             for a in report.arms.iter().filter(|a| a.arm == arm) {
-                let v = arm_verdict(report, a);
-                verdicts.push((v, a.outcome.count()));
-                let counts = a
-                    .outcome
-                    .count()
-                    .map_or_else(String::new, |c| format!(" {}", count_text(c)));
+                let j = report.judgement(a);
+                verdicts.push(j.verdict);
+                ps.push(j.p);
                 let date = report.started_at.get(..10).unwrap_or(&report.started_at);
                 evidence.push(format!(
-                    "{}: {}{counts} on `{}`, {date}",
+                    "{}: {} on `{}`, {date}",
                     a.window.id(),
-                    v.id(),
+                    cell_line(report, a),
                     f.platform.id
                 ));
-                claim = claim.or_else(|| claim_for(os, hazard, &arm, a.window));
+                claim = claim
+                    .or_else(|| crate::knowledge::claim_on(&f.platform, hazard, &arm, a.window));
             }
         }
-        let reported = verdicts.is_empty();
-        let verdict = if reported {
-            // Nothing measured on this OS: fall back to what sources say.
+        let measured_here = !verdicts.is_empty();
+        let (verdict, reported) = if measured_here {
+            (standing(&verdicts), false)
+        } else {
+            // Nothing measured on this OS: what the claims say, kept apart.
             let cs: Vec<Claim> = claims()
                 .filter(|c| c.os == os && c.hazard == hazard && c.arm == arm)
                 .collect();
-            claim = cs.first().copied();
+            let Some(first) = cs.first().copied() else {
+                continue;
+            };
+            claim = Some(first);
             for c in &cs {
                 let window = c.window.map_or("every window", |w| w.id());
-                evidence.push(format!("{window}: {} (reported)", c.verdict.id()));
+                let range = c.range.map_or_else(String::new, |r| format!(" ({r})"));
+                let source = if c.reported {
+                    "reported by a public source"
+                } else {
+                    "claimed by fdwindow, not measured on this OS's results here"
+                };
+                evidence.push(format!("{window}{range}: {} ({source})", c.verdict.id()));
             }
-            match cs.as_slice() {
-                [] => continue,
-                _ => combined_verdict(&cs.iter().map(|c| (c.verdict, None)).collect::<Vec<_>>()).0,
-            }
-        } else {
-            combined_verdict(&verdicts).0
+            let words: Vec<Verdict> = cs.iter().map(|c| c.verdict).collect();
+            (standing(&words), cs.iter().all(|c| c.reported))
         };
         let measured_cost = costs
             .iter()
@@ -185,10 +203,12 @@ pub fn advise(
             refs: claim.map_or_else(Vec::new, |c| c.refs.iter().map(|r| r.to_string()).collect()),
             evidence,
             reported,
+            p: ps,
         };
         match (role, verdict) {
-            (Role::Control, _) => advice.controls.push(entry),
-            (Role::Mitigation, Verdict::Valid) => advice.valid.push(entry),
+            (Role::Control | Role::Sham, _) => advice.controls.push(entry),
+            (Role::Mitigation, _) if !measured_here => advice.not_measured.push(entry),
+            (Role::Mitigation, Verdict::Valid | Verdict::Avoids) => advice.valid.push(entry),
             (Role::Mitigation, Verdict::Invalid) => advice.invalid.push(entry),
             (Role::Mitigation, _) => advice.undecided.push(entry),
         }
@@ -199,6 +219,29 @@ pub fn advise(
             .total_cmp(&b.cost_ns.unwrap_or(f64::INFINITY))
     });
     Some(advice)
+}
+
+/// The one word for an arm over its windows, without adding counts: `invalid`
+/// if any window is; the shared word if all agree (`valid` where every window
+/// is `valid` or `avoids`); else `inconclusive`.
+fn standing(verdicts: &[Verdict]) -> Verdict {
+    if verdicts.contains(&Verdict::Invalid) {
+        return Verdict::Invalid;
+    }
+    if verdicts.contains(&Verdict::Present) {
+        return Verdict::Present;
+    }
+    match verdicts {
+        [] => Verdict::Inconclusive,
+        [first, rest @ ..] if rest.iter().all(|v| v == first) => *first,
+        _ if verdicts
+            .iter()
+            .all(|v| matches!(v, Verdict::Valid | Verdict::Avoids)) =>
+        {
+            Verdict::Valid
+        }
+        _ => Verdict::Inconclusive,
+    }
 }
 
 /// Renders advice as Markdown for a review comment.
@@ -214,7 +257,7 @@ pub fn markdown(a: &Advice) -> String {
         let _ = writeln!(out, "**{title}**\n");
         for (i, x) in arms.iter().enumerate() {
             let tag = if x.reported {
-                " *(reported, not measured)*"
+                " *(reported by a public source, not measured)*"
             } else {
                 ""
             };
@@ -238,7 +281,13 @@ pub fn markdown(a: &Advice) -> String {
         }
         out.push('\n');
     };
-    let known = [&a.controls, &a.valid, &a.invalid, &a.undecided];
+    let known = [
+        &a.controls,
+        &a.valid,
+        &a.invalid,
+        &a.undecided,
+        &a.not_measured,
+    ];
     if known.iter().all(|x| x.is_empty()) && a.tables.is_empty() {
         let _ = writeln!(
             out,
@@ -246,13 +295,18 @@ pub fn markdown(a: &Advice) -> String {
             a.os, a.os
         );
     }
-    section(&mut out, "The hazard (control)", &a.controls);
+    section(&mut out, "The hazard (controls and shams)", &a.controls);
     section(&mut out, "Valid fixes (cheapest measured first)", &a.valid);
     section(&mut out, "Invalid: these do not fix it", &a.invalid);
     section(
         &mut out,
-        "Unsupported, broken or not decided by the evidence",
+        "Not needed, unsupported, broken or not decided by the evidence",
         &a.undecided,
+    );
+    section(
+        &mut out,
+        "Not measured here (a claim and its source, no evidence from this OS)",
+        &a.not_measured,
     );
     for (platform, t) in &a.tables {
         let _ = writeln!(out, "**`{}` on `{platform}`**: {}\n", t.id, t.about);
@@ -274,7 +328,8 @@ pub fn markdown(a: &Advice) -> String {
             }
         }
     }
-    out.push_str("Verdicts: `valid` = zero hits in enough trials against a control that showed the hazard in the same run; intervals are 95% Wilson.\n");
+    out.push_str(VALID_MEANS);
+    out.push_str(" Counts are per window, never summed; intervals are 95% Wilson.\n");
     out
 }
 
@@ -285,15 +340,48 @@ mod tests {
     #[test]
     fn reported_only_advice_for_an_unmeasured_os() {
         let a = advise(&[], &[], "flock-survival", "macos").unwrap();
+        // Unmeasured fixes are never "valid fixes", whatever their source says.
+        assert!(a.valid.is_empty() && a.invalid.is_empty());
         assert!(
-            a.valid
+            a.not_measured
                 .iter()
                 .any(|x| x.arm == "unlock-then-close" && x.reported)
         );
-        assert!(a.invalid.iter().any(|x| x.arm == "cloexec"));
-        assert!(markdown(&a).contains("(reported, not measured)"));
+        let md = markdown(&a);
+        assert!(md.contains("Not measured here"), "{md}");
+        assert!(md.contains("reported by a public source"), "{md}");
+        assert!(md.contains(VALID_MEANS));
         assert!(a.tables.is_empty());
         assert!(advise(&[], &[], "no-such-hazard", "linux").is_none());
+    }
+
+    #[test]
+    fn own_claims_for_an_unmeasured_arm_are_not_measured_and_not_reported() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
+        let mut files = crate::results::load_dir(&dir).unwrap();
+        let linux = files.iter_mut().find(|f| f.platform.os == "linux").unwrap();
+        linux
+            .probes
+            .get_mut("flock-survival")
+            .unwrap()
+            .arms
+            .retain(|a| a.arm != "std-unlock");
+        let a = advise(&files, &[], "flock-survival", "linux").unwrap();
+        assert!(!a.valid.iter().any(|x| x.arm == "std-unlock"));
+        let x = a
+            .not_measured
+            .iter()
+            .find(|x| x.arm == "std-unlock")
+            .expect("listed as not measured");
+        assert!(!x.reported, "fdwindow's own claim labelled reported");
+        assert!(x.why.is_some() && !x.refs.is_empty());
+        let md = markdown(&a);
+        let section = md.split("Not measured here").nth(1).unwrap();
+        assert!(section.contains("`std-unlock`"), "{md}");
+        assert!(!md.contains("reported by a public source"), "{md}");
+        // Evidence is per window, never a sum.
+        let close = a.controls.iter().find(|x| x.arm == "close").unwrap();
+        assert_eq!(close.evidence.len(), 3, "{:?}", close.evidence);
     }
 
     #[test]

@@ -244,9 +244,15 @@ impl Drop for InheritingChild {
 
 /// A thread spawning `true` through std's default path (posix_spawn where std
 /// uses it), one child at a time, until stopped or until its deadline.
+///
+/// Spawns are numbered from 1 in start order: [`SpawnRace::started`] counts
+/// those begun, [`SpawnRace::finished`] those reaped, so a caller can tell
+/// which spawns were in progress while it did something: those numbered
+/// from `finished()` before, plus one, to `started()` after.
 #[derive(Debug)]
 pub struct SpawnRace {
     stop: Arc<AtomicBool>,
+    started: Arc<AtomicU64>,
     spawns: Arc<AtomicU64>,
     thread: Option<JoinHandle<io::Result<()>>>,
 }
@@ -255,34 +261,56 @@ impl SpawnRace {
     /// Starts the race; it ends by itself at `deadline` if never stopped.
     pub fn start(deadline: Instant) -> io::Result<SpawnRace> {
         let stop = Arc::new(AtomicBool::new(false));
+        let started = Arc::new(AtomicU64::new(0));
         let spawns = Arc::new(AtomicU64::new(0));
-        let (stop2, spawns2) = (Arc::clone(&stop), Arc::clone(&spawns));
+        let (stop2, started2, spawns2) =
+            (Arc::clone(&stop), Arc::clone(&started), Arc::clone(&spawns));
         let thread = std::thread::Builder::new()
             .name("fdwindow-race".into())
             .spawn(move || {
                 let mut cmd = quiet_command(TRUE_PROGRAM);
                 while !stop2.load(Ordering::Relaxed) && Instant::now() < deadline {
-                    let mut child = cmd.spawn()?;
+                    // Counted before the fork: a spawn in progress is started.
+                    started2.fetch_add(1, Ordering::SeqCst);
+                    let mut child = match cmd.spawn() {
+                        Ok(child) => child,
+                        Err(e) => {
+                            // It never ran: not a spawn after all.
+                            started2.fetch_sub(1, Ordering::SeqCst);
+                            return Err(e);
+                        }
+                    };
                     if let Err(e) = child.wait() {
                         // Never leave a child unreaped, even when wait fails.
                         let _ = child.kill();
                         let _ = child.wait();
                         return Err(e);
                     }
-                    spawns2.fetch_add(1, Ordering::Relaxed);
+                    spawns2.fetch_add(1, Ordering::SeqCst);
                 }
                 Ok(())
             })?;
         Ok(SpawnRace {
             stop,
+            started,
             spawns,
             thread: Some(thread),
         })
     }
 
-    /// Children spawned so far.
+    /// Children spawned and reaped so far.
     pub fn spawns(&self) -> u64 {
-        self.spawns.load(Ordering::Relaxed)
+        self.finished()
+    }
+
+    /// Spawns begun so far (the one in progress included).
+    pub fn started(&self) -> u64 {
+        self.started.load(Ordering::SeqCst)
+    }
+
+    /// Spawns whose child has been reaped.
+    pub fn finished(&self) -> u64 {
+        self.spawns.load(Ordering::SeqCst)
     }
 
     /// Whether the spawning thread is still running (it ends at its deadline
@@ -291,11 +319,11 @@ impl SpawnRace {
         self.thread.as_ref().is_some_and(|t| !t.is_finished())
     }
 
-    /// Stops the race and reaps its last child: the number of spawns, or the
-    /// error that ended the race early.
+    /// Stops the race and reaps its last child: the number of spawns (every
+    /// one started, every one reaped), or the error that ended the race early.
     pub fn stop(mut self) -> io::Result<u64> {
         self.finish()?;
-        Ok(self.spawns())
+        Ok(self.started())
     }
 
     fn finish(&mut self) -> io::Result<()> {

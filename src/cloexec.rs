@@ -32,7 +32,7 @@ const ECHO_TIMEOUT: Duration = Duration::from_secs(30);
 /// A call that creates descriptors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Call {
-    /// `socket(AF_UNIX, SOCK_STREAM)`.
+    /// `socket(AF_INET, SOCK_STREAM)`: a TCP socket, like std's `TcpListener`.
     Socket,
     /// `socketpair(AF_UNIX, SOCK_STREAM)`.
     Socketpair,
@@ -44,17 +44,21 @@ pub enum Call {
     Dup,
     /// `open("/dev/null", O_RDONLY)`.
     Open,
+    /// `socket(AF_UNIX, SOCK_STREAM)` then `connect` to a listening Unix
+    /// socket: the client side, like std's `UnixStream::connect`.
+    Connect,
 }
 
 impl Call {
     /// Every call, in matrix order.
-    pub const ALL: [Call; 6] = [
+    pub const ALL: [Call; 7] = [
         Call::Socket,
         Call::Socketpair,
         Call::Accept,
         Call::Pipe,
         Call::Dup,
         Call::Open,
+        Call::Connect,
     ];
 
     /// The public id, e.g. `socketpair`.
@@ -66,6 +70,7 @@ impl Call {
             Call::Pipe => "pipe",
             Call::Dup => "dup",
             Call::Open => "open",
+            Call::Connect => "connect",
         }
     }
 
@@ -78,6 +83,7 @@ impl Call {
             Call::Pipe => "pipe2(O_CLOEXEC)",
             Call::Dup => "fcntl(F_DUPFD_CLOEXEC)",
             Call::Open => "open(O_CLOEXEC)",
+            Call::Connect => "socket(SOCK_CLOEXEC), then connect",
         }
     }
 
@@ -90,6 +96,7 @@ impl Call {
             Call::Pipe => "std::io::pipe",
             Call::Dup => "OwnedFd::try_clone",
             Call::Open => "File::open",
+            Call::Connect => "UnixStream::connect",
         }
     }
 }
@@ -116,7 +123,9 @@ impl Maker {
     /// Prepares `call`; `scratch` is a fresh path for the `accept` listener.
     pub fn new(call: Call, scratch: &Path) -> io::Result<Maker> {
         let listener = match call {
-            Call::Accept => Some((UnixListener::bind(scratch)?, scratch.to_owned())),
+            Call::Accept | Call::Connect => {
+                Some((UnixListener::bind(scratch)?, scratch.to_owned()))
+            }
             _ => None,
         };
         let source = match call {
@@ -140,10 +149,27 @@ impl Maker {
         let mut made = Made { fds: Vec::new() };
         let atomic = flag == Flag::Atomic;
         match self.call {
-            Call::Socket => made.fds.push(owned(unsafe {
+            Call::Socket => {
+                let flag = sock_flag(atomic)?;
                 // SAFETY: plain socket(2).
-                libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | sock_flag(atomic)?, 0)
-            })?),
+                let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | flag, 0) };
+                made.fds.push(owned(fd)?);
+            }
+            Call::Connect => {
+                let (listener, path) = self
+                    .listener
+                    .as_ref()
+                    .expect("connect maker has a listener");
+                let flag = sock_flag(atomic)?;
+                // SAFETY: plain socket(2).
+                let fd =
+                    owned(unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | flag, 0) })?;
+                connect_unix(&fd, path)?;
+                // Take the server side at once, so a loop of connects never
+                // fills the listener's backlog (connect would then block).
+                drop(listener.accept()?);
+                made.fds.push(fd);
+            }
             Call::Socketpair => {
                 let mut fds = [-1; 2];
                 // SAFETY: fds has room for the pair.
@@ -225,6 +251,13 @@ impl Made {
     }
 }
 
+/// `connect(2)` of a Unix stream socket to `path`.
+fn connect_unix(fd: &OwnedFd, path: &Path) -> io::Result<()> {
+    let addr = socket2::SockAddr::unix(path)?;
+    // SAFETY: `addr` is a valid sockaddr of `addr.len()` bytes for the call.
+    check_rc(unsafe { libc::connect(fd.as_raw_fd(), addr.as_ptr().cast(), addr.len()) })
+}
+
 fn sock_flag(atomic: bool) -> io::Result<libc::c_int> {
     if atomic {
         sys::SOCK_CLOEXEC.map_err(unsupported)
@@ -282,6 +315,12 @@ pub enum SpawnHow {
     ClosefromFileAction,
     /// `posix_spawn` with `POSIX_SPAWN_CLOEXEC_DEFAULT` (macOS).
     CloexecDefault,
+    /// std's `Command` with a `pre_exec` that does nothing: the fork path of
+    /// [`SpawnHow::CloseRangeInChild`] with the fix switched off (its sham).
+    ForkNoop,
+    /// `posix_spawn` called directly, as [`SpawnHow::ClosefromFileAction`]
+    /// and [`SpawnHow::CloexecDefault`] call it, without their fix (their sham).
+    RawPlain,
 }
 
 /// `/bin/cat` on two pipes, exec'd and alive until released: every descriptor
@@ -300,7 +339,7 @@ impl Holder {
     /// Spawns cat as `how` says and returns once it has echoed a byte.
     pub fn spawn(how: SpawnHow) -> io::Result<Holder> {
         let mut holder = match how {
-            SpawnHow::Std | SpawnHow::CloseRangeInChild => {
+            SpawnHow::Std | SpawnHow::CloseRangeInChild | SpawnHow::ForkNoop => {
                 let mut cmd = Command::new(CAT_PROGRAM);
                 cmd.env_clear()
                     .stdin(Stdio::piped())
@@ -311,6 +350,11 @@ impl Holder {
                     // errno value: no allocation between fork and exec.
                     unsafe { cmd.pre_exec(|| sys::close_range_from(3)) };
                 }
+                if how == SpawnHow::ForkNoop {
+                    // SAFETY: the closure does nothing: nothing to be unsafe
+                    // between fork and exec. It only forces std's fork path.
+                    unsafe { cmd.pre_exec(|| Ok(())) };
+                }
                 let mut child = cmd.spawn()?;
                 Holder {
                     pid: child.id() as libc::pid_t,
@@ -320,7 +364,9 @@ impl Holder {
                     reaped: false,
                 }
             }
-            SpawnHow::ClosefromFileAction | SpawnHow::CloexecDefault => raw_spawn(how)?,
+            SpawnHow::ClosefromFileAction | SpawnHow::CloexecDefault | SpawnHow::RawPlain => {
+                raw_spawn(how)?
+            }
         };
         holder
             .stdin

@@ -3,9 +3,18 @@
 //!
 //! The harness owns the bookkeeping every probe needs: parsing the command
 //! line, the scratch folder, opening and closing each trial's window, counting
-//! hits, stopping an arm at its first `unsupported` or `broken` trial, and
+//! hits, stopping an arm at its first `unsupported` or `broken` trial,
+//! excluding (and counting) trials whose window was not confirmed, and
 //! stopping everything cleanly on SIGINT or SIGTERM. A probe supplies only
 //! what differs: its arms and one trial function each.
+//!
+//! In a race window (`posix-spawn`) the unit is a spawn, not a loop
+//! iteration: hits cluster on one spawn, and a faster loop must not make more
+//! "trials" of the same spawns. Every spawn the race thread starts while an
+//! arm's loop runs is one trial; a spawn is a hit when an iteration that
+//! overlapped it showed the hazard. The arms of a race window run in
+//! interleaved blocks (control, mitigations, control, …), so drift in the
+//! machine's load falls on all of them alike.
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -18,8 +27,8 @@ use crate::child::{HeldChild, InheritingChild, SpawnRace};
 use crate::platform::Platform;
 use crate::report::{ArmReport, ProbeReport, SCHEMA_VERSION, Table, utc_now};
 use crate::scratch::Scratch;
-use crate::stats::{ABSENCE_THRESHOLD, decisive_trials};
-use crate::verdict::{Outcome, Role, Tallies, Window};
+use crate::stats::MAX_TRIALS;
+use crate::verdict::{Kind, MIN_DETERMINISTIC_TRIALS, Outcome, Role, Tallies, Window};
 
 /// A probe: one hazard and the arms that meet it.
 #[derive(Debug)]
@@ -28,39 +37,74 @@ pub struct Probe {
     pub hazard: &'static str,
     /// One sentence: "Checks whether …".
     pub about: &'static str,
-    /// Trials per arm in a deterministic window (fork-window, inherited, in-process).
+    /// Trials per arm in a deterministic window (fork-window, inherited,
+    /// parked-call) and in-process: enough to decide (7-10), no more.
     pub trials: u64,
-    /// Time per arm in the posix-spawn race; the race goes on (up to three
-    /// times as long) until it has the trials that make zero hits decisive.
+    /// Time per arm in the posix-spawn race, split into interleaved blocks.
     pub race: Duration,
-    /// Controls first; each mitigation is judged against the control in its window.
+    /// Controls first; each mitigation and sham is judged against the control
+    /// its `against` names (by default the first control in its window).
     pub arms: &'static [Arm],
     /// For an observation probe: measures and returns its tables.
     pub observe: Option<fn(&Scratch, Settings) -> Vec<Table>>,
 }
 
-/// One way of writing the code that meets the hazard.
+/// One way of writing the code that meets the hazard. Declare the fields that
+/// matter and take the rest from [`ARM`]: `Arm { id, role, about, windows,
+/// trial, ..ARM }`.
 #[derive(Debug)]
 pub struct Arm {
-    /// The arm id, e.g. `unlock-then-close`.
+    /// The arm id, e.g. `unlock-then-close`; a sham is `<mitigation>-sham`.
     pub id: &'static str,
-    /// Control or mitigation.
+    /// Control, mitigation or sham.
     pub role: Role,
-    /// One sentence: what the arm's code does.
+    /// One sentence: what the arm's code does. For a mitigation, say here
+    /// why it has a sham or is `avoids` (DESIGN.md: decided per arm).
     pub about: &'static str,
     /// The windows it runs in.
     pub windows: &'static [Window],
     /// One trial: `Ok(true)` when the hazard showed.
     pub trial: fn(&mut Trial<'_>) -> Result<bool, Fault>,
+    /// For a mitigation or sham: the control it is judged against; `None`
+    /// means the first control declared in the same window.
+    pub against: Option<&'static str>,
+    /// Deterministic or statistical: required in `in-process`, where no
+    /// window says; elsewhere the window decides and this must agree with it.
+    pub kind: Option<Kind>,
+    /// For a mitigation that removes the hazardous step altogether: the
+    /// one-line argument why no trial can test it. Its trials still run (a
+    /// hit makes it `invalid`), but it is shown as `avoids`, never `valid`.
+    pub avoids: Option<&'static str>,
+}
+
+/// The defaults for an [`Arm`] declaration's optional fields. Its `id` is
+/// empty, which [`check`] refuses: every arm names itself and its trial.
+pub const ARM: Arm = Arm {
+    id: "",
+    role: Role::Control,
+    about: "",
+    windows: &[],
+    trial: undeclared,
+    against: None,
+    kind: None,
+    avoids: None,
+};
+
+fn undeclared(_: &mut Trial<'_>) -> Result<bool, Fault> {
+    Err(Fault::Broken("the arm declares no trial".into()))
 }
 
 /// Why a trial could not say whether the hazard showed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Fault {
-    /// The OS lacks the call or flag.
+    /// The OS lacks the call or flag: the arm is `unsupported`.
     Unsupported(String),
-    /// Setup failed.
+    /// Setup failed: the arm is `broken`.
     Broken(String),
+    /// This trial's window could not be confirmed (the child was not seen
+    /// holding the copy, a thread was not seen parked, a deadline expired):
+    /// the trial is excluded and counted in `broken_trials`.
+    NotConfirmed(String),
 }
 
 /// Attaches the failing step to an `io::Error`.
@@ -94,6 +138,10 @@ pub struct Trial<'a> {
     window: Window,
     scratch: &'a Scratch,
     tallies: &'a mut Tallies,
+    /// Set by [`Trial::own_spawn`]: this trial spawned (and checked) its own
+    /// child, which is then the race window's unit instead of the race
+    /// thread's spawns.
+    own_spawn: bool,
     /// Paths handed out, removed when the trial ends: tens of thousands of
     /// race trials must not pile up files for the scratch folder's removal.
     paths: std::cell::RefCell<Vec<std::path::PathBuf>>,
@@ -113,6 +161,13 @@ impl Trial<'_> {
         path
     }
 
+    /// Says that this trial spawned the one child its hit is about (e.g. a
+    /// holder whose descriptors are listed): in a race window that spawn, not
+    /// the race thread's, is the trial. Call it in every trial of the arm.
+    pub fn own_spawn(&mut self) {
+        self.own_spawn = true;
+    }
+
     /// Counts one trial's value of a named quantity (e.g. `"client" = "reset"`).
     pub fn tally(&mut self, quantity: &str, value: &str) {
         *self
@@ -130,18 +185,33 @@ impl Trial<'_> {
     pub fn during_window<T>(&mut self, act: impl FnOnce() -> Result<T, Fault>) -> Result<T, Fault> {
         match self.window {
             Window::ForkWindow => {
-                let held = HeldChild::hold().ctx("hold a child in the fork window")?;
+                let held = HeldChild::hold().map_err(|e| match e.kind() {
+                    // The child never reached the window in time: this trial
+                    // cannot be confirmed, which is not a setup failure.
+                    io::ErrorKind::TimedOut => {
+                        Fault::NotConfirmed(format!("hold a child in the fork window: {e}"))
+                    }
+                    _ => Fault::Broken(format!("hold a child in the fork window: {e}")),
+                })?;
                 let result = act();
                 held.release().ctx("release the held child")?;
                 result
             }
             Window::Inherited => {
-                let child = InheritingChild::spawn().ctx("spawn the inheriting child")?;
+                let child = InheritingChild::spawn().map_err(|e| match e.kind() {
+                    // The child never echoed in time: its exec is not confirmed.
+                    io::ErrorKind::TimedOut => {
+                        Fault::NotConfirmed(format!("spawn the inheriting child: {e}"))
+                    }
+                    _ => Fault::Broken(format!("spawn the inheriting child: {e}")),
+                })?;
                 let result = act();
                 child.release().ctx("release the inheriting child")?;
                 result
             }
-            Window::PosixSpawn | Window::InProcess => act(),
+            // The parked-call window is built by its own probe around the
+            // creating call; there is nothing to open here.
+            Window::PosixSpawn | Window::ParkedCall | Window::InProcess => act(),
         }
     }
 }
@@ -174,17 +244,19 @@ pub fn interrupted() -> bool {
 /// Trial settings; the defaults come from the probe's declaration.
 #[derive(Clone, Copy, Debug)]
 pub struct Settings {
-    /// Trials per arm in a deterministic window.
+    /// Trials per arm in a deterministic or in-process window.
     pub trials: u64,
-    /// Time per arm in the posix-spawn race (at least `trials` trials are
-    /// run, and more, up to three times as long, until zero hits are decisive).
+    /// Time per arm in the posix-spawn race, over all its blocks.
     pub race: Duration,
 }
+
+/// How many interleaved blocks a race window's arms run in.
+pub const RACE_BLOCKS: u32 = 4;
 
 #[derive(Parser, Debug)]
 #[command(about = "An fdwindow probe: prints its report as JSON on stdout.")]
 struct ProbeArgs {
-    /// Trials per arm in a deterministic window (fork-window, inherited, in-process).
+    /// Trials per arm in a deterministic window (fork-window, inherited, parked-call, in-process).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     trials: Option<u64>,
     /// Milliseconds per arm in the posix-spawn race.
@@ -195,10 +267,98 @@ struct ProbeArgs {
     arms: Vec<String>,
 }
 
+/// Checks a probe's declaration: unique, non-empty ids; a kind for every
+/// in-process arm and none elsewhere; every mitigation and sham has a control
+/// in each of its windows; a sham is `<mitigation>-sham` of a declared
+/// mitigation; controls name no control and make no argument.
+pub fn check(probe: &Probe) -> Result<(), String> {
+    for (i, arm) in probe.arms.iter().enumerate() {
+        let bad = |why: &str| Err(format!("{} arm {:?}: {why}", probe.hazard, arm.id));
+        if arm.id.is_empty() || arm.windows.is_empty() {
+            return bad("needs an id and at least one window");
+        }
+        if probe.arms[..i].iter().any(|a| a.id == arm.id) {
+            return bad("declared twice");
+        }
+        for &w in arm.windows {
+            match (w.kind(), arm.kind) {
+                (None, None) => return bad("an in-process arm must declare its kind"),
+                (Some(k), Some(declared)) if k != declared => {
+                    return bad(&format!(
+                        "declares {} but {} is {}",
+                        declared.id(),
+                        w.id(),
+                        k.id()
+                    ));
+                }
+                _ => {}
+            }
+            if arm.role != Role::Control && control_for(probe, arm, w).is_none() {
+                return bad(&format!("no control to judge it against in {}", w.id()));
+            }
+        }
+        match arm.role {
+            Role::Control if arm.against.is_some() || arm.avoids.is_some() => {
+                return bad("a control has no control and no avoids argument");
+            }
+            Role::Sham => {
+                let fixed = arm.id.strip_suffix("-sham");
+                if !fixed.is_some_and(|m| {
+                    probe
+                        .arms
+                        .iter()
+                        .any(|a| a.id == m && a.role == Role::Mitigation)
+                }) {
+                    return bad("a sham is named <mitigation>-sham after a declared mitigation");
+                }
+                if arm.avoids.is_some() {
+                    return bad("a sham makes no avoids argument");
+                }
+            }
+            Role::Control | Role::Mitigation => {}
+        }
+        if arm.avoids.is_some() && sham_of(probe, arm, arm.windows[0]).is_some() {
+            return bad("an avoids arm has no sham: no trial can test it");
+        }
+    }
+    Ok(())
+}
+
+/// The control `arm` is judged against in `window`: the one it names, or the
+/// first control declared there.
+fn control_for(probe: &Probe, arm: &Arm, window: Window) -> Option<&'static str> {
+    probe
+        .arms
+        .iter()
+        .filter(|a| a.role == Role::Control && a.windows.contains(&window))
+        .find(|a| arm.against.is_none_or(|named| named == a.id))
+        .map(|a| a.id)
+}
+
+/// The sham of mitigation `arm` in `window`, if it declares one there.
+fn sham_of(probe: &Probe, arm: &Arm, window: Window) -> Option<&'static str> {
+    if arm.role != Role::Mitigation {
+        return None;
+    }
+    probe
+        .arms
+        .iter()
+        .find(|a| {
+            a.role == Role::Sham
+                && a.windows.contains(&window)
+                && a.id.strip_suffix("-sham") == Some(arm.id)
+        })
+        .map(|a| a.id)
+}
+
 /// A probe binary's `main`: parses the command line, runs the probe, prints
 /// the report. Exit status 2 on bad input, 130 when interrupted.
 pub fn main(probe: &Probe) -> ExitCode {
     let args = ProbeArgs::parse();
+    if let Err(e) = check(probe) {
+        eprintln!("error: bad probe declaration: {e}");
+        return ExitCode::FAILURE;
+    }
     if let Some(unknown) = args
         .arms
         .iter()
@@ -254,31 +414,77 @@ pub enum RunError {
     Setup(io::Error),
 }
 
-/// Runs every arm (or those named in `only`) in every window it declares.
+/// Runs every arm (or those named in `only`) in every window it declares:
+/// the deterministic and in-process cells arm by arm, then each race window's
+/// arms in interleaved blocks.
 pub fn run(probe: &Probe, settings: Settings, only: &[String]) -> Result<ProbeReport, RunError> {
     let started = Instant::now();
     let started_at = utc_now();
     let scratch = Scratch::new(probe.hazard).map_err(RunError::Setup)?;
-    let mut arms = Vec::new();
-    for arm in probe
+    let chosen: Vec<&Arm> = probe
         .arms
         .iter()
         .filter(|a| only.is_empty() || only.iter().any(|o| o == a.id))
-    {
+        .collect();
+    let mut cells: Vec<(&Arm, Window, Cell)> = Vec::new();
+    for arm in &chosen {
         for &window in arm.windows {
-            let outcome = run_arm(arm, window, settings, &scratch)?;
-            arms.push(ArmReport {
-                arm: arm.id.to_owned(),
-                role: arm.role,
-                window,
-                about: arm.about.to_owned(),
-                outcome,
-            });
+            cells.push((arm, window, Cell::default()));
+        }
+    }
+    for (arm, window, cell) in cells.iter_mut().filter(|(_, w, _)| !w.is_race()) {
+        let deadline = None;
+        run_block(
+            arm,
+            *window,
+            settings.trials,
+            deadline,
+            None,
+            &scratch,
+            cell,
+        )?;
+    }
+    for race_window in Window::ALL.into_iter().filter(|w| w.is_race()) {
+        let block = settings.race / RACE_BLOCKS;
+        for _ in 0..RACE_BLOCKS {
+            for (arm, window, cell) in cells.iter_mut().filter(|(_, w, _)| *w == race_window) {
+                if cell.fault.is_some() {
+                    continue;
+                }
+                let end = Instant::now() + block;
+                // The race thread ends by itself a minute after the block,
+                // should this thread never stop it.
+                match SpawnRace::start(end + Duration::from_secs(60)) {
+                    Ok(race) => {
+                        run_block(arm, *window, 1, Some(end), Some(race), &scratch, cell)?;
+                    }
+                    Err(e) => {
+                        cell.fault = Some(Fault::Broken(format!("start the spawn race: {e}")));
+                    }
+                }
+            }
         }
     }
     if interrupted() {
         return Err(RunError::Interrupted);
     }
+    let arms = cells
+        .into_iter()
+        .map(|(arm, window, cell)| ArmReport {
+            arm: arm.id.to_owned(),
+            role: arm.role,
+            window,
+            kind: window.kind().or(arm.kind).unwrap_or(Kind::Statistical),
+            about: arm.about.to_owned(),
+            against: match arm.role {
+                Role::Control => None,
+                Role::Mitigation | Role::Sham => control_for(probe, arm, window).map(str::to_owned),
+            },
+            sham: sham_of(probe, arm, window).map(str::to_owned),
+            avoids: arm.avoids.map(str::to_owned),
+            outcome: cell.outcome(),
+        })
+        .collect();
     let tables = probe
         .observe
         .map_or_else(Vec::new, |observe| observe(&scratch, settings));
@@ -298,46 +504,92 @@ pub fn run(probe: &Probe, settings: Settings, only: &[String]) -> Result<ProbeRe
     })
 }
 
-fn run_arm(
+/// One cell's counts so far, over all its blocks.
+#[derive(Debug, Default)]
+struct Cell {
+    trials: u64,
+    hits: u64,
+    broken_trials: u64,
+    iterations: u64,
+    tallies: Tallies,
+    fault: Option<Fault>,
+}
+
+impl Cell {
+    fn outcome(self) -> Outcome {
+        match self.fault {
+            Some(Fault::Unsupported(reason)) => Outcome::Unsupported { reason },
+            Some(Fault::Broken(error) | Fault::NotConfirmed(error)) => Outcome::Broken { error },
+            None => {
+                let mut tallies = self.tallies;
+                if self.iterations != self.trials {
+                    tallies
+                        .entry("loop-iterations".into())
+                        .or_default()
+                        .insert("total".into(), self.iterations);
+                }
+                Outcome::Observed {
+                    trials: self.trials,
+                    hits: self.hits,
+                    broken_trials: self.broken_trials,
+                    tallies,
+                }
+            }
+        }
+    }
+}
+
+/// Which spawns of the race a hit marks: those in progress while the
+/// iteration ran, numbered from 1 in start order.
+#[derive(Debug, Default)]
+struct SpawnHits {
+    /// The highest spawn number already counted as a hit.
+    last_hit: u64,
+    hits: u64,
+}
+
+impl SpawnHits {
+    /// Marks spawns `first..=last` (clipped to those started in this block,
+    /// `1..=started`) as hits, counting each spawn once.
+    fn mark(&mut self, first: u64, last: u64, started: u64) {
+        let last = last.min(started);
+        let first = first.max(self.last_hit + 1).max(1);
+        if first <= last {
+            self.hits += last - first + 1;
+            self.last_hit = last;
+        }
+    }
+}
+
+/// Runs one arm in one window until it has `trials` confirmed trials (no
+/// race) or until `deadline` (a race block, at least one spawn), adding to `cell`.
+fn run_block(
     arm: &Arm,
     window: Window,
-    settings: Settings,
+    trials: u64,
+    deadline: Option<Instant>,
+    race: Option<SpawnRace>,
     scratch: &Scratch,
-) -> Result<Outcome, RunError> {
-    let mut tallies = Tallies::new();
-    let (mut trials, mut hits) = (0u64, 0u64);
-    // A race arm runs for its budget and then on, up to three budgets, until
-    // it has enough trials for zero hits to be decisive at 1%. The race thread
-    // ends by itself shortly after, should this thread never stop it.
-    let started = Instant::now();
-    let (race_end, race_cap) = (started + settings.race, started + settings.race * 3);
-    let wanted = settings.trials.max(decisive_trials(ABSENCE_THRESHOLD));
-    let race = match window {
-        Window::PosixSpawn => match SpawnRace::start(race_cap + Duration::from_secs(60)) {
-            Ok(race) => Some(race),
-            Err(e) => {
-                return Ok(Outcome::Broken {
-                    error: format!("start the spawn race: {e}"),
-                });
-            }
-        },
-        _ => None,
-    };
+    cell: &mut Cell,
+) -> Result<(), RunError> {
+    let mut own_spawns = None::<bool>;
+    let mut spawn_hits = SpawnHits::default();
+    let mut confirmed = 0u64;
+    // Unconfirmed trials are retried, but boundedly: a window that never
+    // confirms leaves the cell broken, not looping.
+    let max_unconfirmed = trials.max(MIN_DETERMINISTIC_TRIALS) * 2;
+    let mut unconfirmed = 0u64;
     loop {
         if interrupted() {
             return Err(RunError::Interrupted);
         }
-        let enough = match &race {
-            Some(race) => {
-                let now = Instant::now();
-                trials >= settings.trials
-                    && race.spawns() > 0
-                    && now >= race_end
-                    && (trials >= wanted || now >= race_cap)
+        let enough = match (&race, deadline) {
+            (Some(race), Some(end)) => {
+                Instant::now() >= end && (race.started() > 0 || own_spawns == Some(true))
             }
-            None => trials >= settings.trials,
+            _ => confirmed >= trials,
         };
-        if enough {
+        if enough || cell.trials >= MAX_TRIALS / 2 {
             break;
         }
         if let Some(race) = &race
@@ -345,13 +597,16 @@ fn run_arm(
         {
             break;
         }
+        let finished_before = race.as_ref().map_or(0, SpawnRace::finished);
         let mut trial = Trial {
             window,
             scratch,
-            tallies: &mut tallies,
+            tallies: &mut cell.tallies,
+            own_spawn: false,
             paths: Default::default(),
         };
         let result = (arm.trial)(&mut trial);
+        let own = trial.own_spawn;
         for path in trial.paths.take() {
             // Most are plain files; a trial may have made a folder; some paths
             // were never created. What is left goes with the scratch folder.
@@ -361,32 +616,222 @@ fn run_arm(
         }
         match result {
             Ok(hit) => {
-                trials += 1;
-                hits += u64::from(hit);
+                confirmed += 1;
+                cell.iterations += 1;
+                match &race {
+                    Some(race) if !*own_spawns.get_or_insert(own) => {
+                        if hit {
+                            let started = race.started();
+                            spawn_hits.mark(finished_before + 1, started, started);
+                        }
+                    }
+                    _ => {
+                        cell.trials += 1;
+                        cell.hits += u64::from(hit);
+                    }
+                }
             }
-            Err(Fault::Unsupported(reason)) => return Ok(Outcome::Unsupported { reason }),
-            Err(Fault::Broken(error)) => return Ok(Outcome::Broken { error }),
+            Err(Fault::NotConfirmed(why)) => {
+                cell.broken_trials += 1;
+                unconfirmed += 1;
+                if unconfirmed > max_unconfirmed {
+                    // Give up, keeping the counts: with fewer confirmed
+                    // trials than the minimum the verdict is `broken`.
+                    cell.tallies
+                        .entry("last-unconfirmed".into())
+                        .or_default()
+                        .insert(why, 1);
+                    break;
+                }
+            }
+            Err(fault) => {
+                cell.fault = Some(fault);
+                break;
+            }
         }
     }
     if let Some(race) = race {
         match race.stop() {
             Ok(spawns) => {
-                *tallies
+                if own_spawns != Some(true) {
+                    // Every spawn started while the loop ran is one trial.
+                    cell.trials += spawns;
+                    cell.hits += spawn_hits.hits.min(spawns);
+                }
+                *cell
+                    .tallies
                     .entry("race-spawns".into())
                     .or_default()
                     .entry("total".into())
-                    .or_default() += spawns
+                    .or_default() += spawns;
             }
-            Err(e) => {
-                return Ok(Outcome::Broken {
-                    error: format!("the spawn race failed: {e}"),
-                });
+            Err(e) if cell.fault.is_none() => {
+                cell.fault = Some(Fault::Broken(format!("the spawn race failed: {e}")));
             }
+            Err(_) => {}
         }
     }
-    Ok(Outcome::Observed {
-        trials,
-        hits,
-        tallies,
-    })
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hit_marks_each_overlapping_spawn_once() {
+        let mut h = SpawnHits::default();
+        h.mark(1, 1, 1);
+        h.mark(1, 2, 2); // spawn 1 again, and spawn 2
+        h.mark(3, 5, 4); // clipped to the spawns started
+        assert_eq!(h.hits, 4);
+        h.mark(2, 2, 9); // already counted
+        assert_eq!(h.hits, 4);
+    }
+
+    fn ok(_: &mut Trial<'_>) -> Result<bool, Fault> {
+        Ok(false)
+    }
+
+    /// Every other trial cannot confirm its window.
+    fn flaky(_: &mut Trial<'_>) -> Result<bool, Fault> {
+        static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        if CALLS.fetch_add(1, Ordering::Relaxed).is_multiple_of(2) {
+            Err(Fault::NotConfirmed("not seen parked".into()))
+        } else {
+            Ok(true)
+        }
+    }
+
+    fn never(_: &mut Trial<'_>) -> Result<bool, Fault> {
+        Err(Fault::NotConfirmed("not seen parked".into()))
+    }
+
+    #[test]
+    fn unconfirmed_trials_are_excluded_counted_and_bounded() {
+        use crate::verdict::Window::InProcess;
+        static ARMS: &[Arm] = &[
+            Arm {
+                id: "c",
+                windows: &[InProcess],
+                trial: flaky,
+                kind: Some(Kind::Deterministic),
+                ..ARM
+            },
+            Arm {
+                id: "m",
+                role: Role::Mitigation,
+                windows: &[InProcess],
+                trial: never,
+                kind: Some(Kind::Deterministic),
+                ..ARM
+            },
+        ];
+        let probe = Probe {
+            hazard: "unconfirmed",
+            about: "",
+            trials: 7,
+            race: Duration::from_millis(1),
+            arms: ARMS,
+            observe: None,
+        };
+        let settings = Settings {
+            trials: 7,
+            race: Duration::from_millis(1),
+        };
+        let r = run(&probe, settings, &[]).unwrap();
+        let Outcome::Observed {
+            trials,
+            hits,
+            broken_trials,
+            ..
+        } = r.arms[0].outcome
+        else {
+            panic!("{:?}", r.arms[0].outcome)
+        };
+        assert_eq!((trials, hits), (7, 7));
+        assert!((7..=8).contains(&broken_trials), "{broken_trials}");
+        // A window that never confirms ends broken, after a bounded number of tries.
+        assert_eq!(r.arms[1].outcome.count().map(|c| c.trials), Some(0));
+        assert_eq!(r.arms[1].outcome.broken_trials(), 15);
+        assert_eq!(
+            r.judgement(&r.arms[1]).verdict,
+            crate::verdict::Verdict::Broken
+        );
+    }
+
+    #[test]
+    fn declarations_are_checked() {
+        use crate::verdict::Window::{InProcess, Inherited};
+        static GOOD: &[Arm] = &[
+            Arm {
+                id: "c",
+                role: Role::Control,
+                about: "",
+                windows: &[Inherited],
+                trial: ok,
+                ..ARM
+            },
+            Arm {
+                id: "m",
+                role: Role::Mitigation,
+                about: "",
+                windows: &[Inherited],
+                trial: ok,
+                ..ARM
+            },
+            Arm {
+                id: "m-sham",
+                role: Role::Sham,
+                about: "",
+                windows: &[Inherited],
+                trial: ok,
+                ..ARM
+            },
+        ];
+        let probe = |arms: &'static [Arm]| Probe {
+            hazard: "h",
+            about: "",
+            trials: 7,
+            race: Duration::from_millis(1),
+            arms,
+            observe: None,
+        };
+        check(&probe(GOOD)).unwrap();
+        assert_eq!(sham_of(&probe(GOOD), &GOOD[1], Inherited), Some("m-sham"));
+        assert_eq!(control_for(&probe(GOOD), &GOOD[1], Inherited), Some("c"));
+        static NO_KIND: &[Arm] = &[Arm {
+            id: "c",
+            windows: &[InProcess],
+            trial: ok,
+            ..ARM
+        }];
+        assert!(check(&probe(NO_KIND)).unwrap_err().contains("kind"));
+        static ORPHAN: &[Arm] = &[Arm {
+            id: "m",
+            role: Role::Mitigation,
+            windows: &[Inherited],
+            trial: ok,
+            ..ARM
+        }];
+        assert!(check(&probe(ORPHAN)).unwrap_err().contains("no control"));
+        static BAD_SHAM: &[Arm] = &[
+            Arm {
+                id: "c",
+                windows: &[Inherited],
+                trial: ok,
+                ..ARM
+            },
+            Arm {
+                id: "x-sham",
+                role: Role::Sham,
+                windows: &[Inherited],
+                trial: ok,
+                ..ARM
+            },
+        ];
+        assert!(check(&probe(BAD_SHAM)).unwrap_err().contains("sham"));
+        static UNNAMED: &[Arm] = &[ARM];
+        assert!(check(&probe(UNNAMED)).is_err());
+    }
 }

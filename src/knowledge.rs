@@ -1,16 +1,98 @@
-//! What is known, encoded: for each hazard, arm and OS, the verdict expected,
-//! why, and where that is documented. [`contradictions`] holds these claims
-//! against every measured results file, so the encoding cannot drift from the
-//! evidence: a measurement that disagrees fails the test suite, naming the
-//! cell, the claim and the evidence.
+//! What is known, encoded: for each hazard, arm and OS (and, where behaviour
+//! changed, the kernel or libc release range), the verdict expected, why, and
+//! where that is documented. [`check`] holds these claims against every
+//! results file by the one table in DESIGN.md ("Results and the matrix"), so
+//! the encoding cannot drift from the evidence: `fdwindow check` fails, naming
+//! hazard, arm, window, claim and evidence, when a measurement disagrees, when
+//! a deterministic control did not reproduce, when a claimed arm is missing
+//! from a probe that ran, or when a measured arm on an OS with measured
+//! claims has no claim.
 //!
 //! Claims about an OS with no results file are only as good as their source:
 //! the macOS ones come from [`crate::reported`] and are marked so everywhere.
 
-use crate::matrix::arm_verdict;
-use crate::report::ResultsFile;
+use std::fmt;
+
+use crate::platform::Platform;
+use crate::report::{ArmReport, ProbeReport, ResultsFile};
 use crate::reported::REPORTED;
-use crate::verdict::{Verdict, Window};
+use crate::verdict::{Kind, Verdict, Window};
+
+/// A release number, compared part by part: `6.13` < `6.13.2` < `6.14`.
+pub type Version = (u32, u32, u32);
+
+/// What a claim's release range is measured on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Component {
+    /// The kernel's upstream version (not a distribution's ABI name).
+    Kernel,
+    /// The C library's version.
+    Libc,
+}
+
+/// The releases a claim holds for: `since` inclusive, `until` exclusive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Range {
+    /// Kernel or libc.
+    pub of: Component,
+    /// The first release it holds for.
+    pub since: Option<Version>,
+    /// The first release it no longer holds for.
+    pub until: Option<Version>,
+}
+
+impl Range {
+    /// Whether `platform`'s release is in the range; an unknown release is in none.
+    pub fn contains(&self, platform: &Platform) -> bool {
+        let version = match self.of {
+            Component::Kernel => kernel_upstream(platform),
+            Component::Libc => libc_version(platform),
+        };
+        version
+            .is_some_and(|v| self.since.is_none_or(|s| v >= s) && self.until.is_none_or(|u| v < u))
+    }
+}
+
+impl fmt::Display for Range {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let of = match self.of {
+            Component::Kernel => "kernel",
+            Component::Libc => "libc",
+        };
+        let v = |v: Version| format!("{}.{}.{}", v.0, v.1, v.2);
+        match (self.since, self.until) {
+            (Some(s), Some(u)) => write!(f, "{of} {} to before {}", v(s), v(u)),
+            (Some(s), None) => write!(f, "{of} {} and later", v(s)),
+            (None, Some(u)) => write!(f, "{of} before {}", v(u)),
+            (None, None) => write!(f, "every {of}"),
+        }
+    }
+}
+
+/// The leading `major.minor.patch` of a release string (`6.1.0-55-cloud-amd64` is 6.1.0).
+pub fn parse_version(text: &str) -> Option<Version> {
+    let mut parts = text
+        .split(|c: char| !c.is_ascii_digit())
+        .take_while(|p| !p.is_empty())
+        .map(|p| p.parse::<u32>().ok());
+    let major = parts.next()??;
+    let minor = parts.next().flatten().unwrap_or(0);
+    let patch = parts.next().flatten().unwrap_or(0);
+    Some((major, minor, patch))
+}
+
+/// The kernel's upstream version. Today from uname's release; where a
+/// distribution's release is an ABI name (Debian's `6.1.0-55`, upstream
+/// 6.1.1xx in `uname -v`), the platform record's upstream field takes over
+/// once it has one.
+pub fn kernel_upstream(platform: &Platform) -> Option<Version> {
+    parse_version(&platform.kernel_release)
+}
+
+/// The C library's version, when the platform record has one.
+pub fn libc_version(platform: &Platform) -> Option<Version> {
+    parse_version(&platform.libc_version)
+}
 
 /// One encoded claim.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,6 +110,8 @@ pub struct Claim {
     /// A second verdict the evidence may show without contradiction, for a
     /// hazard too rare to show in every run (e.g. `absent` beside `present`).
     pub or: Option<Verdict>,
+    /// The releases it holds for; `None` for every release.
+    pub range: Option<Range>,
     /// Why, in one line.
     pub reason: &'static str,
     /// Where it is documented (man pages, kernel or libc source, issues).
@@ -81,6 +165,7 @@ const LINUX: &[Claim] = &[
         reason: "a flock belongs to the open file description; a child's copy keeps it until the child closes it (at exec for close-on-exec copies, at exit otherwise)",
         refs: &[FLOCK_MAN, FORK_MAN],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
@@ -92,6 +177,7 @@ const LINUX: &[Claim] = &[
         reason: "LOCK_UN through any copy releases the lock for every copy",
         refs: &[FLOCK_MAN],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
@@ -103,6 +189,7 @@ const LINUX: &[Claim] = &[
         reason: "std's File::unlock is flock(LOCK_UN)",
         refs: &[STD_LOCK, FLOCK_MAN],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
@@ -114,6 +201,7 @@ const LINUX: &[Claim] = &[
         reason: "fs2's FileExt::unlock is flock(LOCK_UN)",
         refs: &[FS2_LOCK, FLOCK_MAN],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
@@ -125,6 +213,7 @@ const LINUX: &[Claim] = &[
         reason: "close-on-exec takes effect at exec; a child between fork and exec still holds the copy",
         refs: &[EXEC_MAN, FORK_MAN],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
@@ -139,6 +228,7 @@ const LINUX: &[Claim] = &[
             "glibc sysdeps/unix/sysv/linux/spawni.c: clone(CLONE_VM|CLONE_VFORK) without CLONE_FILES",
         ],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
@@ -150,6 +240,7 @@ const LINUX: &[Claim] = &[
         reason: "once the child has exec'd, a close-on-exec copy is gone",
         refs: &[EXEC_MAN],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
@@ -161,6 +252,7 @@ const LINUX: &[Claim] = &[
         reason: "OFD locks are owned by the open file description and inherited across fork like flocks",
         refs: &[FCNTL_MAN],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
@@ -172,6 +264,7 @@ const LINUX: &[Claim] = &[
         reason: "F_UNLCK through any descriptor of the open file description releases it for every copy",
         refs: &[FCNTL_MAN],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
@@ -183,6 +276,7 @@ const LINUX: &[Claim] = &[
         reason: "a listening socket lives while any copy of its descriptor does, and the kernel keeps completing handshakes into its backlog",
         refs: &[LISTEN_MAN, FORK_MAN],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
@@ -194,6 +288,7 @@ const LINUX: &[Claim] = &[
         reason: "SHUT_RD on a listener disconnects the shared socket itself, so every copy stops and queued connections are reset",
         refs: &[INET_SHUTDOWN, SHUTDOWN_MAN],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
@@ -205,6 +300,7 @@ const LINUX: &[Claim] = &[
         reason: "SHUT_RDWR includes RCV_SHUTDOWN, which stops the shared listening socket for every copy",
         refs: &[INET_SHUTDOWN, SHUTDOWN_MAN],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
@@ -216,6 +312,7 @@ const LINUX: &[Claim] = &[
         reason: "SHUT_WR alone returns 0 on a listener and changes nothing",
         refs: &[INET_SHUTDOWN],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
@@ -227,6 +324,7 @@ const LINUX: &[Claim] = &[
         reason: "draining empties the queue once; the child's copy goes on listening and queues the next connection",
         refs: &[LISTEN_MAN],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
@@ -238,6 +336,7 @@ const LINUX: &[Claim] = &[
         reason: "a socket that never listened is not in the listener lookup: a SYN gets a reset in every copy",
         refs: &[LISTEN_MAN],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
@@ -249,6 +348,7 @@ const LINUX: &[Claim] = &[
         reason: "close drops one reference; the FIN goes only when the last descriptor for the socket closes",
         refs: &[SHUTDOWN_MAN, CLOSE_MAN],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
@@ -260,6 +360,7 @@ const LINUX: &[Claim] = &[
         reason: "SHUT_WR sends the FIN on the socket itself, however many descriptors refer to it",
         refs: &[SHUTDOWN_MAN],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
@@ -271,17 +372,19 @@ const LINUX: &[Claim] = &[
         reason: "the probe socket stays bound while a child's copy lives, so the later bind of its port fails with EADDRINUSE",
         refs: &[BIND_MAN, FORK_MAN],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
         hazard: "port-pick",
         arm: "bind-zero-in-server",
         window: None,
-        verdict: Verdict::Valid,
+        verdict: Verdict::Avoids,
         or: None,
         reason: "the server binds port 0 itself and reports the port it got: nothing is picked ahead, so nothing can be held",
         refs: &[BIND_MAN],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
@@ -293,6 +396,7 @@ const LINUX: &[Claim] = &[
         reason: "picking on the wildcard address changes which address is probed, not whether a child's copy holds the port",
         refs: &[SOCKET7_REUSEADDR],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
@@ -304,17 +408,139 @@ const LINUX: &[Claim] = &[
         reason: "with SO_REUSEADDR on both sockets, a bind succeeds while the other socket is only bound, not listening",
         refs: &[SOCKET7_REUSEADDR],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
         hazard: "two-step-cloexec",
-        arm: "two-step",
+        arm: "two-step-socket",
         window: None,
         verdict: Verdict::Present,
         or: None,
-        reason: "a child spawned between the creation and the close-on-exec flag copies the descriptor without the flag and keeps it across exec",
+        reason: "a child spawned between socket(AF_INET) and its close-on-exec flag copies the descriptor without the flag and keeps it across exec",
         refs: &[EXEC_MAN, FORK_MAN],
         reported: false,
+        range: None,
+    },
+    Claim {
+        os: "linux",
+        hazard: "two-step-cloexec",
+        arm: "two-step-socketpair",
+        window: None,
+        verdict: Verdict::Present,
+        or: None,
+        reason: "a child spawned between socketpair and its close-on-exec flag copies the descriptor without the flag and keeps it across exec",
+        refs: &[EXEC_MAN, FORK_MAN],
+        reported: false,
+        range: None,
+    },
+    Claim {
+        os: "linux",
+        hazard: "two-step-cloexec",
+        arm: "two-step-accept",
+        window: None,
+        verdict: Verdict::Present,
+        or: None,
+        reason: "a child spawned between accept and its close-on-exec flag copies the descriptor without the flag and keeps it across exec",
+        refs: &[EXEC_MAN, FORK_MAN],
+        reported: false,
+        range: None,
+    },
+    Claim {
+        os: "linux",
+        hazard: "two-step-cloexec",
+        arm: "two-step-pipe",
+        window: None,
+        verdict: Verdict::Present,
+        or: None,
+        reason: "a child spawned between pipe and its close-on-exec flag copies the descriptor without the flag and keeps it across exec",
+        refs: &[EXEC_MAN, FORK_MAN],
+        reported: false,
+        range: None,
+    },
+    Claim {
+        os: "linux",
+        hazard: "two-step-cloexec",
+        arm: "two-step-dup",
+        window: None,
+        verdict: Verdict::Present,
+        or: None,
+        reason: "a child spawned between fcntl(F_DUPFD) and its close-on-exec flag copies the descriptor without the flag and keeps it across exec",
+        refs: &[EXEC_MAN, FORK_MAN],
+        reported: false,
+        range: None,
+    },
+    Claim {
+        os: "linux",
+        hazard: "two-step-cloexec",
+        arm: "two-step-open",
+        window: None,
+        verdict: Verdict::Present,
+        or: None,
+        reason: "a child spawned between open and its close-on-exec flag copies the descriptor without the flag and keeps it across exec",
+        refs: &[EXEC_MAN, FORK_MAN],
+        reported: false,
+        range: None,
+    },
+    Claim {
+        os: "linux",
+        hazard: "two-step-cloexec",
+        arm: "two-step-connect",
+        window: None,
+        verdict: Verdict::Present,
+        or: None,
+        reason: "a child spawned between socket(AF_UNIX) for connect and its close-on-exec flag copies the descriptor without the flag and keeps it across exec",
+        refs: &[EXEC_MAN, FORK_MAN],
+        reported: false,
+        range: None,
+    },
+    Claim {
+        os: "linux",
+        hazard: "two-step-cloexec",
+        arm: "spawn-lock-sham",
+        window: Some(Window::Inherited),
+        verdict: Verdict::Present,
+        or: None,
+        reason: "without the lock, the spawn the creator waits for falls between its two steps",
+        refs: &[GO_FORKLOCK],
+        reported: false,
+        range: None,
+    },
+    Claim {
+        os: "linux",
+        hazard: "two-step-cloexec",
+        arm: "close-range-in-child-sham",
+        window: Some(Window::Inherited),
+        verdict: Verdict::Present,
+        or: None,
+        reason: "std's fork path with an empty pre_exec closes nothing: the two-step descriptor survives exec",
+        refs: &[FORK_MAN, EXEC_MAN],
+        reported: false,
+        range: None,
+    },
+    Claim {
+        os: "linux",
+        hazard: "two-step-cloexec",
+        arm: "closefrom-file-action-sham",
+        window: Some(Window::Inherited),
+        verdict: Verdict::Present,
+        or: None,
+        reason: "posix_spawn without the closefrom action keeps every descriptor without the flag",
+        refs: &[EXEC_MAN],
+        reported: false,
+        range: None,
+    },
+    Claim {
+        os: "linux",
+        hazard: "two-step-cloexec",
+        arm: "spawn-cloexec-default-sham",
+        window: Some(Window::Inherited),
+        verdict: Verdict::Present,
+        or: None,
+        reason: "posix_spawn without POSIX_SPAWN_CLOEXEC_DEFAULT keeps every descriptor without the flag",
+        refs: &[EXEC_MAN],
+        reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
@@ -326,6 +552,7 @@ const LINUX: &[Claim] = &[
         reason: "SOCK_CLOEXEC, accept4, pipe2, F_DUPFD_CLOEXEC and O_CLOEXEC set the flag in the creating call: there is no gap",
         refs: &[SOCKET_MAN, PIPE_MAN, FCNTL_MAN],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
@@ -337,6 +564,7 @@ const LINUX: &[Claim] = &[
         reason: "creation and flag happen under the shared side of one lock, spawns under the exclusive side: no spawn falls in a gap",
         refs: &[GO_FORKLOCK],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
@@ -348,6 +576,7 @@ const LINUX: &[Claim] = &[
         reason: "close_range(3, ~0) in pre_exec closes every inherited descriptor above stdio before exec",
         refs: &[CLOSE_RANGE_MAN],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
@@ -359,6 +588,7 @@ const LINUX: &[Claim] = &[
         reason: "glibc 2.34's posix_spawn_file_actions_addclosefrom_np closes every descriptor from the given one in the child before exec",
         refs: &[CLOSEFROM_NP],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
@@ -370,6 +600,7 @@ const LINUX: &[Claim] = &[
         reason: "POSIX_SPAWN_CLOEXEC_DEFAULT is an Apple extension; glibc has no such flag",
         refs: &[CLOSEFROM_NP],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
@@ -381,6 +612,7 @@ const LINUX: &[Claim] = &[
         reason: "std creates sockets with SOCK_CLOEXEC on Linux",
         refs: &[STD_CLOEXEC],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
@@ -392,6 +624,7 @@ const LINUX: &[Claim] = &[
         reason: "std accepts with accept4(SOCK_CLOEXEC) on Linux",
         refs: &[STD_CLOEXEC],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
@@ -403,6 +636,7 @@ const LINUX: &[Claim] = &[
         reason: "std creates pipes with pipe2(O_CLOEXEC) on Linux",
         refs: &[STD_CLOEXEC],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
@@ -414,6 +648,7 @@ const LINUX: &[Claim] = &[
         reason: "std creates socket pairs with SOCK_CLOEXEC on Linux",
         refs: &[STD_CLOEXEC],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
@@ -425,6 +660,19 @@ const LINUX: &[Claim] = &[
         reason: "exec refuses a file that any process holds open for writing, and a fork's copy of the writer's descriptor is such a holder (Linux 6.11 and 6.12 briefly dropped the check; it was restored for 6.13)",
         refs: &[EXECVE_ETXTBSY, ETXTBSY_COMMITS],
         reported: false,
+        range: None,
+    },
+    Claim {
+        os: "linux",
+        hazard: "etxtbsy",
+        arm: "write-then-exec",
+        window: Some(Window::PosixSpawn),
+        verdict: Verdict::Present,
+        or: Some(Verdict::Absent),
+        reason: "a posix_spawn child holds the copy only until its exec, so an exec of the script meets it rarely: the race may or may not show",
+        refs: &[EXECVE_ETXTBSY],
+        reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
@@ -436,17 +684,179 @@ const LINUX: &[Claim] = &[
         reason: "the file is written under the shared side of the spawn lock, so no fork can copy its write descriptor",
         refs: &[GO_FORKLOCK],
         reported: false,
+        range: None,
+    },
+    Claim {
+        os: "linux",
+        hazard: "etxtbsy",
+        arm: "retry-on-etxtbsy",
+        window: Some(Window::PosixSpawn),
+        verdict: Verdict::Valid,
+        or: None,
+        reason: "a posix_spawn child holds the copy only until its exec, which a few bounded retries outlast",
+        refs: &[EXECVE_ETXTBSY],
+        reported: false,
+        range: None,
+    },
+    Claim {
+        os: "linux",
+        hazard: "etxtbsy",
+        arm: "retry-on-etxtbsy-short-stall",
+        window: Some(Window::ForkWindow),
+        verdict: Verdict::Valid,
+        or: None,
+        reason: "once the stalled child has exec'd its copy is gone, and the retry still has attempts left after a stall of half its budget",
+        refs: &[EXECVE_ETXTBSY],
+        reported: false,
+        range: None,
+    },
+    Claim {
+        os: "linux",
+        hazard: "etxtbsy",
+        arm: "retry-on-etxtbsy-short-stall-sham",
+        window: Some(Window::ForkWindow),
+        verdict: Verdict::Present,
+        or: None,
+        reason: "a single attempt meets the child still parked with the copy",
+        refs: &[EXECVE_ETXTBSY],
+        reported: false,
+        range: None,
+    },
+    Claim {
+        os: "linux",
+        hazard: "etxtbsy",
+        arm: "retry-on-etxtbsy-long-stall",
+        window: Some(Window::ForkWindow),
+        verdict: Verdict::Invalid,
+        or: None,
+        reason: "a child stalled before exec for longer than the retry's whole budget outlasts every attempt (seed 001: a pre-exec stall longer than a test's own timeout)",
+        refs: &[EXECVE_ETXTBSY],
+        reported: false,
+        range: None,
+    },
+    Claim {
+        os: "linux",
+        hazard: "etxtbsy",
+        arm: "spawn-lock-sham",
+        window: Some(Window::ForkWindow),
+        verdict: Verdict::Present,
+        or: None,
+        reason: "without the lock, the fork the writer waits for copies the open write descriptor",
+        refs: &[GO_FORKLOCK, EXECVE_ETXTBSY],
+        reported: false,
+        range: None,
+    },
+    Claim {
+        os: "linux",
+        hazard: "etxtbsy",
+        arm: "write-then-exec",
+        window: None,
+        verdict: Verdict::Absent,
+        or: None,
+        reason: "Linux 6.11 and 6.12 do not deny exec of a file open for writing",
+        refs: &[ETXTBSY_COMMITS],
+        reported: false,
+        range: Some(Range {
+            of: Component::Kernel,
+            since: Some((6, 11, 0)),
+            until: Some((6, 13, 0)),
+        }),
+    },
+    Claim {
+        os: "linux",
+        hazard: "etxtbsy",
+        arm: "spawn-lock",
+        window: None,
+        verdict: Verdict::NotNeeded,
+        or: None,
+        reason: "no ETXTBSY to avoid on Linux 6.11 and 6.12",
+        refs: &[ETXTBSY_COMMITS],
+        reported: false,
+        range: Some(Range {
+            of: Component::Kernel,
+            since: Some((6, 11, 0)),
+            until: Some((6, 13, 0)),
+        }),
+    },
+    Claim {
+        os: "linux",
+        hazard: "etxtbsy",
+        arm: "spawn-lock-sham",
+        window: None,
+        verdict: Verdict::Absent,
+        or: None,
+        reason: "Linux 6.11 and 6.12 do not deny exec of a file open for writing",
+        refs: &[ETXTBSY_COMMITS],
+        reported: false,
+        range: Some(Range {
+            of: Component::Kernel,
+            since: Some((6, 11, 0)),
+            until: Some((6, 13, 0)),
+        }),
+    },
+    Claim {
+        os: "linux",
+        hazard: "etxtbsy",
+        arm: "retry-on-etxtbsy-short-stall",
+        window: None,
+        verdict: Verdict::NotNeeded,
+        or: None,
+        reason: "no ETXTBSY to retry on Linux 6.11 and 6.12",
+        refs: &[ETXTBSY_COMMITS],
+        reported: false,
+        range: Some(Range {
+            of: Component::Kernel,
+            since: Some((6, 11, 0)),
+            until: Some((6, 13, 0)),
+        }),
+    },
+    Claim {
+        os: "linux",
+        hazard: "etxtbsy",
+        arm: "retry-on-etxtbsy-short-stall-sham",
+        window: None,
+        verdict: Verdict::Absent,
+        or: None,
+        reason: "Linux 6.11 and 6.12 do not deny exec of a file open for writing",
+        refs: &[ETXTBSY_COMMITS],
+        reported: false,
+        range: Some(Range {
+            of: Component::Kernel,
+            since: Some((6, 11, 0)),
+            until: Some((6, 13, 0)),
+        }),
+    },
+    Claim {
+        os: "linux",
+        hazard: "etxtbsy",
+        arm: "retry-on-etxtbsy-long-stall",
+        window: None,
+        verdict: Verdict::NotNeeded,
+        or: None,
+        reason: "no ETXTBSY to retry on Linux 6.11 and 6.12",
+        refs: &[ETXTBSY_COMMITS],
+        reported: false,
+        range: Some(Range {
+            of: Component::Kernel,
+            since: Some((6, 11, 0)),
+            until: Some((6, 13, 0)),
+        }),
     },
     Claim {
         os: "linux",
         hazard: "etxtbsy",
         arm: "retry-on-etxtbsy",
         window: None,
-        verdict: Verdict::Valid,
+        verdict: Verdict::NotNeeded,
         or: None,
-        reason: "a posix_spawn child holds the copy only until its exec, which a few bounded retries outlast; a child stalled longer before exec (a slow pre_exec) would outlast the retries",
-        refs: &[EXECVE_ETXTBSY],
+        reason: "no ETXTBSY to retry on Linux 6.11 and 6.12",
+        refs: &[ETXTBSY_COMMITS],
         reported: false,
+        range: Some(Range {
+            of: Component::Kernel,
+            since: Some((6, 11, 0)),
+            until: Some((6, 13, 0)),
+        }),
     },
     Claim {
         os: "linux",
@@ -458,6 +868,7 @@ const LINUX: &[Claim] = &[
         reason: "CLOCK_REALTIME has 1 ns resolution here, so threads released together rarely read the same value; a rare collision does occur (1 round in 400 was seen once)",
         refs: &[CLOCK_GETTIME_MAN],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
@@ -465,32 +876,35 @@ const LINUX: &[Claim] = &[
         arm: "us-truncated",
         window: None,
         verdict: Verdict::Present,
-        or: None,
-        reason: "at microsecond granularity (macOS's CLOCK_REALTIME, simulated here) threads released together read the same value",
+        or: Some(Verdict::Absent),
+        reason: "at microsecond granularity (macOS's CLOCK_REALTIME, simulated here) threads released together often read the same value; on a busy machine the threads rarely run at the same instant, and a run may see none",
         refs: &[CLOCK_GETTIME_MAN],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
         hazard: "clock-collision",
         arm: "process-sequence",
         window: None,
-        verdict: Verdict::Valid,
+        verdict: Verdict::Avoids,
         or: None,
         reason: "a process-wide atomic counter gives every name in the process a different number, whatever the clock says",
         refs: &[CLOCK_GETTIME_MAN],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
         hazard: "clock-collision",
         arm: "tempfile",
         window: None,
-        verdict: Verdict::Valid,
+        verdict: Verdict::Avoids,
         or: None,
         reason: "tempfile adds random characters, creates exclusively and retries on EEXIST",
         refs: &[TEMPFILE_SRC],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
@@ -502,6 +916,7 @@ const LINUX: &[Claim] = &[
         reason: "a child between fork and exec holds a copy of the listener, so /proc/*/fd shows a second holder",
         refs: &[FORK_MAN, PROC_MAN],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
@@ -513,28 +928,31 @@ const LINUX: &[Claim] = &[
         reason: "before exec the child still runs the parent's executable, so /proc/PID/exe matches the filter",
         refs: &[PROC_MAN, EXEC_MAN],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
         hazard: "holder-scan",
         arm: "run-isolated",
         window: None,
-        verdict: Verdict::Valid,
+        verdict: Verdict::Avoids,
         or: None,
         reason: "in a process where no thread spawns, no copy of the listener exists to be counted",
         refs: &[FORK_MAN],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
         hazard: "holder-scan",
         arm: "scan-after-exec",
         window: None,
-        verdict: Verdict::Valid,
+        verdict: Verdict::Avoids,
         or: None,
         reason: "once every child has exec'd, its close-on-exec copies are gone",
         refs: &[EXEC_MAN],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
@@ -546,6 +964,23 @@ const LINUX: &[Claim] = &[
         reason: "glibc before 2.41 does not make getenv safe against a concurrent setenv: the environment array can move or be freed under the reader (measured on glibc 2.36)",
         refs: &[STD_SET_VAR, GLIBC_GETENV],
         reported: false,
+        range: None,
+    },
+    Claim {
+        os: "linux",
+        hazard: "env-race",
+        arm: "setenv-vs-libc-getenv",
+        window: None,
+        verdict: Verdict::Present,
+        or: Some(Verdict::Absent),
+        reason: "glibc 2.41 made getenv safe against a concurrent setenv in more cases (not all), so the race may or may not show",
+        refs: &[GLIBC_GETENV],
+        reported: false,
+        range: Some(Range {
+            of: Component::Libc,
+            since: Some((2, 41, 0)),
+            until: None,
+        }),
     },
     Claim {
         os: "linux",
@@ -557,6 +992,7 @@ const LINUX: &[Claim] = &[
         reason: "std::env::var and set_var both take std's environment lock",
         refs: &[STD_SET_VAR],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
@@ -568,17 +1004,19 @@ const LINUX: &[Claim] = &[
         reason: "one guard owns every change, so no read races a write",
         refs: &[STD_SET_VAR],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
         hazard: "env-race",
         arm: "pass-explicitly",
         window: None,
-        verdict: Verdict::Valid,
+        verdict: Verdict::Avoids,
         or: None,
         reason: "with no environment change there is nothing to race",
         refs: &[STD_SET_VAR],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
@@ -593,6 +1031,7 @@ const LINUX: &[Claim] = &[
             "POSIX.1-2017 fcntl(): https://pubs.opengroup.org/onlinepubs/9699919799/functions/fcntl.html",
         ],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
@@ -604,6 +1043,7 @@ const LINUX: &[Claim] = &[
         reason: "a flock belongs to the open file description that took it; closing another one leaves it",
         refs: &[FLOCK_MAN],
         reported: false,
+        range: None,
     },
     Claim {
         os: "linux",
@@ -615,6 +1055,7 @@ const LINUX: &[Claim] = &[
         reason: "an OFD lock is released only with its own open file description",
         refs: &[FCNTL_MAN],
         reported: false,
+        range: None,
     },
 ];
 
@@ -627,86 +1068,291 @@ pub fn claims() -> impl Iterator<Item = Claim> {
         window: Some(r.window),
         verdict: r.verdict,
         or: None,
+        range: None,
         reason: r.source,
         refs: &[],
         reported: true,
     }))
 }
 
-/// The claim about one arm in one window on one OS, if any: a window-specific
-/// claim wins over an every-window one.
-pub fn claim_for(os: &str, hazard: &str, arm: &str, window: Window) -> Option<Claim> {
-    let matching = || claims().filter(|c| c.os == os && c.hazard == hazard && c.arm == arm);
+/// The claim about one arm in one window on `platform`, if any: of those
+/// for its OS whose release range holds there, a window-specific claim wins
+/// over an every-window one.
+pub fn claim_on(platform: &Platform, hazard: &str, arm: &str, window: Window) -> Option<Claim> {
+    let matching = || {
+        claims().filter(|c| {
+            c.os == platform.os
+                && c.hazard == hazard
+                && c.arm == arm
+                && c.range.is_none_or(|r| r.contains(platform))
+        })
+    };
+    // The most specific first: a window over every window, then a release
+    // range over every release.
+    let rank = |c: &Claim| (c.window.is_none(), c.range.is_none());
     matching()
-        .find(|c| c.window == Some(window))
-        .or_else(|| matching().find(|c| c.window.is_none()))
+        .filter(|c| c.window.is_none_or(|w| w == window))
+        .min_by_key(rank)
 }
 
-/// A measurement that disagrees with a claim.
+/// The claim about one arm in one window on an OS, ignoring release ranges
+/// (for advice about an OS as a whole): the first that applies.
+pub fn claim_for(os: &str, hazard: &str, arm: &str, window: Window) -> Option<Claim> {
+    let rank = |c: &Claim| (c.window.is_none(), c.range.is_some());
+    claims()
+        .filter(|c| c.os == os && c.hazard == hazard && c.arm == arm)
+        .filter(|c| c.window.is_none_or(|w| w == window))
+        .min_by_key(rank)
+}
+
+/// Whether an OS's claims come from measurements here (so every measured
+/// arm must have one), rather than only from public sources.
+pub fn has_measured_claims(os: &str) -> bool {
+    claims().any(|c| c.os == os && !c.reported)
+}
+
+/// Which row of the check table a cell fell under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Finding {
+    /// A different decided word than the claim.
+    Contradiction,
+    /// `inconclusive` in a deterministic cell: not reproduced or not decided.
+    NotDecided,
+    /// `unsupported` or `broken` where the claim does not allow it.
+    NotAllowed,
+    /// The probe ran that window, the claimed arm is missing from its report.
+    WithoutEvidence,
+    /// A measured arm on an OS with measured claims, and no claim.
+    WithoutClaim,
+    /// Passes: `inconclusive` in a statistical cell (or an emulated cell).
+    Undecided,
+    /// Passes: the claim's window (or probe) did not run.
+    NotMeasured,
+    /// Passes: a measured arm on an OS whose claims are only reported.
+    News,
+}
+
+impl Finding {
+    /// Whether `fdwindow check` fails on it.
+    pub fn fails(self) -> bool {
+        match self {
+            Finding::Contradiction
+            | Finding::NotDecided
+            | Finding::NotAllowed
+            | Finding::WithoutEvidence
+            | Finding::WithoutClaim => true,
+            Finding::Undecided | Finding::NotMeasured | Finding::News => false,
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Finding::Contradiction => "contradiction",
+            Finding::NotDecided => "not reproduced or not decided",
+            Finding::NotAllowed => "not allowed by the claim",
+            Finding::WithoutEvidence => "claim without evidence",
+            Finding::WithoutClaim => "arm without a claim",
+            Finding::Undecided => "undecided",
+            Finding::NotMeasured => "not measured",
+            Finding::News => "news (no claim; the OS's claims are reported only)",
+        }
+    }
+}
+
+/// One cell the check has something to say about.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Contradiction {
+    /// Which row of the table.
+    pub finding: Finding,
     /// Platform id of the results file.
     pub platform: String,
-    /// `hazard arm window`.
+    /// `hazard arm window` (window `every` for an every-window claim).
     pub cell: String,
-    /// The claimed verdict and its reason.
+    /// The claimed verdict and its reason, or `nothing`.
     pub claim: String,
-    /// The measured verdict and counts.
+    /// The measured verdict and counts, or `nothing`.
     pub evidence: String,
 }
 
-impl std::fmt::Display for Contradiction {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl fmt::Display for Contradiction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} on {}: claimed {}, measured {}",
-            self.cell, self.platform, self.claim, self.evidence
+            "{}: {} on {}: claimed {}, measured {}",
+            self.finding.label(),
+            self.cell,
+            self.platform,
+            self.claim,
+            self.evidence
         )
     }
 }
 
-/// Whether a measured verdict is consistent with a claimed one. Too few
-/// trials contradict nothing; anything else must match.
-fn consistent(claim: &Claim, measured: Verdict) -> bool {
-    measured == claim.verdict || claim.or == Some(measured) || measured == Verdict::Inconclusive
+/// What `fdwindow check` found, failures first.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CheckReport {
+    /// Cells that fail the check.
+    pub failures: Vec<Contradiction>,
+    /// Cells that pass but are listed: undecided, not measured, news.
+    pub listed: Vec<Contradiction>,
+    /// Cells that matched their claim.
+    pub passed: usize,
 }
 
-/// Every disagreement between the claims and the measurements in `files`,
-/// and every measured arm that no claim covers (an unencoded result).
-pub fn contradictions(files: &[ResultsFile]) -> Vec<Contradiction> {
-    let mut found = Vec::new();
+impl fmt::Display for CheckReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for c in &self.failures {
+            writeln!(f, "FAIL {c}")?;
+        }
+        for c in &self.listed {
+            writeln!(f, "note {c}")?;
+        }
+        writeln!(
+            f,
+            "fdwindow check: {} cells agree with their claims, {} listed, {} failed",
+            self.passed,
+            self.listed.len(),
+            self.failures.len()
+        )
+    }
+}
+
+fn claim_text(c: &Claim) -> String {
+    let words = match c.or {
+        Some(or) => format!("{} or {}", c.verdict.id(), or.id()),
+        None => c.verdict.id().to_owned(),
+    };
+    let range = c.range.map_or_else(String::new, |r| format!(" [{r}]"));
+    let source = if c.reported { ", reported" } else { "" };
+    format!("{words}{range} ({}{source})", c.reason)
+}
+
+fn evidence(report: &ProbeReport, arm: &ArmReport) -> String {
+    let j = report.judgement(arm);
+    match arm.outcome.count() {
+        Some(c) => format!("{} {}/{}", j.verdict.id(), c.hits, c.trials),
+        None => j.verdict.id().to_owned(),
+    }
+}
+
+/// The check-table row for one measured cell against its claim.
+fn judge_cell(
+    claim: Option<&Claim>,
+    measured: Verdict,
+    kind: Kind,
+    measured_claims: bool,
+) -> Option<Finding> {
+    let Some(claim) = claim else {
+        return Some(if measured_claims {
+            Finding::WithoutClaim
+        } else {
+            Finding::News
+        });
+    };
+    let allowed = |v: Verdict| v == claim.verdict || claim.or == Some(v);
+    // An `emulated` cell (QEMU TCG) passes as undecided whatever it shows:
+    // the VM work adds that flag and its row here.
+    Some(match measured {
+        v if allowed(v) => return None,
+        Verdict::Inconclusive => match kind {
+            Kind::Statistical => Finding::Undecided,
+            Kind::Deterministic => Finding::NotDecided,
+        },
+        Verdict::Unsupported | Verdict::Broken => Finding::NotAllowed,
+        Verdict::Present
+        | Verdict::Absent
+        | Verdict::Valid
+        | Verdict::Invalid
+        | Verdict::NotNeeded
+        | Verdict::Avoids => Finding::Contradiction,
+    })
+}
+
+/// Holds every claim against every results file by DESIGN.md's table.
+pub fn check(files: &[ResultsFile]) -> CheckReport {
+    let mut out = CheckReport::default();
     for file in files {
-        let os = file.platform.os.as_str();
-        let has_claims = claims().any(|c| c.os == os);
+        let platform = &file.platform;
+        let measured_claims = has_measured_claims(&platform.os);
+        let mut push = |finding: Finding, cell: String, claim: String, evidence: String| {
+            let c = Contradiction {
+                finding,
+                platform: platform.id.clone(),
+                cell,
+                claim,
+                evidence,
+            };
+            if finding.fails() {
+                out.failures.push(c);
+            } else {
+                out.listed.push(c);
+            }
+        };
+        // Every measured cell against its claim.
         for (hazard, report) in &file.probes {
             for arm in &report.arms {
-                let cell = format!("{hazard} {} {}", arm.arm, arm.window.id());
-                let measured = arm_verdict(report, arm);
-                let evidence = match arm.outcome.count() {
-                    Some(c) => format!("{} {}/{}", measured.id(), c.hits, c.trials),
-                    None => measured.id().to_owned(),
-                };
-                match claim_for(os, hazard, &arm.arm, arm.window) {
-                    Some(claim) if !consistent(&claim, measured) => found.push(Contradiction {
-                        platform: file.platform.id.clone(),
-                        cell,
-                        claim: format!("{} ({})", claim.verdict.id(), claim.reason),
-                        evidence,
-                    }),
-                    Some(_) => {}
-                    // An OS whose behaviour is encoded must have every measured arm encoded.
-                    None if has_claims => found.push(Contradiction {
-                        platform: file.platform.id.clone(),
-                        cell,
-                        claim: "nothing: no claim encodes this arm".into(),
-                        evidence,
-                    }),
-                    None => {}
+                let claim = claim_on(platform, hazard, &arm.arm, arm.window);
+                let measured = report.judgement(arm).verdict;
+                match judge_cell(claim.as_ref(), measured, arm.kind, measured_claims) {
+                    None => out.passed += 1,
+                    Some(finding) => push(
+                        finding,
+                        format!("{hazard} {} {}", arm.arm, arm.window.id()),
+                        claim
+                            .as_ref()
+                            .map_or_else(|| "nothing".to_owned(), claim_text),
+                        evidence(report, arm),
+                    ),
                 }
             }
         }
+        // Every claim for this platform against the report it speaks of.
+        for claim in
+            claims().filter(|c| c.os == platform.os && c.range.is_none_or(|r| r.contains(platform)))
+        {
+            let window = claim.window.map_or("every", Window::id);
+            let cell = format!("{} {} {window}", claim.hazard, claim.arm);
+            let Some(report) = file.probes.get(claim.hazard) else {
+                push(
+                    Finding::NotMeasured,
+                    cell,
+                    claim_text(&claim),
+                    "probe not run".into(),
+                );
+                continue;
+            };
+            let ran = |w: Window| report.arms.iter().any(|a| a.window == w);
+            let has = |w: Window| report.find(claim.arm, w).is_some();
+            let missing = match claim.window {
+                Some(w) if !ran(w) => {
+                    push(
+                        Finding::NotMeasured,
+                        cell,
+                        claim_text(&claim),
+                        "window not run".into(),
+                    );
+                    continue;
+                }
+                Some(w) => !has(w),
+                None => !report.arms.iter().any(|a| a.arm == claim.arm),
+            };
+            if missing {
+                push(
+                    Finding::WithoutEvidence,
+                    cell,
+                    claim_text(&claim),
+                    "nothing: the arm is missing from the report".into(),
+                );
+            }
+        }
     }
-    found
+    out
+}
+
+/// The failures of [`check`]: every measurement that disagrees with a claim,
+/// every claimed arm missing, every unencoded measured arm.
+pub fn contradictions(files: &[ResultsFile]) -> Vec<Contradiction> {
+    check(files).failures
 }
 
 #[cfg(test)]
@@ -719,7 +1365,8 @@ mod tests {
         for (i, a) in all.iter().enumerate() {
             for b in &all[i + 1..] {
                 assert!(
-                    (a.os, a.hazard, a.arm, a.window) != (b.os, b.hazard, b.arm, b.window),
+                    (a.os, a.hazard, a.arm, a.window, a.range)
+                        != (b.os, b.hazard, b.arm, b.window, b.range),
                     "{a:?} twice"
                 );
             }
@@ -736,7 +1383,7 @@ mod tests {
     }
 
     #[test]
-    fn inconclusive_contradicts_nothing() {
+    fn every_row_of_the_check_table() {
         let valid = claim_for(
             "linux",
             "flock-survival",
@@ -744,12 +1391,42 @@ mod tests {
             Window::ForkWindow,
         )
         .unwrap();
-        assert!(consistent(&valid, Verdict::Inconclusive));
-        assert!(!consistent(&valid, Verdict::Invalid));
-        assert!(!consistent(&valid, Verdict::Broken));
-        let present = claim_for("linux", "flock-survival", "close", Window::ForkWindow).unwrap();
-        assert!(!consistent(&present, Verdict::Absent));
-        // A rare hazard may show or not.
+        let det = Kind::Deterministic;
+        let stat = Kind::Statistical;
+        // The claimed word passes; another decided word is a contradiction.
+        assert_eq!(judge_cell(Some(&valid), Verdict::Valid, det, true), None);
+        for v in [Verdict::Invalid, Verdict::NotNeeded, Verdict::Avoids] {
+            assert_eq!(
+                judge_cell(Some(&valid), v, det, true),
+                Some(Finding::Contradiction)
+            );
+        }
+        // Inconclusive: listed in a statistical cell, a failure in a deterministic one.
+        assert_eq!(
+            judge_cell(Some(&valid), Verdict::Inconclusive, stat, true),
+            Some(Finding::Undecided)
+        );
+        assert_eq!(
+            judge_cell(Some(&valid), Verdict::Inconclusive, det, true),
+            Some(Finding::NotDecided)
+        );
+        // Unsupported or broken: only where the claim allows it.
+        assert_eq!(
+            judge_cell(Some(&valid), Verdict::Broken, det, true),
+            Some(Finding::NotAllowed)
+        );
+        let unsupported = claim_for(
+            "linux",
+            "two-step-cloexec",
+            "spawn-cloexec-default",
+            Window::Inherited,
+        )
+        .unwrap();
+        assert_eq!(
+            judge_cell(Some(&unsupported), Verdict::Unsupported, det, true),
+            None
+        );
+        // A claim allowing two words allows both.
         let rare = claim_for(
             "linux",
             "clock-collision",
@@ -757,6 +1434,60 @@ mod tests {
             Window::InProcess,
         )
         .unwrap();
-        assert!(consistent(&rare, Verdict::Absent) && consistent(&rare, Verdict::Present));
+        assert_eq!(judge_cell(Some(&rare), Verdict::Absent, stat, true), None);
+        assert_eq!(judge_cell(Some(&rare), Verdict::Present, stat, true), None);
+        // No claim: a failure where the OS's claims are measured, news where reported only.
+        assert_eq!(
+            judge_cell(None, Verdict::Valid, det, true),
+            Some(Finding::WithoutClaim)
+        );
+        assert_eq!(
+            judge_cell(None, Verdict::Valid, det, false),
+            Some(Finding::News)
+        );
+        assert!(Finding::WithoutEvidence.fails() && !Finding::NotMeasured.fails());
+        assert!(has_measured_claims("linux") && !has_measured_claims("macos"));
+    }
+
+    #[test]
+    fn release_ranges() {
+        assert_eq!(parse_version("6.1.0-55-cloud-amd64"), Some((6, 1, 0)));
+        assert_eq!(parse_version("6.13"), Some((6, 13, 0)));
+        assert_eq!(parse_version("2.41"), Some((2, 41, 0)));
+        assert_eq!(parse_version(""), None);
+        let mut p = Platform::detect();
+        let r = Range {
+            of: Component::Kernel,
+            since: Some((6, 11, 0)),
+            until: Some((6, 13, 0)),
+        };
+        for (release, inside) in [
+            ("6.10.9", false),
+            ("6.11.0-1-amd64", true),
+            ("6.12.30", true),
+            ("6.13.0", false),
+        ] {
+            p.kernel_release = release.into();
+            assert_eq!(r.contains(&p), inside, "{release}");
+        }
+        p.kernel_release = "unknown".into();
+        assert!(!r.contains(&p));
+        p.libc_version = "2.41".into();
+        let libc = Range {
+            of: Component::Libc,
+            since: None,
+            until: Some((2, 41, 0)),
+        };
+        assert!(!libc.contains(&p));
+        p.libc_version = "2.36".into();
+        assert!(libc.contains(&p));
+        // The etxtbsy claims pick the range the kernel is in.
+        p.os = "linux".into();
+        p.kernel_release = "6.12.1".into();
+        let c = claim_on(&p, "etxtbsy", "write-then-exec", Window::ForkWindow).unwrap();
+        assert_eq!(c.verdict, Verdict::Absent);
+        p.kernel_release = "6.18.0".into();
+        let c = claim_on(&p, "etxtbsy", "write-then-exec", Window::ForkWindow).unwrap();
+        assert_eq!(c.verdict, Verdict::Present);
     }
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
-use fdwindow::matrix::{arm_verdict, combined_verdict, count_text};
+use fdwindow::matrix::{arm_verdict, cell_detail, cell_line};
 use fdwindow::platform::Platform;
 use fdwindow::report::ResultsFile;
 use fdwindow::runner::{self, RunError, RunOptions};
@@ -62,13 +62,14 @@ enum Cmd {
         #[arg(long)]
         check: bool,
     },
-    /// Print one line, `<verdict> <hits>/<trials> (<95% interval>)`, for one arm.
+    /// Print one line per window, `<window> <verdict> <hits>/<trials> (<95% interval>)`
+    /// (spawns in a race window, p against the control for a mitigation), for one arm.
     Verdict {
         /// Hazard id, e.g. flock-survival.
         hazard: String,
         /// Arm id, e.g. unlock-then-close.
         arm: String,
-        /// One window (default: all the arm ran in, combined).
+        /// One window (default: every window the arm ran in, one line each).
         #[arg(long)]
         window: Option<String>,
         /// Platform id (default: this machine's, or the only results file).
@@ -102,6 +103,13 @@ enum Cmd {
         #[arg(required = true)]
         inputs: Vec<PathBuf>,
         /// The results folder to merge into.
+        #[arg(long, default_value = "results")]
+        results: PathBuf,
+    },
+    /// Hold the encoded claims against every results file (exit 1 on a failure):
+    /// for CI and the tests.
+    Check {
+        /// The results folder.
         #[arg(long, default_value = "results")]
         results: PathBuf,
     },
@@ -158,6 +166,7 @@ fn main() -> ExitCode {
             results,
         } => advise(&results, hazard.as_deref(), os, &format, list),
         Cmd::Merge { inputs, results } => merge(&inputs, &results),
+        Cmd::Check { results } => check(&results),
         Cmd::Summary { platform, results } => {
             pick_platform(&results, platform.as_deref()).map(|f| {
                 print!("{}", summary_table(&f));
@@ -350,16 +359,29 @@ fn verdict(
             window.map_or("", Window::id)
         )));
     }
-    let verdicts: Vec<_> = chosen
-        .iter()
-        .map(|a| (arm_verdict(report, a), a.outcome.count()))
-        .collect();
-    let (v, count) = combined_verdict(&verdicts);
-    match count {
-        Some(c) => println!("{} {}", v.id(), count_text(c)),
-        None => println!("{}", v.id()),
+    // One line per window, window first: counts from different windows are
+    // never added together.
+    for a in chosen {
+        println!("{} {}", a.window.id(), cell_line(report, a));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn check(dir: &Path) -> Result<ExitCode, Usage> {
+    let files = results::load_dir(dir).map_err(|e| Usage(e.to_string()))?;
+    if files.is_empty() {
+        return Err(Usage(format!(
+            "{} holds no results files; run `make probe-linux` first",
+            dir.display()
+        )));
+    }
+    let report = fdwindow::knowledge::check(&files);
+    print!("{report}");
+    Ok(if report.failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 fn merge(inputs: &[PathBuf], dir: &Path) -> Result<ExitCode, Usage> {
@@ -437,13 +459,7 @@ fn summary_table(file: &ResultsFile) -> String {
     ]];
     for (hazard, report) in &file.probes {
         for a in &report.arms {
-            let detail = match &a.outcome {
-                fdwindow::verdict::Outcome::Observed { trials, hits, .. } => {
-                    count_text(fdwindow::stats::Count::new(*hits, *trials))
-                }
-                fdwindow::verdict::Outcome::Unsupported { reason } => reason.clone(),
-                fdwindow::verdict::Outcome::Broken { error } => error.clone(),
-            };
+            let detail = cell_detail(report, a);
             rows.push([
                 hazard.clone(),
                 a.arm.clone(),

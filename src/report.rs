@@ -1,8 +1,9 @@
 //! The versioned JSON documents: one [`ProbeReport`] per probe run, merged by
 //! the runner into one [`ResultsFile`] per platform.
 //!
-//! Readers refuse a schema newer than [`SCHEMA_VERSION`] rather than guess at
-//! its meaning; new fields are added with defaults so older files still load.
+//! Readers refuse any schema but [`SCHEMA_VERSION`] rather than guess at its
+//! meaning: a newer one asks for a newer fdwindow, an older one names the
+//! command that regenerates it.
 
 use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -10,10 +11,41 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::platform::Platform;
-use crate::verdict::{Outcome, Role, Window};
+use crate::stats::{Count, MAX_TRIALS};
+use crate::verdict::{
+    Against, Judgement, Kind, Outcome, Role, Window, control_judgement, mitigation_judgement,
+};
 
-/// The schema version this build writes and the newest it reads.
-pub const SCHEMA_VERSION: u32 = 1;
+/// The schema version this build writes and the only one it reads.
+///
+/// 2: arms carry their kind, the control they are judged against, their sham
+/// and their `avoids` argument; race windows count spawns; unconfirmed
+/// trials are counted in `broken_trials`.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The command that regenerates a results folder, named when an older file is refused.
+pub const REGENERATE: &str = "make probe-linux (or: fdwindow run)";
+
+/// Whether a load error is the refusal of an older schema, which a full
+/// `fdwindow run` replaces rather than merges into.
+pub fn is_older_schema(problem: &str) -> bool {
+    problem.starts_with(OLDER)
+}
+
+const OLDER: &str = "older schema: ";
+
+/// Refuses any schema but this build's, in one line.
+fn check_schema(v: u64) -> Result<(), String> {
+    match v.cmp(&u64::from(SCHEMA_VERSION)) {
+        std::cmp::Ordering::Equal => Ok(()),
+        std::cmp::Ordering::Greater => Err(format!(
+            "schema {v} is newer than this fdwindow reads ({SCHEMA_VERSION}); upgrade fdwindow"
+        )),
+        std::cmp::Ordering::Less => Err(format!(
+            "{OLDER}schema {v} is older than this fdwindow reads ({SCHEMA_VERSION}); regenerate it with `{REGENERATE}`"
+        )),
+    }
+}
 
 /// One probe's run: every arm in every window it applies to.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -66,96 +98,95 @@ pub struct ArmReport {
     pub role: Role,
     /// How the child held the descriptors.
     pub window: Window,
+    /// Deterministic or statistical, from the window (declared by the arm in `in-process`).
+    pub kind: Kind,
     /// One sentence: what the arm's code does.
     pub about: String,
+    /// For a mitigation or sham: the control (same window) it is judged against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub against: Option<String>,
+    /// For a mitigation tested with a sham: the sham arm's id (`<arm>-sham`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sham: Option<String>,
+    /// For a mitigation that removes the hazardous step altogether: why no
+    /// trial can test it, in one line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub avoids: Option<String>,
+    // The `emulated` provenance flag (a run under QEMU TCG) is added here by
+    // the VM work; no verdict rule reads it.
     /// What happened.
     pub outcome: Outcome,
 }
 
-/// A mitigation judged against a named control instead of its window's first
-/// control: for a hazard with two controls in one window, where a fix only
-/// means something against the one that reproduces the hazard here.
-///
-/// `clock-collision` is the case: its real control (`pid-realtime-nanos`)
-/// rarely collides at nanosecond granularity on Linux, so the fixes are built
-/// on, and judged against, the microsecond simulation (`us-truncated`). The
-/// pairing lives in the library, beside the verdict rules, so a results file
-/// is always judged by the rules of the fdwindow reading it, like every other
-/// verdict.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Baseline {
-    /// Hazard id.
-    pub hazard: &'static str,
-    /// The mitigation arm.
-    pub arm: &'static str,
-    /// The control arm (in the same window) it is judged against.
-    pub control: &'static str,
-}
-
-/// Every mitigation with a named control; the rest are judged against the
-/// first control in their window.
-pub const BASELINES: &[Baseline] = &[
-    Baseline {
-        hazard: "clock-collision",
-        arm: "process-sequence",
-        control: "us-truncated",
-    },
-    Baseline {
-        hazard: "clock-collision",
-        arm: "tempfile",
-        control: "us-truncated",
-    },
-];
-
-/// The control a mitigation arm of `hazard` is judged against, when it is not
-/// simply the first control in its window.
-pub fn baseline(hazard: &str, arm: &str) -> Option<&'static str> {
-    BASELINES
-        .iter()
-        .find(|b| b.hazard == hazard && b.arm == arm)
-        .map(|b| b.control)
-}
-
 impl ProbeReport {
-    /// The first control arm in `window`: what a mitigation there is judged
-    /// against unless [`BASELINES`] names another.
-    pub fn control_for(&self, window: Window) -> Option<&ArmReport> {
-        self.arms
-            .iter()
-            .find(|a| a.role == Role::Control && a.window == window)
+    /// The control that a mitigation or sham is judged against: the arm its
+    /// `against` names, in its window. `None` when that control did not run
+    /// (so the arm is inconclusive), or for a control.
+    pub fn control_of(&self, arm: &ArmReport) -> Option<&ArmReport> {
+        let named = arm.against.as_deref()?;
+        self.find(named, arm.window)
+            .filter(|a| a.role == Role::Control)
     }
 
-    /// The control that the mitigation `arm` is judged against: the one
-    /// [`BASELINES`] names, in the arm's window, else the window's first.
-    /// `None` when that control did not run (so the arm is inconclusive).
-    pub fn control_of(&self, arm: &ArmReport) -> Option<&ArmReport> {
-        match baseline(&self.hazard, &arm.arm) {
-            Some(named) => self
-                .arms
-                .iter()
-                .find(|a| a.role == Role::Control && a.window == arm.window && a.arm == named),
-            None => self.control_for(arm.window),
+    /// The arm `id` in `window`, if it ran.
+    pub fn find(&self, id: &str, window: Window) -> Option<&ArmReport> {
+        self.arms.iter().find(|a| a.arm == id && a.window == window)
+    }
+
+    /// The derived judgement on one of this report's arms, by the rules in
+    /// [`crate::verdict`]: against its control and sham in the same window.
+    pub fn judgement(&self, arm: &ArmReport) -> Judgement {
+        match arm.role {
+            Role::Control | Role::Sham => control_judgement(&arm.outcome, arm.kind),
+            Role::Mitigation => mitigation_judgement(
+                &arm.outcome,
+                arm.kind,
+                Against {
+                    control: self.control_of(arm).map(|c| &c.outcome),
+                    sham: arm.sham.as_deref().map(|sham| {
+                        self.find(sham, arm.window)
+                            .filter(|s| s.role == Role::Sham)
+                            .map(|s| &s.outcome)
+                    }),
+                    avoids: arm.avoids.as_deref(),
+                },
+            ),
         }
     }
 
     /// Checks what a reader relies on: a known schema and unique (arm, window) pairs.
     pub fn validate(&self) -> Result<(), String> {
-        if self.schema > SCHEMA_VERSION {
-            return Err(format!(
-                "schema {} is newer than this fdwindow reads ({SCHEMA_VERSION}); upgrade fdwindow",
-                self.schema
-            ));
-        }
+        check_schema(u64::from(self.schema))?;
         check_platform_id(&self.platform.id)?;
         let mut seen = std::collections::BTreeSet::new();
         for a in &self.arms {
-            if let Outcome::Observed { trials, hits, .. } = a.outcome
-                && hits > trials
+            let at = || format!("arm {} in window {}", a.arm, a.window.id());
+            if let Outcome::Observed {
+                trials,
+                hits,
+                broken_trials,
+                ..
+            } = a.outcome
+            {
+                Count::checked(hits, trials).map_err(|e| format!("{}: {e}", at()))?;
+                if broken_trials > MAX_TRIALS {
+                    return Err(format!("{}: {broken_trials} broken trials", at()));
+                }
+            }
+            if a.window.kind().is_some_and(|k| k != a.kind) {
+                return Err(format!(
+                    "{}: kind {} in a {} window",
+                    at(),
+                    a.kind.id(),
+                    a.window.id()
+                ));
+            }
+            if a.role == Role::Control
+                && (a.against.is_some() || a.sham.is_some() || a.avoids.is_some())
             {
                 return Err(format!(
-                    "arm {} in window {}: {hits} hits in {trials} trials",
-                    a.arm,
-                    a.window.id()
+                    "{}: a control has no control, sham or argument",
+                    at()
                 ));
             }
             if !seen.insert((&a.arm, a.window)) {
@@ -197,12 +228,7 @@ impl ResultsFile {
         let head: serde_json::Value =
             serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
         match head.get("schema").and_then(serde_json::Value::as_u64) {
-            Some(v) if v > u64::from(SCHEMA_VERSION) => {
-                return Err(format!(
-                    "schema {v} is newer than this fdwindow reads ({SCHEMA_VERSION}); upgrade fdwindow"
-                ));
-            }
-            Some(_) => {}
+            Some(v) => check_schema(v)?,
             None => return Err("no \"schema\" field: not an fdwindow results file".into()),
         }
         let file: ResultsFile =
@@ -281,7 +307,11 @@ mod tests {
             arm: arm.into(),
             role,
             window: Window::ForkWindow,
+            kind: Kind::Deterministic,
             about: "x".into(),
+            against: (role != Role::Control).then(|| "close".into()),
+            sham: None,
+            avoids: None,
             outcome,
         };
         let report = ProbeReport {
@@ -299,6 +329,7 @@ mod tests {
                     Outcome::Observed {
                         trials: 3,
                         hits: 3,
+                        broken_trials: 1,
                         tallies: Tallies::new(),
                     },
                 ),
@@ -334,41 +365,62 @@ mod tests {
     }
 
     #[test]
-    fn a_named_baseline_overrides_the_first_control() {
-        let observed = |hits| Outcome::Observed {
-            trials: 10,
-            hits,
-            tallies: Tallies::new(),
-        };
-        let arm = |arm: &str, role, outcome| ArmReport {
+    fn a_mitigation_is_judged_against_its_named_control_and_sham() {
+        let arm = |arm: &str, role, against: Option<&str>, hits| ArmReport {
             arm: arm.into(),
             role,
             window: Window::InProcess,
+            kind: Kind::Statistical,
             about: "x".into(),
-            outcome,
+            against: against.map(Into::into),
+            sham: None,
+            avoids: None,
+            outcome: Outcome::observed(hits, 10),
         };
         let mut report = sample().probes.remove("flock-survival").unwrap();
         report.hazard = "clock-collision".into();
         report.arms = vec![
-            arm("pid-realtime-nanos", Role::Control, observed(0)),
-            arm("us-truncated", Role::Control, observed(4)),
-            arm("process-sequence", Role::Mitigation, observed(0)),
-            arm("other", Role::Mitigation, observed(0)),
+            arm("pid-realtime-nanos", Role::Control, None, 0),
+            arm("us-truncated", Role::Control, None, 10),
+            arm(
+                "process-sequence",
+                Role::Mitigation,
+                Some("us-truncated"),
+                0,
+            ),
+            arm("other", Role::Mitigation, Some("pid-realtime-nanos"), 0),
         ];
-        fn of(r: &ProbeReport, i: usize) -> Option<&str> {
-            r.control_of(&r.arms[i]).map(|c| c.arm.as_str())
-        }
-        assert_eq!(of(&report, 2), Some("us-truncated"));
-        assert_eq!(of(&report, 3), Some("pid-realtime-nanos"));
+        let of = |r: &ProbeReport, i: usize| r.control_of(&r.arms[i]).map(|c| c.arm.clone());
+        assert_eq!(of(&report, 2).as_deref(), Some("us-truncated"));
+        assert_eq!(of(&report, 3).as_deref(), Some("pid-realtime-nanos"));
+        assert_eq!(
+            report.judgement(&report.arms[2]).verdict,
+            crate::verdict::Verdict::Valid
+        );
+        // A sham named but not run leaves the mitigation inconclusive.
+        report.arms[2].sham = Some("process-sequence-sham".into());
+        assert_eq!(
+            report.judgement(&report.arms[2]).verdict,
+            crate::verdict::Verdict::Inconclusive
+        );
         // The named control missing means no control, never the window's first.
         report.arms.remove(1);
         assert_eq!(of(&report, 1), None);
-        // Other hazards keep the window's first control.
-        report.hazard = "flock-survival".into();
-        assert_eq!(of(&report, 1), Some("pid-realtime-nanos"));
-        for b in BASELINES {
-            assert_eq!(baseline(b.hazard, b.arm), Some(b.control));
-        }
+    }
+
+    #[test]
+    fn counts_are_checked_on_load() {
+        let bad = |hits, trials| {
+            let mut file = sample();
+            file.probes.get_mut("flock-survival").unwrap().arms[0].outcome =
+                Outcome::observed(hits, trials);
+            ResultsFile::from_json(&serde_json::to_string(&file).unwrap()).unwrap_err()
+        };
+        assert!(bad(4, 3).contains("4 hits in 3 trials"), "{}", bad(4, 3));
+        let over = bad(0, MAX_TRIALS + 1);
+        assert!(over.contains("over the limit"), "{over}");
+        // u64::MAX hits, as an overflowed sum would print, is refused too.
+        assert!(bad(u64::MAX, 3).contains("hits in 3 trials"));
     }
 
     #[test]
@@ -384,6 +436,11 @@ mod tests {
         file.schema = SCHEMA_VERSION + 1;
         let err = ResultsFile::from_json(&serde_json::to_string(&file).unwrap()).unwrap_err();
         assert!(err.contains("newer"), "{err}");
+        let mut file = sample();
+        file.schema = 1;
+        let err = ResultsFile::from_json(&serde_json::to_string(&file).unwrap()).unwrap_err();
+        assert!(err.contains("older") && err.contains(REGENERATE), "{err}");
+        assert!(!err.contains('\n'), "{err}");
         assert!(
             ResultsFile::from_json("{\"x\":1}")
                 .unwrap_err()

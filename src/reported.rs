@@ -249,13 +249,13 @@ pub const REPORTED: &[Reported] = &[
         hazard: "port-pick",
         arm: "bind-zero-in-server",
         window: Window::ForkWindow,
-        verdict: Verdict::Valid,
+        verdict: Verdict::Avoids,
         source: SEED_PUBLISH_ZERO,
     },
     Reported {
         os: "macos",
         hazard: "two-step-cloexec",
-        arm: "two-step",
+        arm: "two-step-socket",
         window: Window::Inherited,
         verdict: Verdict::Present,
         source: SEED_TWO_STEP,
@@ -263,7 +263,7 @@ pub const REPORTED: &[Reported] = &[
     Reported {
         os: "macos",
         hazard: "two-step-cloexec",
-        arm: "two-step",
+        arm: "two-step-socket",
         window: Window::PosixSpawn,
         verdict: Verdict::Present,
         source: RUST_95584,
@@ -353,7 +353,7 @@ pub const REPORTED: &[Reported] = &[
         hazard: "clock-collision",
         arm: "process-sequence",
         window: Window::InProcess,
-        verdict: Verdict::Valid,
+        verdict: Verdict::Avoids,
         source: SEED_SEQUENCE,
     },
     Reported {
@@ -361,7 +361,7 @@ pub const REPORTED: &[Reported] = &[
         hazard: "clock-collision",
         arm: "tempfile",
         window: Window::InProcess,
-        verdict: Verdict::Valid,
+        verdict: Verdict::Avoids,
         source: TEMPFILE_RETRY,
     },
     Reported {
@@ -385,7 +385,7 @@ pub const REPORTED: &[Reported] = &[
         hazard: "holder-scan",
         arm: "run-isolated",
         window: Window::ForkWindow,
-        verdict: Verdict::Valid,
+        verdict: Verdict::Avoids,
         source: SEED_RUN_ISOLATED,
     },
 ];

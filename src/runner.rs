@@ -94,8 +94,19 @@ pub fn run(opts: &RunOptions) -> Result<RunSummary, RunError> {
     // Refuse before measuring anything: bad files stay untouched.
     results::check_writable(&opts.results_dir)
         .map_err(|e| RunError::Usage(format!("results folder is not writable: {e}")))?;
-    let previous = results::load(&results_path).map_err(|e| RunError::Usage(e.to_string()))?;
-    results::load_dir(&opts.results_dir).map_err(|e| RunError::Usage(e.to_string()))?;
+    // A full run replaces this platform's file when it has an older schema:
+    // that is the command the refusal names.
+    let replaces_older = |e: &results::BadResults| {
+        opts.only.is_empty() && e.path == results_path && crate::report::is_older_schema(&e.problem)
+    };
+    let previous = match results::load(&results_path) {
+        Err(e) if replaces_older(&e) => None,
+        other => other.map_err(|e| RunError::Usage(e.to_string()))?,
+    };
+    match results::load_dir(&opts.results_dir) {
+        Err(e) if !replaces_older(&e) => return Err(RunError::Usage(e.to_string())),
+        _ => {}
+    }
     let scratch = Scratch::new("run").map_err(RunError::Io)?;
 
     let mut merged = previous.unwrap_or_else(|| ResultsFile {

@@ -46,6 +46,7 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// A read-write lock whose shared side guards descriptor creation and whose
@@ -53,6 +54,8 @@ use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 #[derive(Debug, Default)]
 pub struct SpawnLock {
     lock: RwLock<()>,
+    /// Spawners inside [`SpawnLock::spawning`] that do not hold the lock yet.
+    waiting: AtomicUsize,
 }
 
 /// Held while creating a descriptor (or writing a file to execute); many at once.
@@ -65,6 +68,7 @@ impl SpawnLock {
     pub const fn new() -> SpawnLock {
         SpawnLock {
             lock: RwLock::new(()),
+            waiting: AtomicUsize::new(0),
         }
     }
 
@@ -78,13 +82,101 @@ impl SpawnLock {
 
     /// Takes the exclusive side: hold it across the spawn call.
     pub fn spawning(&self) -> Spawning<'_> {
-        self.lock.write().unwrap_or_else(PoisonError::into_inner)
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        let guard = self.lock.write().unwrap_or_else(PoisonError::into_inner);
+        self.waiting.fetch_sub(1, Ordering::SeqCst);
+        guard
+    }
+
+    /// Spawners that asked for the exclusive side and do not hold it yet.
+    /// Once this is non-zero while a creator holds the shared side, that
+    /// spawner cannot copy the descriptor table before the creator lets go:
+    /// what the probes wait for to build the spawn-lock window on purpose.
+    pub fn waiting_spawners(&self) -> usize {
+        self.waiting.load(Ordering::SeqCst)
     }
 }
 
 /// The process-wide spawn lock: every creator and every spawner must use the
 /// same one.
 pub static SPAWN_LOCK: SpawnLock = SpawnLock::new();
+
+/// What a spawner had done when the creator went on to its second step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gap {
+    /// The spawn had completed: the child copied the table inside the gap.
+    Spawned,
+    /// The spawner was waiting for the exclusive side: it cannot copy the
+    /// table before the creator lets go.
+    SpawnerBlocked,
+}
+
+/// Builds the gap between a creator's two steps on purpose, with a spawn
+/// inside it, so a trial shows deterministically whether `lock` closes it.
+///
+/// 1. With `locked`, the caller takes the shared side; then `first` runs
+///    (create without the flag; open and write a file to execute).
+/// 2. A spawner thread asks for the exclusive side (with `locked`) and runs `spawn`.
+/// 3. The caller parks until the spawner has either finished `spawn` or is
+///    waiting for the lock (bounded polling with backoff, until `deadline`).
+/// 4. `second` runs (set the flag; close the file); the shared side goes;
+///    the spawner's result is collected.
+///
+/// Without `locked` this is the same code with the fix switched off (a
+/// sham): the spawn then always falls in the gap. A deadline that passes is
+/// an `io::ErrorKind::TimedOut` error: the gap was not confirmed.
+pub fn spawn_in_gap<A, S: Send>(
+    lock: &SpawnLock,
+    locked: bool,
+    deadline: std::time::Instant,
+    first: impl FnOnce() -> std::io::Result<A>,
+    second: impl FnOnce(&mut A) -> std::io::Result<()>,
+    spawn: impl FnOnce() -> std::io::Result<S> + Send,
+) -> std::io::Result<(A, S, Gap)> {
+    use std::time::{Duration, Instant};
+    let creating = locked.then(|| lock.creating());
+    let mut made = first()?;
+    std::thread::scope(|scope| {
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let spawner = scope.spawn(move || {
+            let spawned = {
+                let _spawning = locked.then(|| lock.spawning());
+                spawn()
+            };
+            let _ = done_tx.send(());
+            spawned
+        });
+        let mut pause = Duration::from_micros(20);
+        let gap = loop {
+            match done_rx.recv_timeout(pause) {
+                Ok(()) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    break Some(Gap::Spawned);
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            }
+            if locked && lock.waiting_spawners() > 0 {
+                break Some(Gap::SpawnerBlocked);
+            }
+            if Instant::now() >= deadline {
+                break None;
+            }
+            pause = (pause * 2).min(Duration::from_millis(5));
+        };
+        let flagged = second(&mut made);
+        drop(creating);
+        let spawned = spawner
+            .join()
+            .map_err(|_| std::io::Error::other("the spawner panicked"))?;
+        let gap = gap.ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the spawner neither spawned nor waited for the lock before the deadline",
+            )
+        })?;
+        flagged?;
+        Ok((made, spawned?, gap))
+    })
+}
 
 #[cfg(test)]
 mod tests {
@@ -106,5 +198,20 @@ mod tests {
             "a creator got past a spawner"
         );
         drop(spawning);
+        assert_eq!(lock.waiting_spawners(), 0);
+        let creating = lock.creating();
+        std::thread::scope(|s| {
+            let spawner = s.spawn(|| drop(lock.spawning()));
+            // Bounded polling with backoff until the spawner waits.
+            let mut pause = std::time::Duration::from_micros(10);
+            while lock.waiting_spawners() == 0 {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(10));
+            }
+            assert!(!spawner.is_finished(), "a spawner got past a creator");
+            drop(creating);
+            spawner.join().unwrap();
+        });
+        assert_eq!(lock.waiting_spawners(), 0);
     }
 }

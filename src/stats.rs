@@ -1,5 +1,6 @@
-//! Trial counting: hit rates with 95% Wilson score intervals, and the number of
-//! trials that makes zero hits decisive.
+//! Trial counting: hit rates with 95% Wilson score intervals, the number of
+//! trials that makes zero hits decisive, and the one-sided Fisher exact test
+//! that decides whether a mitigation's rate is below its control's.
 //!
 //! The Wilson interval is used rather than the normal approximation because the
 //! rates this project meets sit at the edges (0 of n, n of n), where the normal
@@ -9,6 +10,10 @@
 //! - E. B. Wilson, "Probable inference, the law of succession, and statistical
 //!   inference", JASA 22 (1927).
 //! - <https://en.wikipedia.org/wiki/Binomial_proportion_confidence_interval#Wilson_score_interval>
+//! - R. A. Fisher, *Statistical Methods for Research Workers* (1925), §21.02;
+//!   <https://en.wikipedia.org/wiki/Fisher%27s_exact_test>
+//! - C. Lanczos, "A precision approximation of the gamma function", SIAM J.
+//!   Numer. Anal. B 1 (1964); coefficients g = 7, n = 9 as in Numerical Recipes.
 
 use serde::{Deserialize, Serialize};
 
@@ -17,6 +22,10 @@ pub const Z95: f64 = 1.959_963_984_540_054;
 
 /// The rate under which zero hits count as "the hazard did not show".
 pub const ABSENCE_THRESHOLD: f64 = 0.01;
+
+/// The most trials (or hits) one arm may report: counts above it are refused
+/// on load, so no sum of two counts can overflow a `u64`.
+pub const MAX_TRIALS: u64 = 1_000_000_000;
 
 /// `hits` out of `trials`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -41,6 +50,17 @@ impl Count {
     pub fn new(hits: u64, trials: u64) -> Count {
         assert!(hits <= trials, "{hits} hits in {trials} trials");
         Count { trials, hits }
+    }
+
+    /// A count, if `hits <= trials <= MAX_TRIALS`; else why not.
+    pub fn checked(hits: u64, trials: u64) -> Result<Count, String> {
+        if trials > MAX_TRIALS {
+            Err(format!("{trials} trials is over the limit of {MAX_TRIALS}"))
+        } else if hits > trials {
+            Err(format!("{hits} hits in {trials} trials"))
+        } else {
+            Ok(Count { trials, hits })
+        }
     }
 
     /// The observed rate, or `None` before any trial.
@@ -88,6 +108,79 @@ pub fn decisive_trials(threshold: f64) -> u64 {
     (z2 * (1.0 - threshold) / threshold).floor() as u64 + 1
 }
 
+/// `ln Γ(x)` for `x > 0` (Lanczos, g = 7, n = 9; relative error about 1e-15).
+pub fn ln_gamma(x: f64) -> f64 {
+    const G: f64 = 7.0;
+    const C: [f64; 9] = [
+        0.999_999_999_999_809_9,
+        676.520_368_121_885_1,
+        -1_259.139_216_722_402_8,
+        771.323_428_777_653_1,
+        -176.615_029_162_140_6,
+        12.507_343_278_686_905,
+        -0.138_571_095_265_720_12,
+        9.984_369_578_019_572e-6,
+        1.505_632_735_149_311_6e-7,
+    ];
+    if x < 0.5 {
+        // Reflection: Γ(x)Γ(1-x) = π / sin(πx).
+        return (std::f64::consts::PI / (std::f64::consts::PI * x).sin()).ln() - ln_gamma(1.0 - x);
+    }
+    let x = x - 1.0;
+    let mut a = C[0];
+    let t = x + G + 0.5;
+    for (i, c) in C.iter().enumerate().skip(1) {
+        a += c / (x + i as f64);
+    }
+    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + a.ln()
+}
+
+/// `ln C(n, k)`.
+fn ln_choose(n: u64, k: u64) -> f64 {
+    ln_gamma(n as f64 + 1.0) - ln_gamma(k as f64 + 1.0) - ln_gamma((n - k) as f64 + 1.0)
+}
+
+/// The one-sided Fisher exact p that `a`'s rate is below `b`'s: given the
+/// margins of the 2×2 table, the probability of `a.hits` or fewer of all the
+/// hits falling in `a`'s trials (a hypergeometric lower tail).
+///
+/// 0/7 against 7/7 gives 1/C(14,7) = 2.9e-4; 0/6 against 6/6 gives 1.1e-3.
+pub fn fisher_less(a: Count, b: Count) -> f64 {
+    let n = a.trials + b.trials;
+    let k = a.hits + b.hits;
+    if n == 0 || k == 0 {
+        return 1.0;
+    }
+    // X = hits among a's trials: from max(0, k - b.trials) to min(k, a.trials).
+    let low = k.saturating_sub(b.trials);
+    if a.hits < low {
+        return 0.0;
+    }
+    let ln_total = ln_choose(n, a.trials);
+    let term = |x: u64| {
+        (ln_choose(k, x) + ln_choose(n - k, a.trials - x) - ln_total)
+            .exp()
+            .min(1.0)
+    };
+    // Sum the lower tail by the ratio of successive terms, from `low` up.
+    let mut p = term(low);
+    let mut t = p;
+    let mut x = low;
+    let mode = ((a.trials + 1) as f64 * (k + 1) as f64 / (n + 2) as f64) as u64;
+    while x < a.hits {
+        let (xf, kf, af, nf) = (x as f64, k as f64, a.trials as f64, n as f64);
+        t *= (kf - xf) * (af - xf) / ((xf + 1.0) * (nf - kf - af + xf + 1.0));
+        x += 1;
+        p += t;
+        // Past the mode the terms only shrink: once they no longer move the
+        // sum, the rest cannot either (at most 10^9 of them).
+        if x > mode && t < p * 1e-18 {
+            break;
+        }
+    }
+    p.min(1.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,7 +211,42 @@ mod tests {
         assert!(Count::new(0, 380).wilson().high >= 0.01);
     }
 
+    #[test]
+    fn fisher_known_values() {
+        let p =
+            |a: (u64, u64), b: (u64, u64)| fisher_less(Count::new(a.0, a.1), Count::new(b.0, b.1));
+        assert!((p((0, 7), (7, 7)) - 1.0 / 3432.0).abs() < 1e-12);
+        assert!((p((0, 6), (6, 6)) - 1.0 / 924.0).abs() < 1e-12);
+        assert!((p((0, 10), (10, 10)) - 1.0 / 184_756.0).abs() < 1e-14);
+        assert!((p((0, 1), (1, 1)) - 0.5).abs() < 1e-12);
+        // 0/381 against 2/381: C(381,2)/C(762,2).
+        let expect = (381.0 * 380.0) / (762.0 * 761.0);
+        assert!((p((0, 381), (2, 381)) - expect).abs() < 1e-9);
+        // 0/12 against 4/12: C(12,4)/C(24,4) = 495/10626.
+        assert!((p((0, 12), (4, 12)) - 495.0 / 10626.0).abs() < 1e-9);
+        // A lower tail that covers everything is 1; no hits at all says nothing.
+        assert!((p((3, 3), (0, 3)) - 1.0).abs() < 1e-12);
+        assert_eq!(p((0, 5), (0, 5)), 1.0);
+        // Huge counts stay finite.
+        let big = p((0, MAX_TRIALS), (1000, MAX_TRIALS));
+        assert!(big > 0.0 && big < 1e-250, "{big}");
+        assert!(Count::checked(1, 0).is_err());
+        assert!(Count::checked(0, MAX_TRIALS + 1).is_err());
+    }
+
     proptest! {
+        #[test]
+        fn fisher_is_a_probability_and_monotone(h in 0u64..40, n in 1u64..40, m in 1u64..40, c in 0u64..40) {
+            let (h, c) = (h.min(n), c.min(m));
+            let p = fisher_less(Count::new(h, n), Count::new(c, m));
+            prop_assert!((0.0..=1.0).contains(&p));
+            if h < n {
+                // One more hit in the mitigation never makes it look better.
+                let q = fisher_less(Count::new(h + 1, n), Count::new(c, m));
+                prop_assert!(q + 1e-12 >= p, "{} < {}", q, p);
+            }
+        }
+
         #[test]
         fn interval_contains_the_rate(trials in 1u64..100_000, frac in 0.0f64..=1.0) {
             let hits = (trials as f64 * frac) as u64;

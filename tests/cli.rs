@@ -37,7 +37,7 @@ fn quick_run(dir: &std::path::Path) -> std::process::Output {
         .args([
             "run",
             "--trials",
-            "2",
+            "7",
             "--race-ms",
             "5",
             "--only",
@@ -91,7 +91,8 @@ fn run_then_ask_for_verdicts() {
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let line = String::from_utf8(out.stdout).unwrap();
-    assert!(line.starts_with("valid 0/2 ("), "{line}");
+    assert!(line.starts_with("in-process valid 0/7 ("), "{line}");
+    assert!(line.contains("p = 2.9e-4 vs close-other-fd"), "{line}");
     assert_eq!(line.lines().count(), 1);
 
     assert_usage_error(
@@ -140,11 +141,16 @@ fn corrupt_and_future_results_are_refused_and_left_untouched() {
     let dir = s.dir().join("results");
     let file = quick_results(&dir);
     let good = fs::read_to_string(&file).unwrap();
-    let future = good.replacen("\"schema\": 1", "\"schema\": 99", 1);
+    let future = good.replacen("\"schema\": 2", "\"schema\": 99", 1);
     assert_ne!(future, good);
+    let older = good.replacen("\"schema\": 2", "\"schema\": 1", 1);
+    let overflowed = good.replacen("\"hits\": 7", "\"hits\": 18446744073709551615", 1);
+    assert_ne!(overflowed, good);
     for (bad, needle) in [
         (&good[..good.len() / 2], "not JSON"),
         (future.as_str(), "newer"),
+        (older.as_str(), "make probe-linux"),
+        (overflowed.as_str(), "hits in 7 trials"),
     ] {
         fs::write(&file, bad).unwrap();
         let out = quick_run(&dir);
@@ -399,7 +405,8 @@ fn spawn_window_chart_and_costs_reach_the_matrix() {
     assert!(matrix.contains("| `lock-kind/posix-fcntl/lock-unlock` | 1.0 µs | 10 |"));
     assert!(
         matrix.lines().any(
-            |l| l.starts_with("| `flock` | mitigation |") && l.ends_with("| +250 ns (1.25×) |")
+            |l| l.starts_with("| `flock` | mitigation (vs `close-other-fd`) |")
+                && l.ends_with("| +250 ns (1.25×) |")
         ),
         "{matrix}"
     );
@@ -411,5 +418,85 @@ fn spawn_window_chart_and_costs_reach_the_matrix() {
         stderr(&out).contains("spawn-window.svg is stale"),
         "{}",
         stderr(&out)
+    );
+}
+
+/// The committed results: `verdict` prints one line per window, window first,
+/// never a sum; `check` passes on them and fails, naming the cell, when a
+/// claimed-valid fix shows the hazard.
+#[test]
+fn verdict_per_window_and_check_on_the_committed_results() {
+    let committed = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
+    let out = fdwindow()
+        .args(["verdict", "flock-survival", "close", "--results"])
+        .arg(&committed)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let windows: Vec<&str> = text.lines().map(|l| l.split(' ').next().unwrap()).collect();
+    assert_eq!(
+        windows,
+        ["fork-window", "posix-spawn", "inherited"],
+        "{text}"
+    );
+    assert!(text.lines().nth(1).unwrap().contains(" spawns"), "{text}");
+
+    let out = fdwindow()
+        .args(["check", "--results"])
+        .arg(&committed)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+
+    let s = scratch("cli-check");
+    let dir = s.dir().join("results");
+    fs::create_dir_all(&dir).unwrap();
+    for e in fs::read_dir(&committed).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "json") {
+            fs::copy(&p, dir.join(p.file_name().unwrap())).unwrap();
+        }
+    }
+    let file = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("linux-")
+        })
+        .unwrap();
+    let mut results =
+        fdwindow::report::ResultsFile::from_json(&fs::read_to_string(&file).unwrap()).unwrap();
+    let arm = results
+        .probes
+        .get_mut("flock-survival")
+        .unwrap()
+        .arms
+        .iter_mut()
+        .find(|a| a.arm == "unlock-then-close" && a.window.id() == "inherited")
+        .unwrap();
+    arm.outcome = fdwindow::verdict::Outcome::observed(1, 10);
+    fs::write(&file, serde_json::to_string_pretty(&results).unwrap()).unwrap();
+    let out = fdwindow()
+        .args(["check", "--results"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.lines().any(|l| l
+            .starts_with("FAIL contradiction: flock-survival unlock-then-close inherited")
+            && l.contains("claimed valid")
+            && l.contains("measured invalid 1/10")),
+        "{text}"
     );
 }

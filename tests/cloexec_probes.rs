@@ -22,13 +22,44 @@ mod linux {
 
     #[test]
     fn two_step_cloexec() {
-        // Six trials: each creation call once in the inherited window.
-        let r = run_probe("two-step-cloexec", &["--trials", "6", "--race-ms", "30"]);
+        // Seven trials: enough for 7/7 against 0/7 to decide.
+        let r = run_probe("two-step-cloexec", &["--trials", "7", "--race-ms", "30"]);
         r.validate().unwrap();
         let w = Window::Inherited;
-        assert_eq!(verdict(&r, "two-step", w), Verdict::Present);
+        for control in [
+            "two-step-socket",
+            "two-step-socketpair",
+            "two-step-accept",
+            "two-step-pipe",
+            "two-step-dup",
+            "two-step-open",
+            "two-step-connect",
+        ] {
+            assert_eq!(verdict(&r, control, w), Verdict::Present, "{control}");
+        }
+        // Each sham shows the hazard in every trial; each fix is valid.
+        for sham in [
+            "spawn-lock-sham",
+            "close-range-in-child-sham",
+            "closefrom-file-action-sham",
+            "spawn-cloexec-default-sham",
+        ] {
+            let a = super::common::arm(&r, sham, w);
+            let c = a.outcome.count().unwrap();
+            assert_eq!((c.hits, c.trials), (7, 7), "{sham}");
+        }
         for fix in ["atomic-flag", "spawn-lock", "close-range-in-child"] {
             assert_eq!(verdict(&r, fix, w), Verdict::Valid, "{fix}");
+        }
+        // Each std arm is judged against the control of its own call.
+        for (std_arm, control) in [
+            ("std-socket", "two-step-socket"),
+            ("std-accept", "two-step-accept"),
+            ("std-pipe", "two-step-pipe"),
+            ("std-socketpair", "two-step-socketpair"),
+        ] {
+            let a = super::common::arm(&r, std_arm, Window::PosixSpawn);
+            assert_eq!(a.against.as_deref(), Some(control));
         }
         let closefrom = if fdwindow::cloexec::has_addclosefrom_np() {
             Verdict::Valid
@@ -56,18 +87,25 @@ mod linux {
         let calls: Vec<&str> = table.rows.iter().map(|row| row[0].as_str()).collect();
         assert_eq!(
             calls,
-            ["socket", "socketpair", "accept", "pipe", "dup", "open"]
+            [
+                "socket",
+                "socketpair",
+                "accept",
+                "pipe",
+                "dup",
+                "open",
+                "connect"
+            ]
         );
         for row in &table.rows {
             assert_eq!(row[2], "yes", "atomic form missing: {row:?}");
-            assert_eq!(row[3], "1/1", "two-step did not leak: {row:?}");
-            assert_eq!(row[4], "0/1", "atomic form leaked: {row:?}");
+            assert_eq!(row[4], "7/7", "two-step did not leak: {row:?}");
         }
     }
 
     #[test]
     fn etxtbsy() {
-        let r = run_probe("etxtbsy", &["--trials", "3", "--race-ms", "30"]);
+        let r = run_probe("etxtbsy", &["--trials", "7", "--race-ms", "30"]);
         r.validate().unwrap();
         // Whether this kernel denies exec of a file open for writing is
         // measured without any fork; the fork-window verdicts must agree.
@@ -77,7 +115,22 @@ mod linux {
         match table.rows[0][1].as_str() {
             "ETXTBSY" => {
                 assert_eq!(verdict(&r, "write-then-exec", w), Verdict::Present);
+                assert_eq!(verdict(&r, "spawn-lock-sham", w), Verdict::Present);
                 assert_eq!(verdict(&r, "spawn-lock", w), Verdict::Valid);
+                // A bounded retry outlasts a stall shorter than its budget,
+                // and not one longer.
+                assert_eq!(
+                    verdict(&r, "retry-on-etxtbsy-short-stall-sham", w),
+                    Verdict::Present
+                );
+                assert_eq!(
+                    verdict(&r, "retry-on-etxtbsy-short-stall", w),
+                    Verdict::Valid
+                );
+                assert_eq!(
+                    verdict(&r, "retry-on-etxtbsy-long-stall", w),
+                    Verdict::Invalid
+                );
             }
             "runs" => {
                 let control = r

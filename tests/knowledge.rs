@@ -1,15 +1,22 @@
 //! The encoded knowledge holds against every committed measurement, and the
-//! check does catch a measurement that contradicts it.
+//! check catches each way a measurement can stop supporting a claim.
 
 use std::path::Path;
 
-use fdwindow::knowledge::contradictions;
+use fdwindow::knowledge::{Finding, check, claim_on, contradictions};
 use fdwindow::report::ResultsFile;
-use fdwindow::verdict::Outcome;
+use fdwindow::verdict::{Kind, Outcome, Role, Verdict};
 
 fn committed() -> Vec<ResultsFile> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
     fdwindow::results::load_dir(&dir).expect("committed results load")
+}
+
+fn linux(files: &mut [ResultsFile]) -> &mut ResultsFile {
+    files
+        .iter_mut()
+        .find(|f| f.platform.os == "linux")
+        .expect("a Linux results file")
 }
 
 #[test]
@@ -28,12 +35,7 @@ fn committed_results_agree_with_the_claims() {
 #[test]
 fn a_contradicting_measurement_is_caught_and_named() {
     let mut files = committed();
-    let linux = files
-        .iter_mut()
-        .find(|f| f.platform.os == "linux")
-        .expect("a Linux results file");
-    // Make unlock-then-close show the hazard in the fork window.
-    let report = linux
+    let report = linux(&mut files)
         .probes
         .get_mut("flock-survival")
         .expect("flock-survival measured");
@@ -42,11 +44,7 @@ fn a_contradicting_measurement_is_caught_and_named() {
         .iter_mut()
         .find(|a| a.arm == "unlock-then-close" && a.window.id() == "fork-window")
         .expect("arm measured");
-    arm.outcome = Outcome::Observed {
-        trials: 20,
-        hits: 3,
-        tallies: Default::default(),
-    };
+    arm.outcome = Outcome::observed(3, 10);
     let found = contradictions(&files);
     assert_eq!(found.len(), 1, "{found:?}");
     let text = found[0].to_string();
@@ -55,24 +53,128 @@ fn a_contradicting_measurement_is_caught_and_named() {
         "{text}"
     );
     assert!(
-        text.contains("claimed valid") && text.contains("measured invalid 3/20"),
+        text.contains("claimed valid") && text.contains("measured invalid 3/10"),
         "{text}"
+    );
+}
+
+/// Every claimed-present deterministic control set to 0/N, and every
+/// claimed-valid mitigation set to 1/N, one at a time: each fails the
+/// check, naming that cell.
+#[test]
+fn every_claimed_cell_can_fail_the_check() {
+    let files = committed();
+    let (i, file) = files
+        .iter()
+        .enumerate()
+        .find(|(_, f)| f.platform.os == "linux")
+        .expect("a Linux results file");
+    let mut mutated = 0;
+    for (hazard, report) in &file.probes {
+        for (k, arm) in report.arms.iter().enumerate() {
+            let Some(claim) = claim_on(&file.platform, hazard, &arm.arm, arm.window) else {
+                continue;
+            };
+            let Some(count) = arm.outcome.count() else {
+                continue;
+            };
+            let n = count.trials.max(7);
+            let outcome = match (arm.role, arm.kind, claim.verdict) {
+                (Role::Control, Kind::Deterministic, Verdict::Present) => Outcome::observed(0, n),
+                (Role::Mitigation, _, Verdict::Valid) => Outcome::observed(1, n),
+                _ => continue,
+            };
+            let mut copy = files.clone();
+            copy[i].probes.get_mut(hazard).unwrap().arms[k].outcome = outcome;
+            let cell = format!("{hazard} {} {}", arm.arm, arm.window.id());
+            let found = contradictions(&copy);
+            assert!(
+                found.iter().any(|c| c.cell == cell),
+                "{cell} mutated, but the check did not name it: {found:?}"
+            );
+            mutated += 1;
+        }
+    }
+    assert!(mutated >= 20, "only {mutated} cells mutated");
+}
+
+#[test]
+fn a_claimed_arm_missing_from_a_probe_that_ran_fails() {
+    let mut files = committed();
+    let report = linux(&mut files).probes.get_mut("flock-survival").unwrap();
+    report.arms.retain(|a| a.arm != "std-unlock");
+    let found = contradictions(&files);
+    assert!(
+        found.iter().any(|c| c.finding == Finding::WithoutEvidence
+            && c.cell.starts_with("flock-survival std-unlock")),
+        "{found:?}"
+    );
+    // A probe that did not run at all is only listed.
+    let mut files = committed();
+    linux(&mut files).probes.remove("flock-survival");
+    let report = check(&files);
+    assert!(report.failures.is_empty(), "{:?}", report.failures);
+    assert!(
+        report
+            .listed
+            .iter()
+            .any(|c| c.finding == Finding::NotMeasured && c.cell.starts_with("flock-survival"))
     );
 }
 
 #[test]
 fn an_unencoded_measured_arm_is_caught() {
     let mut files = committed();
-    let linux = files.iter_mut().find(|f| f.platform.os == "linux").unwrap();
-    let report = linux.probes.get_mut("flock-survival").unwrap();
+    let report = linux(&mut files).probes.get_mut("flock-survival").unwrap();
     let mut extra = report.arms[1].clone();
     extra.arm = "brand-new-fix".into();
     report.arms.push(extra);
     let found = contradictions(&files);
     assert!(
-        found
-            .iter()
-            .any(|c| c.cell.starts_with("flock-survival brand-new-fix")),
+        found.iter().any(|c| c.finding == Finding::WithoutClaim
+            && c.cell.starts_with("flock-survival brand-new-fix")),
         "{found:?}"
     );
+}
+
+/// A Linux results file relabelled as macOS: macOS's claims are reported
+/// ones, so a measured arm without a claim is news, and only the cells where
+/// a reported claim names a different decided word fail.
+#[test]
+fn a_relabelled_file_fails_only_on_genuine_disagreements() {
+    let mut files = committed();
+    let mut mac = linux(&mut files).clone();
+    mac.platform.os = "macos".into();
+    mac.platform.id = "macos-relabelled".into();
+    let report = check(std::slice::from_ref(&mac));
+    let mut expected = Vec::new();
+    for (hazard, r) in &mac.probes {
+        for a in &r.arms {
+            if let Some(claim) = claim_on(&mac.platform, hazard, &a.arm, a.window) {
+                let v = r.judgement(a).verdict;
+                if v != claim.verdict && claim.or != Some(v) && v != Verdict::Inconclusive {
+                    expected.push(format!("{hazard} {} {}", a.arm, a.window.id()));
+                }
+            }
+        }
+    }
+    let mut failed: Vec<String> = report
+        .failures
+        .iter()
+        .map(|c| {
+            assert!(
+                matches!(c.finding, Finding::Contradiction | Finding::NotAllowed),
+                "{c}"
+            );
+            c.cell.clone()
+        })
+        .collect();
+    failed.sort();
+    expected.sort();
+    assert_eq!(failed, expected);
+    assert!(
+        !expected.is_empty(),
+        "macOS's reported claims disagree with Linux somewhere"
+    );
+    assert!(report.listed.iter().any(|c| c.finding == Finding::News));
 }

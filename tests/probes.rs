@@ -1,7 +1,7 @@
 //! Runs each probe binary with few trials and checks its verdicts.
 //!
 //! Deterministic windows (fork-window, inherited, in-process) reach their
-//! verdict in three trials. The posix-spawn race is statistical: with a short
+//! verdict in seven trials (7/7 against 0/7: one-sided Fisher p = 2.9e-4). The posix-spawn race is statistical: with a short
 //! race a control may miss, so only what cannot depend on luck is asserted
 //! there: a fix never shows the hazard.
 
@@ -18,7 +18,7 @@ mod linux {
     use fdwindow::report::ProbeReport;
     use fdwindow::verdict::{Role, Verdict, Window};
 
-    const FEW: &[&str] = &["--trials", "3", "--race-ms", "30"];
+    const FEW: &[&str] = &["--trials", "7", "--race-ms", "30"];
 
     /// Every arm ran, and no mitigation showed the hazard in the race, unless
     /// `expected_leaky` names it.
@@ -69,6 +69,16 @@ mod linux {
             );
         }
         check_race(&r, &[]);
+    }
+
+    /// One trial cannot make a fix valid, however sure the control: the
+    /// issue's `--trials 1` case.
+    #[test]
+    fn one_trial_decides_no_fix() {
+        let r = run_probe("flock-survival", &["--trials", "1", "--race-ms", "10"]);
+        for a in r.arms.iter().filter(|a| a.window != Window::PosixSpawn) {
+            assert_ne!(verdict(&r, &a.arm, a.window), Verdict::Valid, "{}", a.arm);
+        }
     }
 
     #[test]

@@ -30,8 +30,10 @@ fn holder_scan_sees_the_fork_and_the_fixes_do_not() {
     let v = |id| arm_verdict(&r, arm(&r, id, w));
     assert_eq!(v("scan-during-window"), Verdict::Present);
     assert_eq!(v("exe-filter"), Verdict::Invalid);
-    assert_eq!(v("run-isolated"), Verdict::Valid);
-    assert_eq!(v("scan-after-exec"), Verdict::Valid);
+    // Both fixes cannot fail by construction: `avoids`, with their argument.
+    assert_eq!(v("run-isolated"), Verdict::Avoids);
+    assert_eq!(v("scan-after-exec"), Verdict::Avoids);
+    assert!(arm(&r, "run-isolated", w).avoids.is_some());
     // Holders seen per trial: the parked fork makes two; the fixes see one.
     let control = &arm(&r, "scan-during-window", w).outcome;
     assert_eq!(tally(control, "holders"), [("2", 3)]);
@@ -73,6 +75,7 @@ fn env_race_fixes_never_tear_and_every_child_is_accounted_for() {
         "pass-explicitly",
     ] {
         let a = arm(&r, id, Window::InProcess);
+        assert_eq!(a.avoids.is_some(), id == "pass-explicitly", "{id}");
         let ends = tally(&a.outcome, "child");
         assert_eq!(
             ends.iter().map(|(_, n)| n).sum::<u64>(),
