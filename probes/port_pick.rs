@@ -84,6 +84,7 @@ static PROBE: Probe = Probe {
             about: "UdpSocket::bind(127.0.0.1:0), read the port, drop; the server binds UDP 127.0.0.1:port and must receive a datagram sent there.",
             windows: SPAWNS,
             trial: |t| udp_pick_then_bind(t, false),
+            ..ARM
         },
         Arm {
             id: "udp-reuseaddr",
@@ -91,13 +92,22 @@ static PROBE: Probe = Probe {
             about: "as udp-pick-then-drop, with SO_REUSEADDR on the picking and the server socket (on Linux both binds succeed: which socket the datagram reaches is measured; on macOS exact duplicate binds need SO_REUSEPORT).",
             windows: HELD,
             trial: |t| udp_pick_then_bind(t, true),
+            // Differs from its control in the fix alone (SO_REUSEADDR on both
+            // sockets): no sham.
+            against: Some("udp-pick-then-drop"),
+            ..ARM
         },
         Arm {
             id: "udp-bind-zero-in-server",
             role: Mitigation,
-            about: "no picking: the server binds UDP 127.0.0.1:0 itself and receives on the port it got (avoids the hazard by construction).",
+            about: "no picking: the server binds UDP 127.0.0.1:0 itself and receives on the port it got.",
             windows: HELD,
             trial: udp_bind_zero_in_server,
+            against: Some("udp-pick-then-drop"),
+            avoids: Some(
+                "nothing is picked ahead: the server binds UDP port 0 itself, so no earlier socket exists for a child to hold",
+            ),
+            ..ARM
         },
     ],
     observe: None,

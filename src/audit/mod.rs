@@ -7,7 +7,7 @@
 //!    injector preloaded, alternately, so a change in the machine's load falls
 //!    on both arms alike. [`libtest`] reads each test's outcome.
 //! 3. A test that failed under pressure and never alone, but not often enough
-//!    for the rule (one-sided Fisher p <= 0.001), is a suspect: it reruns alone
+//!    for the rule (one-sided Fisher p <= 0.001, [`fdwindow::stats::fisher_less`]), is a suspect: it reruns alone
 //!    in its own process (`--exact`), both arms alternately, until the rule
 //!    decides, it fails alone, or the rerun budget ends. Suite runs and
 //!    `--exact` reruns are different conditions: their counts are never added.
@@ -22,7 +22,6 @@
 //! when any test is exposed, 2 for bad input, 130 when interrupted.
 
 mod discover;
-mod fisher;
 mod libtest;
 mod report;
 
@@ -36,6 +35,7 @@ use std::time::{Duration, Instant};
 use fdwindow::child::{GroupExit, wait_group};
 use fdwindow::harness;
 use fdwindow::pressure::{self, DropClass, ENV_VAR, SpawnPath, Spec};
+use fdwindow::stats::Count;
 
 use discover::Binary;
 use libtest::Outcome;
@@ -134,9 +134,11 @@ impl Tally {
     }
 }
 
-/// One-sided Fisher p that `a` fails more than `b`.
+/// One-sided Fisher p that `a` fails more than `b` (its bad runs:
+/// failures and timeouts), i.e. that `b`'s rate is below `a`'s.
 pub fn p_greater(a: Tally, b: Tally) -> f64 {
-    fisher::greater(a.bad(), a.runs, b.bad(), b.runs)
+    let count = |t: Tally| Count::new(t.bad(), t.runs);
+    fdwindow::stats::fisher_less(count(b), count(a))
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -895,6 +897,17 @@ mod tests {
         ));
         // The sham failing as often as the control: load, settled.
         assert!(settled(&variants(t(10, 10), [f; 5], t(8, 10)), 10));
+    }
+
+    #[test]
+    fn p_is_the_one_sided_fisher_test() {
+        // 10/10 against 0/10: 1/C(20,10); 8/10 against 0/10: 45/C(20,8).
+        assert!((p_greater(t(10, 10), t(0, 10)) - 1.0 / 184_756.0).abs() < 1e-12);
+        assert!((p_greater(t(8, 10), t(0, 10)) - 45.0 / 125_970.0).abs() < 1e-12);
+        assert!(p_greater(t(0, 10), t(5, 10)) > 1.0 - 1e-9);
+        assert!(p_greater(t(5, 10), t(5, 10)) > 0.5);
+        let p = p_greater(t(20, 1000), t(0, 1000));
+        assert!(p > 0.0 && p < 1e-5, "{p}");
     }
 
     #[test]
