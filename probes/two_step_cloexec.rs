@@ -413,7 +413,11 @@ fn arm_trial(
 ) -> Result<bool, Fault> {
     match t.window() {
         Inherited => deterministic(t, arm, call, flag, how, lock),
-        _ => race(t, arm, Make::Raw(call, flag), lock == Lock::On),
+        PosixSpawn => race(t, arm, Make::Raw(call, flag), lock == Lock::On),
+        other => Err(Fault::Broken(format!(
+            "this probe builds no {} window yet",
+            other.id()
+        ))),
     }
 }
 

@@ -11,8 +11,9 @@
 //! In a race window (`posix-spawn`) the unit is a spawn, not a loop
 //! iteration: hits cluster on one spawn, and a faster loop must not make more
 //! "trials" of the same spawns. Every spawn the race thread starts while an
-//! arm's loop runs is one trial; a spawn is a hit when an iteration that
-//! overlapped it showed the hazard. The arms of a race window run in
+//! arm's loop runs is one trial; a spawn is a hit when an iteration showed
+//! the hazard while that spawn was running (its child not yet reaped) at the
+//! iteration's end, where trials look. The arms of a race window run in
 //! interleaved blocks (control, mitigations, control, …), so drift in the
 //! machine's load falls on all of them alike.
 
@@ -539,8 +540,8 @@ impl Cell {
     }
 }
 
-/// Which spawns of the race a hit marks: those in progress while the
-/// iteration ran, numbered from 1 in start order.
+/// Which spawns of the race a hit marks: those in progress when the trial
+/// ended (else the latest), numbered from 1 in start order.
 #[derive(Debug, Default)]
 struct SpawnHits {
     /// The highest spawn number already counted as a hit.
@@ -621,8 +622,14 @@ fn run_block(
                 match &race {
                     Some(race) if !*own_spawns.get_or_insert(own) => {
                         if hit {
-                            let started = race.started();
-                            spawn_hits.mark(finished_before + 1, started, started);
+                            // The copy that showed the hazard belongs to a
+                            // spawn still running when the trial looked (a
+                            // spawn counts as finished only once its child
+                            // is reaped): one in progress now, else the
+                            // latest, which ended since.
+                            let (finished, started) = (race.finished(), race.started());
+                            let first = (finished + 1).min(started).max(finished_before + 1);
+                            spawn_hits.mark(first, started, started);
                         }
                     }
                     _ => {
@@ -655,8 +662,8 @@ fn run_block(
             Ok(spawns) => {
                 if own_spawns != Some(true) {
                     // Every spawn started while the loop ran is one trial.
-                    cell.trials += spawns;
-                    cell.hits += spawn_hits.hits.min(spawns);
+                    cell.trials = cell.trials.saturating_add(spawns);
+                    cell.hits = cell.hits.saturating_add(spawn_hits.hits.min(spawns));
                 }
                 *cell
                     .tallies
