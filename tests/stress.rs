@@ -160,6 +160,7 @@ fn poll_until(
 /// controller pipe reads end-of-file. The latency is printed for the note.
 #[cfg(target_os = "linux")]
 #[test]
+#[ignore = "needs the C injector (issue 14) with issue 18's additions: reports as it goes and ctl="]
 fn killing_stress_stops_the_pressure_in_the_command() {
     use std::os::unix::process::CommandExt;
     use std::time::Duration;
@@ -225,6 +226,7 @@ fn killing_stress_stops_the_pressure_in_the_command() {
 /// when pressure starts) and as a timeout, not a failure.
 #[cfg(target_os = "linux")]
 #[test]
+#[ignore = "needs the C injector (issue 14) with issue 18's additions: reports as it goes and ctl="]
 fn a_timed_out_run_counts_as_pressured_and_as_a_timeout() {
     let summary = stress(&[
         "--runs",
