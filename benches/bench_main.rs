@@ -6,12 +6,15 @@ use criterion::criterion_main;
 
 mod benchmarks;
 
-use benchmarks::{creation, env, isolate, listeners, locks, scratch, sockets, spawn, support};
+use benchmarks::{
+    creation, env, fix_spawn, isolate, listeners, locks, scratch, sockets, spawn, support,
+};
 
 criterion_main!(
     // First: a child started by the run-test group runs its test and exits here.
     isolate::serve_child,
     spawn::spawns,
+    fix_spawn::fix_spawns,
     creation::creation,
     env::env,
     sockets::sockets,

@@ -6,7 +6,7 @@
 //! lock on the description every copy shares, and passes under pressure too.
 //!
 //! ```text
-//! cargo build --release --examples -p fdwindow -p fdwindow-inject
+//! cargo build --release --examples --bins
 //! target/release/fdwindow stress --runs 200 --pressure threads=4,hold=1ms -- target/release/examples/flock_handoff
 //! target/release/fdwindow stress --runs 200 --pressure threads=4,hold=1ms -- target/release/examples/flock_handoff --fix
 //! ```

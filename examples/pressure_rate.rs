@@ -18,8 +18,9 @@ use fdwindow::pressure::{Config, Pressure, SpawnPath};
 /// User+system seconds of this process and its reaped children.
 fn cpu_seconds() -> f64 {
     let secs = |who| {
-        // SAFETY: getrusage fills the struct.
+        // SAFETY: all-zero is a valid rusage for getrusage to fill.
         let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: getrusage fills the struct (rustix 1.1 does not wrap it).
         unsafe { libc::getrusage(who, &mut ru) };
         let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
         tv(ru.ru_utime) + tv(ru.ru_stime)

@@ -19,7 +19,6 @@
 
 use std::io::ErrorKind;
 use std::net::{TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -35,9 +34,7 @@ fn main() -> ExitCode {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let addr = listener.local_addr().expect("local_addr");
         if fix {
-            // SAFETY: shutdown on a socket this function owns.
-            let rc = unsafe { libc::shutdown(listener.as_raw_fd(), libc::SHUT_RD) };
-            assert_eq!(rc, 0, "shutdown: {}", std::io::Error::last_os_error());
+            rustix::net::shutdown(&listener, rustix::net::Shutdown::Read).expect("shutdown");
         }
         drop(listener);
         match TcpStream::connect(addr) {

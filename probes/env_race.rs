@@ -21,8 +21,8 @@
 use std::ffi::{CStr, CString};
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, ExitCode, Stdio};
+use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Trial};
@@ -74,7 +74,7 @@ static PROBE: Probe = Probe {
         Arm {
             id: "one-env-guard",
             role: Mitigation,
-            about: "One process-wide guard owns every change (and restores it); readers hold it too.",
+            about: "fdwindow::fix::env: one process-wide guard owns every change (and restores it); readers hold it too.",
             windows: &[InProcess],
             trial: |t| trial(t, "one-env-guard"),
             kind: Some(Kind::Statistical),
@@ -157,24 +157,14 @@ fn trial(t: &mut Trial<'_>, arm: &str) -> Result<bool, Fault> {
     Ok(end != "clean")
 }
 
-/// The one guard of `one-env-guard`: every change and every read holds it.
-static ENV_GUARD: Mutex<()> = Mutex::new(());
-
-fn guard() -> std::sync::MutexGuard<'static, ()> {
-    ENV_GUARD
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 /// The race itself, in the child. Exit 0 clean, 3 torn read, 2 bad usage.
 fn race_child(arm: &str) -> ExitCode {
     // A crash is an expected outcome here: no core file for it.
-    let no_core = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
+    let no_core = rustix::process::Rlimit {
+        current: Some(0),
+        maximum: Some(0),
     };
-    // SAFETY: plain system call on a valid struct.
-    unsafe { libc::setrlimit(libc::RLIMIT_CORE, &no_core) };
+    let _ = rustix::process::setrlimit(rustix::process::Resource::Core, no_core);
     let churn: Vec<CString> = (0..CHURN)
         .map(|i| CString::new(format!("FDWINDOW_CHURN_{i}")).expect("no NUL"))
         .collect();
@@ -183,9 +173,8 @@ fn race_child(arm: &str) -> ExitCode {
         .collect();
     for name in churn.iter().map(CString::as_c_str).chain([TARGET]) {
         let value = if name == TARGET { EXPECTED } else { c"v" };
-        // SAFETY: no other thread exists yet, so nothing reads the
-        // environment concurrently.
-        unsafe { libc::setenv(name.as_ptr(), value.as_ptr(), 1) };
+        // No other thread exists yet, so nothing reads the environment concurrently.
+        libc_write(name, Some(value));
     }
     let write: fn(&CStr, Option<&CStr>) = match arm {
         "setenv-vs-libc-getenv" => libc_write,
@@ -242,11 +231,11 @@ fn libc_write(name: &CStr, value: Option<&CStr>) {
     // SAFETY: deliberately racy against `libc_read`: this child exists only
     // to measure that race, and whatever it breaks ends with this process,
     // whose only output is its exit status.
-    unsafe {
-        match value {
-            Some(v) => libc::setenv(name.as_ptr(), v.as_ptr(), 1),
-            None => libc::unsetenv(name.as_ptr()),
-        }
+    match value {
+        // SAFETY: as above.
+        Some(v) => unsafe { libc::setenv(name.as_ptr(), v.as_ptr(), 1) },
+        // SAFETY: as above.
+        None => unsafe { libc::unsetenv(name.as_ptr()) },
     };
 }
 
@@ -254,10 +243,9 @@ fn libc_write(name: &CStr, value: Option<&CStr>) {
 fn libc_read() -> Option<Vec<u8>> {
     // SAFETY: see `libc_write`: the race is the measurement. The pointer is
     // copied from before any later call of ours could free it.
-    unsafe {
-        let p = libc::getenv(TARGET.as_ptr());
-        (!p.is_null()).then(|| CStr::from_ptr(p).to_bytes().to_vec())
-    }
+    let p = unsafe { libc::getenv(TARGET.as_ptr()) };
+    // SAFETY: a non-null getenv result is a NUL-terminated string (see above).
+    (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_bytes().to_vec())
 }
 
 fn std_write(name: &CStr, value: Option<&CStr>) {
@@ -265,11 +253,11 @@ fn std_write(name: &CStr, value: Option<&CStr>) {
     // SAFETY: in this child every thread reads and writes the environment only
     // through std::env, which serialises them on std's environment lock:
     // the condition std's documentation sets for set_var and remove_var.
-    unsafe {
-        match value {
-            Some(v) => std::env::set_var(name, v.to_str().expect("ASCII")),
-            None => std::env::remove_var(name),
-        }
+    match value {
+        // SAFETY: as above.
+        Some(v) => unsafe { std::env::set_var(name, v.to_str().expect("ASCII")) },
+        // SAFETY: as above.
+        None => unsafe { std::env::remove_var(name) },
     }
 }
 
@@ -277,15 +265,24 @@ fn std_read() -> Option<Vec<u8>> {
     std::env::var_os(TARGET.to_str().expect("ASCII")).map(|v| v.into_encoded_bytes())
 }
 
-/// The TestEnv of write-up 000: one guard owns each change and restores it.
+/// The TestEnv of write-up 000, as users get it: `fdwindow::fix::env`. One
+/// guard owns each change and restores it when dropped (so each write here is
+/// a change and its undoing, both under the guard).
 fn guarded_write(name: &CStr, value: Option<&CStr>) {
-    let _held = guard();
-    libc_write(name, value);
+    let name = name.to_str().expect("ASCII");
+    let mut held = fdwindow::fix::env::lock();
+    match value {
+        // SAFETY: in this child every read and write of the environment goes
+        // through fdwindow::fix::env (the arm's premise), and nothing else
+        // reads it.
+        Some(v) => unsafe { held.set(name, v.to_str().expect("ASCII")) },
+        // SAFETY: as above.
+        None => unsafe { held.remove(name) },
+    }
 }
 
 fn guarded_read() -> Option<Vec<u8>> {
-    let _held = guard();
-    libc_read()
+    fdwindow::fix::env::get(TARGET.to_str().expect("ASCII")).map(|v| v.into_encoded_bytes())
 }
 
 /// No environment change: the value goes to the code that needs it as an

@@ -10,17 +10,20 @@
 //! 3. a hit is more than one holder left after the arm's filter. The number of
 //!    holders seen is tallied per trial.
 //!
-//! `run-isolated` models the fix write-up 001 shipped (HACK-1347: each exposed
-//! test re-runs alone in a child test process): this probe re-executes itself
-//! with a dedicated first argument, handled before anything else, and that
-//! process binds its own listener and scans once, while this one keeps its
-//! co-tenant fork parked. The isolated process has one thread and never
-//! spawns, so it cannot start loops of its own.
+//! `run-isolated` is the fix write-up 001 shipped (HACK-1347: each exposed
+//! test re-runs alone in a child test process), as users get it:
+//! `fdwindow::fix::isolate::run_isolated_exe` runs this probe again with
+//! libtest's arguments (`--exact holder_scan_isolated --include-ignored
+//! --test-threads=1`), which it answers, before anything else, as a one-test
+//! runner would: the "test" binds its own listener, scans once and passes
+//! only with a single holder, while this process keeps its co-tenant fork
+//! parked. The isolated process has one thread and never spawns, so it cannot
+//! start loops of its own.
 
 use std::io;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use fdwindow::child::HeldChild;
@@ -29,10 +32,14 @@ use fdwindow::holders::{children_of, exe_of, holders_of};
 use fdwindow::verdict::Role::{Control, Mitigation};
 use fdwindow::verdict::Window::ForkWindow;
 
-/// The first argument that makes this binary the isolated scanner.
-const ISOLATED_FLAG: &str = "--fdwindow-isolated-scan";
-/// The isolated scanner's exit status when the scan is unsupported here.
-const EXIT_UNSUPPORTED: u8 = 4;
+/// The isolated "test" that `run_isolated_exe` selects with `--exact`.
+const ISOLATED_TEST: &str = "holder_scan_isolated";
+/// How the isolated test says the scan is unsupported here.
+const UNSUPPORTED: &str = "holder scan unsupported:";
+/// How the isolated test reports the holders it counted.
+const HOLDERS: &str = "holders seen:";
+/// The hang guard for one isolated run.
+const ISOLATED_LIMIT: Duration = Duration::from_secs(60);
 /// How long children may take to exec before `scan-after-exec` is broken.
 const EXEC_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -88,31 +95,51 @@ static PROBE: Probe = Probe {
 };
 
 fn main() -> ExitCode {
-    // Before anything else, so the isolated scanner never reaches the harness.
-    if std::env::args_os()
-        .nth(1)
-        .is_some_and(|a| a == ISOLATED_FLAG)
-    {
-        return isolated_scan();
+    // Before anything else, so the isolated test never reaches the harness.
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("--exact") {
+        return isolated_test(&args);
     }
     fdwindow::harness::main(&PROBE)
 }
 
-/// The isolated process: bind, scan once, print the holder count.
-fn isolated_scan() -> ExitCode {
+/// Answers `--exact NAME --include-ignored --test-threads=1` as libtest
+/// would for a binary holding one ignored test, `holder_scan_isolated`: bind,
+/// scan once, pass only with a single holder (this process).
+fn isolated_test(args: &[String]) -> ExitCode {
+    if args.get(1).map(String::as_str) != Some(ISOLATED_TEST) {
+        // libtest's answer for a name it does not have: nothing ran.
+        println!(
+            "\nrunning 0 tests\n\ntest result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 1 filtered out\n"
+        );
+        return ExitCode::SUCCESS;
+    }
+    println!("\nrunning 1 test");
     let scan = TcpListener::bind("127.0.0.1:0").and_then(|l| holders_of(&l));
-    match scan {
+    let passed = match scan {
         Ok(holders) => {
-            println!("{}", holders.len());
-            ExitCode::SUCCESS
+            println!("{HOLDERS} {}", holders.len());
+            holders.len() == 1
+        }
+        Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {
+            println!("{UNSUPPORTED} {e}");
+            false
         }
         Err(e) => {
-            eprintln!("isolated scan: {e}");
-            match e.raw_os_error() {
-                Some(libc::ENOSYS) => ExitCode::from(EXIT_UNSUPPORTED),
-                _ => ExitCode::FAILURE,
-            }
+            println!("isolated scan: {e}");
+            false
         }
+    };
+    if passed {
+        println!(
+            "test {ISOLATED_TEST} ... ok\n\ntest result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out\n"
+        );
+        ExitCode::SUCCESS
+    } else {
+        println!(
+            "test {ISOLATED_TEST} ... FAILED\n\ntest result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out\n"
+        );
+        ExitCode::from(101)
     }
 }
 
@@ -150,33 +177,30 @@ fn exe_filter(t: &mut Trial<'_>) -> Result<bool, Fault> {
 
 fn run_isolated(t: &mut Trial<'_>) -> Result<bool, Fault> {
     let me = our_exe()?;
-    let out = t.during_window(|| {
-        Command::new(&me)
-            .arg(ISOLATED_FLAG)
-            .env_clear()
-            .stdin(Stdio::null())
-            .output()
-            .ctx("run the isolated scanner")
+    let outcome = t.during_window(|| {
+        Ok(fdwindow::fix::isolate::run_isolated_exe(
+            &me,
+            ISOLATED_TEST,
+            ISOLATED_LIMIT,
+        ))
     })?;
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    match out.status.code() {
-        Some(0) => {}
-        Some(c) if c == i32::from(EXIT_UNSUPPORTED) => {
-            return Err(Fault::Unsupported(stderr.trim().to_owned()));
-        }
-        _ => {
-            return Err(Fault::Broken(format!(
-                "isolated scanner: {}: {}",
-                out.status,
-                stderr.trim()
-            )));
-        }
+    let Err(e) = outcome else {
+        // Passed: the isolated test saw exactly one holder, its own process.
+        return Ok(count(t, 1));
+    };
+    let text = e.to_string();
+    let field = |key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key).map(|v| v.trim().to_owned()))
+    };
+    if let Some(why) = field(UNSUPPORTED) {
+        return Err(Fault::Unsupported(why));
     }
-    let n = String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .parse()
-        .map_err(|e| Fault::Broken(format!("isolated scanner's count: {e}")))?;
-    Ok(count(t, n))
+    match field(HOLDERS).and_then(|n| n.parse::<usize>().ok()) {
+        // The helper returned Err because the test failed: a second holder.
+        Some(n) => Ok(count(t, n)),
+        None => Err(Fault::Broken(format!("the isolated test: {text}"))),
+    }
 }
 
 /// Children of ours that still run our executable: forks that have not exec'd.

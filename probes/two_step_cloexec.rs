@@ -201,6 +201,24 @@ static PROBE: Probe = Probe {
             ..ARM
         },
         Arm {
+            id: "fix-spawn",
+            role: Mitigation,
+            about: "Two-step creation; the child is spawned by fdwindow::fix::spawn (Linux: close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) in pre_exec, 5.11+, else a /proc/self/fd walk; macOS: posix_spawn with POSIX_SPAWN_CLOEXEC_DEFAULT). Sham-tested: its spawn path differs from std's.",
+            windows: &[Inherited],
+            trial: fix_spawn,
+            against: FIX_CONTROL,
+            ..ARM
+        },
+        Arm {
+            id: "fix-spawn-sham",
+            role: Sham,
+            about: "The same fdwindow::fix::spawn with its close-on-exec step switched off.",
+            windows: &[Inherited],
+            trial: fix_spawn_sham,
+            against: FIX_CONTROL,
+            ..ARM
+        },
+        Arm {
             id: "std-socket",
             role: Mitigation,
             about: "std's TcpListener::bind(127.0.0.1:0) raced against spawns: does std's socket creation leak here?",
@@ -376,6 +394,14 @@ fn spawn_cloexec_default_sham(t: &mut Trial<'_>) -> Result<bool, Fault> {
 /// A fix (or its sham) that changes how the holder is spawned.
 fn fix(t: &mut Trial<'_>, arm: &'static str, how: SpawnHow) -> Result<bool, Fault> {
     arm_trial(t, arm, FIX_CALL, Flag::TwoStep, how, Lock::None)
+}
+
+fn fix_spawn(t: &mut Trial<'_>) -> Result<bool, Fault> {
+    fix(t, "fix-spawn", SpawnHow::Fix)
+}
+
+fn fix_spawn_sham(t: &mut Trial<'_>) -> Result<bool, Fault> {
+    fix(t, "fix-spawn-sham", SpawnHow::FixSham)
 }
 
 fn std_socket(t: &mut Trial<'_>) -> Result<bool, Fault> {
@@ -618,9 +644,7 @@ fn per_call_table(scratch: &Scratch, _: Settings) -> Vec<Table> {
             let here =
                 match Maker::new(call, &scratch.fresh("sock")).and_then(|m| m.make(Flag::Atomic)) {
                     Ok(made) => match made.raw_fds().iter().all(|&fd| {
-                        // SAFETY: F_GETFD on a descriptor `made` owns.
-                        let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
-                        flags >= 0 && flags & libc::FD_CLOEXEC != 0
+                        fdwindow::cloexec::fd_flags(fd).is_some_and(|f| f & libc::FD_CLOEXEC != 0)
                     }) {
                         true => "yes".to_owned(),
                         false => "broken: made without FD_CLOEXEC".to_owned(),

@@ -75,12 +75,7 @@ impl HeldChild {
         let mut cmd = quiet_command(TRUE_PROGRAM);
         // SAFETY: `park` makes only async-signal-safe calls (close, write, read)
         // on descriptors that stay open in the parent until the child has exec'd.
-        unsafe {
-            cmd.pre_exec(move || {
-                park(fds);
-                Ok(())
-            });
-        }
+        unsafe { cmd.pre_exec(move || park(fds)) };
         let spawner = std::thread::Builder::new()
             .name("fdwindow-hold".into())
             .spawn(move || {
@@ -143,19 +138,24 @@ struct ParkFds {
 }
 
 /// Runs in the child between fork and exec: async-signal-safe calls only.
-fn park(fds: ParkFds) {
-    // SAFETY: plain syscalls on descriptor numbers the child inherited; a
-    // failure only shortens the hold, which the parent then sees as EOF.
-    unsafe {
-        libc::close(fds.parent_ready);
-        libc::close(fds.parent_release);
-        let byte = 1u8;
-        libc::write(fds.ready, (&raw const byte).cast(), 1);
-        let mut buf = 0u8;
+/// Plain syscalls on descriptor numbers the child inherited; a failure only
+/// shortens the hold, which the parent then sees as end-of-file.
+fn park(fds: ParkFds) -> io::Result<()> {
+    for fd in [fds.parent_ready, fds.parent_release] {
+        // SAFETY: closes the child's copy of a parent-side pipe end.
+        unsafe { libc::close(fd) };
+    }
+    let byte = 1u8;
+    // SAFETY: writes one byte from a local to the inherited pipe.
+    unsafe { libc::write(fds.ready, (&raw const byte).cast(), 1) };
+    let mut buf = 0u8;
+    loop {
+        // SAFETY: reads at most one byte into a local.
+        let n = unsafe { libc::read(fds.release, (&raw mut buf).cast(), 1) };
         // `last_os_error` only reads errno: no allocation.
-        while libc::read(fds.release, (&raw mut buf).cast(), 1) < 0
-            && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted
-        {}
+        if n >= 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            return Ok(());
+        }
     }
 }
 
@@ -169,18 +169,11 @@ pub(crate) fn read_byte_by(reader: &mut (impl Read + AsFd), deadline: Instant) -
                 "no byte from the child before the deadline",
             ));
         }
-        let mut pfd = libc::pollfd {
-            fd: reader.as_fd().as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let ms = left.as_millis().min(i32::MAX as u128) as libc::c_int;
-        // SAFETY: one valid pollfd.
-        match unsafe { libc::poll(&mut pfd, 1, ms.max(1)) } {
-            -1 if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => continue,
-            -1 => return Err(io::Error::last_os_error()),
-            0 => continue,
-            _ => {
+        match crate::sys::poll_one(reader.as_fd(), libc::POLLIN, left) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+            Ok(false) => continue,
+            Ok(true) => {
                 let mut buf = [0u8; 1];
                 return Ok(reader.read(&mut buf)? == 1);
             }
@@ -388,8 +381,11 @@ pub fn wait_group(
             }
         }
     };
-    // SAFETY: the leader is not reaped yet (see above).
-    unsafe { libc::kill(-pid, libc::SIGKILL) };
+    // The leader is not reaped yet (see above), so its pid, the group id, is
+    // still ours.
+    if let Some(group) = rustix::process::Pid::from_raw(pid) {
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+    }
     let status = child.wait();
     let _ = watcher.join();
     match ended {
@@ -400,23 +396,16 @@ pub fn wait_group(
 
 /// Waits until process `pid` has exited, without reaping it (`WNOWAIT`).
 fn wait_for_exit(pid: libc::pid_t) -> io::Result<()> {
+    use rustix::process::{Pid, WaitId, WaitIdOptions, waitid};
+    let pid = Pid::from_raw(pid).ok_or_else(|| io::Error::from_raw_os_error(libc::ESRCH))?;
     loop {
-        // SAFETY: siginfo_t is plain data that waitid fills.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        let rc = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT,
-            )
-        };
-        if rc == 0 {
-            return Ok(());
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
+        match waitid(
+            WaitId::Pid(pid),
+            WaitIdOptions::EXITED | WaitIdOptions::NOWAIT,
+        ) {
+            Ok(_) => return Ok(()),
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
         }
     }
 }
@@ -429,13 +418,8 @@ mod tests {
     /// elsewhere, the read end never sees end-of-file.
     fn copy_is_held(w: PipeWriter, mut r: io::PipeReader) -> bool {
         drop(w);
-        let mut pfd = libc::pollfd {
-            fd: r.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
         // A zero timeout: readiness now, no waiting.
-        let ready = unsafe { libc::poll(&mut pfd, 1, 0) } == 1;
+        let ready = crate::sys::poll_one(r.as_fd(), libc::POLLIN, Duration::ZERO).unwrap();
         !(ready && r.read(&mut [0u8; 1]).unwrap() == 0)
     }
 

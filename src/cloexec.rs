@@ -15,7 +15,7 @@
 use std::ffi::CString;
 use std::fs::File;
 use std::io::{self, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -280,25 +280,26 @@ fn check_rc(rc: libc::c_int) -> io::Result<()> {
 }
 
 fn owned(rc: libc::c_int) -> io::Result<OwnedFd> {
-    if rc < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        // SAFETY: a descriptor the kernel just returned, owned by no one else.
-        Ok(unsafe { OwnedFd::from_raw_fd(rc) })
-    }
+    sys::owned(rc)
 }
 
 /// The descriptors this process has open without close-on-exec: what any
 /// child inherits whatever the code under test does.
 pub fn inheritable_fds() -> io::Result<Vec<RawFd>> {
     let mut fds = sys::process_fds(std::process::id() as libc::pid_t)?;
-    fds.retain(|&fd| {
-        // SAFETY: F_GETFD on a number; a closed one (the listing's own
-        // directory descriptor) answers EBADF and is dropped.
-        let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
-        flags >= 0 && flags & libc::FD_CLOEXEC == 0
-    });
+    // A closed number (the listing's own directory descriptor) is dropped.
+    fds.retain(|&fd| fd_flags(fd).is_some_and(|f| f & libc::FD_CLOEXEC == 0));
     Ok(fds)
+}
+
+/// `fcntl(fd, F_GETFD)` on a descriptor *number*: its flags, or `None` when
+/// nothing is open there. It only reads, so any number is fine, one this
+/// process does not own included (rustix's safe `fcntl_getfd` needs a
+/// borrowed descriptor, which a bare number is not).
+pub fn fd_flags(fd: RawFd) -> Option<libc::c_int> {
+    // SAFETY: F_GETFD reads a descriptor's flags; a closed number is EBADF.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+    (flags >= 0).then_some(flags)
 }
 
 /// How a [`Holder`] is spawned.
@@ -321,6 +322,12 @@ pub enum SpawnHow {
     /// `posix_spawn` called directly, as [`SpawnHow::ClosefromFileAction`]
     /// and [`SpawnHow::CloexecDefault`] call it, without their fix (their sham).
     RawPlain,
+    /// [`crate::fix::spawn`], the helper users call instead of
+    /// `Command::spawn` (close_range with `CLOSE_RANGE_CLOEXEC` on Linux,
+    /// `POSIX_SPAWN_CLOEXEC_DEFAULT` on macOS).
+    Fix,
+    /// [`crate::fix::spawn`] with its close-on-exec step switched off (its sham).
+    FixSham,
 }
 
 /// `/bin/cat` on two pipes, exec'd and alive until released: every descriptor
@@ -332,6 +339,8 @@ pub struct Holder {
     stdout: File,
     /// Set when std spawned it (std then reaps it); else reaped by waitpid.
     child: Option<Child>,
+    /// Set when [`crate::fix::spawn`] spawned it (it reaps it).
+    fix_child: Option<crate::fix::spawn::Child>,
     reaped: bool,
 }
 
@@ -361,11 +370,30 @@ impl Holder {
                     stdin: child.stdin.take().map(|s| File::from(OwnedFd::from(s))),
                     stdout: File::from(OwnedFd::from(child.stdout.take().expect("piped"))),
                     child: Some(child),
+                    fix_child: None,
                     reaped: false,
                 }
             }
             SpawnHow::ClosefromFileAction | SpawnHow::CloexecDefault | SpawnHow::RawPlain => {
                 raw_spawn(how)?
+            }
+            SpawnHow::Fix | SpawnHow::FixSham => {
+                use crate::fix::spawn::{Command as FixCommand, Stdio as FixStdio};
+                let mut child = FixCommand::new(CAT_PROGRAM)
+                    .env_clear()
+                    .stdin(FixStdio::Piped)
+                    .stdout(FixStdio::Piped)
+                    .stderr(FixStdio::Null)
+                    .sham(how == SpawnHow::FixSham)
+                    .spawn()?;
+                Holder {
+                    pid: child.id() as libc::pid_t,
+                    stdin: child.stdin.take().map(|s| File::from(OwnedFd::from(s))),
+                    stdout: File::from(OwnedFd::from(child.stdout.take().expect("piped"))),
+                    child: None,
+                    fix_child: Some(child),
+                    reaped: false,
+                }
             }
         };
         holder
@@ -408,17 +436,11 @@ impl Holder {
             let status = child.wait()?;
             return Ok(if status.success() { 0 } else { 1 });
         }
-        let mut status = 0;
-        loop {
-            // SAFETY: reaps our own child.
-            if unsafe { libc::waitpid(self.pid, &mut status, 0) } == self.pid {
-                return Ok(status);
-            }
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(e);
-            }
+        if let Some(child) = self.fix_child.as_mut() {
+            let status = child.wait()?;
+            return Ok(if status.success() { 0 } else { 1 });
         }
+        sys::wait_pid(self.pid)
     }
 }
 
@@ -427,8 +449,8 @@ impl Drop for Holder {
         if !self.reaped {
             // Closing stdin ends cat; kill covers a cat that is stuck.
             drop(self.stdin.take());
-            // SAFETY: signals our own, not yet reaped, child.
-            unsafe { libc::kill(self.pid, libc::SIGKILL) };
+            // Our own, not yet reaped, child: its pid cannot be reused yet.
+            let _ = sys::kill_pid(self.pid);
             let _ = self.reap();
         }
     }
@@ -437,31 +459,6 @@ impl Drop for Holder {
 /// Whether `posix_spawn_file_actions_addclosefrom_np` exists in this libc.
 pub fn has_addclosefrom_np() -> bool {
     sys::addclosefrom_supported().is_ok()
-}
-
-/// Frees posix_spawn's attribute and file-action objects on every path out.
-struct SpawnObjects {
-    actions: libc::posix_spawn_file_actions_t,
-    attr: libc::posix_spawnattr_t,
-}
-
-impl Drop for SpawnObjects {
-    fn drop(&mut self) {
-        // SAFETY: both were initialised before this guard was made.
-        unsafe {
-            libc::posix_spawn_file_actions_destroy(&mut self.actions);
-            libc::posix_spawnattr_destroy(&mut self.attr);
-        }
-    }
-}
-
-fn check_errno(rc: libc::c_int, what: &str) -> io::Result<()> {
-    if rc == 0 {
-        Ok(())
-    } else {
-        let e = io::Error::from_raw_os_error(rc);
-        Err(io::Error::new(e.kind(), format!("{what}: {e}")))
-    }
 }
 
 /// Spawns cat with `posix_spawn` directly: the only way to add a closefrom
@@ -477,80 +474,34 @@ fn raw_spawn(how: SpawnHow) -> io::Result<Holder> {
     };
     // Everything the spawn reads is prepared first; the environment is empty.
     let path = CString::new(CAT_PROGRAM).expect("no NUL");
-    let argv0 = CString::new("cat").expect("no NUL");
-    let argv = [argv0.as_ptr() as *mut libc::c_char, std::ptr::null_mut()];
-    let envp = [std::ptr::null_mut::<libc::c_char>()];
+    let argv = sys::CStrArray::new([CString::new("cat").expect("no NUL")]);
+    let envp = sys::CStrArray::new([]);
     let (in_r, in_w) = io::pipe()?;
     let (out_r, out_w) = io::pipe()?;
-    let mut actions: libc::posix_spawn_file_actions_t = unsafe { std::mem::zeroed() };
-    // SAFETY: initialises the zeroed storage.
-    check_errno(
-        unsafe { libc::posix_spawn_file_actions_init(&mut actions) },
-        "posix_spawn_file_actions_init",
-    )?;
-    let mut attr: libc::posix_spawnattr_t = unsafe { std::mem::zeroed() };
-    // SAFETY: initialises the zeroed storage.
-    if let Err(e) = check_errno(
-        unsafe { libc::posix_spawnattr_init(&mut attr) },
-        "posix_spawnattr_init",
-    ) {
-        // SAFETY: initialised just above.
-        unsafe { libc::posix_spawn_file_actions_destroy(&mut actions) };
-        return Err(e);
-    }
-    let mut objects = SpawnObjects { actions, attr };
-    // SAFETY (this block): file actions and attributes on initialised objects.
-    unsafe {
-        let fa = &mut objects.actions;
-        check_errno(
-            libc::posix_spawn_file_actions_adddup2(fa, in_r.as_raw_fd(), 0),
-            "adddup2 stdin",
-        )?;
-        check_errno(
-            libc::posix_spawn_file_actions_adddup2(fa, out_w.as_raw_fd(), 1),
-            "adddup2 stdout",
-        )?;
-        check_errno(
-            libc::posix_spawn_file_actions_addopen(fa, 2, c"/dev/null".as_ptr(), libc::O_WRONLY, 0),
-            "addopen stderr",
-        )?;
-        // After the dup2s: their sources are above 2 and would be closed first.
-        if closefrom {
-            sys::addclosefrom(fa, 3).map_err(|e| {
-                io::Error::new(
-                    e.kind(),
-                    format!("posix_spawn_file_actions_addclosefrom_np: {e}"),
-                )
-            })?;
-        }
-        if let Some(flag) = cloexec_default {
-            check_errno(
-                libc::posix_spawnattr_setflags(&mut objects.attr, flag),
-                "posix_spawnattr_setflags(POSIX_SPAWN_CLOEXEC_DEFAULT)",
-            )?;
-        }
-    }
-    let mut pid: libc::pid_t = 0;
-    // SAFETY: every pointer is valid for the call; argv and envp are NULL-terminated.
-    check_errno(
-        unsafe {
-            libc::posix_spawn(
-                &mut pid,
-                path.as_ptr(),
-                &objects.actions,
-                &objects.attr,
-                argv.as_ptr(),
-                envp.as_ptr(),
+    let mut spawner = sys::Spawner::new()?;
+    spawner.dup2(in_r.as_raw_fd(), 0)?;
+    spawner.dup2(out_w.as_raw_fd(), 1)?;
+    spawner.open(2, c"/dev/null", libc::O_WRONLY)?;
+    // After the dup2s: their sources are above 2 and would be closed first.
+    if closefrom {
+        sys::addclosefrom(spawner.actions(), 3).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("posix_spawn_file_actions_addclosefrom_np: {e}"),
             )
-        },
-        "posix_spawn",
-    )?;
+        })?;
+    }
+    if let Some(flag) = cloexec_default {
+        spawner.set_flags(flag)?;
+    }
+    let pid = spawner.spawn(&path, &argv, &envp, false)?;
     drop((in_r, out_w));
     Ok(Holder {
         pid,
         stdin: Some(File::from(OwnedFd::from(in_w))),
         stdout: File::from(OwnedFd::from(out_r)),
         child: None,
+        fix_child: None,
         reaped: false,
     })
 }
@@ -561,9 +512,7 @@ mod tests {
     use crate::scratch::Scratch;
 
     fn has_cloexec(fd: RawFd) -> bool {
-        // SAFETY: F_GETFD on a descriptor the caller owns.
-        let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
-        assert!(flags >= 0, "fd {fd} is not open");
+        let flags = fd_flags(fd).unwrap_or_else(|| panic!("fd {fd} is not open"));
         flags & libc::FD_CLOEXEC != 0
     }
 

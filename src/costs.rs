@@ -159,6 +159,12 @@ pub const LINKS: &[CostLink] = &[
     ),
     link(
         "two-step-cloexec",
+        "fix-spawn",
+        "fix-spawn/fix-spawn/16",
+        "fix-spawn/std-command/16",
+    ),
+    link(
+        "two-step-cloexec",
         "closefrom-file-action",
         "spawn/closefrom-file-action/16",
         "spawn/libc-posix-spawn/16",

@@ -226,14 +226,16 @@ extern "C" fn on_signal(_: libc::c_int) {
 /// Sets a flag on SIGINT and SIGTERM instead of dying, so every child is
 /// reaped and every scratch path removed before the process exits.
 pub fn catch_interrupts() {
+    // SAFETY: all-zero is a valid `struct sigaction` (no flags, no handler)
+    // that the lines below fill in.
+    let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+    action.sa_sigaction = on_signal as *const () as libc::sighandler_t;
+    // SAFETY: initialises the mask inside the struct above.
+    unsafe { libc::sigemptyset(&mut action.sa_mask) };
     for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: the handler only stores to an atomic.
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = on_signal as *const () as libc::sighandler_t;
-            libc::sigemptyset(&mut action.sa_mask);
-            libc::sigaction(sig, &action, std::ptr::null_mut());
-        }
+        // SAFETY: installs a handler that only stores to an atomic, which is
+        // async-signal-safe.
+        unsafe { libc::sigaction(sig, &action, std::ptr::null_mut()) };
     }
 }
 

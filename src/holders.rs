@@ -7,17 +7,12 @@
 //! OSes return `ENOSYS`.
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::AsFd;
 use std::path::PathBuf;
 
 /// `fstat(fd)`'s device and inode: what identifies the open object.
 fn identity(fd: impl AsFd) -> io::Result<(u64, u64)> {
-    // SAFETY: an all-zero `stat` is a valid value to be overwritten.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: the descriptor is borrowed, so open; st is writable.
-    if unsafe { libc::fstat(fd.as_fd().as_raw_fd(), &mut st) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let st = rustix::fs::fstat(fd)?;
     #[allow(
         clippy::unnecessary_cast,
         reason = "dev_t and ino_t are u64 on Linux but not on every target"

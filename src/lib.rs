@@ -23,6 +23,7 @@ pub mod knowledge;
 pub mod locks;
 pub mod matrix;
 pub mod platform;
+pub mod preload;
 pub mod pressure;
 pub mod report;
 pub mod reported;

@@ -17,21 +17,25 @@ fn check(rc: libc::c_int, what: &str) -> io::Result<()> {
     }
 }
 
-/// Sets or clears `FD_CLOEXEC` with `fcntl(F_SETFD)`.
+fn named(what: &str) -> impl Fn(rustix::io::Errno) -> io::Error + '_ {
+    move |e| {
+        let e = io::Error::from(e);
+        io::Error::new(e.kind(), format!("{what}: {e}"))
+    }
+}
+
+/// Sets or clears `FD_CLOEXEC` with `fcntl(F_SETFD)` (through rustix: this is
+/// never the creating call a parked-call interposer watches).
 pub fn set_cloexec(fd: impl AsFd, on: bool) -> io::Result<()> {
-    let fd = fd.as_fd().as_raw_fd();
-    // SAFETY: F_GETFD/F_SETFD on a borrowed, open descriptor.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
-    check(flags, "fcntl(F_GETFD)")?;
+    use rustix::io::FdFlags;
+    let fd = fd.as_fd();
+    let flags = rustix::io::fcntl_getfd(fd).map_err(named("fcntl(F_GETFD)"))?;
     let flags = if on {
-        flags | libc::FD_CLOEXEC
+        flags | FdFlags::CLOEXEC
     } else {
-        flags & !libc::FD_CLOEXEC
+        flags - FdFlags::CLOEXEC
     };
-    check(
-        unsafe { libc::fcntl(fd, libc::F_SETFD, flags) },
-        "fcntl(F_SETFD)",
-    )
+    rustix::io::fcntl_setfd(fd, flags).map_err(named("fcntl(F_SETFD)"))
 }
 
 /// `flock(fd, operation)`—Apply or remove an advisory lock on an open file.
@@ -44,11 +48,24 @@ pub fn set_cloexec(fd: impl AsFd, on: bool) -> io::Result<()> {
 /// - <https://man7.org/linux/man-pages/man2/flock.2.html>
 /// - <https://developer.apple.com/library/archive/documentation/System/Conceptual/ManPages_iPhoneOS/man2/flock.2.html>
 pub fn flock(fd: impl AsFd, operation: libc::c_int) -> io::Result<()> {
-    // SAFETY: flock on a borrowed, open descriptor.
-    check(
-        unsafe { libc::flock(fd.as_fd().as_raw_fd(), operation) },
-        "flock",
-    )
+    use rustix::fs::FlockOperation as Op;
+    let op = match operation {
+        libc::LOCK_SH => Op::LockShared,
+        libc::LOCK_EX => Op::LockExclusive,
+        libc::LOCK_UN => Op::Unlock,
+        o if o == libc::LOCK_SH | libc::LOCK_NB => Op::NonBlockingLockShared,
+        o if o == libc::LOCK_EX | libc::LOCK_NB => Op::NonBlockingLockExclusive,
+        o if o == libc::LOCK_UN | libc::LOCK_NB => Op::NonBlockingUnlock,
+        _ => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "flock: operation {operation} is not LOCK_SH, LOCK_EX or LOCK_UN (| LOCK_NB)"
+                ),
+            ));
+        }
+    };
+    rustix::fs::flock(fd, op).map_err(named("flock"))
 }
 
 /// Opens `path` anew (a new open file description, close-on-exec).
@@ -84,12 +101,14 @@ pub enum RecordLock {
 
 /// A whole-file `struct flock` of type `l_type` (`F_WRLCK`, `F_UNLCK`).
 fn whole_file(l_type: libc::c_int) -> libc::flock {
-    // SAFETY: all-zero is a valid struct flock (whole file from offset 0);
-    // l_pid must be 0 for OFD locks.
-    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
-    fl.l_type = l_type as _;
-    fl.l_whence = libc::SEEK_SET as _;
-    fl
+    // The whole file from offset 0; l_pid must be 0 for OFD locks.
+    libc::flock {
+        l_type: l_type as _,
+        l_whence: libc::SEEK_SET as _,
+        l_start: 0,
+        l_len: 0,
+        l_pid: 0,
+    }
 }
 
 fn ofd_command(cmd: Option<libc::c_int>) -> io::Result<libc::c_int> {
@@ -104,10 +123,19 @@ fn ofd_command(cmd: Option<libc::c_int>) -> io::Result<libc::c_int> {
 /// # References
 /// - <https://man7.org/linux/man-pages/man2/fcntl.2.html>
 pub fn record_lock(fd: impl AsFd, kind: RecordLock, l_type: libc::c_int) -> io::Result<()> {
-    let (cmd, name) = match kind {
-        RecordLock::Posix => (libc::F_SETLK, "fcntl(F_SETLK)"),
-        RecordLock::Ofd => (ofd_command(sys::F_OFD_SETLK)?, "fcntl(F_OFD_SETLK)"),
-    };
+    if kind == RecordLock::Posix {
+        // rustix's fcntl_lock is exactly a whole-file F_SETLK/F_SETLKW.
+        use rustix::fs::FlockOperation as Op;
+        let op = match l_type {
+            t if t == libc::F_WRLCK as libc::c_int => Op::NonBlockingLockExclusive,
+            t if t == libc::F_RDLCK as libc::c_int => Op::NonBlockingLockShared,
+            t if t == libc::F_UNLCK as libc::c_int => Op::NonBlockingUnlock,
+            _ => return Err(io::Error::from_raw_os_error(libc::EINVAL)),
+        };
+        return rustix::fs::fcntl_lock(fd, op).map_err(named("fcntl(F_SETLK)"));
+    }
+    // OFD locks stay on libc: rustix 1.1 has no F_OFD_SETLK.
+    let (cmd, name) = (ofd_command(sys::F_OFD_SETLK)?, "fcntl(F_OFD_SETLK)");
     let fl = whole_file(l_type);
     // SAFETY: fcntl with a valid struct flock on a borrowed descriptor.
     check(
@@ -126,10 +154,8 @@ pub fn record_lock_is_held(path: &Path) -> io::Result<bool> {
     let mut fl = whole_file(libc::F_WRLCK as libc::c_int);
     let cmd = ofd_command(sys::F_OFD_GETLK)?;
     // SAFETY: fcntl with a valid, writable struct flock.
-    check(
-        unsafe { libc::fcntl(probe.as_raw_fd(), cmd, &mut fl) },
-        "fcntl(F_OFD_GETLK)",
-    )?;
+    let rc = unsafe { libc::fcntl(probe.as_raw_fd(), cmd, &mut fl) };
+    check(rc, "fcntl(F_OFD_GETLK)")?;
     Ok(fl.l_type as libc::c_int != libc::F_UNLCK as libc::c_int)
 }
 
@@ -146,29 +172,22 @@ pub fn posix_lock_seen_from_child(fd: impl AsFd) -> io::Result<bool> {
     // calls (fcntl, _exit) on memory prepared before the fork.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
-        unsafe {
-            let code = if libc::fcntl(fd, libc::F_GETLK, &mut fl) == -1 {
-                2
-            } else if fl.l_type as libc::c_int == libc::F_UNLCK as libc::c_int {
-                0
-            } else {
-                1
-            };
-            libc::_exit(code);
-        }
+        // SAFETY: fcntl(F_GETLK) on a descriptor inherited from the parent,
+        // with a struct flock prepared before the fork; async-signal-safe.
+        let rc = unsafe { libc::fcntl(fd, libc::F_GETLK, &mut fl) };
+        let code = if rc == -1 {
+            2
+        } else if fl.l_type as libc::c_int == libc::F_UNLCK as libc::c_int {
+            0
+        } else {
+            1
+        };
+        // SAFETY: ends the forked child at once, running no atexit handler.
+        unsafe { libc::_exit(code) };
     }
     check(if pid < 0 { -1 } else { 0 }, "fork")?;
-    let mut status = 0;
-    loop {
-        // SAFETY: reaps the child just forked.
-        if unsafe { libc::waitpid(pid, &mut status, 0) } == pid {
-            break;
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(io::Error::new(e.kind(), format!("waitpid: {e}")));
-        }
-    }
+    let status =
+        sys::wait_pid(pid).map_err(|e| io::Error::new(e.kind(), format!("waitpid: {e}")))?;
     match libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)) {
         Some(0) => Ok(false),
         Some(1) => Ok(true),

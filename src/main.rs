@@ -128,6 +128,15 @@ enum Cmd {
     /// Audit a test suite: which tests fail under fork pressure and not alone,
     /// which class of inherited descriptor breaks them, and the fix.
     Audit(audit::AuditArgs),
+    /// Write a preload library built into fdwindow (e.g. the injector) to a
+    /// file, for LD_PRELOAD / DYLD_INSERT_LIBRARIES by hand.
+    Preload {
+        /// The library (`inject`).
+        name: String,
+        /// Where to write it.
+        #[arg(long)]
+        out: PathBuf,
+    },
 }
 
 /// Bad input: printed as `error: …` with exit status 2.
@@ -175,11 +184,41 @@ fn main() -> ExitCode {
         }
         Cmd::Stress(args) => stress::run(args).map_err(Usage),
         Cmd::Audit(args) => audit::run(args).map_err(Usage),
+        Cmd::Preload { name, out } => write_preload(&name, &out),
     };
     result.unwrap_or_else(|Usage(msg)| {
         eprintln!("error: {msg}");
         ExitCode::from(2)
     })
+}
+
+/// `fdwindow preload NAME --out PATH`: the library's bytes, written atomically.
+fn write_preload(name: &str, out: &Path) -> Result<ExitCode, Usage> {
+    let names = || {
+        let all: Vec<&str> = fdwindow::preload::Library::ALL
+            .iter()
+            .map(|l| l.name())
+            .collect();
+        all.join(", ")
+    };
+    let library = fdwindow::preload::Library::named(name).ok_or_else(|| {
+        Usage(format!(
+            "no preload library {name:?}; fdwindow ships {}",
+            names()
+        ))
+    })?;
+    let bytes = library
+        .bytes()
+        .map_err(|e| Usage(format!("unsupported: {e}")))?;
+    results::write_atomic(out, bytes)
+        .map_err(|e| Usage(format!("cannot write {}: {e}", out.display())))?;
+    eprintln!(
+        "wrote {} ({} bytes); preload it with {}",
+        out.display(),
+        bytes.len(),
+        fdwindow::preload::variable().unwrap_or("the loader's preload variable")
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 fn run(

@@ -63,29 +63,15 @@ struct Uname {
     machine: String,
 }
 
-/// `uname(2)`—Get name and information about the current kernel.
+/// `uname(2)`—Get name and information about the current kernel (through
+/// rustix, which cannot fail).
 fn uname() -> Uname {
-    // SAFETY: utsname is plain old data, and uname fills it or fails.
-    let mut uts: libc::utsname = unsafe { std::mem::zeroed() };
-    if unsafe { libc::uname(&mut uts) } != 0 {
-        return Uname {
-            sysname: "unknown".into(),
-            release: "unknown".into(),
-            machine: std::env::consts::ARCH.into(),
-        };
-    }
-    let field = |f: &[libc::c_char]| {
-        let bytes: Vec<u8> = f
-            .iter()
-            .take_while(|&&c| c != 0)
-            .map(|&c| c as u8)
-            .collect();
-        String::from_utf8_lossy(&bytes).into_owned()
-    };
+    let uts = rustix::system::uname();
+    let field = |f: &std::ffi::CStr| f.to_string_lossy().into_owned();
     Uname {
-        sysname: field(&uts.sysname),
-        release: field(&uts.release),
-        machine: field(&uts.machine),
+        sysname: field(uts.sysname()),
+        release: field(uts.release()),
+        machine: field(uts.machine()),
     }
 }
 

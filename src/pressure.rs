@@ -33,9 +33,10 @@
 //! ```
 //!
 //! The same loop runs inside any process, in any language, from the injector
-//! (`inject/`, a `cdylib` preloaded with `LD_PRELOAD` / `DYLD_INSERT_LIBRARIES`
-//! and configured by [`ENV_VAR`] in the [`Spec`] syntax), which
-//! `fdwindow stress` uses.
+//! ([`injector`]: `shims/inject.c`, a C port of this loop shipped inside the
+//! crate by [`crate::preload`], preloaded with `LD_PRELOAD` /
+//! `DYLD_INSERT_LIBRARIES` and configured by [`ENV_VAR`] in the [`Spec`]
+//! syntax), which `fdwindow stress` uses.
 //!
 //! # References
 //! - <https://man7.org/linux/man-pages/man2/fork.2.html> ("The child inherits
@@ -60,12 +61,13 @@ use crate::child::{TRUE_PROGRAM, quiet_command};
 /// The environment variable the injector reads its [`Spec`] from.
 pub const ENV_VAR: &str = "FDWINDOW_PRESSURE";
 
-/// The loader variable that preloads a library on this OS, and the file name
-/// of the injector cdylib (`LD_PRELOAD`, `libfdwindow_inject.so` on Linux;
-/// `DYLD_INSERT_LIBRARIES`, `libfdwindow_inject.dylib` on macOS); `None` where
-/// fdwindow knows no preload mechanism.
-pub fn preload() -> Option<(&'static str, &'static str)> {
-    crate::sys::PRELOAD
+/// The injector, written to a private file for the loader's preload variable
+/// ([`crate::preload::variable`]): [`crate::preload::Library::INJECT`], the
+/// bytes built from `shims/inject.c` into this crate, so no separate build
+/// step is needed. `Unsupported` where this build has no preload libraries.
+/// The file is removed when the guard drops.
+pub fn injector() -> io::Result<crate::preload::Written> {
+    crate::preload::Library::INJECT.write()
 }
 
 /// How pressure threads start their children.
@@ -443,23 +445,11 @@ impl Drop for Pressure {
 }
 
 fn block_all_signals() -> io::Result<libc::sigset_t> {
-    // SAFETY: sigset_t is plain data, initialised by sigfillset / pthread_sigmask.
-    unsafe {
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut all);
-        match libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut old) {
-            0 => Ok(old),
-            e => Err(io::Error::from_raw_os_error(e)),
-        }
-    }
+    crate::sys::thread_sigmask(libc::SIG_BLOCK, Some(&crate::sys::full_sigset()))
 }
 
 fn restore_signals(old: &libc::sigset_t) {
-    // SAFETY: `old` came from pthread_sigmask.
-    unsafe {
-        libc::pthread_sigmask(libc::SIG_SETMASK, old, std::ptr::null_mut());
-    }
+    let _ = crate::sys::thread_sigmask(libc::SIG_SETMASK, Some(old));
 }
 
 /// A `Command` for `/usr/bin/true` with an empty environment and no stdio.
@@ -480,31 +470,33 @@ fn fork_command(hold: Duration, drop: Option<DropClass>) -> Command {
         tv_nsec: hold.subsec_nanos() as _,
     };
     let held = !hold.is_zero();
-    // SAFETY: the closure calls only async-signal-safe functions (open,
-    // getdents64, fstat, getsockopt, close in `close_all`; nanosleep) on data
-    // copied in before the fork, and allocates nothing. Sleeping is the
-    // purpose here, not synchronisation: the hold is how long the child keeps
-    // its copies.
-    unsafe {
-        cmd.pre_exec(move || {
-            if let Some(class) = drop {
-                // std's exec-error pipe is a pipe too: with `pipe` or `all`
-                // the parent's spawn returns at the close instead of the exec.
-                class.close_all()?;
-            }
-            if held {
-                let mut req = ts;
-                let mut rem = ts;
-                // EINTR: sleep what is left (reading errno does not allocate).
-                while libc::nanosleep(&req, &mut rem) == -1
-                    && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted
-                {
-                    req = rem;
+    // Sleeping is the purpose here, not synchronisation: the hold is how long
+    // the child keeps its copies.
+    let hook = move || {
+        if let Some(class) = drop {
+            // std's exec-error pipe is a pipe too: with `pipe` or `all` the
+            // parent's spawn returns at the close instead of the exec.
+            class.close_all()?;
+        }
+        if held {
+            let mut req = ts;
+            let mut rem = ts;
+            // EINTR: sleep what is left (reading errno does not allocate).
+            loop {
+                // SAFETY: nanosleep on two timespecs owned by this frame.
+                let rc = unsafe { libc::nanosleep(&req, &mut rem) };
+                if rc == 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+                    break;
                 }
+                req = rem;
             }
-            Ok(())
-        });
-    }
+        }
+        Ok(())
+    };
+    // SAFETY: the hook calls only async-signal-safe functions (open,
+    // getdents64, fstat, getsockopt and close in `close_all`; nanosleep) on
+    // data copied in before the fork; it allocates nothing.
+    unsafe { cmd.pre_exec(hook) };
     cmd
 }
 
@@ -884,11 +876,10 @@ mod tests {
         assert!(stats.covered <= stats.elapsed, "{stats:?}");
         // Reaped: this process has no child left, exited or running (every
         // unit test that starts children holds the serial guard).
-        let r = unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) };
-        let errno = io::Error::last_os_error().raw_os_error();
+        let r = rustix::process::waitpid(None, rustix::process::WaitOptions::NOHANG);
         assert!(
-            r == -1 && errno == Some(libc::ECHILD),
-            "a child was left: waitpid gave {r}"
+            matches!(r, Err(rustix::io::Errno::CHILD)),
+            "a child was left: waitpid gave {r:?}"
         );
     }
 
@@ -913,21 +904,18 @@ mod tests {
     fn spawning_threads_block_every_signal() {
         let _serial = crate::test_serial();
         // The mask of this thread is restored after start.
-        let before = unsafe {
-            let mut set: libc::sigset_t = std::mem::zeroed();
-            libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut set);
-            libc::sigismember(&set, libc::SIGCHLD)
+        let blocks_sigchld = || {
+            let set = crate::sys::thread_sigmask(libc::SIG_BLOCK, None).unwrap();
+            // SAFETY: asks about a valid signal in a set pthread_sigmask filled.
+            unsafe { libc::sigismember(&set, libc::SIGCHLD) }
         };
+        let before = blocks_sigchld();
         let pressure = Pressure::start(Config {
             threads: 1,
             ..Config::default()
         })
         .unwrap();
-        let after = unsafe {
-            let mut set: libc::sigset_t = std::mem::zeroed();
-            libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut set);
-            libc::sigismember(&set, libc::SIGCHLD)
-        };
+        let after = blocks_sigchld();
         assert_eq!(before, after);
         // The thread names itself when it starts: wait until it has spawned.
         let deadline = Instant::now() + Duration::from_secs(60);

@@ -7,7 +7,7 @@
 
 use std::io::{self, Read};
 use std::net::{Ipv4Addr, SocketAddr};
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, Socket, Type};
@@ -135,20 +135,12 @@ pub fn connect_by(addr: SocketAddr, deadline: Instant) -> io::Result<Connect> {
 pub fn poll_by(fd: impl AsFd, events: libc::c_short, deadline: Instant) -> io::Result<bool> {
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
-        let mut pfd = libc::pollfd {
-            fd: fd.as_fd().as_raw_fd(),
-            events,
-            revents: 0,
-        };
-        // Round up, so a sub-millisecond remainder still waits.
-        let ms = left.as_micros().div_ceil(1000).min(i32::MAX as u128) as libc::c_int;
-        // SAFETY: one valid pollfd.
-        match unsafe { libc::poll(&mut pfd, 1, ms) } {
-            -1 if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => continue,
-            -1 => return Err(io::Error::last_os_error()),
-            0 if left.is_zero() => return Ok(false),
-            0 => continue,
-            _ => return Ok(true),
+        match crate::sys::poll_one(fd.as_fd(), events, left) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+            Ok(false) if left.is_zero() => return Ok(false),
+            Ok(false) => continue,
+            Ok(true) => return Ok(true),
         }
     }
 }

@@ -26,7 +26,7 @@
 use std::ffi::{CStr, CString};
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -128,7 +128,7 @@ impl Spawned {
         let ok = match reap {
             Reap::Std(mut child) => child.wait()?.success(),
             Reap::Pid(pid) => {
-                let status = wait_pid(pid)?;
+                let status = sys::wait_pid(pid)?;
                 libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
             }
             Reap::Done => true,
@@ -149,26 +149,11 @@ impl Drop for Spawned {
                 let _ = child.wait();
             }
             Reap::Pid(pid) => {
-                // SAFETY: our own unreaped child, so the pid is not reused yet.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-                let _ = wait_pid(pid);
+                // Our own unreaped child, so the pid is not reused yet.
+                let _ = sys::kill_pid(pid);
+                let _ = sys::wait_pid(pid);
             }
             Reap::Done => {}
-        }
-    }
-}
-
-/// `waitpid(pid, &status, 0)`, retried on `EINTR`.
-fn wait_pid(pid: libc::pid_t) -> io::Result<libc::c_int> {
-    let mut status = 0;
-    loop {
-        // SAFETY: waits for our own child.
-        if unsafe { libc::waitpid(pid, &mut status, 0) } == pid {
-            return Ok(status);
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
         }
     }
 }
@@ -180,6 +165,9 @@ pub struct Prepared {
     path: SpawnPath,
     command: Option<Command>,
     program: CString,
+    /// argv (`true`) and an empty envp for the direct posix_spawn paths.
+    argv: sys::CStrArray,
+    envp: sys::CStrArray,
     devnull: Option<File>,
 }
 
@@ -226,6 +214,8 @@ impl Prepared {
             path,
             command,
             program: CString::new(TRUE_PROGRAM).expect("no NUL"),
+            argv: sys::CStrArray::new([CString::new(TRUE_PROGRAM).expect("no NUL")]),
+            envp: sys::CStrArray::new([]),
             devnull: None,
         })
     }
@@ -255,14 +245,22 @@ impl Prepared {
         let pid = match self.path {
             SpawnPath::Vfork => sys::vfork_exec(&self.program, &argv, &envp, stdio)?,
             SpawnPath::LibcPosixSpawn => {
-                libc_posix_spawn(&self.program, &argv, &envp, stdio, Extra::None)?
+                libc_posix_spawn(&self.program, &self.argv, &self.envp, stdio, Extra::None)?
             }
-            SpawnPath::ClosefromFileAction => {
-                libc_posix_spawn(&self.program, &argv, &envp, stdio, Extra::Closefrom)?
-            }
-            SpawnPath::SpawnCloexecDefault => {
-                libc_posix_spawn(&self.program, &argv, &envp, stdio, Extra::CloexecDefault)?
-            }
+            SpawnPath::ClosefromFileAction => libc_posix_spawn(
+                &self.program,
+                &self.argv,
+                &self.envp,
+                stdio,
+                Extra::Closefrom,
+            )?,
+            SpawnPath::SpawnCloexecDefault => libc_posix_spawn(
+                &self.program,
+                &self.argv,
+                &self.envp,
+                stdio,
+                Extra::CloexecDefault,
+            )?,
             SpawnPath::PosixSpawn | SpawnPath::ForkExec | SpawnPath::CloseRangeInChild => {
                 unreachable!("std paths have a Command")
             }
@@ -279,16 +277,6 @@ enum Extra {
     CloexecDefault,
 }
 
-/// Checks a `posix_spawn*` return value (an error number, not -1/errno).
-fn spawn_rc(rc: libc::c_int, what: &str) -> io::Result<()> {
-    if rc == 0 {
-        Ok(())
-    } else {
-        let e = io::Error::from_raw_os_error(rc);
-        Err(io::Error::new(e.kind(), format!("{what}: {e}")))
-    }
-}
-
 /// `posix_spawn(pid, path, file_actions, attrp, argv, envp)`—Spawn a process.
 ///
 /// stdio goes to `stdio` by `adddup2` file actions; `extra` adds the fix.
@@ -298,64 +286,21 @@ fn spawn_rc(rc: libc::c_int, what: &str) -> io::Result<()> {
 /// - <https://pubs.opengroup.org/onlinepubs/9799919799/functions/posix_spawn.html>
 fn libc_posix_spawn(
     program: &CStr,
-    argv: &[*const libc::c_char],
-    envp: &[*const libc::c_char],
+    argv: &sys::CStrArray,
+    envp: &sys::CStrArray,
     stdio: RawFd,
     extra: Extra,
 ) -> io::Result<libc::pid_t> {
-    // SAFETY: the file actions and attributes are initialised before use and
-    // destroyed on every path; argv and envp are NUL-terminated arrays of
-    // C strings that outlive the call.
-    unsafe {
-        let mut actions: libc::posix_spawn_file_actions_t = std::mem::zeroed();
-        spawn_rc(
-            libc::posix_spawn_file_actions_init(&mut actions),
-            "posix_spawn_file_actions_init",
-        )?;
-        let mut attr: libc::posix_spawnattr_t = std::mem::zeroed();
-        if let Err(e) = spawn_rc(
-            libc::posix_spawnattr_init(&mut attr),
-            "posix_spawnattr_init",
-        ) {
-            libc::posix_spawn_file_actions_destroy(&mut actions);
-            return Err(e);
-        }
-        let result = (|| {
-            for target in 0..3 {
-                spawn_rc(
-                    libc::posix_spawn_file_actions_adddup2(&mut actions, stdio, target),
-                    "posix_spawn_file_actions_adddup2",
-                )?;
-            }
-            match extra {
-                Extra::None => {}
-                Extra::Closefrom => sys::addclosefrom(&mut actions, 3)?,
-                Extra::CloexecDefault => {
-                    let flag = sys::spawn_cloexec_default_flag()?;
-                    spawn_rc(
-                        libc::posix_spawnattr_setflags(&mut attr, flag),
-                        "posix_spawnattr_setflags",
-                    )?;
-                }
-            }
-            let mut pid = 0;
-            spawn_rc(
-                libc::posix_spawn(
-                    &mut pid,
-                    program.as_ptr(),
-                    &actions,
-                    &attr,
-                    argv.as_ptr().cast(),
-                    envp.as_ptr().cast(),
-                ),
-                "posix_spawn",
-            )?;
-            Ok(pid)
-        })();
-        libc::posix_spawnattr_destroy(&mut attr);
-        libc::posix_spawn_file_actions_destroy(&mut actions);
-        result
+    let mut spawner = sys::Spawner::new()?;
+    for target in 0..3 {
+        spawner.dup2(stdio, target)?;
     }
+    match extra {
+        Extra::None => {}
+        Extra::Closefrom => sys::addclosefrom(spawner.actions(), 3)?,
+        Extra::CloexecDefault => spawner.set_flags(sys::spawn_cloexec_default_flag()?)?,
+    }
+    spawner.spawn(program, argv, envp, false)
 }
 
 /// One measured window.
@@ -408,80 +353,50 @@ fn wait_eof(read: &OwnedFd, poll_once: Option<Instant>) -> io::Result<bool> {
     let deadline = poll_once.unwrap_or_else(|| Instant::now() + WINDOW_TIMEOUT);
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
-        let mut pfd = libc::pollfd {
-            fd: read.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let ms = left.as_millis().min(i32::MAX as u128) as libc::c_int;
-        // SAFETY: one valid pollfd.
-        match unsafe { libc::poll(&mut pfd, 1, ms) } {
-            -1 if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => continue,
-            -1 => return Err(io::Error::last_os_error()),
-            0 if left.is_zero() => return Ok(false),
-            0 => continue,
-            _ => return Ok(true),
+        match sys::poll_one(read.as_fd(), libc::POLLIN, left) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+            Ok(false) if left.is_zero() => return Ok(false),
+            Ok(false) => continue,
+            Ok(true) => return Ok(true),
         }
     }
 }
 
 /// Anonymous memory with every page touched, so it is resident: it makes the
-/// parent's page tables as large as a process of that size has. Unmapped on drop.
-#[derive(Debug)]
+/// parent's page tables as large as a process of that size has. Freed on drop.
 pub struct Ballast {
-    addr: *mut libc::c_void,
-    len: usize,
+    /// Every byte written (a heap block this large is an anonymous mapping
+    /// of its own in glibc's and macOS's allocators), so every page is resident.
+    bytes: Vec<u8>,
+}
+
+impl std::fmt::Debug for Ballast {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Ballast({} MiB)", self.bytes.len() >> 20)
+    }
 }
 
 impl Ballast {
-    /// Maps `mib` MiB and writes one byte to every page.
+    /// Allocates `mib` MiB and writes every byte, so every page is touched.
     pub fn touch(mib: usize) -> io::Result<Ballast> {
-        let len = mib << 20;
-        if len == 0 {
-            return Ok(Ballast {
-                addr: std::ptr::null_mut(),
-                len,
-            });
-        }
-        // SAFETY: a fresh private anonymous mapping; nothing else refers to it.
-        let addr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANON,
-                -1,
-                0,
-            )
-        };
-        if addr == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        let ballast = Ballast { addr, len };
-        let page = page_size();
-        let base = addr.cast::<u8>();
-        for offset in (0..len).step_by(page) {
-            // SAFETY: inside the mapping; volatile so the store is not elided.
-            unsafe { base.add(offset).write_volatile(1) };
-        }
-        Ok(ballast)
+        let len = mib
+            .checked_shl(20)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "ballast too large"))?;
+        let mut bytes = Vec::new();
+        bytes
+            .try_reserve_exact(len)
+            .map_err(|e| io::Error::new(io::ErrorKind::OutOfMemory, e.to_string()))?;
+        // Non-zero, so the writes cannot be replaced by fresh zero pages.
+        bytes.resize(len, 1u8);
+        std::hint::black_box(&mut bytes);
+        Ok(Ballast { bytes })
     }
 }
 
-impl Drop for Ballast {
-    fn drop(&mut self) {
-        if self.len > 0 {
-            // SAFETY: the mapping made in `touch`, unmapped once.
-            unsafe { libc::munmap(self.addr, self.len) };
-        }
-    }
-}
-
-/// The page size, from `sysconf(_SC_PAGESIZE)`.
+/// The page size (rustix: the kernel's auxv, or `sysconf(_SC_PAGESIZE)`).
 pub fn page_size() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if n > 0 { n as usize } else { 4096 }
+    rustix::param::page_size()
 }
 
 /// Extra open descriptors (each its own open of `/dev/null`, close-on-exec)
@@ -536,32 +451,32 @@ impl Drop for OpenFiles {
 }
 
 fn get_nofile() -> io::Result<libc::rlimit> {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: fills a valid rlimit.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(limit)
+    let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+    let raw = |v: Option<u64>| v.unwrap_or(libc::RLIM_INFINITY);
+    Ok(libc::rlimit {
+        rlim_cur: raw(limit.current),
+        rlim_max: raw(limit.maximum),
+    })
 }
 
 fn set_nofile(limit: &libc::rlimit) -> io::Result<()> {
-    // SAFETY: reads a valid rlimit.
-    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, limit) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    let opt = |v: libc::rlim_t| (v != libc::RLIM_INFINITY).then_some(v);
+    let new = rustix::process::Rlimit {
+        current: opt(limit.rlim_cur),
+        maximum: opt(limit.rlim_max),
+    };
+    Ok(rustix::process::setrlimit(
+        rustix::process::Resource::Nofile,
+        new,
+    )?)
 }
 
 /// How many descriptors this process has open: `fcntl(F_GETFD)` on every
 /// number under the soft limit (portable; at most a few tens of thousands of calls).
 pub fn count_open_fds() -> io::Result<usize> {
     let limit = get_nofile()?.rlim_cur.min(1 << 20) as RawFd;
-    // SAFETY: F_GETFD only reads the descriptor's flags.
     Ok((0..limit)
-        .filter(|&fd| unsafe { libc::fcntl(fd, libc::F_GETFD) } != -1)
+        .filter(|&fd| crate::cloexec::fd_flags(fd).is_some())
         .count())
 }
 

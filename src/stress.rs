@@ -3,7 +3,8 @@
 //!
 //! 1. Runs alternate: one alone, one pressured, so a change in the machine's
 //!    load falls on both arms alike.
-//! 2. A pressured run gets the injector in the loader's preload variable and
+//! 2. A pressured run gets the injector (built into fdwindow, written to a
+//!    private file for the run) in the loader's preload variable and
 //!    the [`Spec`] in `FDWINDOW_PRESSURE` (with `match=` from `--match`, so a
 //!    build driver such as cargo and its compilers stay unpressured and only
 //!    the test binaries get pressure).
@@ -29,6 +30,7 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use fdwindow::child::{GroupExit, wait_group};
+use fdwindow::preload;
 use fdwindow::pressure::{self, ENV_VAR, Spec};
 use fdwindow::stats::Count;
 
@@ -51,7 +53,7 @@ pub struct StressArgs {
     /// (`*` only), e.g. 'mycrate-*' for cargo's test binaries.
     #[arg(long = "match", value_name = "GLOB")]
     exe_match: Option<String>,
-    /// The injector library (default: beside this binary).
+    /// A preload library to use instead of the injector built into fdwindow.
     #[arg(long)]
     injector: Option<PathBuf>,
     /// Kill a run after this many seconds and count it as failed.
@@ -268,7 +270,8 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
     if args.exe_match.is_some() {
         spec.exe_match = args.exe_match.clone();
     }
-    let (preload_var, injector) = locate_injector(args.injector.as_deref())?;
+    let injector = Injector::locate(args.injector.as_deref())?;
+    let (preload_var, injector) = (injector.var, injector);
     let controller = Controller::new().map_err(|e| format!("controller pipe: {e}"))?;
     spec.controller = Some(controller.fd());
     let report_path = |n: u64| {
@@ -278,8 +281,8 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
         ))
     };
     let preload = match std::env::var(preload_var) {
-        Ok(old) if !old.is_empty() => format!("{}:{old}", injector.display()),
-        _ => injector.display().to_string(),
+        Ok(old) if !old.is_empty() => format!("{}:{old}", injector.path().display()),
+        _ => injector.path().display().to_string(),
     };
     let (program, rest) = args.command.split_first().expect("clap requires a command");
     if let Some(dir) = &args.keep_failures {
@@ -316,8 +319,7 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
     let started = Instant::now();
     let total = args.runs;
     let budget = args.duration;
-    // SAFETY: isatty only inspects descriptor 2.
-    let tty = unsafe { libc::isatty(2) } == 1;
+    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let (mut alone, mut pressured) = (Arm::default(), Arm::default());
     eprintln!(
         "fdwindow stress: {} {} with pressure {spec}",
@@ -432,7 +434,11 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
         "platform": fdwindow::platform::Platform::detect(),
         "fdwindow_version": env!("CARGO_PKG_VERSION"),
         "pressure": spec.to_string(),
-        "injector": injector,
+        // The built-in injector's file is gone by the time anyone reads this.
+        "injector": args.injector.as_ref().map_or_else(
+            || "built-in".to_owned(),
+            |p| p.display().to_string()
+        ),
         "pressured_processes": processes,
         "pressured_runs": runs_reached,
         "pressure_spawns": spawns,
@@ -457,25 +463,46 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
     })
 }
 
-/// The loader's preload variable and the injector library: `given`, else the
-/// one beside this binary. `Err` says how to build or name it.
-pub(crate) fn locate_injector(given: Option<&Path>) -> Result<(&'static str, PathBuf), String> {
-    let Some((preload_var, injector_name)) = pressure::preload() else {
-        return Err("this OS has no preload mechanism fdwindow knows".into());
-    };
-    let injector = match given {
-        Some(p) => p.to_owned(),
-        None => std::env::current_exe()
-            .map_err(|e| format!("cannot locate this binary: {e}"))?
-            .with_file_name(injector_name),
-    };
-    let injector = std::fs::canonicalize(&injector).map_err(|e| {
-        format!(
-            "injector {}: {e}; build it with `cargo build --release -p fdwindow-inject` or pass --injector",
-            injector.display()
-        )
-    })?;
-    Ok((preload_var, injector))
+/// The injector a run preloads: the file given by `--injector`, or the one
+/// built into fdwindow, written to a private file removed when this drops.
+pub(crate) struct Injector {
+    /// The loader's preload variable.
+    pub(crate) var: &'static str,
+    path: PathBuf,
+    _written: Option<fdwindow::preload::Written>,
+}
+
+impl Injector {
+    /// `given`, else the built-in injector; `Err` says why neither works.
+    pub(crate) fn locate(given: Option<&Path>) -> Result<Injector, String> {
+        let Some(var) = preload::variable() else {
+            return Err("unsupported: this OS has no preload mechanism fdwindow knows".into());
+        };
+        match given {
+            Some(p) => Ok(Injector {
+                var,
+                path: std::fs::canonicalize(p)
+                    .map_err(|e| format!("--injector {}: {e}", p.display()))?,
+                _written: None,
+            }),
+            None => {
+                let written = pressure::injector().map_err(|e| match e.kind() {
+                    std::io::ErrorKind::Unsupported => format!("unsupported: {e}"),
+                    _ => format!("cannot write the injector: {e}"),
+                })?;
+                Ok(Injector {
+                    var,
+                    path: written.path().to_owned(),
+                    _written: Some(written),
+                })
+            }
+        }
+    }
+
+    /// The library's path.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
 }
 
 /// How one run ended.

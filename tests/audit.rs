@@ -30,7 +30,6 @@ fn usage_errors_exit_2() {
 #[test]
 fn audit_flags_exactly_the_exposed_fixture_tests() {
     use std::path::Path;
-    let injector = common::injector();
     let exe = Path::new(env!("CARGO_BIN_EXE_fdwindow"));
     let profile_dir = exe.parent().unwrap();
     let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
@@ -39,8 +38,7 @@ fn audit_flags_exactly_the_exposed_fixture_tests() {
     };
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = fdwindow()
-        .args(["audit", "--runs", "10", "--format", "json", "--injector"])
-        .arg(&injector)
+        .args(["audit", "--runs", "10", "--format", "json"])
         // Room for a loaded machine; the rule, not the budget, decides here.
         .args(["--diagnose-budget", "600s", "--rerun-budget", "120s", "--"])
         .args([&cargo, "test", "--quiet", "--example", "audit-fixture"])

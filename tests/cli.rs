@@ -249,7 +249,8 @@ fn ctrl_c_stops_the_run_and_changes_nothing() {
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let first = lines.next().unwrap().unwrap();
     assert!(first.contains("probing flock-survival"), "{first}");
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
     assert!(

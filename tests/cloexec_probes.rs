@@ -43,12 +43,18 @@ mod linux {
             "close-range-in-child-sham",
             "closefrom-file-action-sham",
             "spawn-cloexec-default-sham",
+            "fix-spawn-sham",
         ] {
             let a = super::common::arm(&r, sham, w);
             let c = a.outcome.count().unwrap();
             assert_eq!((c.hits, c.trials), (7, 7), "{sham}");
         }
-        for fix in ["atomic-flag", "spawn-lock", "close-range-in-child"] {
+        for fix in [
+            "atomic-flag",
+            "spawn-lock",
+            "close-range-in-child",
+            "fix-spawn",
+        ] {
             assert_eq!(verdict(&r, fix, w), Verdict::Valid, "{fix}");
         }
         // Each std arm is judged against the control of its own call.

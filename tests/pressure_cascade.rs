@@ -63,15 +63,17 @@ fn environ_has(pid: i32, needle: &[u8]) -> bool {
 #[test]
 fn preloaded_pressure_never_cascades_and_process_count_returns_to_baseline() {
     // Orphans of the host are reparented here, so none can escape the count.
-    assert_eq!(unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) }, 0);
+    rustix::process::set_child_subreaper(rustix::process::Pid::from_raw(std::process::id() as i32))
+        .unwrap();
     let me = std::process::id() as i32;
     let baseline = descendants(me).len();
     let report = std::env::temp_dir().join(format!("fdwindow-cascade-{me}.report"));
     let _ = std::fs::remove_file(&report);
     let threads = 4;
+    let injector = common::injector();
     let mut host = Command::new("/bin/sleep")
         .arg("0.4")
-        .env("LD_PRELOAD", common::injector())
+        .env("LD_PRELOAD", injector.path())
         .env(
             "FDWINDOW_PRESSURE",
             format!("threads={threads},hold=2ms,path=mix"),
@@ -121,13 +123,8 @@ fn preloaded_pressure_never_cascades_and_process_count_returns_to_baseline() {
     );
     // The injector stopped and reaped at exit: nothing was orphaned to us.
     let mut orphans = 0;
-    loop {
-        let r = unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) };
-        if r > 0 {
-            orphans += 1;
-        } else {
-            break;
-        }
+    while let Ok(Some(_)) = rustix::process::waitpid(None, rustix::process::WaitOptions::NOHANG) {
+        orphans += 1;
     }
     assert_eq!(orphans, 0, "the host left children behind");
     assert_eq!(

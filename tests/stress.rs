@@ -4,8 +4,6 @@
 
 mod common;
 
-#[cfg(target_os = "linux")]
-use common::injector;
 use common::{fdwindow, stderr};
 
 // The preloaded hosts are /usr/bin/true and /bin/false: on macOS, System
@@ -19,14 +17,8 @@ fn stress(args: &[&str]) -> serde_json::Value {
 /// Runs `fdwindow stress` expecting exit status `code`; its JSON summary.
 #[cfg(target_os = "linux")]
 fn stress_exiting(args: &[&str], code: i32) -> serde_json::Value {
-    let injector = injector();
-    let out = fdwindow()
-        .arg("stress")
-        .arg("--injector")
-        .arg(&injector)
-        .args(args)
-        .output()
-        .unwrap();
+    // The injector built into fdwindow: no --injector, no other build step.
+    let out = fdwindow().arg("stress").args(args).output().unwrap();
     assert_eq!(out.status.code(), Some(code), "{args:?}: {}", stderr(&out));
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)))
 }
@@ -160,19 +152,15 @@ fn poll_until(
 /// controller pipe reads end-of-file. The latency is printed for the note.
 #[cfg(target_os = "linux")]
 #[test]
-#[ignore = "needs the C injector (issue 14) with issue 18's additions: reports as it goes and ctl="]
 fn killing_stress_stops_the_pressure_in_the_command() {
     use std::os::unix::process::CommandExt;
     use std::time::Duration;
-    let injector = injector();
     // Alone the shell exits at once; pressured (sh passes the variables on,
     // as match= excludes it) it starts two pressured sleeps: a grandchild of
     // stress in the background, and the command itself by exec.
     let script = r#"[ -z "$FDWINDOW_PRESSURE" ] || { sleep 1000 & exec sleep 1001; }"#;
     let mut stress = fdwindow()
         .arg("stress")
-        .arg("--injector")
-        .arg(&injector)
         .args(["--runs", "1", "--timeout", "600", "--match", "sleep"])
         .args(["--pressure", "threads=2,hold=20ms,path=fork"])
         .args(["--", "/bin/sh", "-c", script])
@@ -226,7 +214,6 @@ fn killing_stress_stops_the_pressure_in_the_command() {
 /// when pressure starts) and as a timeout, not a failure.
 #[cfg(target_os = "linux")]
 #[test]
-#[ignore = "needs the C injector (issue 14) with issue 18's additions: reports as it goes and ctl="]
 fn a_timed_out_run_counts_as_pressured_and_as_a_timeout() {
     let summary = stress(&[
         "--runs",

@@ -20,8 +20,8 @@ fn env_read(c: &mut Criterion) {
     let explicit = std::env::var(NAME).unwrap_or_default();
     let mut group = Group::new(c, "env-read", Duration::from_millis(500));
     let param = "one-variable";
-    // SAFETY: nothing in the bench process changes the environment.
     group.bench("libc-getenv", param, || {
+        // SAFETY: nothing in the bench process changes the environment.
         unsafe { libc::getenv(name.as_ptr()) }.is_null()
     });
     group.bench("std-env-only", param, || std::env::var_os(NAME));

@@ -4,7 +4,6 @@
 
 use std::io;
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group};
@@ -18,8 +17,12 @@ fn listener() -> TcpListener {
 /// `shutdown(fd, how)` on a listener; Linux accepts it, other kernels may
 /// answer `ENOTCONN`, which the fix then simply pays for.
 fn shutdown_listener(l: &TcpListener, how: libc::c_int) {
-    // SAFETY: shutdown on a borrowed, open socket.
-    unsafe { libc::shutdown(l.as_raw_fd(), how) };
+    let how = match how {
+        libc::SHUT_RD => rustix::net::Shutdown::Read,
+        libc::SHUT_WR => rustix::net::Shutdown::Write,
+        _ => rustix::net::Shutdown::Both,
+    };
+    let _ = rustix::net::shutdown(l, how);
 }
 
 fn listener_retire(c: &mut Criterion) {

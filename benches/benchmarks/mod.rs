@@ -2,6 +2,7 @@
 
 pub mod creation;
 pub mod env;
+pub mod fix_spawn;
 pub mod isolate;
 pub mod listeners;
 pub mod locks;

@@ -85,7 +85,7 @@ pub struct AuditArgs {
     /// Skip the diagnosis.
     #[arg(long)]
     no_diagnose: bool,
-    /// The injector library (default: beside this binary).
+    /// A preload library to use instead of the injector built into fdwindow.
     #[arg(long)]
     injector: Option<PathBuf>,
     /// Results folder read for the advice on each hazard.
@@ -445,7 +445,8 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
     let controller =
         crate::stress::Controller::new().map_err(|e| format!("controller pipe: {e}"))?;
     spec.controller = Some(controller.fd());
-    let (preload_var, injector) = crate::stress::locate_injector(args.injector.as_deref())?;
+    let injector = crate::stress::Injector::locate(args.injector.as_deref())?;
+    let preload_var = injector.var;
     if let Some(dir) = &args.keep_failures {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("--keep-failures {}: {e}", dir.display()))?;
@@ -459,8 +460,8 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
         .tempdir()
         .map_err(|e| format!("a folder for the injector's reports: {e}"))?;
     let preload = match std::env::var(preload_var) {
-        Ok(old) if !old.is_empty() => format!("{}:{old}", injector.display()),
-        _ => injector.display().to_string(),
+        Ok(old) if !old.is_empty() => format!("{}:{old}", injector.path().display()),
+        _ => injector.path().display().to_string(),
     };
     let mut runner = Runner {
         preload_var,

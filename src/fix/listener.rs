@@ -12,7 +12,6 @@
 
 use std::io;
 use std::net::{SocketAddr, TcpListener};
-use std::os::fd::AsRawFd;
 
 use crate::sockets::{BindOptions, bound};
 
@@ -39,11 +38,9 @@ pub enum Retired {
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub fn retire(listener: TcpListener) -> Retired {
-    // SAFETY: shutdown on a borrowed, open socket.
-    if unsafe { libc::shutdown(listener.as_raw_fd(), libc::SHUT_RDWR) } == 0 {
-        Retired::EveryCopy
-    } else {
-        Retired::ThisCopyOnly(io::Error::last_os_error())
+    match rustix::net::shutdown(&listener, rustix::net::Shutdown::Both) {
+        Ok(()) => Retired::EveryCopy,
+        Err(e) => Retired::ThisCopyOnly(e.into()),
     }
 }
 

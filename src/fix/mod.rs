@@ -4,6 +4,9 @@
 //! whose verdict backs it, so `fdwindow verdict HAZARD ARM` says whether it
 //! holds on the machine at hand.
 
+pub mod env;
+pub mod isolate;
 pub mod listener;
 pub mod lock;
 pub mod scratch;
+pub mod spawn;

@@ -29,8 +29,10 @@ pub(crate) fn libc_name_version() -> (String, String) {
         /// glibc's `gnu_get_libc_version(3)`: the version of the glibc loaded now.
         fn gnu_get_libc_version() -> *const libc::c_char;
     }
-    // SAFETY: returns a pointer to a static NUL-terminated string.
-    let version = unsafe { std::ffi::CStr::from_ptr(gnu_get_libc_version()) };
+    // SAFETY: no arguments; glibc returns a static string.
+    let version = unsafe { gnu_get_libc_version() };
+    // SAFETY: the pointer is to a static NUL-terminated string.
+    let version = unsafe { std::ffi::CStr::from_ptr(version) };
     ("glibc".into(), version.to_string_lossy().into_owned())
 }
 
@@ -180,17 +182,23 @@ pub(crate) fn pipe2_cloexec() -> Result<io::Result<(OwnedFd, OwnedFd)>, &'static
 /// # References
 /// - <https://man7.org/linux/man-pages/man2/close_range.2.html>
 pub(crate) fn close_range_from(first: std::os::fd::RawFd) -> std::io::Result<()> {
-    // SAFETY: closes descriptors only; the caller owns what it closes.
+    close_range(first, 0)
+}
+
+/// `close_range(first, ~0U, flags)` as one raw syscall: async-signal-safe.
+fn close_range(first: RawFd, flags: libc::c_uint) -> io::Result<()> {
+    // SAFETY: closes (or, with CLOSE_RANGE_CLOEXEC, flags) descriptors only;
+    // the caller owns what it closes.
     let rc = unsafe {
         libc::syscall(
             libc::SYS_close_range,
             first as libc::c_uint,
             libc::c_uint::MAX,
-            0,
+            flags,
         )
     };
     if rc == -1 {
-        Err(std::io::Error::last_os_error())
+        Err(io::Error::last_os_error())
     } else {
         Ok(())
     }
@@ -293,11 +301,11 @@ pub(crate) fn children_of(parent: u32) -> std::io::Result<Vec<u32>> {
 
 /// The dynamic loader's preload variable (`ld.so(8)`: "A list of additional,
 /// user-specified, ELF shared objects to be loaded before all others"), and the
-/// file name cargo gives the injector cdylib.
+/// suffix of a shared library's file name.
 ///
 /// # References
 /// - <https://man7.org/linux/man-pages/man8/ld.so.8.html>
-pub(crate) const PRELOAD: Option<(&str, &str)> = Some(("LD_PRELOAD", "libfdwindow_inject.so"));
+pub(crate) const PRELOAD: Option<(&str, &str)> = Some(("LD_PRELOAD", "so"));
 
 /// vfork's kernel path is available on every Linux.
 pub(crate) fn vfork_supported() -> std::io::Result<()> {
@@ -312,44 +320,66 @@ struct VforkArgs {
     envp: *const *const libc::c_char,
     stdio: libc::c_int,
     mask: libc::sigset_t,
-    errno: libc::c_int,
+    /// Set by the child on a failed step; atomic, so the parent's read after
+    /// the clone sees the child's write.
+    errno: std::sync::atomic::AtomicI32,
+}
+
+/// The vfork child's exit on a failed step: records errno for the parent
+/// (reading errno is async-signal-safe and does not allocate) and `_exit`s.
+fn vfork_fail(args: &mut VforkArgs) -> ! {
+    let errno = std::io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO);
+    args.errno.store(errno, std::sync::atomic::Ordering::SeqCst);
+    // SAFETY: ends the child without running anything of the parent's.
+    unsafe { libc::_exit(127) }
+}
+
+/// `sigaction(sig, new, &old)`: the old action. One system call,
+/// async-signal-safe.
+fn sigaction(sig: libc::c_int, new: Option<&libc::sigaction>) -> Option<libc::sigaction> {
+    // SAFETY: all-zero is a valid `struct sigaction` for the kernel to fill.
+    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    let new = new.map_or(std::ptr::null(), |n| n as *const libc::sigaction);
+    // SAFETY: `new` is null or a valid action; `old` is writable.
+    (unsafe { libc::sigaction(sig, new, &mut old) } == 0).then_some(old)
 }
 
 /// The vfork child: async-signal-safe calls only, on its own stack.
 extern "C" fn vfork_child(arg: *mut libc::c_void) -> libc::c_int {
     // SAFETY: `arg` is the parent's VforkArgs, alive until the parent resumes,
     // which happens only once this child has exec'd or exited.
-    unsafe {
-        let args = &mut *arg.cast::<VforkArgs>();
-        for target in 0..3 {
-            if libc::dup2(args.stdio, target) == -1 {
-                args.errno = *libc::__errno_location();
-                libc::_exit(127);
-            }
+    let args = unsafe { &mut *arg.cast::<VforkArgs>() };
+    for target in 0..3 {
+        // SAFETY: dup2 on descriptor numbers; an error is reported below.
+        if unsafe { libc::dup2(args.stdio, target) } == -1 {
+            vfork_fail(args);
         }
-        // Every signal is still blocked (the parent blocked them around the
-        // clone). Before unblocking, send each caught signal back to its
-        // default: the parent's handlers must not run on this stack in the
-        // shared address space. The child has its own signal table (no
-        // CLONE_SIGHAND), so this leaves the parent's alone, as glibc's
-        // posix_spawn does (sysdeps/unix/sysv/linux/spawni.c).
-        let mut dfl: libc::sigaction = std::mem::zeroed();
+    }
+    // Every signal is still blocked (the parent blocked them around the
+    // clone). Before unblocking, send each caught signal back to its
+    // default: the parent's handlers must not run on this stack in the
+    // shared address space. The child has its own signal table (no
+    // CLONE_SIGHAND), so this leaves the parent's alone, as glibc's
+    // posix_spawn does (sysdeps/unix/sysv/linux/spawni.c).
+    if let Some(mut dfl) = sigaction(libc::SIGCHLD, None) {
         dfl.sa_sigaction = libc::SIG_DFL;
+        dfl.sa_flags = 0;
         // 1..=64: every signal number Linux has (_NSIG is 65).
         for sig in 1..65 {
-            let mut old: libc::sigaction = std::mem::zeroed();
-            if libc::sigaction(sig, std::ptr::null(), &mut old) == 0
-                && old.sa_sigaction != libc::SIG_DFL
-                && old.sa_sigaction != libc::SIG_IGN
-            {
-                libc::sigaction(sig, &dfl, std::ptr::null_mut());
+            if sigaction(sig, None).is_some_and(|old| {
+                old.sa_sigaction != libc::SIG_DFL && old.sa_sigaction != libc::SIG_IGN
+            }) {
+                sigaction(sig, Some(&dfl));
             }
         }
-        libc::sigprocmask(libc::SIG_SETMASK, &args.mask, std::ptr::null_mut());
-        libc::execve(args.program, args.argv, args.envp);
-        args.errno = *libc::__errno_location();
-        libc::_exit(127)
     }
+    let _ = super::thread_sigmask(libc::SIG_SETMASK, Some(&args.mask));
+    // SAFETY: program, argv and envp are the parent's C strings and
+    // NULL-terminated arrays, alive until it resumes.
+    unsafe { libc::execve(args.program, args.argv, args.envp) };
+    vfork_fail(args)
 }
 
 /// `clone(CLONE_VM|CLONE_VFORK|SIGCHLD)` then `execve`: what `vfork(2)` does
@@ -376,45 +406,40 @@ pub(crate) fn vfork_exec(
     assert!(argv.last().is_some_and(|p| p.is_null()) && envp.last().is_some_and(|p| p.is_null()));
     const STACK: usize = 64 * 1024;
     let mut stack = vec![0u8; STACK];
-    // SAFETY: the stack outlives the child's use of it (the parent resumes only
-    // after exec or exit); the masks are valid sigset_ts; VforkArgs outlives
-    // the clone call.
-    unsafe {
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut all);
-        let mut args = VforkArgs {
-            program: program.as_ptr(),
-            argv: argv.as_ptr(),
-            envp: envp.as_ptr(),
-            stdio,
-            mask: std::mem::zeroed(),
-            errno: 0,
-        };
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut args.mask);
-        // Stacks grow down on every architecture Linux runs Rust on here; the
-        // top is kept 16-byte aligned as the ABIs want.
-        let top = (stack.as_mut_ptr().add(STACK) as usize & !15) as *mut libc::c_void;
-        let pid = libc::clone(
+    let mut args = VforkArgs {
+        program: program.as_ptr(),
+        argv: argv.as_ptr(),
+        envp: envp.as_ptr(),
+        stdio,
+        mask: super::blank_sigset(),
+        errno: std::sync::atomic::AtomicI32::new(0),
+    };
+    args.mask = super::thread_sigmask(libc::SIG_SETMASK, Some(&super::full_sigset()))?;
+    // Stacks grow down on every architecture Linux runs Rust on here; the
+    // top is kept 16-byte aligned as the ABIs want.
+    let top = (stack.as_mut_ptr().wrapping_add(STACK) as usize & !15) as *mut libc::c_void;
+    // SAFETY: the stack outlives the child's use of it (the parent resumes
+    // only after exec or exit); VforkArgs outlives the call; the child runs
+    // only async-signal-safe code.
+    let pid = unsafe {
+        libc::clone(
             vfork_child,
             top,
             libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
             (&raw mut args).cast(),
-        );
-        let clone_error = std::io::Error::last_os_error();
-        libc::pthread_sigmask(libc::SIG_SETMASK, &args.mask, std::ptr::null_mut());
-        if pid == -1 {
-            return Err(clone_error);
-        }
-        let errno = std::ptr::read_volatile(&raw const args.errno);
-        if errno != 0 {
-            let mut status = 0;
-            while libc::waitpid(pid, &mut status, 0) == -1
-                && *libc::__errno_location() == libc::EINTR
-            {}
-            return Err(std::io::Error::from_raw_os_error(errno));
-        }
-        Ok(pid)
+        )
+    };
+    let clone_error = std::io::Error::last_os_error();
+    let _ = super::thread_sigmask(libc::SIG_SETMASK, Some(&args.mask));
+    if pid == -1 {
+        return Err(clone_error);
     }
+    let errno = args.errno.load(std::sync::atomic::Ordering::SeqCst);
+    if errno != 0 {
+        let _ = super::wait_pid(pid);
+        return Err(std::io::Error::from_raw_os_error(errno));
+    }
+    Ok(pid)
 }
 
 type AddClosefrom =
@@ -433,6 +458,8 @@ fn addclosefrom_fn() -> Option<AddClosefrom> {
                 c"posix_spawn_file_actions_addclosefrom_np".as_ptr(),
             )
         };
+        // SAFETY: a non-null symbol of that name is the function of the
+        // documented signature.
         (!sym.is_null())
             .then(|| unsafe { std::mem::transmute::<*mut libc::c_void, AddClosefrom>(sym) })
     })
@@ -601,4 +628,155 @@ mod tests {
         assert_eq!(parse_proc_addr("0100007F"), None);
         assert_eq!(parse_proc_addr("XYZ:0001"), None);
     }
+}
+
+/// A child of `fix::spawn` on Linux: std's own.
+#[derive(Debug)]
+pub(crate) struct SpawnedProcess(std::process::Child);
+
+impl SpawnedProcess {
+    pub(crate) fn id(&self) -> u32 {
+        self.0.id()
+    }
+
+    pub(crate) fn kill(&mut self) -> io::Result<()> {
+        self.0.kill()
+    }
+
+    pub(crate) fn wait(&mut self) -> io::Result<std::process::ExitStatus> {
+        self.0.wait()
+    }
+
+    pub(crate) fn try_wait(&mut self) -> io::Result<Option<std::process::ExitStatus>> {
+        self.0.try_wait()
+    }
+}
+
+/// `fix::spawn` on Linux: std's `Command` with a `pre_exec` that gives every
+/// descriptor above stdio close-on-exec, then clears it on the kept ones.
+/// std's exec-error pipe is close-on-exec already, so it still reports a
+/// failed exec; the hook forces std's fork path (posix_spawn takes no hook).
+pub(crate) fn spawn_isolated(
+    cmd: &crate::fix::spawn::Command,
+    stdio: [crate::fix::spawn::Stdio; 3],
+) -> io::Result<crate::fix::spawn::Child> {
+    use crate::fix::spawn::Stdio;
+    use std::os::unix::process::CommandExt;
+    let mut std_cmd = std::process::Command::new(&cmd.program);
+    std_cmd.args(&cmd.args);
+    if cmd.env_clear {
+        std_cmd.env_clear();
+    }
+    for (key, value) in &cmd.env {
+        match value {
+            Some(v) => std_cmd.env(key, v),
+            None => std_cmd.env_remove(key),
+        };
+    }
+    if let Some(dir) = &cmd.cwd {
+        std_cmd.current_dir(dir);
+    }
+    let std_stdio = |how: Stdio| match how {
+        Stdio::Inherit => std::process::Stdio::inherit(),
+        Stdio::Null => std::process::Stdio::null(),
+        Stdio::Piped => std::process::Stdio::piped(),
+    };
+    std_cmd
+        .stdin(std_stdio(stdio[0]))
+        .stdout(std_stdio(stdio[1]))
+        .stderr(std_stdio(stdio[2]));
+    // Moved into the hook, which only reads it: no allocation in the child.
+    let keep = cmd.keep.clone();
+    let (walk, sham) = (cmd.walk_fds, cmd.sham);
+    let hook = move || {
+        if sham {
+            return Ok(()); // the probe's sham: the same fork path, no fix
+        }
+        cloexec_above_stdio(walk)?;
+        keep.iter().try_for_each(|&fd| set_fd_flags(fd, 0))
+    };
+    // SAFETY: the hook makes only async-signal-safe calls (close_range,
+    // open, getdents64, fcntl, close: signal-safety(7)), allocates nothing,
+    // takes no lock and cannot panic (every index is checked).
+    unsafe { std_cmd.pre_exec(hook) };
+    let mut child = std_cmd.spawn()?;
+    Ok(crate::fix::spawn::Child {
+        stdin: child.stdin.take(),
+        stdout: child.stdout.take(),
+        stderr: child.stderr.take(),
+        process: SpawnedProcess(child),
+    })
+}
+
+/// `fcntl(fd, F_SETFD, flags)`; async-signal-safe.
+fn set_fd_flags(fd: RawFd, flags: libc::c_int) -> io::Result<()> {
+    // SAFETY: F_SETFD changes only the descriptor's flags; a bad number is EBADF.
+    if unsafe { libc::fcntl(fd, libc::F_SETFD, flags) } == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Gives every descriptor from 3 up close-on-exec, in a child before exec:
+/// `close_range(3, ~0U, CLOSE_RANGE_CLOEXEC)` (Linux 5.11), or when that is
+/// missing (`ENOSYS` before 5.9, `EINVAL` for the flag on 5.9–5.10), or
+/// `walk` asks for it, [`cloexec_by_walk`].
+///
+/// # References
+/// - <https://man7.org/linux/man-pages/man2/close_range.2.html>
+fn cloexec_above_stdio(walk: bool) -> io::Result<()> {
+    if !walk {
+        match close_range(3, libc::CLOSE_RANGE_CLOEXEC) {
+            Ok(()) => return Ok(()),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOSYS | libc::EINVAL)) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    cloexec_by_walk()
+}
+
+/// Sets `FD_CLOEXEC` on every *open* descriptor from 3 up, found by reading
+/// `/proc/self/fd` with `getdents64(2)` (rustix's `RawDir`) into a stack
+/// buffer: open, getdents64, fcntl and close are plain system calls and
+/// nothing allocates, so this may run between fork and exec. It visits only
+/// what is open, never every number up to `RLIMIT_NOFILE`.
+///
+/// # References
+/// - <https://man7.org/linux/man-pages/man2/getdents.2.html> (`linux_dirent64`)
+/// - <https://man7.org/linux/man-pages/man5/proc_pid_fd.5.html>
+fn cloexec_by_walk() -> io::Result<()> {
+    use rustix::fs::{Mode, OFlags, RawDir};
+    use std::os::fd::AsRawFd;
+    let dir = rustix::fs::open(
+        c"/proc/self/fd",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let own = dir.as_raw_fd();
+    let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 2048];
+    let mut entries = RawDir::new(&dir, &mut buf);
+    while let Some(entry) = entries.next() {
+        if let Some(fd) = parse_fd(entry?.file_name().to_bytes())
+            && fd > 2
+            && fd != own
+        {
+            set_fd_flags(fd, libc::FD_CLOEXEC)?;
+        }
+    }
+    Ok(())
+}
+
+/// The descriptor number a `/proc/self/fd` entry names (digits up to the NUL);
+/// `None` for `.` and `..`.
+fn parse_fd(name: &[u8]) -> Option<RawFd> {
+    let mut fd: RawFd = 0;
+    let mut digits = 0;
+    for &b in name.iter().take_while(|&&b| b != 0) {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        fd = fd.checked_mul(10)?.checked_add(RawFd::from(b - b'0'))?;
+        digits += 1;
+    }
+    (digits > 0).then_some(fd)
 }

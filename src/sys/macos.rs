@@ -112,9 +112,13 @@ pub(crate) fn pipe2_cloexec() -> Result<io::Result<(OwnedFd, OwnedFd)>, &'static
 /// works for the caller's own children).
 pub(crate) fn process_fds(pid: libc::pid_t) -> io::Result<Vec<RawFd>> {
     let size = std::mem::size_of::<libc::proc_fdinfo>();
-    let mut buf: Vec<libc::proc_fdinfo> = Vec::with_capacity(64);
+    let blank = libc::proc_fdinfo {
+        proc_fd: 0,
+        proc_fdtype: 0,
+    };
+    let mut buf: Vec<libc::proc_fdinfo> = vec![blank; 64];
     loop {
-        let bytes = (buf.capacity() * size).min(i32::MAX as usize) as libc::c_int;
+        let bytes = (buf.len() * size).min(i32::MAX as usize) as libc::c_int;
         // SAFETY: buf has room for `bytes` bytes; proc_pidinfo writes at most that.
         let n = unsafe {
             libc::proc_pidinfo(
@@ -130,13 +134,12 @@ pub(crate) fn process_fds(pid: libc::pid_t) -> io::Result<Vec<RawFd>> {
         }
         // A full buffer may have cut the list short: grow and ask again.
         if n < bytes {
-            // SAFETY: proc_pidinfo initialised n bytes of whole records.
-            unsafe { buf.set_len(n as usize / size) };
+            buf.truncate(n as usize / size);
             let mut fds: Vec<RawFd> = buf.iter().map(|i| i.proc_fd).collect();
             fds.sort_unstable();
             return Ok(fds);
         }
-        buf.reserve(buf.capacity() * 2);
+        buf.resize(buf.len() * 2, blank);
     }
 }
 
@@ -163,16 +166,15 @@ pub(crate) const CLOCKS: &[(&str, libc::clockid_t)] = &[
 pub(crate) const INSTANT_CLOCK: &str = "CLOCK_UPTIME_RAW";
 
 /// dyld's insert variable (`dyld(1)`: "a colon separated list of dynamic
-/// libraries to load before the ones specified in the program"), and the file
-/// name cargo gives the injector cdylib. System Integrity Protection strips
+/// libraries to load before the ones specified in the program"), and the
+/// suffix of a shared library's file name. System Integrity Protection strips
 /// `DYLD_*` from protected binaries (those under /usr/bin, /bin), so the host
 /// must be the test binary itself, not a shell that runs it.
 ///
 /// # References
 /// - `man 1 dyld` (DYLD_INSERT_LIBRARIES)
 /// - <https://developer.apple.com/library/archive/documentation/Security/Conceptual/System_Integrity_Protection_Guide/RuntimeProtections/RuntimeProtections.html>
-pub(crate) const PRELOAD: Option<(&str, &str)> =
-    Some(("DYLD_INSERT_LIBRARIES", "libfdwindow_inject.dylib"));
+pub(crate) const PRELOAD: Option<(&str, &str)> = Some(("DYLD_INSERT_LIBRARIES", "dylib"));
 /// macOS has no `close_range(2)`.
 pub(crate) fn close_range_from(_first: std::os::fd::RawFd) -> std::io::Result<()> {
     Err(std::io::Error::new(
@@ -301,4 +303,203 @@ pub(crate) fn is_listening(fd: RawFd) -> bool {
     let b = SOI_OPTIONS_OFFSET % 8;
     let options = i16::from_ne_bytes([word[b], word[b + 1]]);
     options & (libc::SO_ACCEPTCONN as i16) != 0
+}
+
+/// A child of `fix::spawn` on macOS: its pid, and its status once reaped.
+#[derive(Debug)]
+pub(crate) struct SpawnedProcess {
+    pid: libc::pid_t,
+    status: Option<std::process::ExitStatus>,
+}
+
+impl SpawnedProcess {
+    pub(crate) fn id(&self) -> u32 {
+        self.pid as u32
+    }
+
+    /// SIGKILL; a child already reaped is left alone (its pid may be reused).
+    pub(crate) fn kill(&mut self) -> io::Result<()> {
+        if self.status.is_some() {
+            return Ok(());
+        }
+        super::kill_pid(self.pid)
+    }
+
+    pub(crate) fn wait(&mut self) -> io::Result<std::process::ExitStatus> {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(status) = self.status {
+            return Ok(status);
+        }
+        let status = std::process::ExitStatus::from_raw(super::wait_pid(self.pid)?);
+        self.status = Some(status);
+        Ok(status)
+    }
+
+    pub(crate) fn try_wait(&mut self) -> io::Result<Option<std::process::ExitStatus>> {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(status) = self.status {
+            return Ok(Some(status));
+        }
+        let pid = rustix::process::Pid::from_raw(self.pid)
+            .ok_or_else(|| io::Error::from_raw_os_error(libc::ESRCH))?;
+        match rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::NOHANG) {
+            Ok(Some((_, raw))) => {
+                let status = std::process::ExitStatus::from_raw(raw.as_raw());
+                self.status = Some(status);
+                Ok(Some(status))
+            }
+            Ok(None) | Err(rustix::io::Errno::INTR) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+unsafe extern "C" {
+    /// Apple's `posix_spawn_file_actions_addinherit_np(3)` (macOS 10.7): the
+    /// descriptor survives `POSIX_SPAWN_CLOEXEC_DEFAULT`. Not in the libc crate.
+    fn posix_spawn_file_actions_addinherit_np(
+        actions: *mut libc::posix_spawn_file_actions_t,
+        fd: libc::c_int,
+    ) -> libc::c_int;
+}
+
+fn errno(rc: libc::c_int, what: &str) -> io::Result<()> {
+    if rc == 0 {
+        return Ok(());
+    }
+    let e = io::Error::from_raw_os_error(rc);
+    Err(io::Error::new(e.kind(), format!("{what}: {e}")))
+}
+
+fn c_string(s: &std::ffi::OsStr) -> io::Result<std::ffi::CString> {
+    use std::os::unix::ffi::OsStrExt;
+    std::ffi::CString::new(s.as_bytes()).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{s:?} holds a NUL byte"),
+        )
+    })
+}
+
+/// `posix_spawn_file_actions_addinherit_np(fd)`.
+fn add_inherit(spawner: &mut super::Spawner, fd: RawFd) -> io::Result<()> {
+    // SAFETY: records an inherit action in the initialised actions object.
+    let rc = unsafe { posix_spawn_file_actions_addinherit_np(spawner.actions(), fd) };
+    errno(rc, "posix_spawn_file_actions_addinherit_np")
+}
+
+/// `fix::spawn` on macOS: the helper's own `posix_spawn` with
+/// `POSIX_SPAWN_CLOEXEC_DEFAULT`, so the kernel closes at exec every
+/// descriptor that no file action names; stdio and the kept descriptors are
+/// named with `posix_spawn_file_actions_addinherit_np` (or set up by
+/// `adddup2`/`addopen`). The signal mask is emptied and SIGPIPE reset to its
+/// default, as std does for its children.
+///
+/// # References
+/// - Apple, `man 3 posix_spawnattr_setflags` (`POSIX_SPAWN_CLOEXEC_DEFAULT`)
+/// - <https://pubs.opengroup.org/onlinepubs/9799919799/functions/posix_spawn.html>
+pub(crate) fn spawn_isolated(
+    cmd: &crate::fix::spawn::Command,
+    stdio: [crate::fix::spawn::Stdio; 3],
+) -> io::Result<crate::fix::spawn::Child> {
+    use crate::fix::spawn::Stdio;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::ffi::OsStrExt;
+
+    // Everything the spawn reads is prepared first.
+    let program = c_string(&cmd.program)?;
+    let mut argv = vec![program.clone()];
+    for a in &cmd.args {
+        argv.push(c_string(a)?);
+    }
+    let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = if cmd.env_clear {
+        Vec::new()
+    } else {
+        std::env::vars_os().collect()
+    };
+    for (key, value) in &cmd.env {
+        env.retain(|(k, _)| k != key);
+        if let Some(v) = value {
+            env.push((key.clone(), v.clone()));
+        }
+    }
+    let mut envp = Vec::with_capacity(env.len());
+    for (k, v) in &env {
+        let mut kv = k.clone();
+        kv.push("=");
+        kv.push(v);
+        envp.push(c_string(&kv)?);
+    }
+    let (argv, envp) = (super::CStrArray::new(argv), super::CStrArray::new(envp));
+    let cwd = cmd
+        .cwd
+        .as_deref()
+        .map(|d| c_string(d.as_os_str()))
+        .transpose()?;
+
+    let mut spawner = super::Spawner::new()?;
+    // Pipes for Piped: the parent's ends by stdio number; the child's ends
+    // stay open until the spawn returns.
+    let mut parent_ends: [Option<OwnedFd>; 3] = [None, None, None];
+    let mut child_ends: Vec<OwnedFd> = Vec::new();
+    for (fd, how) in stdio.iter().enumerate() {
+        let fd = fd as libc::c_int;
+        match how {
+            Stdio::Inherit => add_inherit(&mut spawner, fd)?,
+            Stdio::Null => {
+                let mode = if fd == 0 {
+                    libc::O_RDONLY
+                } else {
+                    libc::O_WRONLY
+                };
+                spawner.open(fd, c"/dev/null", mode)?;
+            }
+            Stdio::Piped => {
+                // Two steps inside std on macOS (no pipe2); both ends end up close-on-exec.
+                let (reader, writer) = io::pipe()?;
+                let (parent, child): (OwnedFd, OwnedFd) = if fd == 0 {
+                    (writer.into(), reader.into())
+                } else {
+                    (reader.into(), writer.into())
+                };
+                spawner.dup2(child.as_raw_fd(), fd)?;
+                parent_ends[fd as usize] = Some(parent);
+                child_ends.push(child);
+            }
+        }
+    }
+    for &fd in &cmd.keep {
+        add_inherit(&mut spawner, fd)?;
+    }
+    if let Some(dir) = &cwd {
+        // SAFETY: records a chdir action (macOS 10.15); dir outlives the spawn.
+        let rc =
+            unsafe { libc::posix_spawn_file_actions_addchdir_np(spawner.actions(), dir.as_ptr()) };
+        errno(rc, "posix_spawn_file_actions_addchdir_np")?;
+    }
+    // macOS's sigset_t is a bit mask (<sys/signal.h>: sigaddset sets bit signo-1).
+    let empty: libc::sigset_t = 0;
+    let pipe_only: libc::sigset_t = 1 << (libc::SIGPIPE - 1);
+    spawner.set_sigmask(&empty)?;
+    spawner.set_sigdefault(&pipe_only)?;
+    // The probe's sham switches off only the fix.
+    let fix = if cmd.sham {
+        0
+    } else {
+        libc::POSIX_SPAWN_CLOEXEC_DEFAULT
+    };
+    let flags = fix | libc::POSIX_SPAWN_SETSIGMASK | libc::POSIX_SPAWN_SETSIGDEF;
+    spawner.set_flags(flags as libc::c_short)?;
+    let search = !cmd.program.as_bytes().contains(&b'/');
+    let spawned = spawner.spawn(&program, &argv, &envp, search);
+    drop(child_ends);
+    // ENOENT, EACCES…: the kind is the errno's, as std's failed exec.
+    let pid = spawned?;
+    let [stdin, stdout, stderr] = parent_ends;
+    Ok(crate::fix::spawn::Child {
+        stdin: stdin.map(std::process::ChildStdin::from),
+        stdout: stdout.map(std::process::ChildStdout::from),
+        stderr: stderr.map(std::process::ChildStderr::from),
+        process: SpawnedProcess { pid, status: None },
+    })
 }

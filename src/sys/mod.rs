@@ -12,6 +12,10 @@ mod macos;
 #[cfg(target_os = "macos")]
 pub(crate) use macos::*;
 
+// POSIX wrappers shared by every OS (posix_spawn; wait, kill, poll via rustix).
+mod posix;
+pub(crate) use posix::*;
+
 // Other Unixes compile; their probes report `unsupported` where a call is missing.
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
 mod other;
@@ -46,14 +50,7 @@ mod no_scan {
 pub(crate) use no_scan::*;
 
 /// Takes ownership of a descriptor a call just returned, or its error (`-1`).
-#[cfg_attr(
-    not(any(target_os = "linux", target_os = "macos")),
-    expect(
-        dead_code,
-        reason = "only the Linux and macOS files create descriptors"
-    )
-)]
-fn owned(rc: libc::c_int) -> std::io::Result<std::os::fd::OwnedFd> {
+pub(crate) fn owned(rc: libc::c_int) -> std::io::Result<std::os::fd::OwnedFd> {
     if rc < 0 {
         Err(std::io::Error::last_os_error())
     } else {

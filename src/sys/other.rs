@@ -129,3 +129,33 @@ pub(crate) fn each_open_fd(_f: &mut dyn FnMut(RawFd)) -> io::Result<()> {
 pub(crate) fn is_listening(_fd: RawFd) -> bool {
     false
 }
+
+/// Never made here: `spawn_isolated` is unsupported.
+#[derive(Debug)]
+pub(crate) enum SpawnedProcess {}
+
+impl SpawnedProcess {
+    pub(crate) fn id(&self) -> u32 {
+        match *self {}
+    }
+
+    pub(crate) fn kill(&mut self) -> std::io::Result<()> {
+        match *self {}
+    }
+
+    pub(crate) fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        match *self {}
+    }
+
+    pub(crate) fn try_wait(&mut self) -> std::io::Result<Option<std::process::ExitStatus>> {
+        match *self {}
+    }
+}
+
+/// Not wired up here: neither close_range nor POSIX_SPAWN_CLOEXEC_DEFAULT is known.
+pub(crate) fn spawn_isolated(
+    _cmd: &crate::fix::spawn::Command,
+    _stdio: [crate::fix::spawn::Stdio; 3],
+) -> std::io::Result<crate::fix::spawn::Child> {
+    Err(unsupported("fix::spawn"))
+}

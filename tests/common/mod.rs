@@ -46,42 +46,10 @@ pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-/// The preload injector beside `fdwindow`, built (or brought up to date)
-/// once per test process: `cargo test` and `cargo nextest run` build only what
-/// test targets depend on, never a cdylib, so this runs `cargo build -p
-/// fdwindow-inject` into the same target folder and profile. Cargo's lock
-/// serialises concurrent callers, and it has released it before tests run.
-pub fn injector() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let (_, name) = fdwindow::pressure::preload().expect("a preload mechanism on this OS");
-            let exe = Path::new(env!("CARGO_BIN_EXE_fdwindow"));
-            let profile_dir = exe.parent().unwrap();
-            // target/debug is the `dev` profile; every other profile has its own folder.
-            let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
-                Some("debug") | None => "dev",
-                Some(other) => other,
-            };
-            let status = Command::new(std::env::var_os("CARGO").unwrap_or("cargo".into()))
-                .args([
-                    "build",
-                    "--quiet",
-                    "-p",
-                    "fdwindow-inject",
-                    "--profile",
-                    profile,
-                ])
-                .arg("--target-dir")
-                .arg(profile_dir.parent().unwrap())
-                .status()
-                .unwrap();
-            assert!(status.success(), "cargo build -p fdwindow-inject: {status}");
-            let path = exe.with_file_name(name);
-            assert!(path.exists(), "{} is missing", path.display());
-            path
-        })
-        .clone()
+/// The injector built into fdwindow, written to a private file that is
+/// removed when the guard drops: hold it while any preloaded process starts.
+pub fn injector() -> fdwindow::preload::Written {
+    fdwindow::pressure::injector().expect("the injector is built into fdwindow on this OS")
 }
 
 /// The arm `id` in `window` of a report; panics, naming both, when it did not run.

@@ -1,0 +1,871 @@
+/*
+ * fdwindow's fork-pressure co-tenant as a preload library: loaded into any
+ * process (LD_PRELOAD on Linux, DYLD_INSERT_LIBRARIES on macOS), it runs the
+ * spawn loop of fdwindow::pressure there, configured by FDWINDOW_PRESSURE in
+ * the fdwindow::pressure::Spec syntax, e.g.
+ *
+ *   FDWINDOW_PRESSURE=threads=4,hold=1ms,path=fork ./my-tests
+ *
+ * with the library written out by fdwindow::preload::Library::INJECT (or by
+ * `fdwindow stress`, which does it for you).
+ *
+ * 1. A constructor reads the variable; if it is unset or unparsable, or
+ *    match= names another executable, it does nothing more (an unparsable
+ *    spec says so on stderr, never stdout).
+ * 2. It starts `threads` threads that block every signal (so the host's
+ *    process-directed signals go to the host's own threads) and loop: take
+ *    one of `max-alive` slots, start /usr/bin/true by fork+exec (sleeping
+ *    `hold` between fork and exec) or posix_spawn, reap it, give the slot
+ *    back, until stopped or `for` has passed. Every child gets an empty
+ *    environment and /dev/null for stdio, so no child carries the preload or
+ *    the variable: pressure never cascades.
+ * 3. An atexit hook stops the threads and reaps their children, waiting at
+ *    most the hold plus five seconds so a host's exit never hangs; in a
+ *    forked copy of the host (which has none of the threads) it does nothing.
+ *
+ * A host that execs loses its pressure threads with its old image (exec ends
+ * every other thread); a child they left in its hold becomes the new image's
+ * child and exits within the hold. A host that ends by _exit skips step 3 the
+ * same way.
+ *
+ * With FDWINDOW_PRESSURE_REPORT=FILE it appends lines `pid spawns elapsed_s
+ * covered_s exe` for each pressured process as it goes: one when pressure
+ * starts, one at most every REPORT_EVERY_NS from the spawning threads, and one
+ * at exit. A reader keeps the last line per pid, so a run killed at a timeout
+ * still shows it was pressured, for how long, and with how many spawns.
+ *
+ * Once pressure starts here, the process removes FDWINDOW_PRESSURE,
+ * FDWINDOW_PRESSURE_REPORT and this library's entry in the preload variable
+ * from its own environment, so the children it starts (an isolated test
+ * process, a helper) start no pressure of their own. A process that match=
+ * excludes changes nothing and passes all of them on.
+ *
+ * ctl=FD names the read end of a pipe whose write end the controller
+ * (`fdwindow stress`, `fdwindow audit`) holds: the process that starts
+ * pressure sets close-on-exec on it and watches it from one more thread; when
+ * it reads end-of-file (the controller exited or was killed), the spawning
+ * threads stop within one hold. Without ctl=, `for` bounds them.
+ *
+ * drop=CLASS makes each fork+exec child close every descriptor of one class
+ * right after the fork, before its hold (file, listener, stream, dgram, pipe,
+ * or all), classifying in the child itself: getdents64 on /proc/self/fd, fstat,
+ * getsockopt(SO_TYPE) and getsockopt(SO_ACCEPTCONN) on Linux;
+ * proc_pidinfo(PROC_PIDLISTFDS) and proc_pidfdinfo(PROC_PIDFDSOCKETINFO) on
+ * macOS, whose getsockopt has no SO_ACCEPTCONN. All are system calls without
+ * allocation or locks, safe between fork and exec. `fdwindow audit` uses it to
+ * find which class of descriptor a flaky test depends on.
+ *
+ * This is C, not Rust, because every preload library fdwindow ships is built
+ * the same way (build.rs, the cc crate): the parked-call interposer needs
+ * variadic open/fcntl definitions that stable Rust cannot write.
+ *
+ * References:
+ * - fork(2): https://man7.org/linux/man-pages/man2/fork.2.html
+ * - signal-safety(7), the calls allowed between fork and exec:
+ *   https://man7.org/linux/man-pages/man7/signal-safety.7.html
+ * - posix_spawn(3): https://man7.org/linux/man-pages/man3/posix_spawn.3.html
+ * - pthread_sigmask(3): "A new thread inherits a copy of its creator's
+ *   signal mask." https://man7.org/linux/man-pages/man3/pthread_sigmask.3.html
+ */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dlfcn.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef __APPLE__
+#include <libproc.h>
+#include <mach-o/dyld.h>
+#include <sys/proc_info.h>
+#else
+#include <sys/syscall.h>
+#endif
+
+#define ENV_VAR "FDWINDOW_PRESSURE"
+#define REPORT_VAR "FDWINDOW_PRESSURE_REPORT"
+#define TRUE_PROGRAM "/usr/bin/true"
+#define NS_PER_S 1000000000ULL
+/* The longest hold or run time a spec accepts: a day. */
+#define MAX_DURATION_NS (86400ULL * NS_PER_S)
+/* How long a slot wait sleeps at most before it looks at the clock again. */
+#define SLOT_WAIT_NS (100ULL * 1000 * 1000)
+/* How often the spawning threads append a progress line to the report. */
+#define REPORT_EVERY_NS (200ULL * 1000 * 1000)
+
+enum spawn_path { PATH_FORK, PATH_SPAWN, PATH_MIX };
+/* The class of descriptor fork children close before their hold (drop=). */
+enum drop_class { DROP_NONE, DROP_FILE, DROP_LISTENER, DROP_STREAM, DROP_DGRAM, DROP_PIPE, DROP_ALL };
+
+struct spec {
+    unsigned threads;
+    uint64_t hold_ns;
+    enum spawn_path path;
+    unsigned max_alive;
+    uint64_t for_ns;
+    const char *match; /* NULL: any executable */
+    enum drop_class drop;
+    int ctl; /* the controller pipe's read end, -1 for none */
+};
+
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t slot_freed;
+    pthread_cond_t thread_ended;
+    struct spec spec;
+    int stop;
+    unsigned alive;   /* children alive now, at most spec.max_alive */
+    unsigned running; /* threads still looping */
+    uint64_t spawns;  /* children started and reaped */
+    unsigned inside;  /* threads with a child inside its window now */
+    uint64_t since_ns, covered_ns, started_ns, deadline_ns;
+    pid_t pid;
+    int devnull;
+    int active;
+    char exe[PATH_MAX];
+    pthread_t *threads;
+    unsigned started_threads;
+    int report_fd;      /* FDWINDOW_PRESSURE_REPORT, opened at start; -1 for none */
+    uint64_t reported_ns; /* when the last progress line was written */
+} S = {
+    .mu = PTHREAD_MUTEX_INITIALIZER,
+    .devnull = -1,
+    .report_fd = -1,
+};
+
+static char *const CHILD_ARGV[] = {(char *)TRUE_PROGRAM, NULL};
+static char *const CHILD_ENVP[] = {NULL};
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
+}
+
+/* Waits on `cond` (S.mu held) for at most `ns`; spurious wakeups are fine,
+ * every caller loops on its condition. */
+static void wait_at_most(pthread_cond_t *cond, uint64_t ns) {
+#ifdef __APPLE__
+    struct timespec rel = {(time_t)(ns / NS_PER_S), (long)(ns % NS_PER_S)};
+    pthread_cond_timedwait_relative_np(cond, &S.mu, &rel);
+#else
+    /* The conds use CLOCK_MONOTONIC (set in init_conds). */
+    uint64_t at = now_ns() + ns;
+    struct timespec abs = {(time_t)(at / NS_PER_S), (long)(at % NS_PER_S)};
+    pthread_cond_timedwait(cond, &S.mu, &abs);
+#endif
+}
+
+static int init_conds(void) {
+    pthread_condattr_t attr;
+    int e = pthread_condattr_init(&attr);
+    if (e)
+        return e;
+#ifndef __APPLE__
+    e = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+#endif
+    if (!e)
+        e = pthread_cond_init(&S.slot_freed, &attr);
+    if (!e)
+        e = pthread_cond_init(&S.thread_ended, &attr);
+    pthread_condattr_destroy(&attr);
+    return e;
+}
+
+/* ---- the spec (same syntax and messages as fdwindow::pressure::Spec) ---- */
+
+static char spec_error[512];
+
+static int fail(const char *fmt, const char *a, const char *b) {
+    snprintf(spec_error, sizeof spec_error, fmt, a, b);
+    return -1;
+}
+
+static int parse_count(const char *key, const char *v, unsigned *out) {
+    size_t n = strlen(v);
+    unsigned value = 0;
+    if (n == 0 || n > 4)
+        return fail("%s=%s: expected a number from 1 to 1024", key, v);
+    for (size_t i = 0; i < n; i++) {
+        if (!isdigit((unsigned char)v[i]))
+            return fail("%s=%s: expected a number from 1 to 1024", key, v);
+        value = value * 10 + (unsigned)(v[i] - '0');
+    }
+    if (value < 1 || value > 1024)
+        return fail("%s=%s: expected a number from 1 to 1024", key, v);
+    *out = value;
+    return 0;
+}
+
+/* `0`, `250us`, `20ms`, `2s`, at most a day. */
+static int parse_duration(const char *text, uint64_t *out) {
+    const char *bad = "\"%s\": expected a duration such as 0, 500us, 20ms or 2s%s";
+    if (strcmp(text, "0") == 0) {
+        *out = 0;
+        return 0;
+    }
+    const char *p = text;
+    uint64_t n = 0;
+    while (isdigit((unsigned char)*p)) {
+        uint64_t d = (uint64_t)(*p - '0');
+        if (n > (UINT64_MAX - d) / 10)
+            return fail(bad, text, ""); /* does not fit a u64 */
+        n = n * 10 + d;
+        p++;
+    }
+    if (p == text || *p == '\0')
+        return fail(bad, text, "");
+    uint64_t unit;
+    if (strcmp(p, "us") == 0)
+        unit = 1000;
+    else if (strcmp(p, "ms") == 0)
+        unit = 1000 * 1000;
+    else if (strcmp(p, "s") == 0)
+        unit = NS_PER_S;
+    else
+        return fail(bad, text, "");
+    if (n > MAX_DURATION_NS / unit)
+        return fail("\"%s\": at most a day (86400s)%s", text, "");
+    *out = n * unit;
+    return 0;
+}
+
+/* Parses `text` (modified in place) into `spec`; -1 with spec_error set. */
+static int parse_spec(char *text, struct spec *spec) {
+    *spec = (struct spec){
+        .threads = 4,
+        .hold_ns = 1000 * 1000,
+        .path = PATH_MIX,
+        .max_alive = 64,
+        .for_ns = 600 * NS_PER_S,
+        .match = NULL,
+        .drop = DROP_NONE,
+        .ctl = -1,
+    };
+    char *save = NULL;
+    for (char *pair = strtok_r(text, ",", &save); pair; pair = strtok_r(NULL, ",", &save)) {
+        while (isspace((unsigned char)*pair))
+            pair++;
+        size_t len = strlen(pair);
+        while (len > 0 && isspace((unsigned char)pair[len - 1]))
+            pair[--len] = '\0';
+        if (len == 0)
+            continue;
+        char *eq = strchr(pair, '=');
+        if (!eq)
+            return fail("\"%s\" is not key=value%s", pair, "");
+        *eq = '\0';
+        const char *key = pair, *value = eq + 1;
+        int r;
+        if (strcmp(key, "threads") == 0)
+            r = parse_count(key, value, &spec->threads);
+        else if (strcmp(key, "max-alive") == 0)
+            r = parse_count(key, value, &spec->max_alive);
+        else if (strcmp(key, "hold") == 0)
+            r = parse_duration(value, &spec->hold_ns);
+        else if (strcmp(key, "for") == 0)
+            r = parse_duration(value, &spec->for_ns);
+        else if (strcmp(key, "path") == 0) {
+            r = 0;
+            if (strcmp(value, "fork") == 0 || strcmp(value, "fork-exec") == 0)
+                spec->path = PATH_FORK;
+            else if (strcmp(value, "spawn") == 0 || strcmp(value, "posix-spawn") == 0)
+                spec->path = PATH_SPAWN;
+            else if (strcmp(value, "mix") == 0)
+                spec->path = PATH_MIX;
+            else
+                r = fail("path=%s: expected fork, spawn or mix%s", value, "");
+        } else if (strcmp(key, "match") == 0 && *value)
+            r = (spec->match = value, 0);
+        else if (strcmp(key, "drop") == 0) {
+            static const char *const ids[] = {"none", "file", "listener", "stream",
+                                               "dgram", "pipe", "all"};
+            r = fail("drop=%s: expected none, file, listener, stream, dgram, pipe or all%s",
+                     value, "");
+            for (int i = 0; i <= DROP_ALL; i++)
+                if (strcmp(value, ids[i]) == 0)
+                    r = (spec->drop = (enum drop_class)i, 0);
+        } else if (strcmp(key, "ctl") == 0) {
+            unsigned fd = 0;
+            size_t n = strlen(value);
+            r = 0;
+            if (n == 0 || n > 6)
+                r = fail("ctl=%s: expected a descriptor number%s", value, "");
+            for (size_t i = 0; i < n && !r; i++) {
+                if (!isdigit((unsigned char)value[i]))
+                    r = fail("ctl=%s: expected a descriptor number%s", value, "");
+                fd = fd * 10 + (unsigned)(value[i] - '0');
+            }
+            if (!r)
+                spec->ctl = (int)fd;
+        } else
+            r = fail("unknown key \"%s\"; keys: threads, hold, path, max-alive, for, match, "
+                     "drop, ctl%s",
+                     key, "");
+        if (r)
+            return r;
+    }
+    if (spec->hold_ns >= spec->for_ns)
+        return fail("hold must be shorter than for%s%s", "", "");
+    return 0;
+}
+
+/* A glob with `*` (any run of characters) and nothing else; the same
+ * algorithm as fdwindow::pressure::glob_match. */
+static int glob_match(const char *pattern, const char *text) {
+    const char *star = strchr(pattern, '*');
+    size_t first = star ? (size_t)(star - pattern) : strlen(pattern);
+    if (strncmp(pattern, text, first) != 0)
+        return 0;
+    const char *rest = text + first;
+    if (!star)
+        return *rest == '\0'; /* no `*`: an exact match */
+    const char *part = star + 1;
+    for (;;) {
+        const char *next = strchr(part, '*');
+        if (!next) {
+            /* The last part: the text must end with it. */
+            size_t plen = strlen(part), rlen = strlen(rest);
+            return rlen >= plen && strcmp(rest + rlen - plen, part) == 0;
+        }
+        size_t plen = (size_t)(next - part);
+        const char *found = NULL;
+        for (const char *c = rest; strlen(c) >= plen; c++) {
+            if (strncmp(c, part, plen) == 0) {
+                found = c;
+                break;
+            }
+            if (*c == '\0')
+                break;
+        }
+        if (!found)
+            return 0;
+        rest = found + plen;
+        part = next + 1;
+    }
+}
+
+/* The file name of this process's executable, or "" if unknown. */
+static void exe_name(char *out, size_t size) {
+    char path[PATH_MAX];
+    out[0] = '\0';
+#ifdef __APPLE__
+    uint32_t len = sizeof path;
+    if (_NSGetExecutablePath(path, &len) != 0)
+        return;
+#else
+    ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+    if (n < 0)
+        return;
+    path[n] = '\0';
+#endif
+    const char *slash = strrchr(path, '/');
+    snprintf(out, size, "%s", slash ? slash + 1 : path);
+}
+
+/* ---- the spawn loop ---- */
+
+/* Takes one of max_alive slots; 0 when stopped or past the deadline. */
+static int take_slot(void) {
+    pthread_mutex_lock(&S.mu);
+    for (;;) {
+        uint64_t now = now_ns();
+        if (S.stop || now >= S.deadline_ns) {
+            pthread_mutex_unlock(&S.mu);
+            return 0;
+        }
+        if (S.alive < S.spec.max_alive) {
+            S.alive++;
+            pthread_mutex_unlock(&S.mu);
+            return 1;
+        }
+        uint64_t left = S.deadline_ns - now;
+        wait_at_most(&S.slot_freed, left < SLOT_WAIT_NS ? left : SLOT_WAIT_NS);
+    }
+}
+
+static void enter_window(void) {
+    pthread_mutex_lock(&S.mu);
+    if (S.inside++ == 0)
+        S.since_ns = now_ns();
+    pthread_mutex_unlock(&S.mu);
+}
+
+static void leave_window(void) {
+    pthread_mutex_lock(&S.mu);
+    if (--S.inside == 0)
+        S.covered_ns += now_ns() - S.since_ns;
+    pthread_mutex_unlock(&S.mu);
+}
+
+static int cloexec_pipe(int fds[2]) {
+#ifdef __APPLE__
+    /* macOS has no pipe2: the two-step creation is harmless here, since a
+     * pressure child that catches these ends execs /usr/bin/true at once. */
+    if (pipe(fds) != 0)
+        return errno;
+    fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+    fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+    return 0;
+#else
+    return pipe2(fds, O_CLOEXEC) == 0 ? 0 : errno;
+#endif
+}
+
+/* ---- drop=: a fork child closes one class of descriptor ---- */
+
+/* The class of `fd`, or DROP_NONE for anything else (terminals, directories,
+ * event descriptors). Async-signal-safe: fstat, getsockopt, proc_pidfdinfo. */
+static enum drop_class class_of(int fd) {
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return DROP_NONE;
+    if (S_ISREG(st.st_mode))
+        return DROP_FILE;
+    if (S_ISFIFO(st.st_mode))
+        return DROP_PIPE;
+    if (!S_ISSOCK(st.st_mode))
+        return DROP_NONE;
+    int type = 0;
+    socklen_t len = sizeof type;
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0)
+        return DROP_NONE;
+    if (type == SOCK_DGRAM)
+        return DROP_DGRAM;
+    if (type != SOCK_STREAM && type != SOCK_SEQPACKET)
+        return DROP_NONE;
+#ifdef __APPLE__
+    /* XNU has no SO_ACCEPTCONN getsockopt; listen(2) sets it in so_options,
+     * which proc_pidfdinfo reports (xnu bsd/sys/proc_info.h). */
+    struct socket_fdinfo si;
+    int n = proc_pidfdinfo(getpid(), fd, PROC_PIDFDSOCKETINFO, &si, sizeof si);
+    int listening = n == (int)sizeof si && (si.psi.soi_options & SO_ACCEPTCONN);
+#else
+    int listening = 0;
+    len = sizeof listening;
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0)
+        listening = 0;
+#endif
+    return listening ? DROP_LISTENER : DROP_STREAM;
+}
+
+/* Whether a fork child closes `fd` under `drop`: never 0-2 (its /dev/null)
+ * nor the two descriptors it still needs (`keep_a`, `keep_b`). */
+static int drops(enum drop_class drop, int fd, int keep_a, int keep_b) {
+    if (fd <= 2 || fd == keep_a || fd == keep_b)
+        return 0;
+    return drop == DROP_ALL || class_of(fd) == drop;
+}
+
+/* In a fork child: closes every descriptor of class `drop` but `keep_a` and
+ * `keep_b`. Only system calls, no allocation (the buffers are on the stack). */
+static void drop_descriptors(enum drop_class drop, int keep_a, int keep_b) {
+#ifdef __APPLE__
+    struct proc_fdinfo fds[1024];
+    int n = proc_pidinfo(getpid(), PROC_PIDLISTFDS, 0, fds, (int)sizeof fds);
+    for (int i = 0; n > 0 && i < n / (int)sizeof fds[0]; i++)
+        if (drops(drop, fds[i].proc_fd, keep_a, keep_b))
+            close(fds[i].proc_fd);
+#else
+    /* getdents64 on /proc/self/fd: procfs keeps its place by descriptor
+     * number, so closing while reading skips nothing. */
+    int dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0)
+        return;
+    union {
+        char bytes[4096];
+        uint64_t align;
+    } buf;
+    for (;;) {
+        long n = syscall(SYS_getdents64, dir, buf.bytes, sizeof buf.bytes);
+        if (n <= 0)
+            break;
+        for (long at = 0; at < n;) {
+            /* struct linux_dirent64: u64 ino, s64 off, u16 reclen, u8 type, name */
+            unsigned short reclen;
+            memcpy(&reclen, buf.bytes + at + 16, sizeof reclen);
+            if (reclen == 0)
+                break;
+            const char *name = buf.bytes + at + 19;
+            int fd = 0, digits = 0;
+            for (; *name >= '0' && *name <= '9' && digits < 9; name++, digits++)
+                fd = fd * 10 + (*name - '0');
+            if (digits > 0 && *name == '\0' && fd != dir && drops(drop, fd, keep_a, keep_b))
+                close(fd);
+            at += reclen;
+        }
+    }
+    close(dir);
+#endif
+}
+
+/* fork, hold for hold_ns, exec: returns once the child has exec'd (the
+ * close-on-exec pipe reads end-of-file), as std's Command::spawn does, so the
+ * window measured around it covers the child's whole pre-exec life. */
+static int spawn_fork(pid_t *out) {
+    int fds[2];
+    int e = cloexec_pipe(fds);
+    if (e)
+        return e;
+    sigset_t none;
+    sigemptyset(&none);
+    struct timespec hold = {(time_t)(S.spec.hold_ns / NS_PER_S),
+                            (long)(S.spec.hold_ns % NS_PER_S)};
+    pid_t pid = fork();
+    if (pid < 0) {
+        e = errno;
+        close(fds[0]);
+        close(fds[1]);
+        return e;
+    }
+    if (pid == 0) {
+        /* The child: async-signal-safe calls only (signal-safety(7)). */
+        dup2(S.devnull, 0);
+        dup2(S.devnull, 1);
+        dup2(S.devnull, 2);
+        /* std resets the mask before its pre_exec hooks: the same here. */
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        /* Right after the fork, before the hold: the exec-error pipe and
+         * /dev/null stay. */
+        if (S.spec.drop != DROP_NONE)
+            drop_descriptors(S.spec.drop, fds[1], S.devnull);
+        if (hold.tv_sec || hold.tv_nsec) {
+            struct timespec rem;
+            /* EINTR: sleep what is left. Sleeping is the purpose, not
+             * synchronisation: the hold is how long the child keeps its copies. */
+            while (nanosleep(&hold, &rem) == -1 && errno == EINTR)
+                hold = rem;
+        }
+        execve(TRUE_PROGRAM, CHILD_ARGV, CHILD_ENVP);
+        int err = errno;
+        ssize_t w = write(fds[1], &err, sizeof err);
+        (void)w;
+        _exit(127);
+    }
+    close(fds[1]);
+    int child_errno = 0;
+    ssize_t n;
+    do
+        n = read(fds[0], &child_errno, sizeof child_errno);
+    while (n < 0 && errno == EINTR);
+    close(fds[0]);
+    if (n == (ssize_t)sizeof child_errno) {
+        /* exec failed: reap the child, report its errno. */
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+        }
+        return child_errno ? child_errno : EIO;
+    }
+    *out = pid;
+    return 0;
+}
+
+struct spawner {
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attr;
+};
+
+static int spawner_init(struct spawner *s) {
+    int e = posix_spawn_file_actions_init(&s->actions);
+    if (e)
+        return e;
+    for (int fd = 0; fd <= 2 && !e; fd++)
+        e = posix_spawn_file_actions_adddup2(&s->actions, S.devnull, fd);
+    if (!e)
+        e = posix_spawnattr_init(&s->attr);
+    if (e) {
+        posix_spawn_file_actions_destroy(&s->actions);
+        return e;
+    }
+    sigset_t none;
+    sigemptyset(&none);
+    e = posix_spawnattr_setsigmask(&s->attr, &none);
+    if (!e)
+        e = posix_spawnattr_setflags(&s->attr, POSIX_SPAWN_SETSIGMASK);
+    if (e) {
+        posix_spawnattr_destroy(&s->attr);
+        posix_spawn_file_actions_destroy(&s->actions);
+    }
+    return e;
+}
+
+static void spawner_destroy(struct spawner *s) {
+    posix_spawnattr_destroy(&s->attr);
+    posix_spawn_file_actions_destroy(&s->actions);
+}
+
+/* Waits for the child. ECHILD counts as reaped: a host that ignores SIGCHLD
+ * or reaps with waitpid(-1) takes the status first. */
+static int reap(pid_t pid) {
+    int status;
+    for (;;) {
+        if (waitpid(pid, &status, 0) >= 0 || errno == ECHILD)
+            return 0;
+        if (errno != EINTR)
+            return errno;
+    }
+}
+
+/* Appends `pid spawns elapsed_s covered_s exe` to the report (S.mu held).
+ * One short O_APPEND write: lines from concurrent processes do not interleave. */
+static void report_line(uint64_t now) {
+    if (S.report_fd < 0)
+        return;
+    uint64_t covered = S.covered_ns + (S.inside ? now - S.since_ns : 0);
+    char line[PATH_MAX + 128];
+    int n = snprintf(line, sizeof line, "%d %llu %.6f %.6f %s\n", (int)S.pid,
+                     (unsigned long long)S.spawns, (double)(now - S.started_ns) / NS_PER_S,
+                     (double)covered / NS_PER_S, S.exe);
+    if (n <= 0)
+        return;
+    if ((size_t)n >= sizeof line)
+        n = sizeof line - 1;
+    ssize_t w = write(S.report_fd, line, (size_t)n);
+    (void)w;
+    S.reported_ns = now;
+}
+
+/* Stops the spawning threads when the controller's pipe reads end-of-file:
+ * the controller exited or was killed. Data on the pipe is read and ignored. */
+static void *watch_controller(void *arg) {
+    (void)arg;
+    for (;;) {
+        struct pollfd p = {.fd = S.spec.ctl, .events = POLLIN};
+        if (poll(&p, 1, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        char byte[64];
+        ssize_t n = read(S.spec.ctl, byte, sizeof byte);
+        if (n > 0 || (n < 0 && (errno == EINTR || errno == EAGAIN)))
+            continue;
+        break; /* end-of-file, or the descriptor is unusable */
+    }
+    pthread_mutex_lock(&S.mu);
+    S.stop = 1;
+    pthread_cond_broadcast(&S.slot_freed);
+    pthread_mutex_unlock(&S.mu);
+    return NULL;
+}
+
+static void *spawn_loop(void *arg) {
+    unsigned index = (unsigned)(uintptr_t)arg;
+    char name[32];
+    snprintf(name, sizeof name, "fdwindow-pressure-%u", index);
+    name[15] = '\0'; /* Linux thread names hold 15 bytes, as std truncates them */
+#ifdef __APPLE__
+    pthread_setname_np(name);
+#else
+    pthread_setname_np(pthread_self(), name);
+#endif
+    struct spawner spawner;
+    int ready = spawner_init(&spawner) == 0;
+    unsigned turn = index; /* mix: threads start on alternate paths */
+    while (ready && take_slot()) {
+        int fork_path = S.spec.path == PATH_FORK || (S.spec.path == PATH_MIX && turn % 2 == 0);
+        turn++;
+        pid_t pid = -1;
+        enter_window();
+        int e = fork_path ? spawn_fork(&pid)
+                          : posix_spawn(&pid, TRUE_PROGRAM, &spawner.actions, &spawner.attr,
+                                        CHILD_ARGV, CHILD_ENVP);
+        leave_window();
+        if (!e)
+            e = reap(pid);
+        pthread_mutex_lock(&S.mu);
+        S.alive--;
+        if (!e)
+            S.spawns++;
+        pthread_cond_signal(&S.slot_freed);
+        uint64_t now = now_ns();
+        if (now - S.reported_ns >= REPORT_EVERY_NS)
+            report_line(now);
+        pthread_mutex_unlock(&S.mu);
+        if (e)
+            break; /* a spawn error ends this thread, as in fdwindow::pressure */
+    }
+    if (ready)
+        spawner_destroy(&spawner);
+    /* Counted out on every path, so a bounded stop never waits for a dead thread. */
+    pthread_mutex_lock(&S.mu);
+    S.running--;
+    pthread_cond_broadcast(&S.thread_ended);
+    pthread_mutex_unlock(&S.mu);
+    return NULL;
+}
+
+/* Stops the threads, waiting at most `bound_ns` for them to reap their last
+ * children; 0 with the stats, or -1 if some were still running then (they
+ * are left to stop at their next loop). */
+static int stop_within(uint64_t bound_ns, uint64_t *spawns, uint64_t *elapsed, uint64_t *covered) {
+    pthread_mutex_lock(&S.mu);
+    S.stop = 1;
+    pthread_cond_broadcast(&S.slot_freed);
+    uint64_t deadline = now_ns() + bound_ns;
+    while (S.running > 0) {
+        uint64_t now = now_ns();
+        if (now >= deadline) {
+            pthread_mutex_unlock(&S.mu);
+            return -1;
+        }
+        wait_at_most(&S.thread_ended, deadline - now);
+    }
+    uint64_t now = now_ns();
+    *spawns = S.spawns;
+    *elapsed = now - S.started_ns;
+    *covered = S.covered_ns + (S.inside ? now - S.since_ns : 0);
+    pthread_mutex_unlock(&S.mu);
+    for (unsigned i = 0; i < S.started_threads; i++)
+        pthread_join(S.threads[i], NULL);
+    return 0;
+}
+
+static void stop(void) {
+    if (!S.active)
+        return;
+    S.active = 0;
+    if (getpid() != S.pid)
+        return; /* a forked copy of the host: the threads and children are the original's */
+    uint64_t spawns, elapsed, covered;
+    if (stop_within(S.spec.hold_ns + 5 * NS_PER_S, &spawns, &elapsed, &covered) != 0)
+        return;
+    pthread_mutex_lock(&S.mu);
+    report_line(now_ns());
+    pthread_mutex_unlock(&S.mu);
+}
+
+/* Removes this library from the preload variable's colon-separated list, in
+ * place (the constructor runs before main; nothing else reads it yet). */
+static void remove_from_preload(const char *var) {
+    Dl_info self;
+    const char *list = getenv(var);
+    if (!list || !dladdr((void *)remove_from_preload, &self) || !self.dli_fname)
+        return;
+    char *copy = strdup(list);
+    char *kept = calloc(1, strlen(list) + 1);
+    if (!copy || !kept) {
+        free(copy);
+        free(kept);
+        return;
+    }
+    char *save = NULL;
+    for (char *e = strtok_r(copy, ": ", &save); e; e = strtok_r(NULL, ": ", &save)) {
+        if (strcmp(e, self.dli_fname) == 0)
+            continue;
+        if (*kept)
+            strcat(kept, ":");
+        strcat(kept, e);
+    }
+    if (*kept)
+        setenv(var, kept, 1);
+    else
+        unsetenv(var);
+    free(copy);
+    free(kept);
+}
+
+__attribute__((constructor)) static void start(void) {
+    const char *text = getenv(ENV_VAR);
+    if (!text)
+        return;
+    char *copy = strdup(text); /* kept: spec.match points into it */
+    if (!copy)
+        return;
+    struct spec spec;
+    if (parse_spec(copy, &spec) != 0) {
+        fprintf(stderr, "fdwindow-inject: %s: %s; no pressure\n", ENV_VAR, spec_error);
+        free(copy);
+        return;
+    }
+    exe_name(S.exe, sizeof S.exe);
+    if (spec.match && !glob_match(spec.match, S.exe)) {
+        free(copy);
+        return;
+    }
+    int e = init_conds();
+    int fd = e ? -1 : open("/dev/null", O_RDWR | O_CLOEXEC);
+    /* Above 2, so that dup2 onto 0-2 always makes a new, inheritable copy. */
+    if (fd >= 0) {
+        S.devnull = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        close(fd);
+    }
+    S.threads = calloc(spec.threads, sizeof *S.threads);
+    if (e || S.devnull < 0 || !S.threads) {
+        if (!e)
+            e = errno ? errno : ENOMEM;
+        fprintf(stderr, "fdwindow-inject: cannot start pressure: %s\n", strerror(e));
+        return;
+    }
+    S.spec = spec;
+    S.pid = getpid();
+    const char *report = getenv(REPORT_VAR);
+    if (report)
+        S.report_fd = open(report, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+    /* This process takes the controller's pipe: its children must not keep
+     * it (a copy held elsewhere would hide the controller's end-of-file from
+     * nobody, but it would keep the pipe alive past this process). */
+    if (spec.ctl >= 0 && fcntl(spec.ctl, F_SETFD, FD_CLOEXEC) != 0)
+        S.spec.ctl = -1;
+    /* Pressure starts here, so no child of this process starts its own. */
+    unsetenv(ENV_VAR);
+    unsetenv(REPORT_VAR);
+#ifdef __APPLE__
+    remove_from_preload("DYLD_INSERT_LIBRARIES");
+#else
+    remove_from_preload("LD_PRELOAD");
+#endif
+    S.started_ns = now_ns();
+    S.since_ns = S.started_ns;
+    S.deadline_ns = S.started_ns + spec.for_ns;
+    /* New threads inherit the creator's mask: block everything here so the
+     * spawning threads never take a signal meant for the host (GNU timeout
+     * hung waiting for a SIGCHLD that a spawning thread had taken), then
+     * restore this thread's mask. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    for (unsigned i = 0; i < spec.threads; i++) {
+        pthread_mutex_lock(&S.mu);
+        S.running++;
+        pthread_mutex_unlock(&S.mu);
+        e = pthread_create(&S.threads[i], NULL, spawn_loop, (void *)(uintptr_t)i);
+        if (e) {
+            pthread_mutex_lock(&S.mu);
+            S.running--;
+            pthread_mutex_unlock(&S.mu);
+            break;
+        }
+        S.started_threads++;
+    }
+    if (!e && S.spec.ctl >= 0) {
+        pthread_t watcher;
+        e = pthread_create(&watcher, NULL, watch_controller, NULL);
+        if (!e)
+            pthread_detach(watcher);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (e) {
+        /* Those already started are stopped and joined first. */
+        uint64_t a, b, c;
+        (void)stop_within(S.spec.hold_ns + 5 * NS_PER_S, &a, &b, &c);
+        fprintf(stderr, "fdwindow-inject: cannot start pressure: %s\n", strerror(e));
+        return;
+    }
+    S.active = 1;
+    pthread_mutex_lock(&S.mu);
+    report_line(now_ns()); /* pressured from here, whatever ends the process */
+    pthread_mutex_unlock(&S.mu);
+    atexit(stop);
+}

@@ -1,0 +1,265 @@
+//! Safe wrappers over the POSIX calls every OS here shares, so that the rest
+//! of the crate holds no `unsafe` for them: `posix_spawn` with its file
+//! actions and attributes (rustix does not wrap it), and waiting, signalling
+//! and polling through rustix.
+//!
+//! posix_spawn stays on libc on purpose: it is the call the probes measure,
+//! and a preload interposer must see it.
+//!
+//! # References
+//! - <https://pubs.opengroup.org/onlinepubs/9799919799/functions/posix_spawn.html>
+//! - <https://pubs.opengroup.org/onlinepubs/9799919799/functions/posix_spawn_file_actions_adddup2.html>
+
+use std::ffi::{CStr, CString};
+use std::io;
+use std::os::fd::{BorrowedFd, RawFd};
+use std::time::Duration;
+
+/// A NULL-terminated array of C strings that owns them: argv or envp for
+/// `posix_spawn` and `execve`, built before any clock starts.
+#[derive(Debug)]
+pub(crate) struct CStrArray {
+    _owned: Vec<CString>,
+    ptrs: Vec<*mut libc::c_char>,
+}
+
+impl CStrArray {
+    /// The array of `items`, in order, then NULL.
+    pub(crate) fn new(items: impl IntoIterator<Item = CString>) -> CStrArray {
+        let owned: Vec<CString> = items.into_iter().collect();
+        let ptrs = owned
+            .iter()
+            .map(|s| s.as_ptr().cast_mut())
+            .chain(std::iter::once(std::ptr::null_mut()))
+            .collect();
+        CStrArray {
+            _owned: owned,
+            ptrs,
+        }
+    }
+
+    /// The NULL-terminated pointer array.
+    pub(crate) fn as_ptr(&self) -> *const *mut libc::c_char {
+        self.ptrs.as_ptr()
+    }
+}
+
+fn spawn_rc(rc: libc::c_int, what: &str) -> io::Result<()> {
+    if rc == 0 {
+        return Ok(());
+    }
+    let e = io::Error::from_raw_os_error(rc);
+    Err(io::Error::new(e.kind(), format!("{what}: {e}")))
+}
+
+/// posix_spawn's file actions and attributes, initialised together and
+/// destroyed on every path out.
+#[derive(Debug)]
+pub(crate) struct Spawner {
+    actions: libc::posix_spawn_file_actions_t,
+    attr: libc::posix_spawnattr_t,
+}
+
+impl Spawner {
+    /// Empty file actions and default attributes.
+    pub(crate) fn new() -> io::Result<Spawner> {
+        // SAFETY: all-zero storage for two plain C objects that the init
+        // calls below overwrite before any use.
+        let mut actions: libc::posix_spawn_file_actions_t = unsafe { std::mem::zeroed() };
+        // SAFETY: initialises the storage above in place.
+        let rc = unsafe { libc::posix_spawn_file_actions_init(&mut actions) };
+        spawn_rc(rc, "posix_spawn_file_actions_init")?;
+        // SAFETY: as for `actions`.
+        let mut attr: libc::posix_spawnattr_t = unsafe { std::mem::zeroed() };
+        // SAFETY: initialises the storage above in place.
+        let rc = unsafe { libc::posix_spawnattr_init(&mut attr) };
+        if let Err(e) = spawn_rc(rc, "posix_spawnattr_init") {
+            // SAFETY: initialised above, destroyed once.
+            unsafe { libc::posix_spawn_file_actions_destroy(&mut actions) };
+            return Err(e);
+        }
+        Ok(Spawner { actions, attr })
+    }
+
+    /// The file actions, for an OS's own additions (`addclosefrom_np`,
+    /// `addinherit_np`, `addchdir_np`).
+    pub(crate) fn actions(&mut self) -> &mut libc::posix_spawn_file_actions_t {
+        &mut self.actions
+    }
+
+    /// `posix_spawn_file_actions_adddup2(fd, target)`. `fd` must stay open
+    /// until the spawn.
+    pub(crate) fn dup2(&mut self, fd: RawFd, target: RawFd) -> io::Result<()> {
+        // SAFETY: records an action in the initialised object; no pointer kept.
+        let rc = unsafe { libc::posix_spawn_file_actions_adddup2(&mut self.actions, fd, target) };
+        spawn_rc(rc, "posix_spawn_file_actions_adddup2")
+    }
+
+    /// `posix_spawn_file_actions_addopen(target, path, flags, 0)`.
+    pub(crate) fn open(
+        &mut self,
+        target: RawFd,
+        path: &'static CStr,
+        flags: libc::c_int,
+    ) -> io::Result<()> {
+        // SAFETY: records an action; the path is 'static, so it outlives the spawn.
+        let rc = unsafe {
+            libc::posix_spawn_file_actions_addopen(
+                &mut self.actions,
+                target,
+                path.as_ptr(),
+                flags,
+                0,
+            )
+        };
+        spawn_rc(rc, "posix_spawn_file_actions_addopen")
+    }
+
+    /// `posix_spawnattr_setflags(flags)`.
+    pub(crate) fn set_flags(&mut self, flags: libc::c_short) -> io::Result<()> {
+        // SAFETY: sets a field of the initialised attributes object.
+        let rc = unsafe { libc::posix_spawnattr_setflags(&mut self.attr, flags) };
+        spawn_rc(rc, "posix_spawnattr_setflags")
+    }
+
+    /// `posix_spawnattr_setsigmask(set)` (with `POSIX_SPAWN_SETSIGMASK`).
+    #[cfg_attr(
+        not(target_os = "macos"),
+        expect(dead_code, reason = "fix::spawn's macOS path")
+    )]
+    pub(crate) fn set_sigmask(&mut self, set: &libc::sigset_t) -> io::Result<()> {
+        // SAFETY: copies the set into the initialised attributes object.
+        let rc = unsafe { libc::posix_spawnattr_setsigmask(&mut self.attr, set) };
+        spawn_rc(rc, "posix_spawnattr_setsigmask")
+    }
+
+    /// `posix_spawnattr_setsigdefault(set)` (with `POSIX_SPAWN_SETSIGDEF`).
+    #[cfg_attr(
+        not(target_os = "macos"),
+        expect(dead_code, reason = "fix::spawn's macOS path")
+    )]
+    pub(crate) fn set_sigdefault(&mut self, set: &libc::sigset_t) -> io::Result<()> {
+        // SAFETY: copies the set into the initialised attributes object.
+        let rc = unsafe { libc::posix_spawnattr_setsigdefault(&mut self.attr, set) };
+        spawn_rc(rc, "posix_spawnattr_setsigdefault")
+    }
+
+    /// `posix_spawn` (a path) or, with `search`, `posix_spawnp` (a name
+    /// looked up in this process's `PATH`); the child's pid.
+    pub(crate) fn spawn(
+        &self,
+        program: &CStr,
+        argv: &CStrArray,
+        envp: &CStrArray,
+        search: bool,
+    ) -> io::Result<libc::pid_t> {
+        let call = if search {
+            libc::posix_spawnp
+        } else {
+            libc::posix_spawn
+        };
+        let mut pid = 0;
+        // SAFETY: the objects are initialised; program is a C string and argv
+        // and envp NULL-terminated arrays of C strings, all outliving the call.
+        let rc = unsafe {
+            call(
+                &mut pid,
+                program.as_ptr(),
+                &self.actions,
+                &self.attr,
+                argv.as_ptr(),
+                envp.as_ptr(),
+            )
+        };
+        spawn_rc(
+            rc,
+            if search {
+                "posix_spawnp"
+            } else {
+                "posix_spawn"
+            },
+        )?;
+        Ok(pid)
+    }
+}
+
+impl Drop for Spawner {
+    fn drop(&mut self) {
+        // SAFETY: initialised in new, destroyed once.
+        unsafe { libc::posix_spawn_file_actions_destroy(&mut self.actions) };
+        // SAFETY: initialised in new, destroyed once.
+        unsafe { libc::posix_spawnattr_destroy(&mut self.attr) };
+    }
+}
+
+/// An all-zero `sigset_t`: plain data, for `sigfillset`, `sigemptyset` or
+/// `pthread_sigmask` to fill.
+pub(crate) fn blank_sigset() -> libc::sigset_t {
+    // SAFETY: sigset_t is plain data; every caller initialises it before use.
+    unsafe { std::mem::zeroed() }
+}
+
+/// The set of every signal (`sigfillset`).
+pub(crate) fn full_sigset() -> libc::sigset_t {
+    let mut all = blank_sigset();
+    // SAFETY: fills a set this function owns.
+    unsafe { libc::sigfillset(&mut all) };
+    all
+}
+
+/// `pthread_sigmask(how, set, &old)`: this thread's previous mask.
+/// Async-signal-safe (it is one system call), so a vfork child may call it.
+pub(crate) fn thread_sigmask(
+    how: libc::c_int,
+    set: Option<&libc::sigset_t>,
+) -> io::Result<libc::sigset_t> {
+    let mut old = blank_sigset();
+    let set = set.map_or(std::ptr::null(), |s| s as *const libc::sigset_t);
+    // SAFETY: `set` is null or a valid set; `old` is writable.
+    match unsafe { libc::pthread_sigmask(how, set, &mut old) } {
+        0 => Ok(old),
+        e => Err(io::Error::from_raw_os_error(e)),
+    }
+}
+
+fn pid_of(pid: libc::pid_t) -> io::Result<rustix::process::Pid> {
+    rustix::process::Pid::from_raw(pid).ok_or_else(|| io::Error::from_raw_os_error(libc::ESRCH))
+}
+
+/// `waitpid(pid, &status, 0)` retried on `EINTR`: the raw wait status.
+pub(crate) fn wait_pid(pid: libc::pid_t) -> io::Result<libc::c_int> {
+    let pid = pid_of(pid)?;
+    loop {
+        match rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty()) {
+            Ok(Some((_, status))) => return Ok(status.as_raw()),
+            Ok(None) => continue, // only with WNOHANG; never here
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// `kill(pid, SIGKILL)`; `ESRCH` (already gone) is not an error.
+pub(crate) fn kill_pid(pid: libc::pid_t) -> io::Result<()> {
+    match rustix::process::kill_process(pid_of(pid)?, rustix::process::Signal::KILL) {
+        Ok(()) | Err(rustix::io::Errno::SRCH) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// `poll` for `events` (`POLLIN`, …; an error or hang-up always counts) on one
+/// descriptor for at most `timeout`: whether it became ready. `EINTR` comes
+/// back as `ErrorKind::Interrupted`, for the caller's deadline loop.
+pub(crate) fn poll_one(
+    fd: BorrowedFd<'_>,
+    events: libc::c_short,
+    timeout: Duration,
+) -> io::Result<bool> {
+    use rustix::event::{PollFd, PollFlags, Timespec};
+    let mut fds = [PollFd::new(&fd, PollFlags::from_bits_truncate(events as _))];
+    let ts = Timespec {
+        tv_sec: timeout.as_secs().min(i64::MAX as u64) as i64,
+        tv_nsec: i64::from(timeout.subsec_nanos()) as _,
+    };
+    Ok(rustix::event::poll(&mut fds, Some(&ts))? > 0)
+}

@@ -1,0 +1,116 @@
+//! The injector shipped inside fdwindow (`shims/inject.c`) is a port of
+//! `fdwindow::pressure`: it reads the same spec syntax, accepts what
+//! `Spec::from_str` accepts and refuses the rest with the same message.
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use std::process::{Command, Stdio};
+
+use fdwindow::pressure::Spec;
+
+#[test]
+fn injector_reads_the_spec_as_pressure_does() {
+    let injector = common::injector();
+    let scratch = common::scratch("preload-spec");
+    let specs = [
+        "",
+        "threads=1",
+        "threads=2,hold=250us,path=fork,for=2s",
+        " threads=1 , path=spawn ,",
+        "path=posix-spawn,max-alive=1,threads=2",
+        "match=tru*,threads=1",
+        "threads=0",
+        "threads=1025",
+        "threads",
+        "hold=5",
+        "hold=86401s",
+        "hold=99999999999999999999s",
+        "hold=2s,for=1s",
+        "path=vfork",
+        "colour=red",
+        "match=",
+        "drop=listener,path=fork,threads=1",
+        "drop=none",
+        "drop=sockets",
+        "ctl=x",
+        "ctl=-1",
+        "ctl=1234567",
+    ];
+    for (i, text) in specs.iter().enumerate() {
+        let report = scratch.dir().join(format!("report-{i}"));
+        let out = Command::new("/usr/bin/true")
+            .env("LD_PRELOAD", injector.path())
+            .env("FDWINDOW_PRESSURE", text)
+            .env("FDWINDOW_PRESSURE_REPORT", &report)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{text:?}: {}", common::stderr(&out));
+        assert!(out.stdout.is_empty(), "{text:?} wrote to stdout");
+        let stderr = common::stderr(&out);
+        match text.parse::<Spec>() {
+            Ok(_) => {
+                assert!(stderr.is_empty(), "{text:?}: {stderr}");
+                // A line when pressure starts, then as it goes and at exit.
+                let lines = std::fs::read_to_string(&report)
+                    .unwrap_or_else(|e| panic!("{text:?}: no report line: {e}"));
+                assert!(lines.lines().count() >= 1, "{text:?}");
+                for line in lines.lines() {
+                    let fields: Vec<&str> = line.split(' ').collect();
+                    assert_eq!(fields.len(), 5, "{line}");
+                    assert_eq!(fields[4], "true", "{line}");
+                }
+            }
+            Err(e) => {
+                assert!(
+                    stderr.contains(&format!("FDWINDOW_PRESSURE: {e}; no pressure")),
+                    "{text:?}: pressure says {e:?}, the injector {stderr:?}"
+                );
+                assert!(!report.exists(), "{text:?} started pressure");
+            }
+        }
+    }
+}
+
+/// A process in which pressure starts removes the injector's variables from
+/// its own environment, so its children start none of their own; a process
+/// that `match=` excludes passes them on.
+#[test]
+fn a_pressured_process_hides_the_injector_from_its_children() {
+    let injector = common::injector();
+    let env_of_child = |spec: &str| {
+        let out = Command::new("/bin/sh")
+            .args(["-c", "env"])
+            .env("LD_PRELOAD", injector.path())
+            .env("FDWINDOW_PRESSURE", spec)
+            .env("FDWINDOW_PRESSURE_REPORT", "/dev/null")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", common::stderr(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let pressured = env_of_child("threads=1");
+    for var in [
+        "FDWINDOW_PRESSURE=",
+        "FDWINDOW_PRESSURE_REPORT=",
+        "LD_PRELOAD=",
+    ] {
+        assert!(
+            !pressured.lines().any(|l| l.starts_with(var)),
+            "{var} reached the child: {pressured}"
+        );
+    }
+    let excluded = env_of_child("threads=1,match=no-such-exe");
+    for var in [
+        "FDWINDOW_PRESSURE=",
+        "FDWINDOW_PRESSURE_REPORT=",
+        "LD_PRELOAD=",
+    ] {
+        assert!(
+            excluded.lines().any(|l| l.starts_with(var)),
+            "{var} was not passed on: {excluded}"
+        );
+    }
+}
