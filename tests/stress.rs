@@ -186,14 +186,17 @@ fn killing_stress_stops_the_pressure_in_the_command() {
         pressured.len() >= 2
     });
     let command = children(stress_pid).first().copied();
+    let killed = std::time::Instant::now();
     // SAFETY: kill on our own child's pid, not yet reaped.
     unsafe { libc::kill(stress_pid as i32, libc::SIGKILL) };
     let _ = stress.wait();
+    // Measured from the kill, not from the reap.
     let latency = poll_until(Duration::from_secs(30), || {
         pressured
             .iter()
             .all(|p| pressure_threads(*p).unwrap_or(0) == 0)
-    });
+    })
+    .map(|_| killed.elapsed());
     // Clean up the command's group (its own, set by stress) either way.
     if let Some(c) = command {
         // SAFETY: kills the process group stress made for the command.
