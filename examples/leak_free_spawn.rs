@@ -25,7 +25,7 @@
 //! for bad arguments or a failed setup.
 
 use std::io::Read;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::MetadataExt;
 use std::process::ExitCode;
 use std::sync::mpsc;
@@ -44,15 +44,11 @@ fn child(args: &[String]) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// `socket(2)` without `SOCK_CLOEXEC`: the first of the two steps.
+/// `socket(2)` without `SOCK_CLOEXEC`: the first of the two steps (socket2's
+/// `new_raw` is libc's socket with no flag added).
 fn socket_without_cloexec() -> std::io::Result<OwnedFd> {
-    // SAFETY: socket takes no pointers; the result is checked below.
-    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: a descriptor the kernel just returned, owned by no one else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    let sock = socket2::Socket::new_raw(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
+    Ok(sock.into())
 }
 
 /// `fcntl(F_SETFD, FD_CLOEXEC)`: the second step.

@@ -11,7 +11,14 @@
 //!    completed handshake is a hit: the kernel queued the connection on a
 //!    copy nobody will ever accept from (`ECONNRESET` from the connect counts
 //!    too: the handshake completed and the copy went before the client
-//!    looked). `ECONNREFUSED` is no hit.
+//!    looked). `ECONNREFUSED` is no hit, and so is no answer at all: xnu
+//!    drops a SYN that finds a bound socket which never listened (its tcpcb
+//!    is `TCPS_CLOSED`: `goto drop`, no reset; bsd/netinet/tcp_input.c),
+//!    where Linux resets it. A client with no answer after
+//!    [`NO_ANSWER_AFTER`] counts as `no-answer` only when a fresh loopback
+//!    handshake made right then completes well within that time (so a slow
+//!    machine is not mistaken for a dropped SYN); otherwise the trial is
+//!    broken.
 //!
 //! Once the window has closed (the copy is gone) a connected client reads
 //! what it finally gets (`after-copy`: reset, eof). Each arm's `shutdown`
@@ -25,8 +32,8 @@ use fdwindow::errno::outcome_name;
 use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Trial};
 use fdwindow::locks::set_cloexec;
 use fdwindow::sockets::{
-    BindOptions, Connect, LOOPBACK_DEADLINE, bound, connect_by, drain, listening, local_addr,
-    loopback_v4, next_read, poll_by,
+    BindOptions, Connect, LOOPBACK_DEADLINE, bound, connect_by, connected_pair, drain, listening,
+    local_addr, loopback_v4, next_read, poll_by,
 };
 use fdwindow::verdict::Role::{Control, Mitigation};
 use fdwindow::verdict::Window::{self, ForkWindow, Inherited, PosixSpawn};
@@ -108,6 +115,36 @@ fn soon() -> Instant {
     Instant::now() + LOOPBACK_DEADLINE
 }
 
+/// How long the new client waits for any answer (handshake, reset, refusal)
+/// before the reference handshake decides whether its SYN was dropped.
+const NO_ANSWER_AFTER: Duration = Duration::from_secs(1);
+
+/// A reference handshake slower than this makes a missing answer ambiguous.
+const REFERENCE_WITHIN: Duration = Duration::from_millis(100);
+
+/// What the new client got.
+enum Answer {
+    Got(Connect),
+    /// Nothing by [`NO_ANSWER_AFTER`].
+    None,
+}
+
+fn connect_new_client(addr: std::net::SocketAddr) -> Result<Answer, Fault> {
+    match connect_by(addr, Instant::now() + NO_ANSWER_AFTER) {
+        Err(e) if e.kind() == std::io::ErrorKind::TimedOut => Ok(Answer::None),
+        r => Ok(Answer::Got(r.ctx("connect a new client")?)),
+    }
+}
+
+/// Whether loopback answers fast right now: a fresh listener and client
+/// complete their handshake within [`REFERENCE_WITHIN`].
+fn loopback_answers_fast() -> Result<bool, Fault> {
+    let started = Instant::now();
+    let pair = connected_pair(soon()).ctx("reference handshake")?;
+    drop(pair);
+    Ok(started.elapsed() < REFERENCE_WITHIN)
+}
+
 fn trial(t: &mut Trial<'_>, retire: Retire) -> Result<bool, Fault> {
     let (sock, early) = match retire {
         Retire::Unlistened => (
@@ -143,13 +180,26 @@ fn trial(t: &mut Trial<'_>, retire: Retire) -> Result<bool, Fault> {
             Retire::Drain => Some(("drained", drain(&sock).ctx("drain")?.to_string())),
         };
         drop(sock);
-        let client = connect_by(addr, soon()).ctx("connect a new client")?;
+        let client = connect_new_client(addr)?;
         Ok((retired, client))
     })?;
     drop(early);
     if let Some((quantity, value)) = retired {
         t.tally(quantity, &value);
     }
+    let client = match client {
+        Answer::Got(c) => c,
+        Answer::None if loopback_answers_fast()? => {
+            t.tally("client", "no-answer");
+            return Ok(false);
+        }
+        Answer::None => {
+            return Err(Fault::Broken(format!(
+                "the new client had no answer in {NO_ANSWER_AFTER:?} and a reference handshake \
+                 took over {REFERENCE_WITHIN:?}: a dropped SYN cannot be told from a slow one"
+            )));
+        }
+    };
     match client {
         Connect::Connected(client) => {
             t.tally("client", "connected");

@@ -39,7 +39,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use fdwindow::cloexec::{Call, Flag, Holder, Maker, SpawnHow, inheritable_fds};
+use fdwindow::cloexec::{
+    Call, Flag, Holder, LOOKED_UP, Maker, SpawnHow, inheritable_fds, libc_has,
+};
+use fdwindow::errno::means_unsupported;
 use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Settings, Trial};
 use fdwindow::report::Table;
 use fdwindow::scratch::Scratch;
@@ -283,13 +286,11 @@ fn note(t: &mut Trial<'_>, arm: &'static str, call: &'static str, hit: bool) -> 
 }
 
 /// `ErrorKind::Unsupported` (the OS lacks the call) and ENOSYS/EINVAL/
-/// EOPNOTSUPP read as unsupported; anything else as broken.
+/// EOPNOTSUPP/ENOTSUP read as unsupported; anything else as broken.
 fn feature<T>(r: io::Result<T>, step: &str) -> Result<T, Fault> {
     match r {
-        Err(e) if e.kind() == io::ErrorKind::Unsupported => {
-            Err(Fault::Unsupported(format!("{step}: {e}")))
-        }
-        r => r.ctx_feature(step),
+        Err(e) if means_unsupported(&e) => Err(Fault::Unsupported(format!("{step}: {e}"))),
+        r => r.ctx(step),
     }
 }
 
@@ -649,11 +650,8 @@ fn per_call_table(scratch: &Scratch, _: Settings) -> Vec<Table> {
                         true => "yes".to_owned(),
                         false => "broken: made without FD_CLOEXEC".to_owned(),
                     },
-                    Err(e) if e.kind() == io::ErrorKind::Unsupported => format!("no: {e}"),
-                    Err(e) => match e.raw_os_error() {
-                        Some(libc::ENOSYS | libc::EINVAL | libc::EOPNOTSUPP) => format!("no: {e}"),
-                        _ => format!("broken: {e}"),
-                    },
+                    Err(e) if means_unsupported(&e) => format!("no: {e}"),
+                    Err(e) => format!("broken: {e}"),
                 };
             vec![
                 call.id().to_owned(),
@@ -667,7 +665,26 @@ fn per_call_table(scratch: &Scratch, _: Settings) -> Vec<Table> {
             ]
         })
         .collect();
-    vec![Table {
+    let looked_up = Table {
+        id: "looked-up".into(),
+        about:
+            "C library functions behind the atomic forms and spawn-time closing, each looked up \
+                in this process's C library at run time (dlsym), not taken from the headers the \
+                probe was built with."
+                .into(),
+        columns: ["function", "in this C library"].map(String::from).to_vec(),
+        rows: LOOKED_UP
+            .iter()
+            .map(|name| {
+                vec![
+                    name.to_string_lossy().into_owned(),
+                    if libc_has(name) { "yes" } else { "no" }.to_owned(),
+                ]
+            })
+            .collect(),
+        problem: None,
+    };
+    vec![looked_up, Table {
         id: "per-call".into(),
         about: "Per creation call: its atomic close-on-exec form and whether this OS has it (one call made now, \
                 FD_CLOEXEC checked); its control arm and how often the holder inherited the two-step descriptor in \

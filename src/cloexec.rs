@@ -12,6 +12,7 @@
 //! beyond stdio is one it inherited for its whole life; [`Holder::fds`] lists
 //! them (`/proc/<pid>/fd` on Linux, `proc_pidinfo(PROC_PIDLISTFDS)` on macOS).
 
+use socket2::{Domain, Socket, Type};
 use std::ffi::CString;
 use std::fs::File;
 use std::io::{self, Write};
@@ -149,40 +150,37 @@ impl Maker {
         let mut made = Made { fds: Vec::new() };
         let atomic = flag == Flag::Atomic;
         match self.call {
+            // socket2's `*_raw` calls are libc's socket, socketpair and
+            // accept with exactly the flags given (none added), so the
+            // two-step form stays two-step and an interposer sees the call.
             Call::Socket => {
-                let flag = sock_flag(atomic)?;
-                // SAFETY: plain socket(2).
-                let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | flag, 0) };
-                made.fds.push(owned(fd)?);
+                let ty = Type::from(libc::SOCK_STREAM | sock_flag(atomic)?);
+                made.fds.push(
+                    Socket::new_raw(Domain::IPV4, ty, None)
+                        .map_err(|e| flag_unknown(e, atomic))?
+                        .into(),
+                );
             }
             Call::Connect => {
                 let (listener, path) = self
                     .listener
                     .as_ref()
                     .expect("connect maker has a listener");
-                let flag = sock_flag(atomic)?;
-                // SAFETY: plain socket(2).
-                let fd =
-                    owned(unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | flag, 0) })?;
-                connect_unix(&fd, path)?;
+                let ty = Type::from(libc::SOCK_STREAM | sock_flag(atomic)?);
+                let sock =
+                    Socket::new_raw(Domain::UNIX, ty, None).map_err(|e| flag_unknown(e, atomic))?;
+                sock.connect(&socket2::SockAddr::unix(path)?)?;
+                let fd = OwnedFd::from(sock);
                 // Take the server side at once, so a loop of connects never
                 // fills the listener's backlog (connect would then block).
                 drop(listener.accept()?);
                 made.fds.push(fd);
             }
             Call::Socketpair => {
-                let mut fds = [-1; 2];
-                // SAFETY: fds has room for the pair.
-                let rc = unsafe {
-                    libc::socketpair(
-                        libc::AF_UNIX,
-                        libc::SOCK_STREAM | sock_flag(atomic)?,
-                        0,
-                        fds.as_mut_ptr(),
-                    )
-                };
-                check_rc(rc)?;
-                made.fds.extend([owned(fds[0])?, owned(fds[1])?]);
+                let ty = Type::from(libc::SOCK_STREAM | sock_flag(atomic)?);
+                let (a, b) = Socket::pair_raw(Domain::UNIX, ty, None)
+                    .map_err(|e| flag_unknown(e, atomic))?;
+                made.fds.extend([a.into(), b.into()]);
             }
             Call::Accept => {
                 let (listener, path) = self.listener.as_ref().expect("accept maker has a listener");
@@ -193,8 +191,7 @@ impl Maker {
                 made.fds.push(if atomic {
                     sys::accept4_cloexec(fd).map_err(unsupported)??
                 } else {
-                    // SAFETY: accept with null address arguments.
-                    owned(unsafe { libc::accept(fd, std::ptr::null_mut(), std::ptr::null_mut()) })?
+                    socket2::SockRef::from(listener).accept_raw()?.0.into()
                 });
             }
             Call::Pipe => {
@@ -251,18 +248,25 @@ impl Made {
     }
 }
 
-/// `connect(2)` of a Unix stream socket to `path`.
-fn connect_unix(fd: &OwnedFd, path: &Path) -> io::Result<()> {
-    let addr = socket2::SockAddr::unix(path)?;
-    // SAFETY: `addr` is a valid sockaddr of `addr.len()` bytes for the call.
-    check_rc(unsafe { libc::connect(fd.as_raw_fd(), addr.as_ptr().cast(), addr.len()) })
-}
-
 fn sock_flag(atomic: bool) -> io::Result<libc::c_int> {
     if atomic {
         sys::SOCK_CLOEXEC.map_err(unsupported)
     } else {
         Ok(0)
+    }
+}
+
+/// A socket call made with the close-on-exec type flag that the kernel
+/// refused as unknown type bits (`EINVAL` on Linux, `EPROTONOSUPPORT` or
+/// `EPROTOTYPE` from xnu): the flag is absent here, reported as unsupported.
+fn flag_unknown(e: io::Error, atomic: bool) -> io::Error {
+    if atomic && crate::errno::means_flag_unknown(&e) {
+        io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!("the kernel refused the close-on-exec type flag: {e}"),
+        )
+    } else {
+        e
     }
 }
 
@@ -355,14 +359,21 @@ impl Holder {
                     .stdout(Stdio::piped())
                     .stderr(Stdio::null());
                 if how == SpawnHow::CloseRangeInChild {
-                    // SAFETY: close_range is one raw syscall; its error is an
-                    // errno value: no allocation between fork and exec.
-                    unsafe { cmd.pre_exec(|| sys::close_range_from(3)) };
+                    // Support is decided here, in the parent: the child must
+                    // not be the place where a missing call is found out.
+                    sys::close_range_supported()?;
                 }
-                if how == SpawnHow::ForkNoop {
-                    // SAFETY: the closure does nothing: nothing to be unsafe
-                    // between fork and exec. It only forces std's fork path.
-                    unsafe { cmd.pre_exec(|| Ok(())) };
+                // The sham's hook does nothing: it only forces std's fork path.
+                let hook: Option<fn() -> io::Result<()>> = match how {
+                    SpawnHow::CloseRangeInChild => Some(|| sys::close_range_from(3)),
+                    SpawnHow::ForkNoop => Some(|| Ok(())),
+                    _ => None,
+                };
+                if let Some(hook) = hook {
+                    // SAFETY: close_range is one raw syscall whose error is an
+                    // errno value (no allocation between fork and exec); the
+                    // sham's hook does nothing.
+                    unsafe { cmd.pre_exec(hook) };
                 }
                 let mut child = cmd.spawn()?;
                 Holder {
@@ -456,6 +467,23 @@ impl Drop for Holder {
     }
 }
 
+/// The C library functions behind atomic close-on-exec forms and spawn-time
+/// closing that some libcs lack: glibc has all four (accept4 2.10, pipe2 and
+/// dup3 2.9, addclosefrom_np 2.34); macOS has none through 26, and its 27 SDK
+/// declares `pipe2` and `dup3` (rbenv/ruby-build#2641).
+pub const LOOKED_UP: [&std::ffi::CStr; 4] = [
+    c"pipe2",
+    c"accept4",
+    c"dup3",
+    c"posix_spawn_file_actions_addclosefrom_np",
+];
+
+/// Whether this process's C library has `name`, looked up at run time
+/// (`dlsym`), never decided from the headers the binary was built with.
+pub fn libc_has(name: &std::ffi::CStr) -> bool {
+    sys::has_function(name)
+}
+
 /// Whether `posix_spawn_file_actions_addclosefrom_np` exists in this libc.
 pub fn has_addclosefrom_np() -> bool {
     sys::addclosefrom_supported().is_ok()
@@ -481,7 +509,9 @@ fn raw_spawn(how: SpawnHow) -> io::Result<Holder> {
     let mut spawner = sys::Spawner::new()?;
     spawner.dup2(in_r.as_raw_fd(), 0)?;
     spawner.dup2(out_w.as_raw_fd(), 1)?;
-    spawner.open(2, c"/dev/null", libc::O_WRONLY)?;
+    // /dev/null opened here (close-on-exec), dup2'd onto stderr in the child.
+    let devnull = File::options().write(true).open("/dev/null")?;
+    spawner.dup2(devnull.as_raw_fd(), 2)?;
     // After the dup2s: their sources are above 2 and would be closed first.
     if closefrom {
         sys::addclosefrom(spawner.actions(), 3).map_err(|e| {

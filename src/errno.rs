@@ -106,3 +106,54 @@ mod tests {
         assert_eq!(error_name(&io::Error::other("no errno")), "no errno");
     }
 }
+
+/// The errno values that say the OS lacks a call or flag, not that setup
+/// failed: `ENOSYS` (no such call), `EINVAL` (Linux's answer to an unknown
+/// flag), `EOPNOTSUPP` and `ENOTSUP`. On Linux the last two are one value
+/// (95); on macOS they differ, `ENOTSUP` is 45 and `EOPNOTSUPP` 102
+/// (xnu `bsd/sys/errno.h`), and libSystem returns `ENOTSUP` for operations
+/// it does not support.
+pub const UNSUPPORTED: [libc::c_int; 4] =
+    [libc::ENOSYS, libc::EINVAL, libc::EOPNOTSUPP, libc::ENOTSUP];
+
+/// Whether `e` says the OS lacks the feature ([`UNSUPPORTED`], or
+/// `ErrorKind::Unsupported` from code that knows without asking the kernel).
+pub fn means_unsupported(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::Unsupported
+        || e.raw_os_error().is_some_and(|n| UNSUPPORTED.contains(&n))
+}
+
+/// Whether `e`, from creating a socket with a close-on-exec type flag, says
+/// the flag is unknown here: Linux answers `EINVAL`, xnu's `socreate`
+/// answers `EPROTONOSUPPORT` or `EPROTOTYPE` for type bits it does not know
+/// (xnu `bsd/kern/uipc_socket.c`, `socreate_internal`).
+pub fn means_flag_unknown(e: &io::Error) -> bool {
+    means_unsupported(e)
+        || e.raw_os_error()
+            .is_some_and(|n| n == libc::EPROTONOSUPPORT || n == libc::EPROTOTYPE)
+}
+
+#[cfg(test)]
+mod unsupported_tests {
+    use super::*;
+
+    #[test]
+    fn enotsup_and_unknown_type_bits_read_as_unsupported() {
+        for n in [libc::ENOSYS, libc::EINVAL, libc::EOPNOTSUPP, libc::ENOTSUP] {
+            assert!(means_unsupported(&io::Error::from_raw_os_error(n)), "{n}");
+        }
+        assert!(!means_unsupported(&io::Error::from_raw_os_error(
+            libc::EPROTOTYPE
+        )));
+        for n in [libc::EPROTONOSUPPORT, libc::EPROTOTYPE, libc::EINVAL] {
+            assert!(means_flag_unknown(&io::Error::from_raw_os_error(n)), "{n}");
+        }
+        assert!(!means_flag_unknown(&io::Error::from_raw_os_error(
+            libc::EMFILE
+        )));
+        assert!(means_unsupported(&io::Error::new(
+            io::ErrorKind::Unsupported,
+            "no such call"
+        )));
+    }
+}

@@ -112,8 +112,8 @@ pub enum Fault {
 pub trait Context<T> {
     /// Any error means setup failed.
     fn ctx(self, step: &str) -> Result<T, Fault>;
-    /// `ENOSYS`, `EINVAL` and `EOPNOTSUPP` mean the OS lacks the feature; other
-    /// errors mean setup failed.
+    /// `ENOSYS`, `EINVAL`, `EOPNOTSUPP` and `ENOTSUP` (45 on macOS) mean the OS
+    /// lacks the feature ([`crate::errno::UNSUPPORTED`]); other errors mean setup failed.
     fn ctx_feature(self, step: &str) -> Result<T, Fault>;
 }
 
@@ -124,7 +124,7 @@ impl<T> Context<T> for io::Result<T> {
 
     fn ctx_feature(self, step: &str) -> Result<T, Fault> {
         self.map_err(|e| match e.raw_os_error() {
-            Some(libc::ENOSYS | libc::EINVAL | libc::EOPNOTSUPP) => {
+            Some(n) if crate::errno::UNSUPPORTED.contains(&n) => {
                 Fault::Unsupported(format!("{step}: {e}"))
             }
             _ => Fault::Broken(format!("{step}: {e}")),

@@ -465,8 +465,8 @@ fn true_command() -> Command {
 /// instead of calling posix_spawn; this one sleeps `hold` in the window.
 fn fork_command(hold: Duration, drop: Option<DropClass>) -> Command {
     let mut cmd = true_command();
-    let ts = libc::timespec {
-        tv_sec: hold.as_secs().min(libc::time_t::MAX as u64) as libc::time_t,
+    let ts = rustix::thread::Timespec {
+        tv_sec: hold.as_secs().min(i64::MAX as u64) as _,
         tv_nsec: hold.subsec_nanos() as _,
     };
     let held = !hold.is_zero();
@@ -479,15 +479,11 @@ fn fork_command(hold: Duration, drop: Option<DropClass>) -> Command {
             class.close_all()?;
         }
         if held {
+            // EINTR: sleep what is left. One system call each, no allocation.
             let mut req = ts;
-            let mut rem = ts;
-            // EINTR: sleep what is left (reading errno does not allocate).
-            loop {
-                // SAFETY: nanosleep on two timespecs owned by this frame.
-                let rc = unsafe { libc::nanosleep(&req, &mut rem) };
-                if rc == 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-                    break;
-                }
+            while let rustix::thread::NanosleepRelativeResult::Interrupted(rem) =
+                rustix::thread::nanosleep(&req)
+            {
                 req = rem;
             }
         }

@@ -42,7 +42,9 @@ const XNU_SHUTDOWN: &str = "apple-oss-distributions/xnu bsd/kern/uipc_socket.c (
 const SEED_UNLISTENED: &str = "shared/reference write-up 001 (macOS): test_socket::bound_unlistened \
     binds a socket that never listens \"so every copy refuses connections\"; its regression test \
     an_inherited_copy_of_an_unlistened_socket_still_refuses_connections fails when listen() is \
-    added after bind()";
+    added after bind(); in xnu (xnu-11417.101.15 bsd/netinet/tcp_input.c) a SYN that finds a bound \
+    socket whose tcpcb is TCPS_CLOSED is dropped without a reset, so the client gets no answer \
+    rather than a refusal, and no copy ever completes the handshake";
 const SEED_PEER_SHUTDOWN: &str = "shared/reference write-up 001 (macOS): the relay_exec framing \
     test (stream kind not stated) holds a cloned copy of the peer and shuts the peer down instead of \
     only dropping it; with the shutdown removed (cloned copy kept) the test sees no end of stream";
@@ -85,7 +87,25 @@ const TEMPFILE_RETRY: &str = "Stebalien/tempfile src/util.rs (commit 6e995724): 
 const SEED_HOLDER_SCAN: &str = "shared/reference write-up 001, HACK-1347 (macOS): endpoint discovery \
     scanned every same-user process running the selected executable; the test binary was both scanner \
     and selected executable, so a co-tenant test's pre-exec fork was a second holder of the listener \
-    (host_endpoint under fork pressure: 3/10 runs passed)";
+    (host_endpoint under fork pressure: 3/10 runs passed); the mechanism in xnu: fdt_fork \
+    (bsd/kern/kern_descrip.c) copies every descriptor, and proc_pidpath keeps the parent's executable \
+    until exec_resettextvp (bsd/kern/kern_exec.c)";
+const XNU_PRE_EXEC_HOLDER: &str = "apple-oss-distributions/xnu (xnu-11417.101.15) bsd/kern/kern_descrip.c \
+    fdt_fork copies every descriptor into the child; bsd/kern/kern_exec.c closes the close-on-exec ones \
+    only in exec (fdt_exec, from exec_mach_imgact) and sets the executable that proc_pidpath reports \
+    after that (exec_resettextvp): before exec a fork holds every copy and reports the parent's executable";
+const SEED_LSOF_RELEASE: &str = "shared/reference write-up 001, HACK-1347 (macOS): the lsof release checks \
+    (lock_absent_disks_within) saw the fork's copy of a disk handle the fixture had just written or read";
+const XNU_AFTER_EXEC: &str = "apple-oss-distributions/xnu (xnu-11417.101.15) bsd/kern/kern_exec.c: fdt_exec \
+    (bsd/kern/kern_descrip.c, `for (int i = fdp->fd_afterlast; i-- > 0;)`) closes every FP_CLOEXEC \
+    descriptor before exec_resettextvp changes the executable proc_pidpath reports, so a child no \
+    longer on the parent's executable holds no close-on-exec copy; std opens files and makes \
+    listeners close-on-exec";
+const XNU_IN_PCBBIND: &str = "apple-oss-distributions/xnu (xnu-11417.101.15) bsd/netinet/in_pcb.c \
+    in_pcbbind: a bind looks the exact local address and port up (in_pcblookup_local_and_cleanup, \
+    line 1087) and answers EADDRINUSE when the socket found lacks SO_REUSEPORT (`(reuseport & \
+    t->inp_socket->so_options) == 0`, line 1090), whatever that socket's state: a child's copy of a \
+    bound socket that never listened still blocks std's later SO_REUSEADDR bind of the same port";
 const SEED_RUN_ISOLATED: &str = "shared/reference write-up 001, HACK-1347 (macOS): each exposed test \
     re-run alone in a child test process (run_isolated): host_endpoint under fork pressure and CPU \
     load 20/20 runs passed, against 3/10 before";
@@ -387,5 +407,61 @@ pub const REPORTED: &[Reported] = &[
         window: Window::ForkWindow,
         verdict: Verdict::Avoids,
         source: SEED_RUN_ISOLATED,
+    },
+    Reported {
+        os: "macos",
+        hazard: "holder-scan",
+        arm: "scan-after-exec",
+        window: Window::ForkWindow,
+        verdict: Verdict::Avoids,
+        source: XNU_AFTER_EXEC,
+    },
+    Reported {
+        os: "macos",
+        hazard: "holder-scan",
+        arm: "file-scan-during-window",
+        window: Window::ForkWindow,
+        verdict: Verdict::Present,
+        source: SEED_LSOF_RELEASE,
+    },
+    Reported {
+        os: "macos",
+        hazard: "holder-scan",
+        arm: "file-exe-filter",
+        window: Window::ForkWindow,
+        verdict: Verdict::Invalid,
+        source: XNU_PRE_EXEC_HOLDER,
+    },
+    Reported {
+        os: "macos",
+        hazard: "holder-scan",
+        arm: "file-run-isolated",
+        window: Window::ForkWindow,
+        verdict: Verdict::Avoids,
+        source: SEED_RUN_ISOLATED,
+    },
+    Reported {
+        os: "macos",
+        hazard: "holder-scan",
+        arm: "file-scan-after-exec",
+        window: Window::ForkWindow,
+        verdict: Verdict::Avoids,
+        source: XNU_AFTER_EXEC,
+    },
+    Reported {
+        os: "macos",
+        hazard: "port-pick",
+        arm: "pick-unlistened",
+        window: Window::ForkWindow,
+        verdict: Verdict::Invalid,
+        source: XNU_IN_PCBBIND,
+    },
+    Reported {
+        os: "macos",
+        hazard: "port-pick",
+        arm: "pick-unlistened",
+        window: Window::Inherited,
+        verdict: Verdict::Invalid,
+        source: XNU_IN_PCBBIND,
     },
 ];

@@ -7,21 +7,28 @@
 //!
 //! # How the window is measured
 //!
-//! 1. A fresh pipe is made, both ends close-on-exec; its write end has the
-//!    highest descriptor number in the process, so exec's close-on-exec pass
-//!    (which walks descriptors in order) closes it last.
+//! 1. A fresh pipe is made, both ends close-on-exec, and its write end is
+//!    duplicated (close-on-exec) above every open descriptor. The pipe itself
+//!    takes the lowest free numbers, and [`OpenFiles`] leaves two free below
+//!    its descriptors, so the write end sits at both ends of the table. Exec's
+//!    close-on-exec pass closes one copy first and the other last whichever
+//!    way it walks: Linux walks upward (`do_close_on_exec`, fs/file.c), xnu
+//!    downward (`fdt_exec`, bsd/kern/kern_descrip.c:
+//!    `for (int i = fdp->fd_afterlast; i-- > 0;)`). With one copy at the top,
+//!    a Mac would close it first and report the window at its shortest.
 //! 2. The clock (`Instant`, `CLOCK_MONOTONIC`) starts; the path spawns.
-//! 3. As soon as the spawn returns, the parent drops its own write end and
+//! 3. As soon as the spawn returns, the parent drops its own write ends and
 //!    notes whether the read end already sees end-of-file.
 //! 4. `poll(2)` on the read end wakes when the last write end is gone: when the
-//!    child's exec has closed its copy. The clock stops there.
+//!    child's exec has closed both its copies. The clock stops there.
 //!
 //! Step 3 matters: Linux wakes a vfork parent (glibc's posix_spawn) in
 //! `exec_mmap`, before `do_close_on_exec` runs (fs/exec.c, `begin_new_exec`),
 //! so a spawn that has returned does not prove the copies are gone. std's
 //! fork path is different: its `spawn` reads a close-on-exec error pipe until
-//! end-of-file, and that pipe is newer than ours, so exec has closed our copy
-//! before `spawn` returns there (library/std/src/sys/process/unix/unix.rs).
+//! end-of-file (library/std/src/sys/process/unix/unix.rs); that pipe is newer
+//! than ours, so on Linux, walking upward, exec has closed our copies before
+//! `spawn` returns; on macOS, walking downward, it may not have.
 
 use std::ffi::{CStr, CString};
 use std::fs::File;
@@ -191,9 +198,8 @@ impl Prepared {
             SpawnPath::PosixSpawn => Some(std_command(None)),
             SpawnPath::ForkExec => Some(std_command(Some(|| Ok(())))),
             SpawnPath::CloseRangeInChild => {
-                // Detect in the parent, where an error can be reported: a
-                // close_range over an empty range closes nothing.
-                sys::close_range_from(RawFd::MAX)?;
+                // Detect in the parent, where an error can be reported.
+                sys::close_range_supported()?;
                 Some(std_command(Some(|| sys::close_range_from(3))))
             }
             SpawnPath::Vfork
@@ -306,8 +312,8 @@ fn libc_posix_spawn(
 /// One measured window.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WindowSample {
-    /// From just before the spawn until the child held no copy of the
-    /// parent's newest close-on-exec descriptor.
+    /// From just before the spawn until the child held neither copy of the
+    /// measuring pipe's close-on-exec write end (one low, one high).
     pub window: Duration,
     /// From just before the spawn until the spawn returned.
     pub spawn_returned: Duration,
@@ -319,10 +325,11 @@ pub struct WindowSample {
 /// doc); reaps the child before returning.
 pub fn measure_window(prepared: &mut Prepared) -> io::Result<WindowSample> {
     let (read, write) = cloexec_pipe()?;
+    let top = top_copy(&write)?;
     let started = Instant::now();
     let child = prepared.spawn()?;
     let spawn_returned = started.elapsed();
-    drop(write);
+    drop((write, top));
     let held_after_return = !wait_eof(&read, Some(Instant::now()))?;
     if held_after_return && !wait_eof(&read, None)? {
         return Err(io::Error::new(
@@ -337,6 +344,25 @@ pub fn measure_window(prepared: &mut Prepared) -> io::Result<WindowSample> {
         spawn_returned,
         held_after_return,
     })
+}
+
+/// A close-on-exec copy of `fd` numbered above every descriptor open now
+/// (`fcntl(F_DUPFD_CLOEXEC, highest + 1)`), so that with the original low in
+/// the table the pass that closes descriptors meets one copy last whichever
+/// way it walks. Where the open descriptors cannot be listed, the copy takes
+/// the lowest free number above 2 and the module doc's caveat applies.
+fn top_copy(fd: &OwnedFd) -> io::Result<OwnedFd> {
+    let highest = sys::process_fds(std::process::id() as libc::pid_t)
+        .ok()
+        .and_then(|fds| fds.into_iter().max())
+        .unwrap_or(2);
+    // SAFETY: duplicates a borrowed, open descriptor; the copy is owned below.
+    let rc = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, highest + 1) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a descriptor fcntl just returned, owned by no one else.
+    Ok(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(rc) })
 }
 
 /// A pipe whose ends are both close-on-exec (std's `io::pipe` uses `pipe2`
@@ -433,10 +459,15 @@ impl OpenFiles {
             files: Vec::new(),
             restore,
         };
+        // Two numbers below the fill are held, then freed: each measurement's
+        // pipe takes them, so its write end sits below every filler (see the
+        // module doc, step 1).
+        let below = [File::open("/dev/null")?, File::open("/dev/null")?];
         let have = count_open_fds()?;
-        for _ in have..target {
+        for _ in have..target + below.len() {
             open.files.push(File::open("/dev/null")?);
         }
+        drop(below);
         Ok(open)
     }
 }
@@ -517,6 +548,39 @@ impl Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_write_end_sits_below_and_above_every_filler() {
+        // Descriptor numbers are process-wide: no other test may open or
+        // close meanwhile.
+        let _serial = crate::test_serial();
+        let fill = OpenFiles::fill_to(count_open_fds().unwrap() + 50, 8).unwrap();
+        let fillers: Vec<RawFd> = fill.files.iter().map(AsRawFd::as_raw_fd).collect();
+        let (lowest, highest) = (
+            *fillers.iter().min().unwrap(),
+            *fillers.iter().max().unwrap(),
+        );
+        let (read, write) = cloexec_pipe().unwrap();
+        let top = top_copy(&write).unwrap();
+        assert!(
+            write.as_raw_fd() < lowest,
+            "{} vs {lowest}",
+            write.as_raw_fd()
+        );
+        assert!(
+            top.as_raw_fd() > highest,
+            "{} vs {highest}",
+            top.as_raw_fd()
+        );
+        // SAFETY: F_GETFD on a descriptor `top` owns.
+        let flags = unsafe { libc::fcntl(top.as_raw_fd(), libc::F_GETFD) };
+        assert!(flags >= 0 && flags & libc::FD_CLOEXEC != 0);
+        // One pipe: EOF only once both write ends are gone.
+        drop(write);
+        assert!(!wait_eof(&read, Some(Instant::now())).unwrap());
+        drop(top);
+        assert!(wait_eof(&read, Some(Instant::now())).unwrap());
+    }
 
     #[test]
     fn nearest_rank_percentiles() {
@@ -707,8 +771,10 @@ pub fn measure_sweep(sweep: &Sweep, interrupted: &dyn Fn() -> bool) -> Vec<crate
     let mut by_rss = window_table(
         TABLE_BY_RSS,
         format!(
-            "Time from the start of a spawn until the child no longer holds the parent's newest \
-             close-on-exec descriptor (a pipe's write end; poll(2) on the read end sees end-of-file), \
+            "Time from the start of a spawn until the child no longer holds either copy of a \
+             close-on-exec pipe's write end, one below and one above every other descriptor, so \
+             exec's close-on-exec pass meets one of them last whichever way it walks (poll(2) on \
+             the read end sees end-of-file), \
              CLOCK_MONOTONIC, with this much anonymous memory touched in the parent (4 KiB pages \
              unless transparent huge pages say otherwise: {}); the probe's own few MiB come on top.",
             sys_thp()

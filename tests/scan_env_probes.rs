@@ -21,33 +21,51 @@ fn tally<'a>(outcome: &'a Outcome, quantity: &str) -> Vec<(&'a str, u64)> {
     }
 }
 
-#[cfg(target_os = "linux")]
+#[cfg(any(target_os = "linux", target_os = "macos"))]
 #[test]
 fn holder_scan_sees_the_fork_and_the_fixes_do_not() {
     let r = run_probe("holder-scan", &["--trials", "3"]);
     r.validate().unwrap();
     let w = Window::ForkWindow;
-    let v = |id| arm_verdict(&r, arm(&r, id, w));
-    assert_eq!(v("scan-during-window"), Verdict::Present);
-    assert_eq!(v("exe-filter"), Verdict::Invalid);
-    // Both fixes cannot fail by construction: `avoids`, with their argument.
-    assert_eq!(v("run-isolated"), Verdict::Avoids);
-    assert_eq!(v("scan-after-exec"), Verdict::Avoids);
-    assert!(arm(&r, "run-isolated", w).avoids.is_some());
-    // Holders seen per trial: the parked fork makes two; the fixes see one.
+    let v = |id: &str| arm_verdict(&r, arm(&r, id, w));
+    for prefix in ["", "file-"] {
+        let id = |a: &str| format!("{prefix}{a}");
+        assert_eq!(v(&id("scan-during-window")), Verdict::Present, "{prefix}");
+        assert_eq!(v(&id("exe-filter")), Verdict::Invalid, "{prefix}");
+        // Both fixes cannot fail by construction: `avoids`, with their argument.
+        for fix in ["run-isolated", "scan-after-exec"] {
+            assert_eq!(v(&id(fix)), Verdict::Avoids, "{prefix}{fix}");
+            assert!(arm(&r, &id(fix), w).avoids.is_some(), "{prefix}{fix}");
+        }
+    }
+    // Holders seen per trial: the listener's owner plus the parked fork; the
+    // fixes see the owner alone. A closed file: the fork alone, then nobody.
     let control = &arm(&r, "scan-during-window", w).outcome;
     assert_eq!(tally(control, "holders"), [("2", 3)]);
-    for fix in ["run-isolated", "scan-after-exec"] {
+    assert_eq!(tally(control, "kinds"), [("pre-exec-fork+scanner", 3)]);
+    let file_control = &arm(&r, "file-scan-during-window", w).outcome;
+    assert_eq!(tally(file_control, "holders"), [("1", 3)]);
+    assert_eq!(tally(file_control, "kinds"), [("pre-exec-fork", 3)]);
+    assert_eq!(
+        tally(&arm(&r, "file-exe-filter", w).outcome, "holders"),
+        [("1", 3)]
+    );
+    for (fix, left) in [
+        ("run-isolated", "1"),
+        ("scan-after-exec", "1"),
+        ("file-run-isolated", "0"),
+        ("file-scan-after-exec", "0"),
+    ] {
         assert_eq!(
             tally(&arm(&r, fix, w).outcome, "holders"),
-            [("1", 3)],
+            [(left, 3)],
             "{fix}"
         );
     }
 }
 
-/// Elsewhere the scan is not written yet: unsupported, never broken.
-#[cfg(not(target_os = "linux"))]
+/// Elsewhere the scan is not written: unsupported, never broken.
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
 #[test]
 fn holder_scan_is_unsupported_off_linux() {
     let r = run_probe("holder-scan", &["--trials", "3"]);

@@ -45,10 +45,27 @@ pub fn retire(listener: TcpListener) -> Retired {
 }
 
 /// A TCP socket bound to an address but never listening: it holds the port,
-/// and every copy of it refuses connections (a SYN to a socket that is not
-/// listening gets a reset). Call [`Placeholder::listen`] when the server is
-/// ready, so the port was never free for someone else in between.
-/// Backed by `listener-survival bound-unlistened` and `port-pick pick-unlistened`.
+/// and no copy of it ever completes a connection. On Linux a SYN to it gets
+/// a reset (the client sees `ECONNREFUSED`); xnu drops the SYN without an
+/// answer (its tcpcb is `TCPS_CLOSED`, bsd/netinet/tcp_input.c), so a client
+/// on macOS waits until its own connect timeout: give clients a timeout.
+/// Call [`Placeholder::listen`] when the server is ready, so the port was
+/// never free for someone else in between.
+///
+/// Backed by `listener-survival bound-unlistened` on Linux and macOS. As a
+/// way to *pick* a port that a later, separate bind reuses
+/// (`port-pick pick-unlistened`) it is backed on Linux only: there a socket
+/// that never listened does not block a `SO_REUSEADDR` bind of the same
+/// address. On macOS a child's copy of the placeholder still holds the exact
+/// address and port, and xnu's `in_pcbbind` refuses any later bind of them
+/// with `EADDRINUSE`, listening or not, unless both sockets set
+/// `SO_REUSEPORT`: keep the placeholder and call [`Placeholder::listen`] on
+/// it rather than dropping it and binding the port again.
+///
+/// # References
+/// - xnu `bsd/netinet/in_pcb.c` (`in_pcbbind`: the exact-address lookup and
+///   `(reuseport & t->inp_socket->so_options) == 0` give `EADDRINUSE`)
+/// - <https://man7.org/linux/man-pages/man7/socket.7.html> (`SO_REUSEADDR`)
 #[derive(Debug)]
 pub struct Placeholder {
     socket: socket2::Socket,
@@ -61,7 +78,9 @@ impl Placeholder {
     /// ```
     /// let placeholder = fdwindow::fix::listener::Placeholder::bind("127.0.0.1:0".parse().unwrap())?;
     /// let addr = placeholder.local_addr()?;
-    /// assert!(std::net::TcpStream::connect(addr).is_err()); // bound, not listening
+    /// // Bound, not listening: refused (Linux) or no answer (macOS).
+    /// let wait = std::time::Duration::from_secs(1);
+    /// assert!(std::net::TcpStream::connect_timeout(&addr, wait).is_err());
     /// let listener = placeholder.listen(128)?;
     /// assert_eq!(listener.local_addr()?, addr);
     /// # Ok::<(), std::io::Error>(())
@@ -120,8 +139,9 @@ mod tests {
         let addr = p.local_addr().unwrap();
         assert_ne!(addr.port(), 0);
         let held = HeldChild::hold().unwrap();
+        // Refused on Linux; on macOS the SYN is dropped, so the wait is bounded.
         assert!(
-            TcpStream::connect(addr).is_err(),
+            TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(1)).is_err(),
             "a bound, unlistened socket accepted"
         );
         let l = p.listen(8).unwrap();

@@ -25,15 +25,22 @@ pub(crate) fn id_version(_os_release: &str, kernel_release: &str) -> String {
 
 #[cfg(target_env = "gnu")]
 pub(crate) fn libc_name_version() -> (String, String) {
-    unsafe extern "C" {
-        /// glibc's `gnu_get_libc_version(3)`: the version of the glibc loaded now.
-        fn gnu_get_libc_version() -> *const libc::c_char;
-    }
-    // SAFETY: no arguments; glibc returns a static string.
-    let version = unsafe { gnu_get_libc_version() };
-    // SAFETY: the pointer is to a static NUL-terminated string.
-    let version = unsafe { std::ffi::CStr::from_ptr(version) };
-    ("glibc".into(), version.to_string_lossy().into_owned())
+    // confstr(_CS_GNU_LIBC_VERSION) answers "glibc 2.36": the version of the
+    // glibc loaded now, as gnu_get_libc_version(3) would.
+    let mut buf = [0u8; 64];
+    // SAFETY: confstr writes at most buf.len() bytes, NUL included, into buf.
+    let n = unsafe {
+        libc::confstr(
+            libc::_CS_GNU_LIBC_VERSION,
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    let text = std::ffi::CStr::from_bytes_until_nul(&buf[..n.min(buf.len())])
+        .map(|c| c.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let version = text.strip_prefix("glibc ").unwrap_or(&text).to_owned();
+    ("glibc".into(), version)
 }
 
 // musl has no call that reports its version; say so rather than guess.
@@ -204,6 +211,12 @@ fn close_range(first: RawFd, flags: libc::c_uint) -> io::Result<()> {
     }
 }
 
+/// Whether `close_range(2)` works here, decided in the parent: a call over
+/// an empty range (from the highest descriptor number) closes nothing.
+pub(crate) fn close_range_supported() -> std::io::Result<()> {
+    close_range_from(RawFd::MAX)
+}
+
 /// The descriptors `pid` has open, from `/proc/<pid>/fd` (proc(5)).
 pub(crate) fn process_fds(pid: libc::pid_t) -> io::Result<Vec<RawFd>> {
     let mut fds = Vec::new();
@@ -234,6 +247,27 @@ pub(crate) const CLOCKS: &[(&str, libc::clockid_t)] = &[
 /// `library/std/src/sys/pal/unix/time.rs`).
 pub(crate) const INSTANT_CLOCK: &str = "CLOCK_MONOTONIC";
 
+/// A file's identity, as `stat(2)` gives it.
+pub(crate) fn inode_object(dev: u64, ino: u64) -> crate::holders::Object {
+    crate::holders::Object::Inode { dev, ino }
+}
+
+/// `fstat(fd)`'s device and inode: on Linux every descriptor has one
+/// (sockets and pipes live on their own pseudo-filesystems).
+pub(crate) fn object_of(fd: RawFd) -> io::Result<crate::holders::Object> {
+    let st = super::fstat(fd)?;
+    Ok(inode_object(st.st_dev, st.st_ino))
+}
+
+/// The pids holding `object`: see [`holders_of_inode`].
+pub(crate) fn holders_of_object(object: crate::holders::Object) -> io::Result<Vec<u32>> {
+    match object {
+        crate::holders::Object::Inode { dev, ino } => holders_of_inode(dev, ino),
+        // Never made on Linux: object_of always answers with an inode.
+        crate::holders::Object::Socket(_) => Err(io::Error::from_raw_os_error(libc::EINVAL)),
+    }
+}
+
 /// The pids whose descriptor table holds the open object `(dev, ino)`, found
 /// by `stat(2)` on every `/proc/PID/fd/N` (the link resolves to the object
 /// itself, sockets included). Processes that vanish or that we may not
@@ -241,7 +275,7 @@ pub(crate) const INSTANT_CLOCK: &str = "CLOCK_MONOTONIC";
 ///
 /// # References
 /// - <https://man7.org/linux/man-pages/man5/proc_pid_fd.5.html>
-pub(crate) fn holders_of_inode(dev: u64, ino: u64) -> std::io::Result<Vec<u32>> {
+fn holders_of_inode(dev: u64, ino: u64) -> std::io::Result<Vec<u32>> {
     use std::os::unix::fs::MetadataExt;
     let mut holders = Vec::new();
     for pid in proc_pids()? {

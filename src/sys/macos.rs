@@ -7,9 +7,8 @@ use std::os::fd::{OwnedFd, RawFd};
 
 pub(crate) const OS_ID: Option<&str> = Some("macos");
 
-/// `sysctlbyname("kern.osproductversion")`, e.g. `15.3.1`.
-pub(crate) fn os_release() -> Option<String> {
-    let name = c"kern.osproductversion";
+/// `sysctlbyname(name)` as a string, or `None`.
+fn sysctl_string(name: &std::ffi::CStr) -> Option<String> {
     let mut buf = [0u8; 64];
     let mut len = buf.len();
     // SAFETY: buf and len describe a writable buffer; no new value is set.
@@ -27,6 +26,73 @@ pub(crate) fn os_release() -> Option<String> {
     }
     let end = buf[..len].iter().position(|&b| b == 0).unwrap_or(len);
     Some(String::from_utf8_lossy(&buf[..end]).into_owned())
+}
+
+/// `sysctlbyname("kern.system_version_compat")`: 1 when this process runs
+/// with the version-compatibility shim on.
+fn version_compat() -> Option<libc::c_int> {
+    let mut value: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>();
+    // SAFETY: value and len describe a writable int; no new value is set.
+    let rc = unsafe {
+        libc::sysctlbyname(
+            c"kern.system_version_compat".as_ptr(),
+            (&raw mut value).cast(),
+            &mut len,
+            std::ptr::null_mut(),
+            0,
+        )
+    };
+    (rc == 0).then_some(value)
+}
+
+/// Sets this process's `kern.system_version_compat` flag (anyone may set
+/// their own: `CTLFLAG_ANYBODY`).
+fn set_version_compat(mut value: libc::c_int) -> bool {
+    // SAFETY: sets an int from a readable one; no old value is read.
+    let rc = unsafe {
+        libc::sysctlbyname(
+            c"kern.system_version_compat".as_ptr(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            (&raw mut value).cast(),
+            std::mem::size_of::<libc::c_int>(),
+        )
+    };
+    rc == 0
+}
+
+/// The macOS product version this machine runs, e.g. `26.1`.
+///
+/// `kern.osproductversion` alone can lie: a binary linked against an older
+/// SDK runs with the version-compatibility shim on (dyld turns it on, and
+/// libsyscall's `__libkernel_init_late` sets `kern.system_version_compat`),
+/// and then the sysctl answers `kern.osproductversioncompat` instead: 16.0 on
+/// macOS 26, 10.16 on macOS 11. Reading SystemVersion.plist does not help: in
+/// that mode libsyscall's `open` shim redirects it to
+/// SystemVersionCompat.plist. So the flag is switched off for this process
+/// while the version is read, then restored; where that fails, the known
+/// compatibility versions are mapped back by the Darwin major
+/// ([`super::compat::product_version`]).
+///
+/// # References
+/// - xnu `bsd/kern/kern_sysctl.c`: `sysctl_osproductversion` returns
+///   `osproductversioncompat` when `task_has_system_version_compat_enabled`;
+///   `sysctl_system_version_compat` sets the task's flag (`CTLFLAG_ANYBODY`)
+/// - xnu `libsyscall/wrappers/_libkernel_init.c` (`__libkernel_init_late`),
+///   `libsyscall/wrappers/system-version-compat.c` (the plist open shim)
+/// - dotnet/runtime#116536: macOS 26 reports 16 unless built with Xcode 26's SDK
+pub(crate) fn os_release() -> Option<String> {
+    let compat_on = version_compat() == Some(1);
+    let switched_off = compat_on && set_version_compat(0);
+    let reported = sysctl_string(c"kern.osproductversion");
+    if switched_off {
+        set_version_compat(1);
+    }
+    let reported = reported?;
+    let darwin =
+        sysctl_string(c"kern.osrelease").and_then(|r| r.split('.').next()?.parse::<u32>().ok());
+    Some(super::compat::product_version(&reported, darwin))
 }
 
 pub(crate) fn id_version(os_release: &str, _kernel_release: &str) -> String {
@@ -68,37 +134,53 @@ pub(crate) fn set_reuse_port(sock: &socket2::Socket) -> std::io::Result<()> {
     sock.set_reuse_port(true)
 }
 
-/// macOS has no `SOCK_CLOEXEC`: std makes sockets with `socket`, then
-/// `ioctl(FIOCLEX)`.
+/// `SOCK_CLOEXEC` is not defined for Apple targets (neither the SDK headers
+/// through macOS 26 nor the libc crate define it), so there is no value to
+/// try: std makes sockets with `socket`, then `ioctl(FIOCLEX)`. Were a later
+/// SDK to define it, the value would be tried at run time and xnu's answer to
+/// unknown type bits (`EPROTONOSUPPORT` or `EPROTOTYPE`) read as absent.
 ///
 /// # References
 /// - gdnsd/gdnsd#180; libc 0.2.68 dropped the constant for Apple targets
 ///   (vmware-archive/differential-datalog#560); rust-lang/rust#24237
 pub(crate) const SOCK_CLOEXEC: Result<libc::c_int, &str> = Err(
-    "macOS has no SOCK_CLOEXEC (through macOS 26): sockets are made close-on-exec in a second call",
+    "SOCK_CLOEXEC is not defined on this SDK (macOS through 26): sockets are made close-on-exec in a second call",
 );
 
-/// macOS has no `accept4` (rust-lang/socket2#105).
+/// A libSystem function looked up at run time (`dlsym(RTLD_DEFAULT, name)`):
+/// the SDK a binary was built with says nothing about the macOS it runs on,
+/// and a weak import of a missing function is NULL (rbenv/ruby-build#2641).
+fn lookup(name: &std::ffi::CStr) -> Option<std::ptr::NonNull<libc::c_void>> {
+    // SAFETY: dlsym with a NUL-terminated name; RTLD_DEFAULT searches every image.
+    std::ptr::NonNull::new(unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) })
+}
+
+/// `accept4`, looked up at run time. Even where it exists, its flag
+/// (`SOCK_CLOEXEC`) is not defined on this SDK, so it cannot be called with a
+/// known close-on-exec bit: both cases say so.
 pub(crate) fn accept4_cloexec(_fd: RawFd) -> Result<io::Result<OwnedFd>, &'static str> {
-    Err(
-        "macOS has no accept4 (through macOS 26): accepted sockets are made close-on-exec in a second call",
-    )
+    match lookup(c"accept4") {
+        None => Err(
+            "libSystem has no accept4 (looked up at run time; absent through macOS 26): accepted sockets are made close-on-exec in a second call",
+        ),
+        Some(_) => Err(
+            "libSystem has accept4, but SOCK_CLOEXEC is not defined on this SDK, so no flag can be passed",
+        ),
+    }
 }
 
 /// `pipe2(fds, O_CLOEXEC)`, looked up at run time: the macOS 27 SDK declares
 /// it "available since macOS 27.0"; on macOS 26 and earlier the weak symbol is
 /// NULL (rbenv/ruby-build#2641, python/cpython#154718).
 pub(crate) fn pipe2_cloexec() -> Result<io::Result<(OwnedFd, OwnedFd)>, &'static str> {
-    // SAFETY: dlsym with a NUL-terminated name; RTLD_DEFAULT searches every image.
-    let sym = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"pipe2".as_ptr()) };
-    if sym.is_null() {
+    let Some(sym) = lookup(c"pipe2") else {
         return Err(
-            "this macOS has no pipe2 (added in macOS 27): pipes are made close-on-exec in a second call",
+            "libSystem has no pipe2 (looked up at run time; added in macOS 27): pipes are made close-on-exec in a second call",
         );
-    }
+    };
     // SAFETY: pipe2's C signature is int pipe2(int fds[2], int flags).
     let pipe2: unsafe extern "C" fn(*mut libc::c_int, libc::c_int) -> libc::c_int =
-        unsafe { std::mem::transmute(sym) };
+        unsafe { std::mem::transmute(sym.as_ptr()) };
     let mut fds = [-1; 2];
     // SAFETY: fds has room for the two descriptors pipe2 writes.
     let rc = unsafe { pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
@@ -108,9 +190,10 @@ pub(crate) fn pipe2_cloexec() -> Result<io::Result<(OwnedFd, OwnedFd)>, &'static
     Ok(owned(fds[0]).and_then(|r| Ok((r, owned(fds[1])?))))
 }
 
-/// The descriptors `pid` has open: `proc_pidinfo(PROC_PIDLISTFDS)` (libproc;
-/// works for the caller's own children).
-pub(crate) fn process_fds(pid: libc::pid_t) -> io::Result<Vec<RawFd>> {
+/// The descriptors `pid` has open, with their types:
+/// `proc_pidinfo(PROC_PIDLISTFDS)` (libproc). It fails with `EPERM` for
+/// another user's process and `ESRCH` for one that has gone.
+fn fd_list(pid: libc::pid_t) -> io::Result<Vec<libc::proc_fdinfo>> {
     let size = std::mem::size_of::<libc::proc_fdinfo>();
     let blank = libc::proc_fdinfo {
         proc_fd: 0,
@@ -135,12 +218,213 @@ pub(crate) fn process_fds(pid: libc::pid_t) -> io::Result<Vec<RawFd>> {
         // A full buffer may have cut the list short: grow and ask again.
         if n < bytes {
             buf.truncate(n as usize / size);
-            let mut fds: Vec<RawFd> = buf.iter().map(|i| i.proc_fd).collect();
-            fds.sort_unstable();
-            return Ok(fds);
+            return Ok(buf);
         }
         buf.resize(buf.len() * 2, blank);
     }
+}
+
+/// The descriptors `pid` has open: see [`fd_list`] (works for the caller's
+/// own children).
+pub(crate) fn process_fds(pid: libc::pid_t) -> io::Result<Vec<RawFd>> {
+    let mut fds: Vec<RawFd> = fd_list(pid)?.iter().map(|i| i.proc_fd).collect();
+    fds.sort_unstable();
+    Ok(fds)
+}
+
+/// `proc_pidfdinfo` flavors (xnu `bsd/sys/proc_info.h`; the libc crate
+/// does not export them).
+const PROC_PIDFDVNODEINFO: libc::c_int = 1;
+const PROC_PIDFDSOCKETINFO: libc::c_int = 3;
+
+/// `struct proc_fileinfo` (xnu `bsd/sys/proc_info.h`): what every
+/// `proc_pidfdinfo` answer starts with.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct ProcFileinfo {
+    fi_openflags: u32,
+    fi_status: u32,
+    fi_offset: libc::off_t,
+    fi_type: i32,
+    fi_guardflags: u32,
+}
+
+/// `struct vnode_fdinfo`: the file info, then the vnode's `vinfo_stat`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct VnodeFdinfo {
+    pfi: ProcFileinfo,
+    pvi: libc::vnode_info,
+}
+
+/// The head of `struct socket_fdinfo`: the file info, then `socket_info`'s
+/// first fields (`soi_stat`, then `soi_so`, the socket's opaque handle).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct SocketFdinfoHead {
+    pfi: ProcFileinfo,
+    soi_stat: libc::vinfo_stat,
+    soi_so: u64,
+}
+
+/// Room for any `proc_pidfdinfo` answer read here: the kernel refuses a
+/// buffer smaller than the whole structure (`ENOMEM`), and
+/// `struct socket_fdinfo` is well under 4 KiB.
+#[repr(C, align(8))]
+struct FdinfoBuf([u8; 4096]);
+
+/// `proc_pidfdinfo(pid, fd, flavor)`, read as `T` (a prefix of the answer).
+fn pidfdinfo<T: Copy>(pid: libc::pid_t, fd: RawFd, flavor: libc::c_int) -> io::Result<T> {
+    let mut buf = FdinfoBuf([0; 4096]);
+    // SAFETY: buf is writable for its whole length, which is what is passed.
+    let n = unsafe {
+        libc::proc_pidfdinfo(
+            pid,
+            fd,
+            flavor,
+            buf.0.as_mut_ptr().cast(),
+            buf.0.len() as libc::c_int,
+        )
+    };
+    if n <= 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if (n as usize) < std::mem::size_of::<T>() {
+        return Err(io::Error::other("proc_pidfdinfo answered short"));
+    }
+    // SAFETY: the kernel wrote at least size_of::<T>() bytes of a structure
+    // that begins with T's fields; T is plain old data.
+    Ok(unsafe { std::ptr::read_unaligned(buf.0.as_ptr().cast::<T>()) })
+}
+
+/// A file's identity as both `stat(2)` and libproc give it: `vst_dev` is
+/// 32 bits, so the device is compared in 32 bits.
+pub(crate) fn inode_object(dev: u64, ino: u64) -> crate::holders::Object {
+    crate::holders::Object::Inode {
+        dev: u64::from(dev as u32),
+        ino,
+    }
+}
+
+/// The object `fd` refers to: a file by device and inode; a socket by its
+/// handle, since xnu's `soo_stat` leaves a socket's `st_ino` zero.
+///
+/// # References
+/// - xnu `bsd/kern/sys_socket.c` (`soo_stat`), `bsd/kern/socket_info.c`
+///   (`fill_socketinfo`: `soi_so = VM_KERNEL_ADDRHASH(so)`)
+pub(crate) fn object_of(fd: RawFd) -> io::Result<crate::holders::Object> {
+    let st = super::fstat(fd)?;
+    if st.st_mode & libc::S_IFMT == libc::S_IFSOCK {
+        let me = std::process::id() as libc::pid_t;
+        let head: SocketFdinfoHead = pidfdinfo(me, fd, PROC_PIDFDSOCKETINFO)?;
+        return Ok(crate::holders::Object::Socket(head.soi_so));
+    }
+    Ok(inode_object(st.st_dev as u64, st.st_ino))
+}
+
+/// Every pid, from `proc_listallpids` (which answers a count of pids, 0 on
+/// failure: xnu `libsyscall/wrappers/libproc/libproc.c`).
+fn all_pids() -> io::Result<Vec<libc::pid_t>> {
+    let pids = list_pids(|buf, bytes| {
+        // SAFETY: buf has room for `bytes` bytes.
+        unsafe { libc::proc_listallpids(buf, bytes) }
+    })?;
+    // This process at least exists: an empty list is libproc's failure.
+    if pids.is_empty() {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(pids)
+}
+
+/// A libproc pid list, grown until it fits.
+fn list_pids(
+    call: impl Fn(*mut libc::c_void, libc::c_int) -> libc::c_int,
+) -> io::Result<Vec<libc::pid_t>> {
+    let mut cap = 1024usize;
+    loop {
+        let mut buf: Vec<libc::pid_t> = vec![0; cap];
+        let bytes = (cap * std::mem::size_of::<libc::pid_t>()) as libc::c_int;
+        let n = call(buf.as_mut_ptr().cast(), bytes);
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let n = n as usize;
+        if n < cap {
+            buf.truncate(n);
+            return Ok(buf);
+        }
+        cap *= 2;
+    }
+}
+
+/// The pids holding `object`: every process (`proc_listallpids`) whose
+/// descriptors of the matching type (`PROC_PIDLISTFDS`) include one that
+/// `proc_pidfdinfo` says is that object. Another user's processes answer
+/// `EPERM` and are skipped, as `lsof` skips them.
+///
+/// # References
+/// - xnu `bsd/kern/proc_info.c` (`proc_pidfdinfo`, `PROC_PIDLISTFDS`)
+pub(crate) fn holders_of_object(object: crate::holders::Object) -> io::Result<Vec<u32>> {
+    use crate::holders::Object;
+    let (fdtype, flavor) = match object {
+        Object::Inode { .. } => (libc::PROX_FDTYPE_VNODE, PROC_PIDFDVNODEINFO),
+        Object::Socket(_) => (libc::PROX_FDTYPE_SOCKET, PROC_PIDFDSOCKETINFO),
+    };
+    let matches = |pid: libc::pid_t, fd: RawFd| -> bool {
+        match object {
+            Object::Inode { dev, ino } => {
+                pidfdinfo::<VnodeFdinfo>(pid, fd, flavor).is_ok_and(|v| {
+                    u64::from(v.pvi.vi_stat.vst_dev) == dev && v.pvi.vi_stat.vst_ino == ino
+                })
+            }
+            Object::Socket(so) => {
+                pidfdinfo::<SocketFdinfoHead>(pid, fd, flavor).is_ok_and(|h| h.soi_so == so)
+            }
+        }
+    };
+    let mut holders = Vec::new();
+    for pid in all_pids()? {
+        let Ok(fds) = fd_list(pid) else {
+            continue;
+        };
+        let held = fds
+            .iter()
+            .filter(|f| f.proc_fdtype == fdtype as u32)
+            .any(|f| matches(pid, f.proc_fd));
+        if held {
+            holders.push(pid as u32);
+        }
+    }
+    Ok(holders)
+}
+
+/// The executable `pid` runs now: `proc_pidpath` (a fork that has not
+/// exec'd still answers its parent's, as it shares the text vnode).
+pub(crate) fn exe_of(pid: u32) -> io::Result<std::path::PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut buf = vec![0u8; libc::PROC_PIDPATHINFO_MAXSIZE as usize];
+    // SAFETY: buf is writable for the length passed.
+    let n = unsafe {
+        libc::proc_pidpath(
+            pid as libc::c_int,
+            buf.as_mut_ptr().cast(),
+            buf.len() as u32,
+        )
+    };
+    if n <= 0 {
+        return Err(io::Error::last_os_error());
+    }
+    buf.truncate(n as usize);
+    Ok(std::ffi::OsStr::from_bytes(&buf).into())
+}
+
+/// The live children of `parent`: `proc_listchildpids` (a count of pids).
+pub(crate) fn children_of(parent: u32) -> io::Result<Vec<u32>> {
+    let pids = list_pids(|buf, bytes| {
+        // SAFETY: buf has room for `bytes` bytes.
+        unsafe { libc::proc_listchildpids(parent as libc::pid_t, buf, bytes) }
+    })?;
+    Ok(pids.into_iter().map(|p| p as u32).collect())
 }
 
 /// The clocks `clock_gettime(3)` offers on macOS (10.12+), by name. Apple's
@@ -175,8 +459,16 @@ pub(crate) const INSTANT_CLOCK: &str = "CLOCK_UPTIME_RAW";
 /// - `man 1 dyld` (DYLD_INSERT_LIBRARIES)
 /// - <https://developer.apple.com/library/archive/documentation/Security/Conceptual/System_Integrity_Protection_Guide/RuntimeProtections/RuntimeProtections.html>
 pub(crate) const PRELOAD: Option<(&str, &str)> = Some(("DYLD_INSERT_LIBRARIES", "dylib"));
-/// macOS has no `close_range(2)`.
+/// macOS has no `close_range(2)`. The error is a bare errno (`ENOSYS`):
+/// this may run in a `pre_exec` hook, between fork and exec, where building
+/// an error with a message would allocate. Callers decide support in the
+/// parent with [`close_range_supported`].
 pub(crate) fn close_range_from(_first: std::os::fd::RawFd) -> std::io::Result<()> {
+    Err(std::io::Error::from_raw_os_error(libc::ENOSYS))
+}
+
+/// macOS has no `close_range(2)` (it is Linux 5.9+ and FreeBSD 13+).
+pub(crate) fn close_range_supported() -> std::io::Result<()> {
     Err(std::io::Error::new(
         std::io::ErrorKind::Unsupported,
         "macOS has no close_range(2)",
@@ -204,21 +496,41 @@ pub(crate) fn vfork_exec(
     vfork_supported().map(|()| 0)
 }
 
-/// libSystem has no `posix_spawn_file_actions_addclosefrom_np`; its own
-/// answer is `POSIX_SPAWN_CLOEXEC_DEFAULT`.
-pub(crate) fn addclosefrom_supported() -> std::io::Result<()> {
-    Err(std::io::Error::new(
-        std::io::ErrorKind::Unsupported,
-        "libSystem has no posix_spawn_file_actions_addclosefrom_np (use POSIX_SPAWN_CLOEXEC_DEFAULT)",
-    ))
+type AddClosefrom =
+    unsafe extern "C" fn(*mut libc::posix_spawn_file_actions_t, libc::c_int) -> libc::c_int;
+
+/// `posix_spawn_file_actions_addclosefrom_np`, looked up at run time: no
+/// libSystem has it yet (gnulib lists it missing on macOS 14), but a binary
+/// built today must use it on the macOS that adds it.
+fn addclosefrom_fn() -> Option<AddClosefrom> {
+    let sym = lookup(c"posix_spawn_file_actions_addclosefrom_np")?;
+    // SAFETY: the symbol has glibc's and FreeBSD's documented signature.
+    Some(unsafe { std::mem::transmute::<*mut libc::c_void, AddClosefrom>(sym.as_ptr()) })
 }
 
-/// Never called: [`addclosefrom_supported`] fails first.
+/// Whether libSystem has `posix_spawn_file_actions_addclosefrom_np`; its own
+/// answer to the problem is `POSIX_SPAWN_CLOEXEC_DEFAULT`.
+pub(crate) fn addclosefrom_supported() -> std::io::Result<()> {
+    addclosefrom_fn().map(|_| ()).ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            "libSystem has no posix_spawn_file_actions_addclosefrom_np (looked up at run time; \
+             its own answer is POSIX_SPAWN_CLOEXEC_DEFAULT)",
+        )
+    })
+}
+
+/// `posix_spawn_file_actions_addclosefrom_np(actions, from)` where libSystem has it.
 pub(crate) fn addclosefrom(
-    _actions: &mut libc::posix_spawn_file_actions_t,
-    _from: libc::c_int,
+    actions: &mut libc::posix_spawn_file_actions_t,
+    from: libc::c_int,
 ) -> std::io::Result<()> {
-    addclosefrom_supported()
+    let f = addclosefrom_fn().ok_or_else(|| addclosefrom_supported().unwrap_err())?;
+    // SAFETY: an initialised file-actions object.
+    match unsafe { f(actions, from) } {
+        0 => Ok(()),
+        rc => Err(std::io::Error::from_raw_os_error(rc)),
+    }
 }
 
 /// `POSIX_SPAWN_CLOEXEC_DEFAULT`—posix_spawn closes every descriptor not
@@ -441,18 +753,20 @@ pub(crate) fn spawn_isolated(
     // Pipes for Piped: the parent's ends by stdio number; the child's ends
     // stay open until the spawn returns.
     let mut parent_ends: [Option<OwnedFd>; 3] = [None, None, None];
+    // Kept open until the spawn returns: pipe ends and /dev/null, each
+    // close-on-exec here and dup2'd onto stdio in the child.
     let mut child_ends: Vec<OwnedFd> = Vec::new();
     for (fd, how) in stdio.iter().enumerate() {
         let fd = fd as libc::c_int;
         match how {
             Stdio::Inherit => add_inherit(&mut spawner, fd)?,
             Stdio::Null => {
-                let mode = if fd == 0 {
-                    libc::O_RDONLY
-                } else {
-                    libc::O_WRONLY
-                };
-                spawner.open(fd, c"/dev/null", mode)?;
+                let null = std::fs::File::options()
+                    .read(fd == 0)
+                    .write(fd != 0)
+                    .open("/dev/null")?;
+                spawner.dup2(null.as_raw_fd(), fd)?;
+                child_ends.push(null.into());
             }
             Stdio::Piped => {
                 // Two steps inside std on macOS (no pipe2); both ends end up close-on-exec.

@@ -2,6 +2,9 @@
 //! here and nowhere else. Callers detect features at run time: a constant being
 //! defined here says the OS may have the call, not that this kernel does.
 
+// Pure helpers the OS files use, compiled everywhere so they are tested here.
+mod compat;
+
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]
@@ -22,17 +25,28 @@ mod other;
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
 pub(crate) use other::*;
 
-// Holder scans read Linux's /proc. On macOS, proc_pidinfo(PROC_PIDLISTFDS)
-// with proc_pidfdinfo could do the same; until it is written, the scan
-// reports ENOSYS there and elsewhere, which the probes show as unsupported.
-#[cfg(not(target_os = "linux"))]
+// Holder scans: Linux walks /proc, macOS asks libproc; elsewhere the scan
+// reports ENOSYS, which the probes show as unsupported.
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
 mod no_scan {
+    use crate::holders::Object;
+
     fn no_scan<T>() -> std::io::Result<T> {
         Err(std::io::Error::from_raw_os_error(libc::ENOSYS))
     }
 
+    /// A file's identity, as `stat(2)` gives it.
+    pub(crate) fn inode_object(dev: u64, ino: u64) -> Object {
+        Object::Inode { dev, ino }
+    }
+
     /// Unsupported here: see `no_scan`.
-    pub(crate) fn holders_of_inode(_dev: u64, _ino: u64) -> std::io::Result<Vec<u32>> {
+    pub(crate) fn object_of(_fd: std::os::fd::RawFd) -> std::io::Result<Object> {
+        no_scan()
+    }
+
+    /// Unsupported here: see `no_scan`.
+    pub(crate) fn holders_of_object(_object: Object) -> std::io::Result<Vec<u32>> {
         no_scan()
     }
 
@@ -46,8 +60,36 @@ mod no_scan {
         no_scan()
     }
 }
-#[cfg(not(target_os = "linux"))]
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
 pub(crate) use no_scan::*;
+
+/// Whether the C library this process runs with has the function `name`:
+/// `dlsym(RTLD_DEFAULT, name)`, at run time, since the headers a binary was
+/// built with say nothing about the libc it runs on (a missing weak import
+/// is NULL on macOS; glibc adds calls release by release).
+///
+/// # References
+/// - <https://man7.org/linux/man-pages/man3/dlsym.3.html>
+pub(crate) fn has_function(name: &std::ffi::CStr) -> bool {
+    // SAFETY: dlsym with a NUL-terminated name; RTLD_DEFAULT searches every
+    // loaded image and the result is only compared with NULL.
+    !unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) }.is_null()
+}
+
+/// `fstat(fd)`.
+#[cfg_attr(
+    not(any(target_os = "linux", target_os = "macos")),
+    expect(dead_code, reason = "only the Linux and macOS scanners read it")
+)]
+fn fstat(fd: std::os::fd::RawFd) -> std::io::Result<libc::stat> {
+    // SAFETY: an all-zero `stat` is a valid value to be overwritten.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: st is writable; a closed descriptor answers EBADF.
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(st)
+}
 
 /// Takes ownership of a descriptor a call just returned, or its error (`-1`).
 pub(crate) fn owned(rc: libc::c_int) -> std::io::Result<std::os::fd::OwnedFd> {

@@ -81,8 +81,13 @@ fn unsupported(what: &str) -> std::io::Error {
     )
 }
 
-/// Not wired up here.
+/// Not wired up here: a bare errno, as this may run between fork and exec.
 pub(crate) fn close_range_from(_first: std::os::fd::RawFd) -> std::io::Result<()> {
+    Err(std::io::Error::from_raw_os_error(libc::ENOSYS))
+}
+
+/// Not wired up here.
+pub(crate) fn close_range_supported() -> std::io::Result<()> {
     Err(unsupported("close_range"))
 }
 

@@ -95,26 +95,6 @@ impl Spawner {
         spawn_rc(rc, "posix_spawn_file_actions_adddup2")
     }
 
-    /// `posix_spawn_file_actions_addopen(target, path, flags, 0)`.
-    pub(crate) fn open(
-        &mut self,
-        target: RawFd,
-        path: &'static CStr,
-        flags: libc::c_int,
-    ) -> io::Result<()> {
-        // SAFETY: records an action; the path is 'static, so it outlives the spawn.
-        let rc = unsafe {
-            libc::posix_spawn_file_actions_addopen(
-                &mut self.actions,
-                target,
-                path.as_ptr(),
-                flags,
-                0,
-            )
-        };
-        spawn_rc(rc, "posix_spawn_file_actions_addopen")
-    }
-
     /// `posix_spawnattr_setflags(flags)`.
     pub(crate) fn set_flags(&mut self, flags: libc::c_short) -> io::Result<()> {
         // SAFETY: sets a field of the initialised attributes object.
