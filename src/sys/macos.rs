@@ -579,8 +579,6 @@ pub(crate) fn each_open_fd(f: &mut dyn FnMut(RawFd)) -> io::Result<()> {
     Ok(())
 }
 
-/// `PROC_PIDFDSOCKETINFO` (xnu `bsd/sys/proc_info.h`; not in the libc crate).
-const PROC_PIDFDSOCKETINFO: libc::c_int = 3;
 /// Offset of `psi.soi_options` in `struct socket_fdinfo`: `proc_fileinfo` is
 /// 24 bytes, then `socket_info` holds a 136-byte `vinfo_stat`, `soi_so`,
 /// `soi_pcb` (8 each), `soi_type`, `soi_protocol`, `soi_family` (4 each),
