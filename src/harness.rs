@@ -223,8 +223,9 @@ extern "C" fn on_signal(_: libc::c_int) {
     INTERRUPTED.store(true, Ordering::Relaxed);
 }
 
-/// Sets a flag on SIGINT and SIGTERM instead of dying, so every child is
-/// reaped and every scratch path removed before the process exits.
+/// Sets a flag on SIGINT, SIGTERM and SIGHUP (a closed terminal) instead of
+/// dying, so every child is reaped and every scratch path removed before the
+/// process exits.
 pub fn catch_interrupts() {
     // SAFETY: all-zero is a valid `struct sigaction` (no flags, no handler)
     // that the lines below fill in.
@@ -232,14 +233,14 @@ pub fn catch_interrupts() {
     action.sa_sigaction = on_signal as *const () as libc::sighandler_t;
     // SAFETY: initialises the mask inside the struct above.
     unsafe { libc::sigemptyset(&mut action.sa_mask) };
-    for sig in [libc::SIGINT, libc::SIGTERM] {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: installs a handler that only stores to an atomic, which is
         // async-signal-safe.
         unsafe { libc::sigaction(sig, &action, std::ptr::null_mut()) };
     }
 }
 
-/// Whether SIGINT or SIGTERM arrived since [`catch_interrupts`].
+/// Whether SIGINT, SIGTERM or SIGHUP arrived since [`catch_interrupts`].
 pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::Relaxed)
 }

@@ -25,6 +25,8 @@ pub mod matrix;
 pub mod platform;
 pub mod preload;
 pub mod pressure;
+pub mod pressure_file;
+pub mod readme;
 pub mod report;
 pub mod reported;
 pub mod results;

@@ -21,7 +21,9 @@ use crate::verdict::{
 /// 2: arms carry their kind, the control they are judged against, their sham
 /// and their `avoids` argument; race windows count spawns; unconfirmed
 /// trials are counted in `broken_trials`.
-pub const SCHEMA_VERSION: u32 = 2;
+/// 3: the platform names the full kernel release, uname's version, the
+/// upstream version of a distribution's ABI name and the virtualization.
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The command that regenerates a results folder, named when an older file is refused.
 pub const REGENERATE: &str = "make probe-linux (or: fdwindow run)";
@@ -143,11 +145,21 @@ impl ProbeReport {
                 arm.kind,
                 Against {
                     control: self.control_of(arm).map(|c| &c.outcome),
-                    sham: arm.sham.as_deref().map(|sham| {
-                        self.find(sham, arm.window)
-                            .filter(|s| s.role == Role::Sham)
-                            .map(|s| &s.outcome)
-                    }),
+                    // Whether a fix is sham-tested is decided per arm, not per
+                    // window: an arm with a sham in one window and none in
+                    // another is judged there as if its sham did not run.
+                    sham: match arm.sham.as_deref() {
+                        Some(sham) => Some(
+                            self.find(sham, arm.window)
+                                .filter(|s| s.role == Role::Sham)
+                                .map(|s| &s.outcome),
+                        ),
+                        None => self
+                            .arms
+                            .iter()
+                            .any(|a| a.arm == arm.arm && a.sham.is_some())
+                            .then_some(None),
+                    },
                     avoids: arm.avoids.as_deref(),
                 },
             ),
@@ -227,8 +239,15 @@ impl ResultsFile {
         // than reported as whatever field it no longer has.
         let head: serde_json::Value =
             serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
-        match head.get("schema").and_then(serde_json::Value::as_u64) {
-            Some(v) => check_schema(v)?,
+        match head.get("schema") {
+            Some(v) => match v.as_u64() {
+                Some(v) => check_schema(v)?,
+                None => {
+                    return Err(format!(
+                        "\"schema\" is {v}, not a version number: not an fdwindow results file"
+                    ));
+                }
+            },
             None => return Err("no \"schema\" field: not an fdwindow results file".into()),
         }
         let file: ResultsFile =
@@ -460,5 +479,57 @@ mod tests {
             .push(dup);
         let err = ResultsFile::from_json(&serde_json::to_string(&file).unwrap()).unwrap_err();
         assert!(err.contains("twice"), "{err}");
+    }
+}
+
+#[cfg(test)]
+mod sham_tests {
+    use super::*;
+    use crate::verdict::Verdict;
+
+    /// A fix sham-tested in one window cannot be `valid` without its sham in
+    /// another (two-step-cloexec's spawn-lock runs in posix-spawn with its
+    /// sham only in inherited).
+    #[test]
+    fn a_sham_tested_arm_needs_its_sham_in_every_window() {
+        let arm = |arm: &str, role, window, sham: Option<&str>, outcome| ArmReport {
+            arm: arm.into(),
+            role,
+            window,
+            kind: window.kind().unwrap(),
+            about: "x".into(),
+            against: (role != Role::Control).then(|| "c".into()),
+            sham: sham.map(Into::into),
+            avoids: None,
+            outcome,
+        };
+        let (det, race) = (Window::Inherited, Window::PosixSpawn);
+        let report = ProbeReport {
+            schema: SCHEMA_VERSION,
+            hazard: "h".into(),
+            about: "x".into(),
+            fdwindow_version: "0.1.0".into(),
+            platform: Platform::detect(),
+            started_at: utc_now(),
+            elapsed_ms: 1,
+            arms: vec![
+                arm("c", Role::Control, det, None, Outcome::observed(10, 10)),
+                arm("c", Role::Control, race, None, Outcome::observed(300, 300)),
+                arm(
+                    "m",
+                    Role::Mitigation,
+                    det,
+                    Some("m-sham"),
+                    Outcome::observed(0, 10),
+                ),
+                arm("m-sham", Role::Sham, det, None, Outcome::observed(10, 10)),
+                arm("m", Role::Mitigation, race, None, Outcome::observed(0, 300)),
+            ],
+            tables: vec![],
+        };
+        assert_eq!(report.judgement(&report.arms[2]).verdict, Verdict::Valid);
+        let j = report.judgement(&report.arms[4]);
+        assert_eq!(j.verdict, Verdict::Inconclusive, "{j:?}");
+        assert_eq!(j.why.as_deref(), Some("its sham did not run"));
     }
 }

@@ -156,29 +156,50 @@ pub fn fisher_less(a: Count, b: Count) -> f64 {
     if a.hits < low {
         return 0.0;
     }
+    let high = k.min(a.trials);
+    if a.hits >= high {
+        return 1.0;
+    }
     let ln_total = ln_choose(n, a.trials);
     let term = |x: u64| {
         (ln_choose(k, x) + ln_choose(n - k, a.trials - x) - ln_total)
             .exp()
             .min(1.0)
     };
-    // Sum the lower tail by the ratio of successive terms, from `low` up.
-    let mut p = term(low);
-    let mut t = p;
-    let mut x = low;
+    let (kf, af, nf) = (k as f64, a.trials as f64, n as f64);
+    // P(x + 1) / P(x), for low <= x < high.
+    let up = |x: f64| (kf - x) * (af - x) / ((x + 1.0) * (nf - kf - af + x + 1.0));
+    // The terms rise to the mode and fall after it (the distribution is
+    // log-concave), so each tail is summed from its end nearest the mode
+    // outwards, where the terms only shrink: starting at the far end instead
+    // loses everything when its first term underflows (0/1e5 hits of 2000).
+    // The sum stops once the rest, bounded by a geometric series at the
+    // current ratio, cannot move it; at most a few standard deviations.
     let mode = ((a.trials + 1) as f64 * (k + 1) as f64 / (n + 2) as f64) as u64;
-    while x < a.hits {
-        let (xf, kf, af, nf) = (x as f64, k as f64, a.trials as f64, n as f64);
-        t *= (kf - xf) * (af - xf) / ((xf + 1.0) * (nf - kf - af + xf + 1.0));
-        x += 1;
-        p += t;
-        // Past the mode the terms only shrink: once they no longer move the
-        // sum, the rest cannot either (at most 10^9 of them).
-        if x > mode && t < p * 1e-18 {
-            break;
+    let tail = |from: u64, step: &dyn Fn(u64) -> Option<(u64, f64)>| {
+        let mut t = term(from);
+        let mut sum = t;
+        let mut x = from;
+        while let Some((next, ratio)) = step(x) {
+            t *= ratio;
+            sum += t;
+            x = next;
+            if t == 0.0 || (ratio < 1.0 && t * ratio / (1.0 - ratio) <= sum * 1e-17) {
+                break;
+            }
         }
-    }
-    p.min(1.0)
+        sum
+    };
+    let p = if a.hits < mode {
+        // The lower tail itself, from a.hits down to low.
+        tail(a.hits, &|x| {
+            (x > low).then(|| (x - 1, 1.0 / up((x - 1) as f64)))
+        })
+    } else {
+        // One minus the upper tail, from a.hits + 1 up to high.
+        1.0 - tail(a.hits + 1, &|x| (x < high).then(|| (x + 1, up(x as f64))))
+    };
+    p.clamp(0.0, 1.0)
 }
 
 #[cfg(test)]
@@ -261,6 +282,48 @@ mod tests {
             prop_assert!(Count::new(0, n).wilson().high < t);
             if n > 1 {
                 prop_assert!(Count::new(0, n - 1).wilson().high >= t);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod large_count_tests {
+    use super::*;
+
+    #[test]
+    fn fisher_lower_tail_survives_an_underflowing_first_term() {
+        // Equal rates with thousands of hits: the tail's first term (x = 0)
+        // is below f64's range, yet the tail is about one half.
+        let p = fisher_less(Count::new(1000, 100_000), Count::new(1000, 100_000));
+        assert!((p - 0.508_964).abs() < 1e-4, "{p}");
+        // A mitigation far worse than its control: p is near 1, not 0.
+        let worse = fisher_less(Count::new(5_000, 100_000), Count::new(1_000, 100_000));
+        assert!(worse > 0.999, "{worse}");
+        // Far better: tiny but a probability (1.79e-125).
+        let better = fisher_less(Count::new(50, 1000), Count::new(500, 1000));
+        assert!((better / 1.793_568_9e-125 - 1.0).abs() < 1e-4, "{better}");
+    }
+
+    #[test]
+    fn fisher_matches_the_plain_sum_on_small_tables() {
+        let choose =
+            |n: u64, k: u64| (0..k).fold(1.0f64, |c, i| c * (n - i) as f64 / (i + 1) as f64);
+        for (at, bt) in [(1u64, 1u64), (6, 6), (7, 7), (10, 12), (20, 9)] {
+            for ah in 0..=at {
+                for bh in 0..=bt {
+                    let (n, k) = (at + bt, ah + bh);
+                    let exact = (0..=ah.min(k))
+                        .filter(|&x| k - x <= bt)
+                        .map(|x| choose(k, x) * choose(n - k, at - x) / choose(n, at))
+                        .sum::<f64>()
+                        .min(1.0);
+                    let p = fisher_less(Count::new(ah, at), Count::new(bh, bt));
+                    assert!(
+                        (p - exact).abs() < 1e-9,
+                        "{ah}/{at} vs {bh}/{bt}: {p} != {exact}"
+                    );
+                }
             }
         }
     }
