@@ -48,6 +48,10 @@ enum Cmd {
         /// Milliseconds per arm in the posix-spawn race.
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..=600_000))]
         race_ms: Option<u64>,
+        /// Also measure what only a thorough run measures (the RLIMIT_NOFILE
+        /// sweep); a later default run keeps that table.
+        #[arg(long)]
+        thorough: bool,
         /// Hard timeout per probe, in seconds.
         #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..=3600))]
         timeout: u64,
@@ -172,9 +176,10 @@ fn main() -> ExitCode {
             probes,
             trials,
             race_ms,
+            thorough,
             timeout,
             only,
-        } => run(results, probes, trials, race_ms, timeout, only),
+        } => run(results, probes, trials, race_ms, thorough, timeout, only),
         Cmd::Matrix {
             results,
             readme,
@@ -252,6 +257,7 @@ fn run(
     probes: Option<PathBuf>,
     trials: Option<u64>,
     race_ms: Option<u64>,
+    thorough: bool,
     timeout: u64,
     only: Vec<String>,
 ) -> Result<ExitCode, Usage> {
@@ -268,6 +274,7 @@ fn run(
         probes_dir,
         trials,
         race_ms,
+        thorough,
         timeout: Duration::from_secs(timeout),
         only,
     };
@@ -279,6 +286,11 @@ fn run(
                 summary.results_path.display(),
                 opts.results_dir.join("MATRIX.md").display(),
                 summary.elapsed.as_secs_f64()
+            ));
+            emit(&format!(
+                "{}
+",
+                probe_times(&summary.results, &opts.only, &summary.failures)
             ));
             if summary.failures.is_empty() {
                 Ok(ExitCode::SUCCESS)
@@ -608,4 +620,26 @@ fn summary_table(file: &ResultsFile) -> String {
         out.push('\n');
     }
     out
+}
+
+/// The closing note's per-probe times, slowest first: each probe's own
+/// elapsed time from the report this run wrote (a probe that failed kept
+/// its previous report, so it is left out).
+fn probe_times(
+    results: &fdwindow::report::ResultsFile,
+    only: &[String],
+    failures: &[(String, String)],
+) -> String {
+    let mut times: Vec<(&str, u64)> = runner::PROBES
+        .iter()
+        .filter(|h| only.is_empty() || only.iter().any(|o| o == *h))
+        .filter(|h| !failures.iter().any(|(f, _)| f == *h))
+        .filter_map(|h| results.probes.get(*h).map(|r| (*h, r.elapsed_ms)))
+        .collect();
+    times.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let parts: Vec<String> = times
+        .iter()
+        .map(|(h, ms)| format!("{h} {:.1} s", *ms as f64 / 1000.0))
+        .collect();
+    format!("time per probe: {}", parts.join(", "))
 }

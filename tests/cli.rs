@@ -76,6 +76,17 @@ fn run_then_ask_for_verdicts() {
     let dir = s.dir().join("results");
     let out = quick_run(&dir);
     assert!(out.status.success(), "{}", stderr(&out));
+    // The closing note names the time of each probe this run ran, and only those.
+    let text = String::from_utf8_lossy(&out.stdout);
+    let note = text
+        .lines()
+        .find(|l| l.starts_with("time per probe: "))
+        .unwrap_or_else(|| panic!("no per-probe times in:\n{text}"));
+    assert!(
+        note.starts_with("time per probe: posix-lock-drop ") && note.ends_with(" s"),
+        "{note}"
+    );
+    assert!(!note.contains(','), "{note}");
     let mut names: Vec<String> = fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
