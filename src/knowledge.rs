@@ -153,6 +153,7 @@ const PROC_MAN: &str =
     "proc_pid_fd(5), proc_pid_exe(5): https://man7.org/linux/man-pages/man5/proc_pid_fd.5.html";
 const STD_SET_VAR: &str = "std::env::set_var docs: no other thread may read the environment outside std::env: https://doc.rust-lang.org/std/env/fn.set_var.html";
 const GLIBC_GETENV: &str = "glibc commit \"stdlib: Make getenv thread-safe in more cases\" (2024-11, glibc 2.41): https://sourceware.org/pipermail/libc-alpha/2024-November/161640.html";
+const UDP7: &str = "udp(7): https://man7.org/linux/man-pages/man7/udp.7.html";
 const UNIX_MAN: &str = "unix(7): a socket bound to a pathname lives as a file until unlinked; connect to a stream socket: https://man7.org/linux/man-pages/man7/unix.7.html";
 const AF_UNIX_CONNECT: &str = "Linux net/unix/af_unix.c unix_stream_connect(): ECONNREFUSED unless the peer is in TCP_LISTEN and lacks RCV_SHUTDOWN; unix_shutdown() sets sk_shutdown on the shared socket";
 const CONNECT_MAN: &str = "connect(2) ENOENT / ECONNREFUSED, and unlink(2): https://man7.org/linux/man-pages/man2/connect.2.html";
@@ -581,6 +582,42 @@ const LINUX: &[Claim] = &[
         or: None,
         reason: "with SO_REUSEADDR on both sockets, a bind succeeds while the other socket is only bound, not listening",
         refs: &[SOCKET7_REUSEADDR],
+        reported: false,
+        range: None,
+    },
+    Claim {
+        os: "linux",
+        hazard: "port-pick",
+        arm: "udp-pick-then-drop",
+        window: None,
+        verdict: Verdict::Present,
+        or: None,
+        reason: "a child's copy keeps the dropped UDP socket bound, so the server's bind of the picked port fails with EADDRINUSE",
+        refs: &[BIND_MAN, FORK_MAN],
+        reported: false,
+        range: None,
+    },
+    Claim {
+        os: "linux",
+        hazard: "port-pick",
+        arm: "udp-reuseaddr",
+        window: None,
+        verdict: Verdict::Valid,
+        or: None,
+        reason: "with SO_REUSEADDR on both, a UDP bind may share the address with the held copy; the datagram reaching the newer socket is measured, and any other socket setting SO_REUSEADDR could bind the port too",
+        refs: &[SOCKET7_REUSEADDR, UDP7],
+        reported: false,
+        range: None,
+    },
+    Claim {
+        os: "linux",
+        hazard: "port-pick",
+        arm: "udp-bind-zero-in-server",
+        window: None,
+        verdict: Verdict::Avoids,
+        or: None,
+        reason: "the server binds UDP port 0 itself: nothing is picked ahead, so nothing can be held",
+        refs: &[BIND_MAN],
         reported: false,
         range: None,
     },

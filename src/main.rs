@@ -19,6 +19,7 @@ use fdwindow::runner::{self, RunError, RunOptions};
 use fdwindow::verdict::Window;
 use fdwindow::{harness, results};
 
+mod audit;
 mod stress;
 
 #[derive(Parser)]
@@ -134,6 +135,9 @@ enum Cmd {
     /// Run a command N times alone and N times under fork pressure (injected),
     /// and compare failures: `k/N` with 95% intervals, time to first failure.
     Stress(stress::StressArgs),
+    /// Audit a test suite: which tests fail under fork pressure and not alone,
+    /// which class of inherited descriptor breaks them, and the fix.
+    Audit(audit::AuditArgs),
     /// Write a preload library built into fdwindow (e.g. the injector) to a
     /// file, for LD_PRELOAD / DYLD_INSERT_LIBRARIES by hand.
     Preload {
@@ -210,6 +214,7 @@ fn main() -> ExitCode {
             })
         }
         Cmd::Stress(args) => stress::run(args).map_err(Usage),
+        Cmd::Audit(args) => audit::run(args).map_err(Usage),
         Cmd::Preload { name, out } => write_preload(&name, &out),
     };
     result.unwrap_or_else(|Usage(msg)| {
