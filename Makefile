@@ -14,7 +14,7 @@ MACOS_TARGET_DIR ?= target/macos-check
 WEB_ENV := PATH=/usr/bin:$$PATH RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc RUSTC_BOOTSTRAP=1 \
 	CARGO_TARGET_DIR=$(MACOS_TARGET_DIR) RUSTUP_TOOLCHAIN=
 
-.PHONY: probe-linux probe-macos probe matrix test check-macos bench bench-quick lint clean
+.PHONY: probe-linux probe-macos probe matrix pressure test check-macos bench bench-quick lint clean
 
 probe-linux:
 	@[ "$(UNAME)" = Linux ] || { echo "probe-linux measures Linux; this is $(UNAME): run 'make probe-macos' on a Mac" >&2; exit 2; }
@@ -27,9 +27,19 @@ probe-macos:
 probe:
 	$(CARGO) build --release --locked --bins
 	./target/release/fdwindow run --results $(RESULTS)
+	./target/release/fdwindow matrix --results $(RESULTS)
 
+# Regenerates MATRIX.md, the chart and README.md's generated sections.
 matrix:
 	$(CARGO) run --release --locked --bin fdwindow -- matrix --results $(RESULTS)
+
+# The fork-pressure measurements behind README.md's pressure tables:
+# $(RESULTS)/pressure-<platform>.json, then the README's sections.
+PRESSURE_RUNS ?= 100
+pressure:
+	$(CARGO) build --release --locked --workspace --lib --bins --examples
+	./target/release/examples/pressure_tables --runs $(PRESSURE_RUNS) --results $(RESULTS)
+	./target/release/fdwindow matrix --results $(RESULTS)
 
 test:
 	@if $(CARGO) nextest --version >/dev/null 2>&1; then \
@@ -54,13 +64,14 @@ check-macos:
 		$(WEB_ENV) /usr/bin/cargo clippy --locked -Zbuild-std=std,panic_abort --target $$t --all-targets -- -D warnings || exit 1; \
 	done
 
-# Both write $(RESULTS)/costs-<platform>.json (the medians behind MATRIX.md's
-# cost columns; criterion's own JSON stays private) and regenerate the matrix.
+# Both write $(RESULTS)/costs-<platform>.json (the interleaved samples and the
+# intervals behind MATRIX.md's cost columns; criterion's own JSON stays
+# private) and regenerate the matrix.
 bench:
 	FDWINDOW_RESULTS=$(RESULTS) $(CARGO) bench --locked --bench bench_main
 	$(CARGO) run --release --locked --bin fdwindow -- matrix --results $(RESULTS)
 
-# Criterion's --quick with the short times each group sets: under 2 minutes.
+# Criterion's --quick with the short times each group sets, and fewer rounds.
 bench-quick:
 	FDWINDOW_RESULTS=$(RESULTS) $(CARGO) bench --locked --bench bench_main -- --quick
 	$(CARGO) run --release --locked --bin fdwindow -- matrix --results $(RESULTS)

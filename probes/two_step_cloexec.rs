@@ -44,13 +44,20 @@ use fdwindow::cloexec::{
 };
 use fdwindow::errno::means_unsupported;
 use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Settings, Trial};
+use fdwindow::parked::{self, Mode, StdCall};
 use fdwindow::report::Table;
 use fdwindow::scratch::Scratch;
 use fdwindow::spawn_lock::{SPAWN_LOCK, spawn_in_gap};
 use fdwindow::verdict::Role::{Control, Mitigation, Sham};
-use fdwindow::verdict::Window::{self, Inherited, PosixSpawn};
+use fdwindow::verdict::Window::{self, Inherited, ParkedCall, PosixSpawn};
 
 const BOTH: &[Window] = &[Inherited, PosixSpawn];
+/// The controls run in every window that builds the gap.
+const CONTROL_WINDOWS: &[Window] = &[Inherited, PosixSpawn, ParkedCall];
+/// std's constructors raced and parked.
+const STD_WINDOWS: &[Window] = &[PosixSpawn, ParkedCall];
+/// Only the parked-call window.
+const PARKED: &[Window] = &[ParkedCall];
 
 /// Each creation call: its control arm and, where std has a constructor
 /// raced here, that std arm. One table, so a new window (parked-call) can be
@@ -86,8 +93,41 @@ macro_rules! control {
                 stringify!($call),
                 "), then fcntl(F_SETFD, FD_CLOEXEC)."
             ),
-            windows: BOTH,
+            windows: CONTROL_WINDOWS,
             trial: $f,
+            ..ARM
+        }
+    };
+}
+
+/// A std constructor: a mitigation judged against its call's control.
+macro_rules! std_arm {
+    ($id:literal, $about:literal, $windows:expr, $f:ident, $control:literal) => {
+        Arm {
+            id: $id,
+            role: Mitigation,
+            about: concat!(
+                $about,
+                ". In parked-call its code is std's own, so its sham (the same call with the flag stripped by the interposer) shows the window sees a missing flag."
+            ),
+            windows: $windows,
+            trial: $f,
+            against: Some($control),
+            ..ARM
+        }
+    };
+}
+
+/// A parked-call sham: the mitigation's own code, its atomic flag stripped.
+macro_rules! sham {
+    ($id:literal, $about:literal, $f:ident, $control:literal) => {
+        Arm {
+            id: $id,
+            role: Sham,
+            about: $about,
+            windows: PARKED,
+            trial: $f,
+            against: Some($control),
             ..ARM
         }
     };
@@ -125,8 +165,8 @@ static PROBE: Probe = Probe {
         Arm {
             id: "atomic-flag",
             role: Mitigation,
-            about: "socket(SOCK_CLOEXEC): the flag in the creating call; the code differs from its control in nothing else, so no sham.",
-            windows: BOTH,
+            about: "socket(SOCK_CLOEXEC): the flag in the creating call. In inherited and posix-spawn the code differs from its control in nothing else, so no sham there; in parked-call its sham (the interposer strips the flag) shows the window sees a missing flag.",
+            windows: CONTROL_WINDOWS,
             trial: atomic_flag,
             against: FIX_CONTROL,
             ..ARM
@@ -221,47 +261,124 @@ static PROBE: Probe = Probe {
             against: FIX_CONTROL,
             ..ARM
         },
-        Arm {
-            id: "std-socket",
-            role: Mitigation,
-            about: "std's TcpListener::bind(127.0.0.1:0) raced against spawns: does std's socket creation leak here?",
-            windows: &[PosixSpawn],
-            trial: std_socket,
-            against: Some("two-step-socket"),
-            ..ARM
-        },
-        Arm {
-            id: "std-accept",
-            role: Mitigation,
-            about: "std's UnixListener::accept raced against spawns: does std's accept leak here?",
-            windows: &[PosixSpawn],
-            trial: std_accept,
-            against: Some("two-step-accept"),
-            ..ARM
-        },
-        Arm {
-            id: "std-pipe",
-            role: Mitigation,
-            about: "std::io::pipe raced against spawns: does std's pipe leak here?",
-            windows: &[PosixSpawn],
-            trial: std_pipe,
-            against: Some("two-step-pipe"),
-            ..ARM
-        },
-        Arm {
-            id: "std-socketpair",
-            role: Mitigation,
-            about: "std's UnixStream::pair raced against spawns: does std's socketpair leak here?",
-            windows: &[PosixSpawn],
-            trial: std_socketpair,
-            against: Some("two-step-socketpair"),
-            ..ARM
-        },
+        std_arm!(
+            "std-socket",
+            "std's TcpListener::bind(127.0.0.1:0): raced against spawns, and parked right after its socket call",
+            STD_WINDOWS,
+            std_socket,
+            "two-step-socket"
+        ),
+        std_arm!(
+            "std-accept",
+            "std's UnixListener::accept: raced against spawns, and parked right after its accept call",
+            STD_WINDOWS,
+            std_accept,
+            "two-step-accept"
+        ),
+        std_arm!(
+            "std-pipe",
+            "std::io::pipe: raced against spawns, and parked right after its pipe call",
+            STD_WINDOWS,
+            std_pipe,
+            "two-step-pipe"
+        ),
+        std_arm!(
+            "std-socketpair",
+            "std's UnixStream::pair: raced against spawns, and parked right after its socketpair call",
+            STD_WINDOWS,
+            std_socketpair,
+            "two-step-socketpair"
+        ),
+        std_arm!(
+            "std-unix-connect",
+            "std's UnixStream::connect, parked right after its socket call",
+            PARKED,
+            std_unix_connect,
+            "two-step-connect"
+        ),
+        std_arm!(
+            "std-tcp-connect",
+            "std's TcpStream::connect to 127.0.0.1, parked right after its socket call",
+            PARKED,
+            std_tcp_connect,
+            "two-step-socket"
+        ),
+        std_arm!(
+            "std-file-open",
+            "std's File::open(/dev/null), parked right after its open call",
+            PARKED,
+            std_file_open,
+            "two-step-open"
+        ),
+        std_arm!(
+            "std-dup",
+            "std's File::try_clone, parked right after its fcntl(F_DUPFD_CLOEXEC) call",
+            PARKED,
+            std_dup,
+            "two-step-dup"
+        ),
+        sham!(
+            "atomic-flag-sham",
+            "atomic-flag with the interposer stripping SOCK_CLOEXEC from its socket call.",
+            atomic_flag_sham,
+            "two-step-socket"
+        ),
+        sham!(
+            "std-socket-sham",
+            "std-socket with the interposer stripping SOCK_CLOEXEC from std's socket call.",
+            std_socket_sham,
+            "two-step-socket"
+        ),
+        sham!(
+            "std-accept-sham",
+            "std-accept with the interposer stripping accept4's SOCK_CLOEXEC (Linux; macOS's accept has none).",
+            std_accept_sham,
+            "two-step-accept"
+        ),
+        sham!(
+            "std-pipe-sham",
+            "std-pipe with the interposer stripping pipe2's O_CLOEXEC (Linux; macOS's pipe has none).",
+            std_pipe_sham,
+            "two-step-pipe"
+        ),
+        sham!(
+            "std-socketpair-sham",
+            "std-socketpair with the interposer stripping SOCK_CLOEXEC from std's socketpair call.",
+            std_socketpair_sham,
+            "two-step-socketpair"
+        ),
+        sham!(
+            "std-unix-connect-sham",
+            "std-unix-connect with the interposer stripping SOCK_CLOEXEC from std's socket call.",
+            std_unix_connect_sham,
+            "two-step-connect"
+        ),
+        sham!(
+            "std-tcp-connect-sham",
+            "std-tcp-connect with the interposer stripping SOCK_CLOEXEC from std's socket call.",
+            std_tcp_connect_sham,
+            "two-step-socket"
+        ),
+        sham!(
+            "std-file-open-sham",
+            "std-file-open with the interposer stripping O_CLOEXEC from std's open call.",
+            std_file_open_sham,
+            "two-step-open"
+        ),
+        sham!(
+            "std-dup-sham",
+            "std-dup with the interposer turning F_DUPFD_CLOEXEC into F_DUPFD.",
+            std_dup_sham,
+            "two-step-dup"
+        ),
     ],
     observe: Some(per_call_table),
 };
 
 fn main() -> std::process::ExitCode {
+    // The parked-call window needs the interposer in this process: this
+    // re-executes the probe once with it preloaded (see fdwindow::parked).
+    parked::preload_self();
     fdwindow::harness::main(&PROBE)
 }
 
@@ -406,19 +523,134 @@ fn fix_spawn_sham(t: &mut Trial<'_>) -> Result<bool, Fault> {
 }
 
 fn std_socket(t: &mut Trial<'_>) -> Result<bool, Fault> {
-    race(t, "std-socket", Make::Std(Call::Socket), false)
+    std_trial(t, "std-socket", StdCall::Socket, Mode::Park)
 }
 
 fn std_accept(t: &mut Trial<'_>) -> Result<bool, Fault> {
-    race(t, "std-accept", Make::Std(Call::Accept), false)
+    std_trial(t, "std-accept", StdCall::Accept, Mode::Park)
 }
 
 fn std_pipe(t: &mut Trial<'_>) -> Result<bool, Fault> {
-    race(t, "std-pipe", Make::Std(Call::Pipe), false)
+    std_trial(t, "std-pipe", StdCall::Pipe, Mode::Park)
 }
 
 fn std_socketpair(t: &mut Trial<'_>) -> Result<bool, Fault> {
-    race(t, "std-socketpair", Make::Std(Call::Socketpair), false)
+    std_trial(t, "std-socketpair", StdCall::Socketpair, Mode::Park)
+}
+
+fn std_unix_connect(t: &mut Trial<'_>) -> Result<bool, Fault> {
+    std_trial(t, "std-unix-connect", StdCall::UnixConnect, Mode::Park)
+}
+
+fn std_tcp_connect(t: &mut Trial<'_>) -> Result<bool, Fault> {
+    std_trial(t, "std-tcp-connect", StdCall::TcpConnect, Mode::Park)
+}
+
+fn std_file_open(t: &mut Trial<'_>) -> Result<bool, Fault> {
+    std_trial(t, "std-file-open", StdCall::FileOpen, Mode::Park)
+}
+
+fn std_dup(t: &mut Trial<'_>) -> Result<bool, Fault> {
+    std_trial(t, "std-dup", StdCall::Dup, Mode::Park)
+}
+
+fn atomic_flag_sham(t: &mut Trial<'_>) -> Result<bool, Fault> {
+    parked_raw(t, "atomic-flag-sham", FIX_CALL, Flag::Atomic, Mode::Sham)
+}
+
+fn std_socket_sham(t: &mut Trial<'_>) -> Result<bool, Fault> {
+    std_trial(t, "std-socket-sham", StdCall::Socket, Mode::Sham)
+}
+
+fn std_accept_sham(t: &mut Trial<'_>) -> Result<bool, Fault> {
+    std_trial(t, "std-accept-sham", StdCall::Accept, Mode::Sham)
+}
+
+fn std_pipe_sham(t: &mut Trial<'_>) -> Result<bool, Fault> {
+    std_trial(t, "std-pipe-sham", StdCall::Pipe, Mode::Sham)
+}
+
+fn std_socketpair_sham(t: &mut Trial<'_>) -> Result<bool, Fault> {
+    std_trial(t, "std-socketpair-sham", StdCall::Socketpair, Mode::Sham)
+}
+
+fn std_unix_connect_sham(t: &mut Trial<'_>) -> Result<bool, Fault> {
+    std_trial(t, "std-unix-connect-sham", StdCall::UnixConnect, Mode::Sham)
+}
+
+fn std_tcp_connect_sham(t: &mut Trial<'_>) -> Result<bool, Fault> {
+    std_trial(t, "std-tcp-connect-sham", StdCall::TcpConnect, Mode::Sham)
+}
+
+fn std_file_open_sham(t: &mut Trial<'_>) -> Result<bool, Fault> {
+    std_trial(t, "std-file-open-sham", StdCall::FileOpen, Mode::Sham)
+}
+
+fn std_dup_sham(t: &mut Trial<'_>) -> Result<bool, Fault> {
+    std_trial(t, "std-dup-sham", StdCall::Dup, Mode::Sham)
+}
+
+/// The control call a std constructor is judged against (the record's key).
+fn control_call(call: StdCall) -> Call {
+    match call {
+        StdCall::Socket | StdCall::TcpConnect => Call::Socket,
+        StdCall::Accept => Call::Accept,
+        StdCall::Pipe => Call::Pipe,
+        StdCall::Socketpair => Call::Socketpair,
+        StdCall::UnixConnect => Call::Connect,
+        StdCall::FileOpen => Call::Open,
+        StdCall::Dup => Call::Dup,
+    }
+}
+
+/// A std constructor in its window: raced, or parked by the interposer.
+fn std_trial(
+    t: &mut Trial<'_>,
+    arm: &'static str,
+    call: StdCall,
+    mode: Mode,
+) -> Result<bool, Fault> {
+    match t.window() {
+        ParkedCall => {
+            let seen = parked::std_trial(mode, call, &t.fresh_path("sock"))?;
+            Ok(parked_note(t, arm, control_call(call), &seen))
+        }
+        PosixSpawn => race(t, arm, Make::Std(control_call(call)), false),
+        other => Err(Fault::Broken(format!(
+            "this probe builds no {} window yet",
+            other.id()
+        ))),
+    }
+}
+
+/// A raw call (a control's two steps, or the atomic flag) parked right after
+/// its creating call.
+fn parked_raw(
+    t: &mut Trial<'_>,
+    arm: &'static str,
+    call: Call,
+    flag: Flag,
+    mode: Mode,
+) -> Result<bool, Fault> {
+    let seen = parked::raw_trial(mode, call, flag, &t.fresh_path("sock"))?;
+    Ok(parked_note(t, arm, call, &seen))
+}
+
+/// Records a parked trial: the libc name it parked in, whether a sham had a
+/// flag to strip, and the hit.
+fn parked_note(t: &mut Trial<'_>, arm: &'static str, call: Call, seen: &parked::Seen) -> bool {
+    t.tally("parked-in", &seen.park.call);
+    if arm.ends_with("-sham") {
+        t.tally(
+            "flag-stripped",
+            if seen.park.stripped {
+                "yes"
+            } else {
+                "no: none asked for"
+            },
+        );
+    }
+    note(t, arm, call.id(), seen.hit())
 }
 
 /// The spawn lock: not used, used, or its sham (the same choreography as
@@ -440,6 +672,7 @@ fn arm_trial(
 ) -> Result<bool, Fault> {
     match t.window() {
         Inherited => deterministic(t, arm, call, flag, how, lock),
+        ParkedCall => parked_raw(t, arm, call, flag, Mode::Park),
         PosixSpawn => race(t, arm, Make::Raw(call, flag), lock == Lock::On),
         other => Err(Fault::Broken(format!(
             "this probe builds no {} window yet",

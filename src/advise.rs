@@ -195,7 +195,7 @@ pub fn advise(
             .find_map(|c| c.cost(hazard, &arm).map(|cost| (cost, &c.platform.id)));
         let entry = ArmAdvice {
             cost: measured_cost.map(|(c, platform)| format!("{} on `{platform}`", c.text())),
-            cost_ns: measured_cost.map(|(c, _)| c.fix_ns - c.baseline_ns),
+            cost_ns: measured_cost.map(|(c, _)| c.rank_ns()),
             arm,
             about: arm_about,
             verdict,
@@ -398,13 +398,18 @@ mod tests {
                 .find(|l| l.hazard == "flock-survival" && l.arm == arm)
                 .unwrap()
         };
-        let cost = |ns| crate::costs::BenchCost {
-            median_ns: ns,
-            samples: 10,
+        // Ten rounds each, in a fixed pattern of ±5 ns.
+        let cost = |ns: f64| {
+            crate::costs::BenchCost::from_samples(
+                (0..10)
+                    .map(|i| ns + if i % 2 == 0 { 5.0 } else { -5.0 })
+                    .collect(),
+            )
+            .unwrap()
         };
         // fs2-unlock cheapest, std-unlock dearest; unlock-then-close unmeasured.
         let (fs2, std) = (link("fs2-unlock"), link("std-unlock"));
-        let costs = crate::costs::CostsFile {
+        let mut costs = crate::costs::CostsFile {
             schema: crate::costs::COSTS_SCHEMA,
             platform: linux.platform.clone(),
             benches: [
@@ -413,7 +418,9 @@ mod tests {
                 (std.bench.to_owned(), cost(900.0)),
             ]
             .into(),
+            differences: Default::default(),
         };
+        costs.compute_differences();
         let a = advise(
             &files,
             std::slice::from_ref(&costs),
@@ -429,7 +436,7 @@ mod tests {
                 .cost
                 .as_deref()
                 .unwrap()
-                .starts_with("+10 ns (1.10×)"),
+                .starts_with("+10 ns (95% CI +10 ns to +10 ns, 1.10×)"),
             "{:?}",
             a.valid[0].cost
         );

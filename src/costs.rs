@@ -1,12 +1,21 @@
 //! What each mitigation costs next to its baseline: `results/costs-<platform-id>.json`.
 //!
 //! The criterion benches in `benches/` time every routine with their own clock
-//! (criterion's `iter_custom`) and, after a `cargo bench` run, merge the median
-//! time per iteration of each benchmark into this small file. Criterion's own
-//! JSON under `target/criterion/` is private and never read here.
+//! (criterion's `iter_custom`). After criterion's pass, each group times its
+//! routines again in interleaved batches (one batch of each routine per
+//! round, the order rotated every round), so that a change in the machine's
+//! load falls on a fix and its baseline alike. Each batch gives one sample:
+//! its time per iteration. The samples of every benchmark go into this file,
+//! with, for each mitigation, the bootstrap 95% interval of the median
+//! fix-minus-baseline difference over the rounds ([`Difference`]).
+//! Criterion's own JSON under `target/criterion/` is private and never read.
+//!
+//! A cost is shown only when its interval excludes zero; otherwise the fix
+//! makes "no measurable difference" ([`Cost::text`]), and `advise` ranks it
+//! as free.
 //!
 //! [`LINKS`] says which benchmark measures which mitigation and which
-//! benchmark is its baseline; the matrix shows the difference.
+//! benchmark is its baseline.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -18,7 +27,7 @@ use crate::platform::Platform;
 use crate::results::BadResults;
 
 /// The schema version this build writes and the newest it reads.
-pub const COSTS_SCHEMA: u32 = 1;
+pub const COSTS_SCHEMA: u32 = 2;
 
 /// A costs file's name starts with this; `results::load_dir` skips such files.
 pub const COSTS_PREFIX: &str = "costs-";
@@ -32,15 +41,101 @@ pub struct CostsFile {
     pub platform: Platform,
     /// By benchmark id, `<group>/<impl>/<param>` as criterion names it.
     pub benches: BTreeMap<String, BenchCost>,
+    /// By `<hazard>/<arm>`: each linked mitigation's difference from its
+    /// baseline, from the samples above.
+    pub differences: BTreeMap<String, Difference>,
 }
 
 /// One benchmark's result.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BenchCost {
-    /// Median time per iteration, in nanoseconds.
+    /// Median time per iteration over the samples, in nanoseconds.
     pub median_ns: f64,
-    /// How many timed batches the median is taken over.
-    pub samples: u64,
+    /// Time per iteration of each interleaved batch (ns), in round order.
+    pub samples: Vec<f64>,
+}
+
+impl BenchCost {
+    /// A benchmark's entry from its samples; `None` without any.
+    pub fn from_samples(samples: Vec<f64>) -> Option<BenchCost> {
+        let median_ns = median_ns(&mut samples.clone())?;
+        Some(BenchCost { median_ns, samples })
+    }
+}
+
+/// A mitigation's difference from its baseline: the median over the rounds
+/// of fix minus baseline (each round timed one batch of each), with its
+/// bootstrap 95% percentile interval.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Difference {
+    /// Median per-round difference, ns per iteration.
+    pub estimate_ns: f64,
+    /// Lower end of the 95% interval.
+    pub low_ns: f64,
+    /// Upper end of the 95% interval.
+    pub high_ns: f64,
+    /// Rounds (paired samples) it is computed from.
+    pub rounds: usize,
+}
+
+/// Bootstrap resamples behind each interval.
+const RESAMPLES: usize = 2000;
+
+impl Difference {
+    /// The difference of `fix` and `baseline`, samples paired by round (the
+    /// benches time them in the same rounds); `None` unless both have the
+    /// same number of rounds, at least 2.
+    ///
+    /// The interval is the 2.5th and 97.5th percentiles of the median of
+    /// [`RESAMPLES`] resamples (rounds drawn with replacement), from a fixed
+    /// seed so the same samples always give the same interval.
+    ///
+    /// # References
+    /// - Efron & Tibshirani, *An Introduction to the Bootstrap* (1993), ch. 13 (percentile intervals)
+    pub fn from_samples(fix: &[f64], baseline: &[f64]) -> Option<Difference> {
+        if fix.len() != baseline.len() || fix.len() < 2 {
+            return None;
+        }
+        let diffs: Vec<f64> = fix.iter().zip(baseline).map(|(f, b)| f - b).collect();
+        let estimate_ns = median_ns(&mut diffs.clone())?;
+        let mut rng = SplitMix(0x5eed_f00d_u64 ^ diffs.len() as u64);
+        let mut medians = Vec::with_capacity(RESAMPLES);
+        let mut resample = vec![0.0; diffs.len()];
+        for _ in 0..RESAMPLES {
+            for x in &mut resample {
+                *x = diffs[(rng.next() % diffs.len() as u64) as usize];
+            }
+            medians.push(median_ns(&mut resample)?);
+        }
+        medians.sort_by(f64::total_cmp);
+        let at =
+            |q: f64| medians[((q * (RESAMPLES - 1) as f64).round() as usize).min(RESAMPLES - 1)];
+        Some(Difference {
+            estimate_ns,
+            low_ns: at(0.025),
+            high_ns: at(0.975),
+            rounds: diffs.len(),
+        })
+    }
+
+    /// Whether the interval excludes zero: the fix measurably costs (or saves).
+    pub fn measurable(&self) -> bool {
+        self.low_ns > 0.0 || self.high_ns < 0.0
+    }
+}
+
+/// SplitMix64: a small, fixed pseudo-random sequence for the bootstrap.
+/// See: <https://prng.di.unimi.it/splitmix64.c>
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
 }
 
 /// Which benchmark measures a mitigation, and which its baseline.
@@ -251,26 +346,50 @@ pub const LINKS: &[CostLink] = &[
     ),
 ];
 
-/// A mitigation's measured cost: its median and its baseline's.
+/// A mitigation's measured cost: its median, its baseline's, and the
+/// interval of their difference.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Cost {
-    /// The fix, ns per iteration.
+    /// The fix, median ns per iteration.
     pub fix_ns: f64,
-    /// The baseline, ns per iteration.
+    /// The baseline, median ns per iteration.
     pub baseline_ns: f64,
+    /// Fix minus baseline, with its 95% interval.
+    pub difference: Difference,
+}
+
+/// `+1.2 µs`, `−350 ns`, `+0 ns`.
+fn signed_ns(ns: f64) -> String {
+    let sign = if ns < 0.0 { "−" } else { "+" };
+    format!("{sign}{}", ns_text(ns.abs()))
 }
 
 impl Cost {
-    /// `+1.2 µs (1.3×)`: the difference and the ratio to the baseline.
+    /// `+1.2 µs (95% CI +1.0 µs to +1.4 µs, 1.30×)` when the interval
+    /// excludes zero; `no measurable difference (95% CI −20 ns to +35 ns)`
+    /// when it does not, so no noise is shown as a saving or a price.
     pub fn text(self) -> String {
-        let delta = self.fix_ns - self.baseline_ns;
-        let sign = if delta < 0.0 { "−" } else { "+" };
+        let d = self.difference;
+        let ci = format!("95% CI {} to {}", signed_ns(d.low_ns), signed_ns(d.high_ns));
+        if !d.measurable() {
+            return format!("no measurable difference ({ci})");
+        }
         let ratio = if self.baseline_ns > 0.0 {
-            format!(" ({:.2}×)", self.fix_ns / self.baseline_ns)
+            format!(", {:.2}×", self.fix_ns / self.baseline_ns)
         } else {
             String::new()
         };
-        format!("{sign}{}{ratio}", ns_text(delta.abs()))
+        format!("{} ({ci}{ratio})", signed_ns(d.estimate_ns))
+    }
+
+    /// What `advise` ranks by: the difference where it is measurable, else
+    /// zero (a fix with no measurable cost ranks as free).
+    pub fn rank_ns(self) -> f64 {
+        if self.difference.measurable() {
+            self.difference.estimate_ns
+        } else {
+            0.0
+        }
     }
 }
 
@@ -293,30 +412,49 @@ impl CostsFile {
         Some(Cost {
             fix_ns: self.benches.get(l.bench)?.median_ns,
             baseline_ns: self.benches.get(l.baseline)?.median_ns,
+            difference: *self.differences.get(&format!("{hazard}/{arm}"))?,
         })
+    }
+
+    /// Recomputes [`CostsFile::differences`] from the benches' samples, for
+    /// every link whose benchmark and baseline were timed in the same rounds.
+    pub fn compute_differences(&mut self) {
+        self.differences = LINKS
+            .iter()
+            .filter_map(|l| {
+                let fix = self.benches.get(l.bench)?;
+                let base = self.benches.get(l.baseline)?;
+                let d = Difference::from_samples(&fix.samples, &base.samples)?;
+                Some((format!("{}/{}", l.hazard, l.arm), d))
+            })
+            .collect();
     }
 
     /// Parses and checks a costs document.
     pub fn from_json(text: &str) -> Result<CostsFile, String> {
         let head: serde_json::Value =
             serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
-        match head.get("schema").and_then(serde_json::Value::as_u64) {
-            Some(v) if v > u64::from(COSTS_SCHEMA) => {
-                return Err(format!(
-                    "schema {v} is newer than this fdwindow reads ({COSTS_SCHEMA}); upgrade fdwindow"
-                ));
-            }
-            Some(_) => {}
-            None => return Err("no \"schema\" field: not an fdwindow costs file".into()),
-        }
+        crate::results::check_schema(&head, COSTS_SCHEMA, "costs", "make bench-quick")?;
         let file: CostsFile =
             serde_json::from_value(head).map_err(|e| format!("bad costs: {e}"))?;
+        let time = |t: f64| t.is_finite() && t >= 0.0;
         if let Some((id, c)) = file
             .benches
             .iter()
-            .find(|(_, c)| !(c.median_ns.is_finite() && c.median_ns >= 0.0))
+            .find(|(_, c)| !time(c.median_ns) || !c.samples.iter().all(|&t| time(t)))
         {
-            return Err(format!("{id}: median {} is not a time", c.median_ns));
+            return Err(format!(
+                "{id}: median {} or a sample is not a time",
+                c.median_ns
+            ));
+        }
+        if let Some((id, d)) = file.differences.iter().find(|(_, d)| {
+            !(d.low_ns.is_finite() && d.high_ns.is_finite() && d.low_ns <= d.high_ns)
+        }) {
+            return Err(format!(
+                "{id}: interval {}..{} is not one",
+                d.low_ns, d.high_ns
+            ));
         }
         Ok(file)
     }
@@ -369,14 +507,21 @@ pub fn merge_and_write(
 ) -> Result<PathBuf, BadResults> {
     let platform = Platform::detect();
     let path = path_for(dir, &platform.id);
+    // Read, merge and write under the folder's lock, like every writer.
+    let _lock = crate::results::FolderLock::acquire(dir, || false).map_err(|e| BadResults {
+        path: dir.to_owned(),
+        problem: e.to_string(),
+    })?;
     let mut file = load(&path)?.unwrap_or_else(|| CostsFile {
         schema: COSTS_SCHEMA,
         platform: platform.clone(),
         benches: BTreeMap::new(),
+        differences: BTreeMap::new(),
     });
     file.schema = COSTS_SCHEMA;
     file.platform = platform;
     file.benches.extend(measured);
+    file.compute_differences();
     let json = serde_json::to_string_pretty(&file).expect("costs serialise") + "\n";
     fs::create_dir_all(dir)
         .and_then(|()| crate::results::write_atomic(&path, json.as_bytes()))
@@ -406,39 +551,50 @@ mod tests {
     use super::*;
     use crate::scratch::Scratch;
 
-    fn cost(ns: f64) -> BenchCost {
-        BenchCost {
-            median_ns: ns,
-            samples: 10,
-        }
+    /// `n` samples around `centre`, spread by ±`spread` in a fixed pattern.
+    fn samples(n: usize, centre: f64, spread: f64) -> Vec<f64> {
+        (0..n)
+            .map(|i| centre + spread * (((i * 7) % 11) as f64 / 5.0 - 1.0))
+            .collect()
+    }
+
+    fn bench(s: Vec<f64>) -> BenchCost {
+        BenchCost::from_samples(s).unwrap()
     }
 
     #[test]
     fn round_trip_merge_and_lookup() {
         let s = Scratch::new("costs").unwrap();
         let first: BTreeMap<_, _> = [
-            ("flock-release/close/regular-file".to_owned(), cost(1000.0)),
+            (
+                "flock-release/close/regular-file".to_owned(),
+                bench(samples(30, 1000.0, 20.0)),
+            ),
             (
                 "flock-release/unlock-then-close/regular-file".to_owned(),
-                cost(1500.0),
+                bench(samples(30, 1600.0, 20.0)),
             ),
         ]
         .into();
         let path = merge_and_write(s.dir(), first).unwrap();
         assert!(is_costs_file(&path));
-        // A later run of one benchmark keeps the other's value.
-        let second: BTreeMap<_, _> =
-            [("flock-release/close/regular-file".to_owned(), cost(900.0))].into();
+        // A later run of another benchmark keeps these values.
+        let second: BTreeMap<_, _> = [(
+            "lock-kind/flock/lock-unlock".to_owned(),
+            bench(samples(30, 500.0, 5.0)),
+        )]
+        .into();
         assert_eq!(merge_and_write(s.dir(), second).unwrap(), path);
         let files = load_dir(s.dir()).unwrap();
         assert_eq!(files.len(), 1);
         let f = &files[0];
-        assert_eq!(f.benches.len(), 2);
+        assert_eq!(f.benches.len(), 3);
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(CostsFile::from_json(&text).unwrap(), *f);
         let c = f.cost("flock-survival", "unlock-then-close").unwrap();
-        assert_eq!((c.fix_ns, c.baseline_ns), (1500.0, 900.0));
-        assert_eq!(c.text(), "+600 ns (1.67×)");
+        assert_eq!((c.fix_ns, c.baseline_ns), (1600.0, 1000.0));
+        assert!(c.text().starts_with("+600 ns (95% CI +"), "{}", c.text());
+        assert_eq!(c.rank_ns(), 600.0);
         assert_eq!(
             f.cost("flock-survival", "std-unlock"),
             None,
@@ -449,17 +605,80 @@ mod tests {
     }
 
     #[test]
+    fn interval_decides_between_a_cost_and_no_measurable_difference() {
+        let base = samples(40, 1000.0, 50.0);
+        // A fix 100 ns dearer in every round: the interval excludes zero.
+        let dearer: Vec<f64> = base.iter().map(|b| b + 100.0 + (b % 3.0)).collect();
+        let d = Difference::from_samples(&dearer, &base).unwrap();
+        assert!(
+            d.measurable() && d.low_ns > 90.0 && d.high_ns < 110.0,
+            "{d:?}"
+        );
+        // A saving is measurable too, and shown with its sign.
+        let cheaper: Vec<f64> = base.iter().map(|b| b - 100.0).collect();
+        let d = Difference::from_samples(&cheaper, &base).unwrap();
+        assert!(d.measurable() && d.high_ns < 0.0, "{d:?}");
+        let cost = Cost {
+            fix_ns: 900.0,
+            baseline_ns: 1000.0,
+            difference: d,
+        };
+        assert!(cost.text().starts_with("−100 ns ("), "{}", cost.text());
+        assert!(cost.rank_ns() < 0.0);
+        // Noise either way: rounds where the fix is faster and rounds where
+        // it is slower by as much. The interval spans zero.
+        let noisy: Vec<f64> = base
+            .iter()
+            .enumerate()
+            .map(|(i, b)| if i % 2 == 0 { b + 80.0 } else { b - 75.0 })
+            .collect();
+        let d = Difference::from_samples(&noisy, &base).unwrap();
+        assert!(
+            !d.measurable() && d.low_ns < 0.0 && d.high_ns > 0.0,
+            "{d:?}"
+        );
+        let cost = Cost {
+            fix_ns: 1002.0,
+            baseline_ns: 1000.0,
+            difference: d,
+        };
+        assert!(
+            cost.text()
+                .starts_with("no measurable difference (95% CI −"),
+            "{}",
+            cost.text()
+        );
+        assert_eq!(cost.rank_ns(), 0.0);
+        // The same samples always give the same interval.
+        assert_eq!(Difference::from_samples(&noisy, &base), Some(d));
+        // Unpaired or too few rounds: no interval at all.
+        assert_eq!(Difference::from_samples(&noisy[..5], &base), None);
+        assert_eq!(Difference::from_samples(&[1.0], &[2.0]), None);
+    }
+
+    #[test]
     fn refuses_bad_documents() {
         assert!(
             CostsFile::from_json("{\"schema\": 99}")
                 .unwrap_err()
                 .contains("newer")
         );
+        assert!(
+            CostsFile::from_json("{\"schema\": 1}")
+                .unwrap_err()
+                .contains("make bench-quick")
+        );
+        assert!(
+            CostsFile::from_json("{\"schema\": -1}")
+                .unwrap_err()
+                .contains("not a version number")
+        );
         assert!(CostsFile::from_json("[").unwrap_err().contains("not JSON"));
         let mut f = CostsFile {
             schema: COSTS_SCHEMA,
             platform: Platform::detect(),
-            benches: [("x".to_owned(), cost(-1.0))].into(),
+            benches: [("x".to_owned(), bench(vec![1.0, -1.0, 2.0]))].into(),
+            differences: BTreeMap::new(),
         };
         let err = CostsFile::from_json(&serde_json::to_string(&f).unwrap()).unwrap_err();
         assert!(err.contains("not a time"), "{err}");
@@ -472,11 +691,6 @@ mod tests {
         assert_eq!(ns_text(850.4), "850 ns");
         assert_eq!(ns_text(12_345.0), "12.3 µs");
         assert_eq!(ns_text(4_560_000.0), "4.56 ms");
-        let c = Cost {
-            fix_ns: 800.0,
-            baseline_ns: 1000.0,
-        };
-        assert_eq!(c.text(), "−200 ns (0.80×)");
         assert_eq!(median_ns(&mut [3.0, 1.0, 2.0]), Some(2.0));
         assert_eq!(median_ns(&mut [4.0, 1.0, 2.0, 3.0]), Some(2.5));
         assert_eq!(median_ns(&mut []), None);

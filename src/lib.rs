@@ -22,9 +22,12 @@ pub mod holders;
 pub mod knowledge;
 pub mod locks;
 pub mod matrix;
+pub mod parked;
 pub mod platform;
 pub mod preload;
 pub mod pressure;
+pub mod pressure_file;
+pub mod readme;
 pub mod report;
 pub mod reported;
 pub mod results;
@@ -35,6 +38,7 @@ pub mod spawn;
 pub mod spawn_lock;
 pub mod stats;
 mod sys;
+pub mod timing;
 pub mod verdict;
 
 /// Serialises unit tests that fork or watch for descriptor copies: a fork in

@@ -1,8 +1,10 @@
 //! The `fdwindow` command: run the probes, render the matrix, answer verdicts.
 //!
-//! Exit status: 0 success, 1 a probe or a write failed, 2 bad input (unknown
-//! hazard, arm or platform, bad numbers, corrupt or future results files, an
-//! unwritable results folder), 130 interrupted.
+//! Exit status: 0 success, 1 a probe or a write failed (stdout included: a
+//! full disk), 2 bad input (unknown hazard, arm or platform, bad numbers,
+//! missing probe binaries, corrupt, older or future results files, an
+//! unwritable results folder), 130 interrupted (SIGINT, SIGTERM or SIGHUP),
+//! 141 stdout closed by its reader (quietly, as a shell pipeline expects).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -52,12 +54,16 @@ enum Cmd {
         #[arg(long = "only", value_name = "HAZARD")]
         only: Vec<String>,
     },
-    /// Regenerate MATRIX.md from the results files.
+    /// Regenerate MATRIX.md, the chart and the README's generated sections from the results files.
     Matrix {
         /// The results folder.
         #[arg(long, default_value = "results")]
         results: PathBuf,
-        /// Do not write: exit 1 if MATRIX.md is not what the results give.
+        /// The README whose `<!-- fdwindow:begin NAME -->` sections to rewrite
+        /// (default: ./README.md when --results is the default and it has sections).
+        #[arg(long)]
+        readme: Option<PathBuf>,
+        /// Do not write: exit 1 if any generated file or section is not what the results give.
         #[arg(long)]
         check: bool,
     },
@@ -138,6 +144,22 @@ enum Cmd {
 /// Bad input: printed as `error: …` with exit status 2.
 struct Usage(String);
 
+/// Writes `text` to stdout. Every command writes its output last, after its
+/// clean-up, so a failed write can end the process here: quietly with 141
+/// when the reader has gone (EPIPE: `fdwindow summary | head -1`), with a
+/// one-line error and 1 otherwise (`>/dev/full`). Never a panic.
+pub(crate) fn emit(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(141);
+        }
+        eprintln!("error: write to stdout: {e}");
+        std::process::exit(1);
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
@@ -149,7 +171,11 @@ fn main() -> ExitCode {
             timeout,
             only,
         } => run(results, probes, trials, race_ms, timeout, only),
-        Cmd::Matrix { results, check } => matrix(&results, check),
+        Cmd::Matrix {
+            results,
+            readme,
+            check,
+        } => matrix(&results, readme, check),
         Cmd::Verdict {
             hazard,
             arm,
@@ -174,7 +200,7 @@ fn main() -> ExitCode {
         Cmd::Check { results } => check(&results),
         Cmd::Summary { platform, results } => {
             pick_platform(&results, platform.as_deref()).map(|f| {
-                print!("{}", summary_table(&f));
+                emit(&summary_table(&f));
                 ExitCode::SUCCESS
             })
         }
@@ -242,13 +268,18 @@ fn run(
     };
     match runner::run(&opts) {
         Ok(summary) => {
-            print!("{}", summary_table(&summary.results));
-            println!(
-                "\nwrote {} and {} in {:.1} s",
+            emit(&format!(
+                "{}\nwrote {} and {} in {:.1} s\n",
+                summary_table(&summary.results),
                 summary.results_path.display(),
                 opts.results_dir.join("MATRIX.md").display(),
                 summary.elapsed.as_secs_f64()
-            );
+            ));
+            emit(&format!(
+                "{}
+",
+                probe_times(&summary.results, &opts.only, &summary.failures)
+            ));
             if summary.failures.is_empty() {
                 Ok(ExitCode::SUCCESS)
             } else {
@@ -270,13 +301,42 @@ fn run(
     }
 }
 
-fn matrix(dir: &Path, check: bool) -> Result<ExitCode, Usage> {
-    let outputs = runner::render_outputs(dir).map_err(|e| Usage(e.to_string()))?;
+fn matrix(dir: &Path, readme: Option<PathBuf>, check: bool) -> Result<ExitCode, Usage> {
+    // A writer holds the folder's lock from reading to writing, so a run that
+    // lands meanwhile is never overwritten by a matrix of the files before it.
+    let _lock = if check {
+        None
+    } else {
+        harness::catch_interrupts();
+        Some(
+            results::FolderLock::acquire(dir, harness::interrupted)
+                .map_err(|e| Usage(format!("results folder is not writable: {e}")))?,
+        )
+    };
+    let mut outputs: Vec<(PathBuf, String)> = runner::render_outputs(dir)
+        .map_err(|e| Usage(e.to_string()))?
+        .into_iter()
+        .map(|(name, text)| (dir.join(name), text))
+        .collect();
+    // The README only when named, or when this is the project's own folder.
+    let readme = readme.or_else(|| {
+        let default = Path::new("README.md");
+        (dir == Path::new("results")
+            && std::fs::read_to_string(default).is_ok_and(|t| fdwindow::readme::has_sections(&t)))
+        .then(|| default.to_owned())
+    });
+    if let Some(path) = readme {
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| Usage(format!("{}: {e}", path.display())))?;
+        let inputs = fdwindow::readme::Inputs::load(dir).map_err(|e| Usage(e.to_string()))?;
+        let rendered = fdwindow::readme::rewrite(&text, &inputs)
+            .map_err(|e| Usage(format!("{}: {e}", path.display())))?;
+        outputs.push((path, rendered));
+    }
     if check {
         let mut stale = false;
-        for (name, rendered) in &outputs {
-            let path = dir.join(name);
-            if std::fs::read_to_string(&path).unwrap_or_default() != *rendered {
+        for (path, rendered) in &outputs {
+            if std::fs::read_to_string(path).unwrap_or_default() != *rendered {
                 eprintln!(
                     "{} is stale: run `fdwindow matrix` (or `make matrix`)",
                     path.display()
@@ -290,9 +350,12 @@ fn matrix(dir: &Path, check: bool) -> Result<ExitCode, Usage> {
             ExitCode::SUCCESS
         });
     }
-    for (name, rendered) in &outputs {
-        if let Err(e) = results::write_atomic(&dir.join(name), rendered.as_bytes()) {
-            return Err(Usage(format!("results folder is not writable: {e}")));
+    for (path, rendered) in &outputs {
+        if std::fs::read_to_string(path).is_ok_and(|t| t == *rendered) {
+            continue;
+        }
+        if let Err(e) = results::write_atomic(path, rendered.as_bytes()) {
+            return Err(Usage(format!("cannot write: {e}")));
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -372,7 +435,7 @@ fn verdict(
             .skip(1)
             .map(|(c, v)| format!("{c}={v}"))
             .collect();
-        println!("observed {}", cells.join(" "));
+        emit(&format!("observed {}\n", cells.join(" ")));
         return Ok(ExitCode::SUCCESS);
     }
     if arms.is_empty() {
@@ -395,9 +458,11 @@ fn verdict(
     }
     // One line per window, window first: counts from different windows are
     // never added together.
-    for a in chosen {
-        println!("{} {}", a.window.id(), cell_line(report, a));
-    }
+    let lines: String = chosen
+        .into_iter()
+        .map(|a| format!("{} {}\n", a.window.id(), cell_line(report, a)))
+        .collect();
+    emit(&lines);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -410,7 +475,7 @@ fn check(dir: &Path) -> Result<ExitCode, Usage> {
         )));
     }
     let report = fdwindow::knowledge::check(&files);
-    print!("{report}");
+    emit(&report.to_string());
     Ok(if report.failures.is_empty() {
         ExitCode::SUCCESS
     } else {
@@ -419,14 +484,32 @@ fn check(dir: &Path) -> Result<ExitCode, Usage> {
 }
 
 fn merge(inputs: &[PathBuf], dir: &Path) -> Result<ExitCode, Usage> {
-    // Read everything first: one bad input changes nothing.
-    let mut all = results::load_dir(dir).map_err(|e| Usage(e.to_string()))?;
+    // Read every input first: one bad input changes nothing.
+    let mut incoming = Vec::new();
     for input in inputs {
-        all.extend(results::collect(input).map_err(|e| Usage(e.to_string()))?);
+        incoming.extend(results::collect(input).map_err(|e| Usage(e.to_string()))?);
     }
+    results::load_dir(dir).map_err(|e| Usage(e.to_string()))?;
     results::check_writable(dir)
         .map_err(|e| Usage(format!("results folder is not writable: {e}")))?;
+    harness::catch_interrupts();
+    // Read, merge and write under the folder's lock, so a run that finishes
+    // meanwhile loses nothing.
+    let lock = match results::FolderLock::acquire(dir, harness::interrupted) {
+        Ok(lock) => lock,
+        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
+            eprintln!("interrupted: nothing merged");
+            return Ok(ExitCode::from(130));
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    let mut all = results::load_dir(dir).map_err(|e| Usage(e.to_string()))?;
+    all.extend(incoming);
     let merged = results::merge(all);
+    let mut lines = String::new();
     for file in &merged {
         let json = serde_json::to_string_pretty(file).expect("results serialise") + "\n";
         let path = dir.join(format!("{}.json", file.platform.id));
@@ -434,10 +517,19 @@ fn merge(inputs: &[PathBuf], dir: &Path) -> Result<ExitCode, Usage> {
             eprintln!("error: {e}");
             return Ok(ExitCode::FAILURE);
         }
-        println!("{}: {} probes", path.display(), file.probes.len());
+        lines.push_str(&format!(
+            "{}: {} probes\n",
+            path.display(),
+            file.probes.len()
+        ));
     }
-    match runner::write_matrix(dir) {
-        Ok(()) => Ok(ExitCode::SUCCESS),
+    let matrix = runner::write_matrix(dir);
+    drop(lock);
+    match matrix {
+        Ok(()) => {
+            emit(&lines);
+            Ok(ExitCode::SUCCESS)
+        }
         Err(e) => {
             eprintln!("error: {e}");
             Ok(ExitCode::FAILURE)
@@ -454,9 +546,11 @@ fn advise(
 ) -> Result<ExitCode, Usage> {
     let files = results::load_dir(dir).map_err(|e| Usage(e.to_string()))?;
     if list {
-        for (id, about) in fdwindow::advise::hazards(&files) {
-            println!("{id:<22} {about}");
-        }
+        let lines: String = fdwindow::advise::hazards(&files)
+            .into_iter()
+            .map(|(id, about)| format!("{id:<22} {about}\n"))
+            .collect();
+        emit(&lines);
         return Ok(ExitCode::SUCCESS);
     }
     let hazard = hazard.expect("clap requires a hazard without --list");
@@ -473,11 +567,8 @@ fn advise(
         )));
     };
     match format {
-        "json" => println!(
-            "{}",
-            serde_json::to_string_pretty(&advice).expect("advice serialises")
-        ),
-        _ => print!("{}", fdwindow::advise::markdown(&advice)),
+        "json" => emit(&(serde_json::to_string_pretty(&advice).expect("advice serialises") + "\n")),
+        _ => emit(&fdwindow::advise::markdown(&advice)),
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -517,4 +608,26 @@ fn summary_table(file: &ResultsFile) -> String {
         out.push('\n');
     }
     out
+}
+
+/// The closing note's per-probe times, slowest first: each probe's own
+/// elapsed time from the report this run wrote (a probe that failed kept
+/// its previous report, so it is left out).
+fn probe_times(
+    results: &fdwindow::report::ResultsFile,
+    only: &[String],
+    failures: &[(String, String)],
+) -> String {
+    let mut times: Vec<(&str, u64)> = runner::PROBES
+        .iter()
+        .filter(|h| only.is_empty() || only.iter().any(|o| o == *h))
+        .filter(|h| !failures.iter().any(|(f, _)| f == *h))
+        .filter_map(|h| results.probes.get(*h).map(|r| (*h, r.elapsed_ms)))
+        .collect();
+    times.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let parts: Vec<String> = times
+        .iter()
+        .map(|(h, ms)| format!("{h} {:.1} s", *ms as f64 / 1000.0))
+        .collect();
+    format!("time per probe: {}", parts.join(", "))
 }

@@ -189,26 +189,36 @@ spawned), `in-process` (no child). `fork-window`, `inherited` and `parked-call` 
 `results/<platform>.json`; *reported* cells come from the cited source and await a run on that OS.\n\n",
     );
 
-    out.push_str("## Platforms\n\n| platform | os | kernel | arch | libc | cpus | fdwindow | measured (UTC) |\n|---|---|---|---|---|---|---|---|\n");
+    out.push_str("## Platforms\n\n| platform | os | kernel | arch | libc | cpus | virtualization | fdwindow | measured (UTC) |\n|---|---|---|---|---|---|---|---|---|\n");
     for f in files {
         let p = &f.platform;
-        let measured = f
-            .probes
-            .values()
-            .map(|r| r.started_at.as_str())
-            .max()
-            .unwrap_or("");
+        let dates: Vec<&str> = f.probes.values().map(|r| r.started_at.as_str()).collect();
+        let (first, last) = (
+            dates.iter().min().copied().unwrap_or(""),
+            dates.iter().max().copied().unwrap_or(""),
+        );
+        let measured = if first == last {
+            last.to_owned()
+        } else {
+            format!("{first} to {last}")
+        };
+        let kernel = if p.upstream_version.is_empty() {
+            p.kernel_release.clone()
+        } else {
+            format!("{} (upstream {})", p.kernel_release, p.upstream_version)
+        };
         let _ = writeln!(
             out,
-            "| `{}` | {} {} | {} | {} | {} {} | {} | {} | {} |",
+            "| `{}` | {} {} | {} | {} | {} {} | {} | {} | {} | {} |",
             p.id,
             p.os,
             p.os_release,
-            p.kernel_release,
+            kernel,
             p.arch,
             p.libc,
             p.libc_version,
             p.cpus,
+            p.virtualization.id(),
             f.probes
                 .values()
                 .next()
@@ -220,8 +230,30 @@ spawned), `in-process` (no child). `fork-window`, `inherited` and `parked-call` 
         if let Column::Reported(os) = c {
             let _ = writeln!(
                 out,
-                "| `{os} (reported)` | {os} | — | — | — | — | — | not measured yet |"
+                "| `{os} (reported)` | {os} | — | — | — | — | — | — | not measured yet |"
             );
+        }
+    }
+
+    // Each probe ran on its own: where a platform's probes ran on different
+    // days (or, in a merged folder, under different builds), say which when.
+    for f in files {
+        let mut runs: Vec<String> = f
+            .probes
+            .iter()
+            .map(|(h, r)| format!("`{h}` {} on {}", r.started_at, r.platform.kernel_release))
+            .collect();
+        let distinct: std::collections::BTreeSet<(&str, &str)> = f
+            .probes
+            .values()
+            .map(|r| {
+                let day = r.started_at.get(..10).unwrap_or(&r.started_at);
+                (day, r.platform.kernel_release.as_str())
+            })
+            .collect();
+        if distinct.len() > 1 {
+            runs.sort();
+            let _ = writeln!(out, "\nProbes on `{}`: {}.", f.platform.id, runs.join("; "));
         }
     }
 
@@ -381,10 +413,12 @@ fn render_costs(out: &mut String, costs: &[CostsFile]) {
         return;
     }
     out.push_str(
-        "\n## Costs\n\nMedian time per iteration of each criterion benchmark (`<group>/<impl>/<param>`), \
-timed by the benches themselves and written by `make bench` to `results/costs-<platform>.json`. \
-A cost column above is a mitigation's benchmark minus its baseline's (`fdwindow::costs::LINKS`), \
-and their ratio.\n",
+        "\n## Costs\n\nMedian time per iteration of each criterion benchmark (`<group>/<impl>/<param>`) \
+over its samples: the benches time every routine of a group in interleaved batches, one batch each \
+per round, and write each batch's time per iteration to `results/costs-<platform>.json` (`make bench`). \
+A cost column above is the median over the rounds of a mitigation's batch minus its baseline's \
+(`fdwindow::costs::LINKS`) with its bootstrap 95% interval, and the ratio of their medians; where \
+the interval spans zero it reads \"no measurable difference\".\n",
     );
     for c in costs {
         let _ = writeln!(
@@ -393,7 +427,12 @@ and their ratio.\n",
             c.platform.id
         );
         for (id, b) in &c.benches {
-            let _ = writeln!(out, "| `{id}` | {} | {} |", ns_text(b.median_ns), b.samples);
+            let _ = writeln!(
+                out,
+                "| `{id}` | {} | {} |",
+                ns_text(b.median_ns),
+                b.samples.len()
+            );
         }
     }
 }

@@ -89,6 +89,9 @@ libraries! {
     /// configured by [`crate::pressure::ENV_VAR`] in the
     /// [`crate::pressure::Spec`] syntax; `fdwindow stress` uses it.
     INJECT = "inject",
+    /// The parked-call interposer (`shims/parked_call.c`): parks an armed
+    /// thread right after a descriptor-creating call; see [`crate::parked`].
+    PARKED_CALL = "parked_call",
 }
 
 impl Library {

@@ -21,7 +21,9 @@ use crate::verdict::{
 /// 2: arms carry their kind, the control they are judged against, their sham
 /// and their `avoids` argument; race windows count spawns; unconfirmed
 /// trials are counted in `broken_trials`.
-pub const SCHEMA_VERSION: u32 = 2;
+/// 3: the platform names the full kernel release, uname's version, the
+/// upstream version of a distribution's ABI name and the virtualization.
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The command that regenerates a results folder, named when an older file is refused.
 pub const REGENERATE: &str = "make probe-linux (or: fdwindow run)";
@@ -152,11 +154,16 @@ impl ProbeReport {
                                 .filter(|s| s.role == Role::Sham)
                                 .map(|s| &s.outcome),
                         ),
-                        None => self
-                            .arms
-                            .iter()
-                            .any(|a| a.arm == arm.arm && a.sham.is_some())
-                            .then_some(None),
+                        // Parked-call's shams check the window, not the
+                        // fix's code (see `harness::check`): they neither
+                        // need nor stand for a sham in another window.
+                        None => (arm.window != Window::ParkedCall
+                            && self.arms.iter().any(|a| {
+                                a.arm == arm.arm
+                                    && a.sham.is_some()
+                                    && a.window != Window::ParkedCall
+                            }))
+                        .then_some(None),
                     },
                     avoids: arm.avoids.as_deref(),
                 },
@@ -277,8 +284,15 @@ impl ResultsFile {
         // than reported as whatever field it no longer has.
         let head: serde_json::Value =
             serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
-        match head.get("schema").and_then(serde_json::Value::as_u64) {
-            Some(v) => check_schema(v)?,
+        match head.get("schema") {
+            Some(v) => match v.as_u64() {
+                Some(v) => check_schema(v)?,
+                None => {
+                    return Err(format!(
+                        "\"schema\" is {v}, not a version number: not an fdwindow results file"
+                    ));
+                }
+            },
             None => return Err("no \"schema\" field: not an fdwindow results file".into()),
         }
         let file: ResultsFile =

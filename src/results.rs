@@ -1,6 +1,10 @@
 //! The results folder: loading every `results/*.json`, and writing files
 //! atomically (a temp file in the same folder, fsync, rename), so a failed or
 //! interrupted run never leaves a half-written or emptied file behind.
+//!
+//! Writers take [`FolderLock`] for the whole read-merge-write, so two runs on
+//! one folder at once both land: each re-reads the file under the lock and
+//! merges only the reports it measured itself.
 
 use std::fs;
 use std::io::{self, Write};
@@ -20,6 +24,33 @@ pub struct BadResults {
 impl std::fmt::Display for BadResults {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}: {}", self.path.display(), self.problem)
+    }
+}
+
+/// Checks a document's `"schema"` against the version this build reads:
+/// a missing field, a value that is no version, a newer schema and an older
+/// one each get their own one-line message; an older one names `regenerate`,
+/// the command that writes the current schema.
+pub fn check_schema(
+    head: &serde_json::Value,
+    current: u32,
+    kind: &str,
+    regenerate: &str,
+) -> Result<(), String> {
+    let Some(field) = head.get("schema") else {
+        return Err(format!("no \"schema\" field: not an fdwindow {kind} file"));
+    };
+    match field.as_u64() {
+        None => Err(format!(
+            "\"schema\" is {field}, not a version number: not an fdwindow {kind} file"
+        )),
+        Some(v) if v > u64::from(current) => Err(format!(
+            "schema {v} is newer than this fdwindow reads ({current}); upgrade fdwindow"
+        )),
+        Some(v) if v < u64::from(current) => Err(format!(
+            "schema {v} is older than this fdwindow reads ({current}); regenerate it with `{regenerate}`"
+        )),
+        Some(_) => Ok(()),
     }
 }
 
@@ -59,18 +90,90 @@ pub fn list(dir: &Path, keep: impl Fn(&Path) -> bool) -> Result<Vec<PathBuf>, Ba
     };
     let mut paths: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| keep(p))
+        .filter(|p| !is_hidden(p) && keep(p))
         .collect();
     paths.sort();
     Ok(paths)
 }
 
-/// Loads every `*.json` in `dir` but the costs files, sorted by platform id.
+/// Whether a path's file name starts with a dot: temp files, the lock file,
+/// and anything else a reader should not take for a results file.
+fn is_hidden(path: &Path) -> bool {
+    path.file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+}
+
+/// The lock file every writer of a results folder locks.
+pub const LOCK_FILE: &str = ".fdwindow.lock";
+
+/// An exclusive advisory lock on a results folder, held by one writer for
+/// its read-merge-write. Dropping it unlocks explicitly and then closes: the
+/// lock belongs to the open file description, which a child forked meanwhile
+/// would share, so closing alone is not a release (the `flock-survival`
+/// hazard this project measures). No child is started while it is held.
+///
+/// # References
+/// - <https://man7.org/linux/man-pages/man2/flock.2.html>
+#[derive(Debug)]
+pub struct FolderLock {
+    file: fs::File,
+}
+
+impl FolderLock {
+    /// Creates `dir` if need be and waits for its lock. `interrupted` is
+    /// polled between bounded waits, so Ctrl-C still stops a waiting run.
+    pub fn acquire(dir: &Path, interrupted: impl Fn() -> bool) -> io::Result<FolderLock> {
+        fs::create_dir_all(dir)
+            .map_err(|e| io::Error::new(e.kind(), format!("create {}: {e}", dir.display())))?;
+        let path = dir.join(LOCK_FILE);
+        let file = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| io::Error::new(e.kind(), format!("open {}: {e}", path.display())))?;
+        // Bounded polling with backoff rather than a blocking flock: a
+        // blocking call would not return on SIGINT (std restarts it).
+        let mut pause = std::time::Duration::from_millis(1);
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Ok(FolderLock { file }),
+                Err(fs::TryLockError::WouldBlock) => {}
+                Err(fs::TryLockError::Error(e)) => {
+                    return Err(io::Error::new(
+                        e.kind(),
+                        format!("lock {}: {e}", path.display()),
+                    ));
+                }
+            }
+            if interrupted() {
+                return Err(io::Error::new(
+                    io::ErrorKind::Interrupted,
+                    "interrupted while waiting for the results folder's lock",
+                ));
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(std::time::Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for FolderLock {
+    fn drop(&mut self) {
+        // Explicit unlock before the close that follows.
+        let _ = self.file.unlock();
+    }
+}
+
+/// Loads every `*.json` in `dir` but the costs, pressure and timing files, sorted by platform id.
 /// A missing folder holds none.
 pub fn load_dir(dir: &Path) -> Result<Vec<ResultsFile>, BadResults> {
     // Costs files (`costs-*.json`) have a schema of their own: crate::costs.
     let paths = list(dir, |p| {
-        p.extension().is_some_and(|x| x == "json") && !crate::costs::is_costs_file(p)
+        p.extension().is_some_and(|x| x == "json")
+            && !crate::costs::is_costs_file(p)
+            && !crate::pressure_file::is_pressure_file(p)
+            && !crate::timing::is_timing_file(p)
     })?;
     let mut files = Vec::new();
     for path in paths {
@@ -122,31 +225,41 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
 pub fn check_writable(dir: &Path) -> io::Result<()> {
     fs::create_dir_all(dir)
         .map_err(|e| io::Error::new(e.kind(), format!("create {}: {e}", dir.display())))?;
-    write_atomic(&dir.join(".fdwindow-write-check"), b"")?;
-    fs::remove_file(dir.join(".fdwindow-write-check"))
+    // A name of this process's own, so concurrent checks never remove each
+    // other's file.
+    let probe = dir.join(format!(".fdwindow-write-check-{}", std::process::id()));
+    write_atomic(&probe, b"")?;
+    fs::remove_file(probe)
 }
 
-/// Merges results files: for each platform, each probe's most recent report
-/// wins (by its start time). Used to combine the files that CI runners on
-/// different OSes upload into one results folder.
+/// Merges results files: each report goes to the platform it ran on (its
+/// own `platform`, whatever file held it), and for each platform each
+/// probe's most recent report wins (by its start time). Used to combine the
+/// files that CI runners on different OSes upload into one results folder.
 pub fn merge(files: Vec<ResultsFile>) -> Vec<ResultsFile> {
     let mut merged: Vec<ResultsFile> = Vec::new();
     for file in files {
-        match merged
-            .iter_mut()
-            .find(|m| m.platform.id == file.platform.id)
-        {
-            None => merged.push(file),
-            Some(into) => {
-                for (hazard, report) in file.probes {
-                    let newer = into
-                        .probes
-                        .get(&hazard)
-                        .is_none_or(|old| report.started_at > old.started_at);
-                    if newer {
-                        into.probes.insert(hazard, report);
-                    }
+        for (hazard, report) in file.probes {
+            let into = match merged
+                .iter()
+                .position(|m| m.platform.id == report.platform.id)
+            {
+                Some(i) => &mut merged[i],
+                None => {
+                    merged.push(ResultsFile {
+                        schema: file.schema,
+                        platform: report.platform.clone(),
+                        probes: Default::default(),
+                    });
+                    merged.last_mut().expect("just pushed")
                 }
+            };
+            let newer = into
+                .probes
+                .get(&hazard)
+                .is_none_or(|old| report.started_at > old.started_at);
+            if newer {
+                into.probes.insert(hazard, report);
             }
         }
     }
@@ -177,9 +290,9 @@ pub fn collect(path: &Path) -> Result<Vec<ResultsFile>, BadResults> {
             files.extend(collect(&p)?);
         } else if p.extension().is_some_and(|x| x == "json")
             && !crate::costs::is_costs_file(&p)
-            && !p
-                .file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+            && !crate::pressure_file::is_pressure_file(&p)
+            && !is_hidden(&p)
+            && !crate::timing::is_timing_file(&p)
         {
             files.push(load(&p)?.expect("listed file exists"));
         }
@@ -203,5 +316,49 @@ mod tests {
         assert!(load_dir(&s.dir().join("missing")).unwrap().is_empty());
         let err = load(&path).unwrap_err();
         assert!(err.to_string().contains("not JSON"), "{err}");
+    }
+
+    #[test]
+    fn one_writer_at_a_time() {
+        let s = Scratch::new("results-lock").unwrap();
+        let dir = s.dir().join("created");
+        let held = FolderLock::acquire(&dir, || false).unwrap();
+        // flock locks belong to open file descriptions: a second one in
+        // this process waits like another process would, until stopped.
+        let err = FolderLock::acquire(&dir, || true).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::Interrupted, "{err}");
+        drop(held);
+        let again = FolderLock::acquire(&dir, || true).unwrap();
+        drop(again);
+        // The lock file is hidden from every reader of the folder.
+        fs::write(dir.join(".hidden.json"), "{").unwrap();
+        assert!(load_dir(&dir).unwrap().is_empty());
+        assert!(collect(&dir).unwrap().is_empty());
+    }
+
+    #[test]
+    fn schema_messages_say_what_is_wrong() {
+        let check = |text: &str| {
+            let v: serde_json::Value = serde_json::from_str(text).unwrap();
+            check_schema(&v, 3, "results", "fdwindow run")
+        };
+        assert!(check("{}").unwrap_err().contains("no \"schema\" field"));
+        assert!(
+            check("{\"schema\": -1}")
+                .unwrap_err()
+                .contains("-1, not a version number")
+        );
+        assert!(
+            check("{\"schema\": \"3\"}")
+                .unwrap_err()
+                .contains("not a version number")
+        );
+        assert!(check("{\"schema\": 4}").unwrap_err().contains("newer"));
+        let old = check("{\"schema\": 1}").unwrap_err();
+        assert!(
+            old.contains("older") && old.contains("`fdwindow run`"),
+            "{old}"
+        );
+        assert!(check("{\"schema\": 3}").is_ok());
     }
 }

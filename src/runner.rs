@@ -3,9 +3,13 @@
 //! `results/<platform-id>.json`.
 //!
 //! A probe that fails, times out or prints a bad report keeps its previous
-//! results; the file is replaced atomically and only after every probe ran, so
-//! an interrupted run changes nothing.
+//! report (which, like every report in the file, ran on this very platform:
+//! the id names the full kernel release, libc and virtualization); the file is
+//! replaced atomically and only after every probe ran, under the results
+//! folder's lock, so an interrupted run changes nothing and concurrent runs
+//! lose nothing.
 
+use std::collections::BTreeMap;
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -61,7 +65,7 @@ pub struct RunOptions {
 pub enum RunError {
     /// Bad input: unknown hazard, corrupt or future results file, unwritable folder.
     Usage(String),
-    /// SIGINT or SIGTERM: probes killed, nothing written.
+    /// SIGINT, SIGTERM or SIGHUP: probes killed, nothing written.
     Interrupted,
     /// Writing the results failed.
     Io(std::io::Error),
@@ -81,6 +85,12 @@ pub struct RunSummary {
 }
 
 /// Runs the probes and writes the results and the matrix.
+///
+/// 1. Checks everything it can before measuring: the hazards, the probe
+///    binaries, the folder and every file in it (a bad file stays untouched).
+/// 2. Runs the probes; a report is kept only if it ran on this platform.
+/// 3. Takes the folder's lock, re-reads this platform's file, merges only
+///    this run's reports ([`merge_own`]), writes it and the matrix, unlocks.
 pub fn run(opts: &RunOptions) -> Result<RunSummary, RunError> {
     let started = Instant::now();
     if let Some(unknown) = opts.only.iter().find(|h| !PROBES.contains(&h.as_str())) {
@@ -89,6 +99,12 @@ pub fn run(opts: &RunOptions) -> Result<RunSummary, RunError> {
             PROBES.join(", ")
         )));
     }
+    let selected: Vec<&str> = PROBES
+        .iter()
+        .copied()
+        .filter(|h| opts.only.is_empty() || opts.only.iter().any(|o| o == h))
+        .collect();
+    check_probes(&opts.probes_dir, &selected).map_err(RunError::Usage)?;
     let platform = Platform::detect();
     let results_path = opts.results_dir.join(format!("{}.json", platform.id));
     // Refuse before measuring anything: bad files stay untouched.
@@ -99,7 +115,7 @@ pub fn run(opts: &RunOptions) -> Result<RunSummary, RunError> {
     let replaces_older = |e: &results::BadResults| {
         opts.only.is_empty() && e.path == results_path && crate::report::is_older_schema(&e.problem)
     };
-    let previous = match results::load(&results_path) {
+    let before = match results::load(&results_path) {
         Err(e) if replaces_older(&e) => None,
         other => other.map_err(|e| RunError::Usage(e.to_string()))?,
     };
@@ -107,24 +123,30 @@ pub fn run(opts: &RunOptions) -> Result<RunSummary, RunError> {
         Err(e) if !replaces_older(&e) => return Err(RunError::Usage(e.to_string())),
         _ => {}
     }
-    let scratch = Scratch::new("run").map_err(RunError::Io)?;
+    crate::costs::load_dir(&opts.results_dir).map_err(|e| RunError::Usage(e.to_string()))?;
+    let scratch = Scratch::new_swept("run").map_err(RunError::Io)?;
 
-    let mut merged = previous.unwrap_or_else(|| ResultsFile {
-        schema: SCHEMA_VERSION,
-        platform: platform.clone(),
-        probes: Default::default(),
-    });
-    merged.schema = SCHEMA_VERSION;
-    merged.platform = platform;
+    let mut measured = BTreeMap::new();
     let mut failures = Vec::new();
-    for hazard in PROBES
-        .iter()
-        .filter(|h| opts.only.is_empty() || opts.only.iter().any(|o| o == *h))
-    {
+    for hazard in selected {
+        if interrupted() {
+            return Err(RunError::Interrupted);
+        }
         eprintln!("fdwindow: probing {hazard} …");
-        match run_probe(hazard, opts, scratch.dir()) {
+        let outcome = run_probe(hazard, opts, scratch.dir()).and_then(|report| {
+            // A report is filed under the platform it ran on, never another.
+            if report.platform.id == platform.id {
+                Ok(report)
+            } else {
+                Err(ProbeFailure::Failed(format!(
+                    "ran on platform {}, not {}",
+                    report.platform.id, platform.id
+                )))
+            }
+        });
+        match outcome {
             Ok(report) => {
-                merged.probes.insert(hazard.to_string(), report);
+                measured.insert(hazard.to_string(), report);
             }
             Err(ProbeFailure::Interrupted) => return Err(RunError::Interrupted),
             Err(ProbeFailure::Failed(why)) => {
@@ -133,15 +155,135 @@ pub fn run(opts: &RunOptions) -> Result<RunSummary, RunError> {
             }
         }
     }
+    drop(scratch);
+
+    let lock = results::FolderLock::acquire(&opts.results_dir, interrupted).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::Interrupted {
+            RunError::Interrupted
+        } else {
+            RunError::Io(e)
+        }
+    })?;
+    // Re-read under the lock: another run may have written since we started.
+    let current = results::load(&results_path).map_err(|e| RunError::Usage(e.to_string()))?;
+    let (merged, notes) = merge_own(current, before.as_ref(), measured, &platform);
+    for note in notes {
+        eprintln!("fdwindow: {note}");
+    }
     let json = serde_json::to_string_pretty(&merged).expect("results serialise") + "\n";
     results::write_atomic(&results_path, json.as_bytes()).map_err(RunError::Io)?;
     write_matrix(&opts.results_dir).map_err(RunError::Io)?;
+    drop(lock);
     Ok(RunSummary {
         results_path,
         results: merged,
         failures,
         elapsed: started.elapsed(),
     })
+}
+
+/// Fails with one line unless every selected probe binary is a file in `dir`.
+fn check_probes(dir: &Path, selected: &[&str]) -> Result<(), String> {
+    if !dir.is_dir() {
+        return Err(format!(
+            "probe folder {} does not exist (build with `cargo build --release`, or pass --probes DIR)",
+            dir.display()
+        ));
+    }
+    let missing: Vec<String> = selected
+        .iter()
+        .map(|h| format!("probe-{h}"))
+        .filter(|b| !dir.join(b).is_file())
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} lacks {} (build with `cargo build --release --bins`)",
+            dir.display(),
+            missing.join(", ")
+        ))
+    }
+}
+
+/// When a report's probe finished: its start plus its run time, in seconds
+/// since the epoch (0 when the time is unreadable, so it loses).
+fn finished(report: &ProbeReport) -> u64 {
+    unix_from_utc(&report.started_at).map_or(0, |s| s + report.elapsed_ms / 1000)
+}
+
+/// Seconds since the epoch of `YYYY-MM-DDTHH:MM:SSZ`, the form reports carry.
+fn unix_from_utc(text: &str) -> Option<u64> {
+    let num = |r: std::ops::Range<usize>| text.get(r)?.parse::<i64>().ok();
+    if text.len() != 20 || !text.ends_with('Z') {
+        return None;
+    }
+    let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (hh, mm, ss) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    // Howard Hinnant's days_from_civil.
+    // See: <https://howardhinnant.github.io/date_algorithms.html#days_from_civil>
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    u64::try_from(days * 86_400 + hh * 3600 + mm * 60 + ss).ok()
+}
+
+/// Merges this run's reports into the platform's file as read under the
+/// lock (`current`), given the file as it was when the run started
+/// (`before`). Only this run's probes change; every other report stays as
+/// the file holds it, except one filed under another platform, which is
+/// dropped. For a probe that a concurrent run also measured, the report that
+/// finished later wins. Returns the file and what to tell the user.
+pub fn merge_own(
+    current: Option<ResultsFile>,
+    before: Option<&ResultsFile>,
+    measured: BTreeMap<String, ProbeReport>,
+    platform: &Platform,
+) -> (ResultsFile, Vec<String>) {
+    let mut notes = Vec::new();
+    let mut file = current.unwrap_or_else(|| ResultsFile {
+        schema: SCHEMA_VERSION,
+        platform: platform.clone(),
+        probes: BTreeMap::new(),
+    });
+    file.schema = SCHEMA_VERSION;
+    file.platform = platform.clone();
+    file.probes.retain(|hazard, r| {
+        let same = r.platform.id == platform.id;
+        if !same {
+            notes.push(format!(
+                "dropped {hazard}'s report for platform {} from {}'s file",
+                r.platform.id, platform.id
+            ));
+        }
+        same
+    });
+    for (hazard, ours) in measured {
+        let theirs = file.probes.get(&hazard);
+        let concurrent = theirs.filter(|t| before.and_then(|b| b.probes.get(&hazard)) != Some(*t));
+        match concurrent {
+            Some(t) if finished(t) > finished(&ours) => {
+                notes.push(format!(
+                    "{hazard}: kept a concurrent run's report (started {}), which finished after this run's; this run's report of {hazard} is discarded",
+                    t.started_at
+                ));
+            }
+            Some(t) => {
+                notes.push(format!(
+                    "{hazard}: replaced a concurrent run's report (started {}) with this run's, which finished later",
+                    t.started_at
+                ));
+                file.probes.insert(hazard, ours);
+            }
+            None => {
+                file.probes.insert(hazard, ours);
+            }
+        }
+    }
+    (file, notes)
 }
 
 /// What `fdwindow matrix` writes: each file's name in the results folder and
@@ -235,4 +377,123 @@ fn run_probe(hazard: &str, opts: &RunOptions, scratch: &Path) -> Result<ProbeRep
         )));
     }
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verdict::{Outcome, Role, Window};
+
+    fn report(hazard: &str, platform: &Platform, started_at: &str, elapsed_ms: u64) -> ProbeReport {
+        ProbeReport {
+            schema: SCHEMA_VERSION,
+            hazard: hazard.into(),
+            about: String::new(),
+            fdwindow_version: "test".into(),
+            platform: platform.clone(),
+            started_at: started_at.into(),
+            elapsed_ms,
+            arms: vec![crate::report::ArmReport {
+                arm: "close".into(),
+                role: Role::Control,
+                window: Window::InProcess,
+                kind: crate::verdict::Kind::Deterministic,
+                about: String::new(),
+                against: None,
+                sham: None,
+                avoids: None,
+                outcome: Outcome::Unsupported {
+                    reason: "test".into(),
+                },
+            }],
+            tables: Vec::new(),
+        }
+    }
+
+    fn file(platform: &Platform, reports: &[&ProbeReport]) -> ResultsFile {
+        ResultsFile {
+            schema: SCHEMA_VERSION,
+            platform: platform.clone(),
+            probes: reports
+                .iter()
+                .map(|r| (r.hazard.clone(), (*r).clone()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn times_parse_as_written() {
+        let t = 1_796_083_716;
+        assert_eq!(unix_from_utc(&crate::report::utc_from_unix(t)), Some(t));
+        assert_eq!(unix_from_utc("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(unix_from_utc("2000-03-01T00:00:01Z"), Some(951_868_801));
+        assert_eq!(unix_from_utc("yesterday"), None);
+    }
+
+    #[test]
+    fn a_merge_changes_only_this_runs_probes() {
+        let here = Platform::detect();
+        let old = report("flock-survival", &here, "2026-01-01T00:00:00Z", 1000);
+        let theirs = report("bind-matrix", &here, "2026-01-02T00:00:00Z", 1000);
+        let ours = report("flock-survival", &here, "2026-01-02T00:00:05Z", 1000);
+        // Another run wrote bind-matrix since this one started: it stays.
+        let before = file(&here, &[&old]);
+        let current = file(&here, &[&old, &theirs]);
+        let measured = [("flock-survival".to_owned(), ours.clone())].into();
+        let (merged, notes) = merge_own(Some(current), Some(&before), measured, &here);
+        assert_eq!(merged.probes["flock-survival"], ours);
+        assert_eq!(merged.probes["bind-matrix"], theirs);
+        assert!(notes.is_empty(), "{notes:?}");
+    }
+
+    #[test]
+    fn of_two_runs_of_one_probe_the_later_finished_wins() {
+        let here = Platform::detect();
+        let ours = report("etxtbsy", &here, "2026-01-02T00:00:00Z", 10_000);
+        // A concurrent run's report that finished later than ours is kept.
+        let later = report("etxtbsy", &here, "2026-01-02T00:00:03Z", 10_000);
+        let measured = [("etxtbsy".to_owned(), ours.clone())].into();
+        let (merged, notes) = merge_own(Some(file(&here, &[&later])), None, measured, &here);
+        assert_eq!(merged.probes["etxtbsy"], later);
+        assert!(
+            notes[0].contains("kept a concurrent run's report"),
+            "{notes:?}"
+        );
+        // One that finished earlier is replaced, and the user told.
+        let earlier = report("etxtbsy", &here, "2026-01-01T23:59:00Z", 10_000);
+        let measured = [("etxtbsy".to_owned(), ours.clone())].into();
+        let (merged, notes) = merge_own(Some(file(&here, &[&earlier])), None, measured, &here);
+        assert_eq!(merged.probes["etxtbsy"], ours);
+        assert!(
+            notes[0].contains("replaced a concurrent run's report"),
+            "{notes:?}"
+        );
+        // The report this run read at its start is no concurrent run's.
+        let measured = [("etxtbsy".to_owned(), ours.clone())].into();
+        let before = file(&here, &[&later]);
+        let (merged, notes) = merge_own(Some(before.clone()), Some(&before), measured, &here);
+        assert_eq!(merged.probes["etxtbsy"], ours);
+        assert!(notes.is_empty(), "{notes:?}");
+    }
+
+    #[test]
+    fn a_report_of_another_platform_never_stays_in_this_file() {
+        let here = Platform::detect();
+        let mut other = here.clone();
+        other.kernel_release = "6.11.10".into();
+        other.id = Platform::make_id(
+            &other.os,
+            "6.11.10",
+            "",
+            &other.arch,
+            &other.libc,
+            &other.libc_version,
+            other.virtualization,
+        );
+        assert_ne!(other.id, here.id);
+        let stale = report("etxtbsy", &other, "2026-01-01T00:00:00Z", 1);
+        let (merged, notes) = merge_own(Some(file(&here, &[&stale])), None, BTreeMap::new(), &here);
+        assert!(merged.probes.is_empty(), "{merged:?}");
+        assert!(notes[0].contains("dropped etxtbsy"), "{notes:?}");
+    }
 }

@@ -148,6 +148,9 @@ impl Drop for ReportFile {
 
 /// Runs `fdwindow stress`; `Err` is bad input (exit status 2).
 pub fn run(args: StressArgs) -> Result<ExitCode, String> {
+    if args.duration.is_some_and(|d| d.is_zero()) {
+        return Err("--duration must be longer than 0".into());
+    }
     let mut spec: Spec = args
         .pressure
         .parse()
@@ -173,6 +176,7 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
             written.path().to_owned()
         }
     };
+    check_library(&injector)?;
     let report = ReportFile(
         std::env::temp_dir().join(format!("fdwindow-stress-{}.pressure", std::process::id())),
     );
@@ -284,10 +288,7 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
         "interrupted": fdwindow::harness::interrupted(),
         "arms": [alone.json("alone"), pressured.json("pressure")],
     });
-    println!(
-        "{}",
-        serde_json::to_string_pretty(&summary).expect("plain JSON")
-    );
+    crate::emit(&(serde_json::to_string_pretty(&summary).expect("plain JSON") + "\n"));
     Ok(if fdwindow::harness::interrupted() {
         ExitCode::from(130)
     } else if processes == 0 && pressured.count.trials > 0 {
@@ -299,6 +300,49 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Fails unless `path` is a shared library the loader could preload: an ELF
+/// shared object (`e_type` `ET_DYN`) or a Mach-O dylib (`MH_DYLIB`, or a
+/// universal file). Anything else would run every command unpressured.
+///
+/// # References
+/// - <https://man7.org/linux/man-pages/man5/elf.5.html>
+/// - <https://github.com/apple-oss-distributions/xnu/blob/main/EXTERNAL_HEADERS/mach-o/loader.h>
+fn check_library(path: &Path) -> Result<(), String> {
+    use std::io::Read;
+    let mut head = [0u8; 20];
+    let read = std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .map_err(|e| format!("injector {}: {e}", path.display()))?;
+    let head = &head[..read];
+    let is_library = match head {
+        // ELF: e_type at 16, in the byte order EI_DATA (byte 5) names.
+        [0x7f, b'E', b'L', b'F', _, data, ..] if head.len() >= 18 => {
+            let t = [head[16], head[17]];
+            let e_type = if *data == 2 {
+                u16::from_be_bytes(t)
+            } else {
+                u16::from_le_bytes(t)
+            };
+            e_type == 3
+        }
+        // 64-bit Mach-O, little-endian: filetype at 12.
+        [0xcf, 0xfa, 0xed, 0xfe, ..] if head.len() >= 16 => {
+            u32::from_le_bytes([head[12], head[13], head[14], head[15]]) == 6
+        }
+        // A universal (fat) file: slices of several architectures.
+        [0xca, 0xfe, 0xba, 0xbe, ..] => true,
+        _ => false,
+    };
+    if is_library {
+        Ok(())
+    } else {
+        Err(format!(
+            "injector {} is not a shared library; build it with `cargo build --release -p fdwindow-inject`",
+            path.display()
+        ))
+    }
 }
 
 /// Runs the command once: whether it failed, and how long it took.

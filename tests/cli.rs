@@ -76,9 +76,21 @@ fn run_then_ask_for_verdicts() {
     let dir = s.dir().join("results");
     let out = quick_run(&dir);
     assert!(out.status.success(), "{}", stderr(&out));
+    // The closing note names the time of each probe this run ran, and only those.
+    let text = String::from_utf8_lossy(&out.stdout);
+    let note = text
+        .lines()
+        .find(|l| l.starts_with("time per probe: "))
+        .unwrap_or_else(|| panic!("no per-probe times in:\n{text}"));
+    assert!(
+        note.starts_with("time per probe: posix-lock-drop ") && note.ends_with(" s"),
+        "{note}"
+    );
+    assert!(!note.contains(','), "{note}");
     let mut names: Vec<String> = fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n != fdwindow::results::LOCK_FILE)
         .collect();
     names.sort();
     assert_eq!(names.len(), 2, "{names:?}");
@@ -141,14 +153,17 @@ fn corrupt_and_future_results_are_refused_and_left_untouched() {
     let dir = s.dir().join("results");
     let file = quick_results(&dir);
     let good = fs::read_to_string(&file).unwrap();
-    let future = good.replacen("\"schema\": 2", "\"schema\": 99", 1);
+    let schema = format!("\"schema\": {}", fdwindow::report::SCHEMA_VERSION);
+    let future = good.replacen(&schema, "\"schema\": 99", 1);
+    let negative = good.replacen(&schema, "\"schema\": -1", 1);
     assert_ne!(future, good);
-    let older = good.replacen("\"schema\": 2", "\"schema\": 1", 1);
+    let older = good.replacen(&schema, "\"schema\": 1", 1);
     let overflowed = good.replacen("\"hits\": 7", "\"hits\": 18446744073709551615", 1);
     assert_ne!(overflowed, good);
     for (bad, needle) in [
         (&good[..good.len() / 2], "not JSON"),
         (future.as_str(), "newer"),
+        (negative.as_str(), "-1, not a version number"),
         (older.as_str(), "make probe-linux"),
         (overflowed.as_str(), "hits in 7 trials"),
     ] {
@@ -275,6 +290,10 @@ fn merge_combines_artifacts_and_keeps_the_newest_report() {
         serde_json::from_str(&fs::read_to_string(&file_b).unwrap()).unwrap();
     other.platform.id = "macos-15.3-aarch64-libsystem".into();
     other.platform.os = "macos".into();
+    // Each report carries the platform it ran on, and merge files it there.
+    for r in other.probes.values_mut() {
+        r.platform = other.platform.clone();
+    }
     fs::remove_file(&file_b).unwrap();
     fs::create_dir_all(b.join("nested")).unwrap();
     fs::write(
@@ -369,12 +388,13 @@ fn spawn_window_chart_and_costs_reach_the_matrix() {
         ("lock-kind/flock/lock-unlock", 1250.0),
     ]
     .map(|(id, ns)| {
+        // Ten interleaved rounds, in one fixed pattern of ±5 ns.
+        let samples = (0..10)
+            .map(|i| ns + if i % 2 == 0 { 5.0 } else { -5.0 })
+            .collect();
         (
             id.to_owned(),
-            fdwindow::costs::BenchCost {
-                median_ns: ns,
-                samples: 10,
-            },
+            fdwindow::costs::BenchCost::from_samples(samples).unwrap(),
         )
     });
     fdwindow::costs::merge_and_write(&dir, costs.into()).unwrap();
@@ -407,7 +427,7 @@ fn spawn_window_chart_and_costs_reach_the_matrix() {
     assert!(
         matrix.lines().any(
             |l| l.starts_with("| `flock` | mitigation (vs `close-other-fd`) |")
-                && l.ends_with("| +250 ns (1.25×) |")
+                && l.ends_with("| +250 ns (95% CI +250 ns to +250 ns, 1.25×) |")
         ),
         "{matrix}"
     );

@@ -34,7 +34,7 @@ fn listener_retire(c: &mut Criterion) {
         ("shutdown-rdwr", libc::SHUT_RDWR),
         ("shutdown-wr", libc::SHUT_WR),
     ] {
-        group.bench_batched(imp, param, listener, |l| {
+        group.bench_batched(imp, param, listener, move |l| {
             shutdown_listener(&l, how);
             drop(l)
         });

@@ -29,27 +29,36 @@ fn socket_create(c: &mut Criterion) {
 }
 
 /// Four threads creating and dropping sockets until stopped (or, should the
-/// bench never stop them, for ten minutes at most).
+/// bench never stop them, for ten minutes at most). They take the spawn lock
+/// while `locked` is set: the routine being timed sets it, so the same four
+/// threads serve both arms of the interleaved rounds.
 struct Creators {
     stop: Arc<AtomicBool>,
+    locked: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
 }
 
 impl Creators {
-    fn start(locked: bool) -> Creators {
+    fn start() -> Creators {
         let stop = Arc::new(AtomicBool::new(false));
+        let locked = Arc::new(AtomicBool::new(false));
         let deadline = Instant::now() + Duration::from_secs(600);
         let threads = (0..4)
             .map(|_| {
                 let stop = Arc::clone(&stop);
+                let locked = Arc::clone(&locked);
                 std::thread::spawn(move || {
                     while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
-                        drop(create(locked));
+                        drop(create(locked.load(Ordering::Relaxed)));
                     }
                 })
             })
             .collect();
-        Creators { stop, threads }
+        Creators {
+            stop,
+            locked,
+            threads,
+        }
     }
 }
 
@@ -63,11 +72,13 @@ impl Drop for Creators {
 }
 
 fn spawn_with_creators(c: &mut Criterion) {
+    let creators = Creators::start();
     let mut group = Group::new(c, "spawn-with-4-creators", Duration::from_millis(1500));
     for (imp, locked) in [("no-lock", false), ("spawn-lock", true)] {
-        let _creators = Creators::start(locked);
         let mut prepared = Prepared::new(SpawnPath::PosixSpawn).expect("std spawn");
-        group.bench(imp, "udp-loopback", || {
+        let mode = &creators.locked;
+        group.bench(imp, "udp-loopback", move || {
+            mode.store(locked, Ordering::Relaxed);
             let child = {
                 let _guard = locked.then(|| SPAWN_LOCK.write().unwrap_or_else(|e| e.into_inner()));
                 prepared.spawn().expect("spawn")

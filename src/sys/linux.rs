@@ -17,10 +17,23 @@ pub(crate) fn os_release() -> Option<String> {
     Some(line.trim_matches('"').to_owned())
 }
 
-/// On Linux the kernel's behaviour is what the probes measure, so its version
-/// names the platform.
+/// On Linux the kernel's behaviour is what the probes measure, so its full
+/// release, build flavour included, names the platform.
 pub(crate) fn id_version(_os_release: &str, kernel_release: &str) -> String {
-    crate::platform::major_minor(kernel_release)
+    kernel_release.to_owned()
+}
+
+/// Whether the kernel lists the `hypervisor` cpu flag in `/proc/cpuinfo`
+/// (set from CPUID leaf 1 ECX bit 31 on x86, by the firmware elsewhere).
+///
+/// # References
+/// - <https://man7.org/linux/man-pages/man5/proc_cpuinfo.5.html>
+pub(crate) fn hypervisor_present() -> bool {
+    std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|t| {
+        t.lines()
+            .filter(|l| l.starts_with("flags"))
+            .any(|l| l.split_ascii_whitespace().any(|w| w == "hypervisor"))
+    })
 }
 
 #[cfg(target_env = "gnu")]

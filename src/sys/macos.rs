@@ -95,8 +95,34 @@ pub(crate) fn os_release() -> Option<String> {
     Some(super::compat::product_version(&reported, darwin))
 }
 
+/// The full product version (`15.3.1`): a point release can change the kernel.
 pub(crate) fn id_version(os_release: &str, _kernel_release: &str) -> String {
-    crate::platform::major_minor(os_release)
+    if os_release.is_empty() {
+        "unknown".into()
+    } else {
+        os_release.to_owned()
+    }
+}
+
+/// `sysctlbyname("kern.hv_vmm_present")`: 1 inside a virtual machine.
+///
+/// # References
+/// - <https://developer.apple.com/documentation/apple-silicon/running-your-app-in-a-virtual-machine>
+pub(crate) fn hypervisor_present() -> bool {
+    let name = c"kern.hv_vmm_present";
+    let mut value: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>();
+    // SAFETY: value and len describe a writable int; no new value is set.
+    let rc = unsafe {
+        libc::sysctlbyname(
+            name.as_ptr(),
+            (&raw mut value).cast(),
+            &mut len,
+            std::ptr::null_mut(),
+            0,
+        )
+    };
+    rc == 0 && value == 1
 }
 
 /// libSystem carries no version of its own apart from the OS's.

@@ -11,7 +11,12 @@ pub(crate) fn os_release() -> Option<String> {
 }
 
 pub(crate) fn id_version(_os_release: &str, kernel_release: &str) -> String {
-    crate::platform::major_minor(kernel_release)
+    kernel_release.to_owned()
+}
+
+/// No portable way to ask; CPUID and the kernel command line still may tell.
+pub(crate) fn hypervisor_present() -> bool {
+    false
 }
 
 pub(crate) fn libc_name_version() -> (String, String) {

@@ -1,0 +1,170 @@
+//! Measures where a default `fdwindow run` spends its time and writes
+//! `results/timing-<platform-id>.json` (see `fdwindow::timing`).
+//!
+//! ```text
+//! cargo build --release --bins && cargo run --release --example run_timing -- [--runs N] [--results DIR]
+//! ```
+//!
+//! 1. N times: note the 1-minute load average, run `fdwindow run --results
+//!    <scratch>` (a fresh folder, so the committed results are untouched),
+//!    time it, and read each probe's elapsed time from its report.
+//! 2. N times per arm of the last run: `probe-<hazard> --arm <arm>`, timed.
+//! 3. Write the file atomically and regenerate the matrix and README.
+//!
+//! Say what load the machine was under: the file records it per run.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::Instant;
+
+use fdwindow::platform::Platform;
+use fdwindow::report::{ResultsFile, utc_now};
+use fdwindow::timing::{ArmTiming, RunTiming, TIMING_PREFIX, TIMING_SCHEMA, TimingFile};
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run() -> Result<(), String> {
+    let mut runs = 5u32;
+    let mut results = PathBuf::from("results");
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--runs" => {
+                runs = args
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .filter(|&n| (1..=100).contains(&n))
+                    .ok_or("--runs takes a count from 1 to 100")?
+            }
+            "--results" => results = args.next().ok_or("--results takes a folder")?.into(),
+            other => {
+                return Err(format!(
+                    "unknown argument {other:?}; usage: run_timing [--runs N] [--results DIR]"
+                ));
+            }
+        }
+    }
+    // target/release/examples/run_timing -> target/release
+    let bin_dir = std::env::current_exe()
+        .map_err(|e| e.to_string())?
+        .parent()
+        .and_then(Path::parent)
+        .ok_or("cannot find the binaries' folder")?
+        .to_owned();
+    let fdwindow = bin_dir.join("fdwindow");
+    if !fdwindow.exists() {
+        return Err(format!(
+            "{} is missing: run `cargo build --release --bins` first",
+            fdwindow.display()
+        ));
+    }
+    let measured_at = utc_now();
+    let mut timings = Vec::new();
+    let mut last: Option<ResultsFile> = None;
+    for i in 0..runs {
+        let scratch = tempfile::Builder::new()
+            .prefix("fdwindow-timing-")
+            .tempdir()
+            .map_err(|e| e.to_string())?;
+        let load = load_average();
+        eprintln!("run {}/{runs} (load {load:.2}) …", i + 1);
+        let started = Instant::now();
+        let status = Command::new(&fdwindow)
+            .arg("run")
+            .arg("--results")
+            .arg(scratch.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .map_err(|e| format!("run fdwindow: {e}"))?;
+        let wall_ms = started.elapsed().as_millis() as u64;
+        if !status.success() {
+            return Err(format!("fdwindow run failed: {status}"));
+        }
+        let file = read_results(scratch.path())?;
+        timings.push(RunTiming {
+            load_at_start: load,
+            wall_ms,
+            probes: file
+                .probes
+                .iter()
+                .map(|(h, r)| (h.clone(), r.elapsed_ms))
+                .collect(),
+        });
+        last = Some(file);
+    }
+    let last = last.ok_or("no run")?;
+    let mut arms = Vec::new();
+    for (hazard, report) in &last.probes {
+        let mut ids: Vec<&str> = report.arms.iter().map(|a| a.arm.as_str()).collect();
+        ids.dedup();
+        for arm in ids {
+            let mut ms = Vec::new();
+            for _ in 0..runs {
+                let started = Instant::now();
+                let status = Command::new(bin_dir.join(format!("probe-{hazard}")))
+                    .args(["--arm", arm])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status()
+                    .map_err(|e| format!("run probe-{hazard}: {e}"))?;
+                if !status.success() {
+                    return Err(format!("probe-{hazard} --arm {arm} failed: {status}"));
+                }
+                ms.push(started.elapsed().as_millis() as u64);
+            }
+            eprintln!("{hazard} {arm}: {ms:?}");
+            arms.push(ArmTiming {
+                probe: hazard.clone(),
+                arm: arm.to_owned(),
+                ms,
+            });
+        }
+    }
+    let platform = Platform::detect();
+    let file = TimingFile {
+        schema: TIMING_SCHEMA,
+        platform: platform.clone(),
+        measured_at,
+        command: format!("cargo run --release --example run_timing -- --runs {runs}"),
+        runs: timings,
+        arms,
+    };
+    let path = results.join(format!("{TIMING_PREFIX}{}.json", platform.id));
+    let json = serde_json::to_string_pretty(&file).map_err(|e| e.to_string())? + "\n";
+    fdwindow::results::write_atomic(&path, json.as_bytes()).map_err(|e| e.to_string())?;
+    eprintln!("wrote {}", path.display());
+    Ok(())
+}
+
+/// The single results file a run wrote into `dir`.
+fn read_results(dir: &Path) -> Result<ResultsFile, String> {
+    for entry in std::fs::read_dir(dir).map_err(|e| e.to_string())? {
+        let path = entry.map_err(|e| e.to_string())?.path();
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if name.ends_with(".json") && !name.starts_with('.') && !name.starts_with("costs-") {
+            let text = std::fs::read_to_string(&path).map_err(|e| e.to_string())?;
+            return ResultsFile::from_json(&text).map_err(|e| format!("{}: {e}", path.display()));
+        }
+    }
+    Err(format!("no results file in {}", dir.display()))
+}
+
+/// The 1-minute load average (getloadavg(3)).
+fn load_average() -> f64 {
+    let mut loads = [0f64; 3];
+    // SAFETY: getloadavg writes at most the 3 elements it is given room for.
+    let n = unsafe { libc::getloadavg(loads.as_mut_ptr(), 3) };
+    if n >= 1 { loads[0] } else { f64::NAN }
+}

@@ -1,0 +1,512 @@
+//! The README's generated sections: every measured figure in the README sits
+//! between `<!-- fdwindow:begin NAME -->` and `<!-- fdwindow:end NAME -->`,
+//! and `fdwindow matrix` rewrites what lies between from the results folder
+//! (`fdwindow matrix --check` fails when a section differs). Prose outside
+//! the sections states no measured number.
+//!
+//! Adding a section: write a `fn(&Inputs) -> String` and list it in
+//! [`SECTIONS`] under its name, then put the two marker lines in README.md.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::costs::CostsFile;
+use crate::matrix::{cell_line, cell_text, count_text};
+use crate::pressure_file::PressureFile;
+use crate::report::{ResultsFile, Table};
+use crate::results::BadResults;
+use crate::stats::Count;
+use crate::verdict::Window;
+
+/// Everything a section is rendered from.
+pub struct Inputs {
+    /// Every results file, sorted by platform id.
+    pub files: Vec<ResultsFile>,
+    /// Every costs file.
+    pub costs: Vec<CostsFile>,
+    /// Every pressure file.
+    pub pressure: Vec<PressureFile>,
+}
+
+impl Inputs {
+    /// Loads the results, costs and pressure files of `dir`.
+    pub fn load(dir: &Path) -> Result<Inputs, BadResults> {
+        Ok(Inputs {
+            files: crate::results::load_dir(dir)?,
+            costs: crate::costs::load_dir(dir)?,
+            pressure: crate::pressure_file::load_dir(dir)?,
+        })
+    }
+
+    /// The Linux platform the README describes: the one with the most
+    /// probes, then the one measured last, so the choice never depends on
+    /// the machine that renders it.
+    fn linux(&self) -> Option<&ResultsFile> {
+        let last = |f: &ResultsFile| {
+            f.probes
+                .values()
+                .map(|r| r.started_at.clone())
+                .max()
+                .unwrap_or_default()
+        };
+        self.files
+            .iter()
+            .filter(|f| f.platform.os == "linux")
+            .max_by(|a, b| {
+                (a.probes.len(), last(a))
+                    .cmp(&(b.probes.len(), last(b)))
+                    .then(b.platform.id.cmp(&a.platform.id))
+            })
+    }
+}
+
+/// One generated section: its name in the markers, and its renderer.
+pub struct Section {
+    /// The `NAME` in `<!-- fdwindow:begin NAME -->`.
+    pub name: &'static str,
+    /// Renders the section's lines (without the markers).
+    pub render: fn(&Inputs) -> String,
+}
+
+/// Every section the README may hold.
+pub const SECTIONS: &[Section] = &[
+    Section {
+        name: "platform",
+        render: platform,
+    },
+    Section {
+        name: "verdict-example",
+        render: verdict_example,
+    },
+    Section {
+        name: "showed",
+        render: showed,
+    },
+    Section {
+        name: "spawn-window",
+        render: spawn_window,
+    },
+    Section {
+        name: "excerpt",
+        render: excerpt,
+    },
+    Section {
+        name: "pressure-stress",
+        render: pressure_stress,
+    },
+    Section {
+        name: "pressure-rate",
+        render: pressure_rate,
+    },
+];
+
+const BEGIN: &str = "<!-- fdwindow:begin ";
+const END: &str = "<!-- fdwindow:end ";
+
+/// Whether `text` holds any generated section.
+pub fn has_sections(text: &str) -> bool {
+    text.lines().any(|l| l.trim_start().starts_with(BEGIN))
+}
+
+/// `text` with every section's body rendered anew. Fails on an unknown
+/// name, a section without its end, or an end without its beginning.
+pub fn rewrite(text: &str, inputs: &Inputs) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut open: Option<&str> = None;
+    for (n, line) in text.split_inclusive('\n').enumerate() {
+        let trimmed = line.trim();
+        if let Some(name) = marker(trimmed, BEGIN) {
+            if let Some(outer) = open {
+                return Err(format!(
+                    "line {}: section {name} begins inside section {outer}",
+                    n + 1
+                ));
+            }
+            let section = SECTIONS.iter().find(|s| s.name == name).ok_or_else(|| {
+                let names: Vec<&str> = SECTIONS.iter().map(|s| s.name).collect();
+                format!(
+                    "line {}: unknown section {name:?}; sections: {}",
+                    n + 1,
+                    names.join(", ")
+                )
+            })?;
+            out.push_str(line);
+            let body = (section.render)(inputs);
+            out.push_str(&body);
+            if !body.is_empty() && !body.ends_with('\n') {
+                out.push('\n');
+            }
+            open = Some(section.name);
+        } else if let Some(name) = marker(trimmed, END) {
+            if open != Some(name) {
+                return Err(format!(
+                    "line {}: end of section {name} without its beginning",
+                    n + 1
+                ));
+            }
+            open = None;
+            out.push_str(line);
+        } else if open.is_none() {
+            out.push_str(line);
+        }
+    }
+    match open {
+        Some(name) => Err(format!("section {name} has no end marker")),
+        None => Ok(out),
+    }
+}
+
+/// The name in `<!-- fdwindow:begin NAME -->` (or `end`), if `line` is one.
+fn marker<'a>(line: &'a str, prefix: &str) -> Option<&'a str> {
+    line.strip_prefix(prefix)?
+        .strip_suffix("-->")
+        .map(str::trim)
+}
+
+fn no_data(what: &str) -> String {
+    format!("*(no {what} in the results folder yet)*\n")
+}
+
+/// Every measured platform: kernel, libc, cpus, virtualization, and how long
+/// its probes took in all.
+fn platform(inputs: &Inputs) -> String {
+    if inputs.files.is_empty() {
+        return no_data("results");
+    }
+    let mut out = String::from(
+        "| platform | kernel | libc | cpus | virtualization | probes | their run time |\n|---|---|---|---|---|---|---|\n",
+    );
+    for f in &inputs.files {
+        let p = &f.platform;
+        let ms: u64 = f.probes.values().map(|r| r.elapsed_ms).sum();
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | {} {} | {} | {} | {} | {:.1} s |",
+            p.id,
+            p.kernel_release,
+            p.libc,
+            p.libc_version,
+            p.cpus,
+            p.virtualization.id(),
+            f.probes.len(),
+            ms as f64 / 1000.0
+        );
+    }
+    out
+}
+
+/// The line `fdwindow verdict` prints for one arm in one window.
+fn verdict_line(f: &ResultsFile, hazard: &str, arm: &str, window: Window) -> Option<String> {
+    let report = f.probes.get(hazard)?;
+    let a = report
+        .arms
+        .iter()
+        .find(|a| a.arm == arm && a.window == window)?;
+    Some(format!("{} {}", window.id(), cell_line(report, a)))
+}
+
+fn verdict_example(inputs: &Inputs) -> String {
+    let Some(f) = inputs.linux() else {
+        return no_data("Linux results");
+    };
+    let mut out = String::from("```sh\n");
+    for (hazard, arm, window) in [
+        ("flock-survival", "unlock-then-close", Window::ForkWindow),
+        ("flock-survival", "cloexec", Window::PosixSpawn),
+    ] {
+        if let Some(line) = verdict_line(f, hazard, arm, window) {
+            let _ = writeln!(
+                out,
+                "$ fdwindow verdict {hazard} {arm} --window {}\n{line}",
+                window.id()
+            );
+        }
+    }
+    out.push_str("```\n");
+    out
+}
+
+/// The cells behind the README's summary of the Linux machine: every window
+/// each listed arm ran in.
+fn showed(inputs: &Inputs) -> String {
+    let Some(f) = inputs.linux() else {
+        return no_data("Linux results");
+    };
+    const ARMS: &[(&str, &[&str])] = &[
+        (
+            "flock-survival",
+            &["close", "unlock-then-close", "std-unlock", "cloexec"],
+        ),
+        ("ofd-lock-survival", &["close", "unlock-then-close"]),
+        (
+            "listener-survival",
+            &[
+                "close",
+                "shutdown-rd",
+                "shutdown-rdwr",
+                "bound-unlistened",
+                "shutdown-wr",
+                "drain-then-close",
+            ],
+        ),
+        (
+            "env-race",
+            &[
+                "setenv-vs-libc-getenv",
+                "std-env-only",
+                "std-env-only-sham",
+                "one-env-guard",
+            ],
+        ),
+        (
+            "etxtbsy",
+            &[
+                "write-then-exec",
+                "spawn-lock",
+                "spawn-lock-sham",
+                "retry-on-etxtbsy",
+                "retry-on-etxtbsy-short-stall",
+                "retry-on-etxtbsy-short-stall-sham",
+                "retry-on-etxtbsy-long-stall",
+            ],
+        ),
+    ];
+    let mut out = format!(
+        "On `{}`:\n\n| hazard | arm | window | measured |\n|---|---|---|---|\n",
+        f.platform.id
+    );
+    for (hazard, arms) in ARMS {
+        let Some(report) = f.probes.get(*hazard) else {
+            continue;
+        };
+        for arm in *arms {
+            for a in report.arms.iter().filter(|a| a.arm == *arm) {
+                let _ = writeln!(
+                    out,
+                    "| `{hazard}` | `{arm}` | {} | {} |",
+                    a.window.id(),
+                    cell_text(report, a)
+                );
+            }
+        }
+    }
+    out
+}
+
+fn table_markdown(t: &Table) -> String {
+    if let Some(problem) = &t.problem {
+        return format!("*{problem}*\n");
+    }
+    let mut out = format!("| {} |\n|", t.columns.join(" | "));
+    out.push_str(&"---|".repeat(t.columns.len()));
+    out.push('\n');
+    for r in &t.rows {
+        let _ = writeln!(out, "| {} |", r.join(" | "));
+    }
+    out
+}
+
+/// The spawn-window probe's slopes: how the window grows with the parent's
+/// memory on each path.
+fn spawn_window(inputs: &Inputs) -> String {
+    let Some(f) = inputs.linux() else {
+        return no_data("Linux results");
+    };
+    let Some(t) = f
+        .probes
+        .get("spawn-window")
+        .and_then(|r| r.tables.iter().find(|t| t.id == "slopes"))
+    else {
+        return no_data("spawn-window slopes");
+    };
+    format!(
+        "On `{}`. {}\n\n{}",
+        f.platform.id,
+        t.about.trim(),
+        table_markdown(t)
+    )
+}
+
+/// The `flock-survival` table of MATRIX.md, as rendered now.
+fn excerpt(inputs: &Inputs) -> String {
+    let matrix = crate::matrix::render(&inputs.files, &inputs.costs);
+    let Some(start) = matrix.find("\n## `flock-survival`\n") else {
+        return no_data("flock-survival results");
+    };
+    let table: String = matrix[start..]
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    table
+}
+
+/// The pressure file the README shows: the Linux one measured last.
+fn pressure_file(inputs: &Inputs) -> Option<&PressureFile> {
+    inputs
+        .pressure
+        .iter()
+        .filter(|p| p.platform.os == "linux")
+        .max_by(|a, b| a.measured_at.cmp(&b.measured_at))
+}
+
+fn pressure_stress(inputs: &Inputs) -> String {
+    let Some(p) = pressure_file(inputs) else {
+        return no_data("pressure measurements (`make pressure`)");
+    };
+    let mut cases: Vec<&str> = Vec::new();
+    let mut settings: Vec<&str> = Vec::new();
+    for c in &p.stress {
+        if !cases.contains(&c.case.as_str()) {
+            cases.push(&c.case);
+        }
+        if !settings.contains(&c.pressure.as_str()) {
+            settings.push(&c.pressure);
+        }
+    }
+    let alone: Vec<String> = cases
+        .iter()
+        .map(|case| {
+            let (fails, runs) = p
+                .stress
+                .iter()
+                .filter(|c| c.case == *case)
+                .fold((0, 0), |(f, r), c| (f + c.alone_failures, r + c.runs));
+            format!("{case} {fails}/{runs}")
+        })
+        .collect();
+    let mut out = format!(
+        "On `{}`, measured {} by `{}`; every run alone, summed over the settings: {}. \
+Each cell: failures under pressure / runs (95% Wilson interval) [median pressured run time between failures].\n\n| pressure |",
+        p.platform.id,
+        p.measured_at,
+        p.command,
+        alone.join(", ")
+    );
+    for case in &cases {
+        let _ = write!(out, " {case} |");
+    }
+    out.push_str("\n|---|");
+    out.push_str(&"---|".repeat(cases.len()));
+    out.push('\n');
+    for s in &settings {
+        let _ = write!(out, "| `{s}` |");
+        for case in &cases {
+            let cell = p
+                .stress
+                .iter()
+                .find(|c| c.pressure == *s && c.case == *case)
+                .map_or_else(
+                    || "—".to_owned(),
+                    |c| {
+                        let gap = c
+                            .median_time_to_failure_s
+                            .map_or(String::new(), |t| format!(" [{:.0} ms]", t * 1000.0));
+                        format!(
+                            "{}{gap}",
+                            count_text(Count::new(c.pressure_failures, c.runs))
+                        )
+                    },
+                );
+            let _ = write!(out, " {cell} |");
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn pressure_rate(inputs: &Inputs) -> String {
+    let Some(p) = pressure_file(inputs).filter(|p| !p.rate.is_empty()) else {
+        return no_data("spawn-rate measurements (`make pressure`)");
+    };
+    let mut out = format!(
+        "On `{}`, measured {}:\n\n| loop | path | threads | spawns/s | spawns per CPU-second |\n|---|---|---|---|---|\n",
+        p.platform.id, p.measured_at
+    );
+    for r in &p.rate {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {:.0} | {:.0} |",
+            r.looped, r.path, r.threads, r.spawns_per_s, r.spawns_per_cpu_s
+        );
+    }
+    // The co-tenant's share of a plain loop's children per CPU-second, per
+    // path and thread count.
+    let shares: Vec<f64> = p
+        .rate
+        .iter()
+        .filter(|r| r.looped == "pressure")
+        .filter_map(|r| {
+            let plain = p
+                .rate
+                .iter()
+                .find(|q| q.looped == "plain" && q.path == r.path && q.threads == r.threads)?;
+            (plain.spawns_per_cpu_s > 0.0).then(|| r.spawns_per_cpu_s / plain.spawns_per_cpu_s)
+        })
+        .collect();
+    if let (Some(lo), Some(hi)) = (
+        shares.iter().copied().reduce(f64::min),
+        shares.iter().copied().reduce(f64::max),
+    ) {
+        let _ = writeln!(
+            out,
+            "\nThe co-tenant got {:.0}–{:.0}% of a plain loop's children per CPU-second here.",
+            lo * 100.0,
+            hi * 100.0
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn empty() -> Inputs {
+        Inputs {
+            files: Vec::new(),
+            costs: Vec::new(),
+            pressure: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn rewrites_only_inside_sections() {
+        let text = "intro 1\n<!-- fdwindow:begin platform -->\nstale 42\n<!-- fdwindow:end platform -->\noutro\n";
+        let out = rewrite(text, &empty()).unwrap();
+        assert_eq!(
+            out,
+            "intro 1\n<!-- fdwindow:begin platform -->\n*(no results in the results folder yet)*\n<!-- fdwindow:end platform -->\noutro\n"
+        );
+        // Rewriting is idempotent, and untouched text stays as it was.
+        assert_eq!(rewrite(&out, &empty()).unwrap(), out);
+        assert_eq!(rewrite("plain\n", &empty()).unwrap(), "plain\n");
+    }
+
+    #[test]
+    fn refuses_broken_markers() {
+        let err = |t: &str| rewrite(t, &empty()).unwrap_err();
+        assert!(
+            err("<!-- fdwindow:begin nope -->\n<!-- fdwindow:end nope -->\n")
+                .contains("unknown section")
+        );
+        assert!(err("<!-- fdwindow:begin platform -->\n").contains("no end marker"));
+        assert!(err("<!-- fdwindow:end platform -->\n").contains("without its beginning"));
+        assert!(
+            err("<!-- fdwindow:begin platform -->\n<!-- fdwindow:begin excerpt -->\n")
+                .contains("inside section")
+        );
+    }
+
+    #[test]
+    fn section_names_are_unique() {
+        for (i, s) in SECTIONS.iter().enumerate() {
+            assert!(
+                SECTIONS[i + 1..].iter().all(|t| t.name != s.name),
+                "{}",
+                s.name
+            );
+        }
+    }
+}
