@@ -15,11 +15,14 @@ use fdwindow::errno::{error_name, outcome_name};
 use fdwindow::harness::{Probe, Settings};
 use fdwindow::report::Table;
 use fdwindow::scratch::Scratch;
-use fdwindow::sockets::{BindOptions, bound, local_addr};
+use fdwindow::sockets::{
+    BindOptions, LOOPBACK_DEADLINE, SocketDir, bound, local_addr, unix_bound, unix_connect,
+    unix_listening,
+};
 
 static PROBE: Probe = Probe {
     hazard: "bind-matrix",
-    about: "Observes which second bind of a port succeeds while a first socket holds it (IPv4, IPv6, dual stack; specific or wildcard; bound or listening; SO_REUSEADDR, SO_REUSEPORT).",
+    about: "Observes which second bind of a port succeeds while a first socket holds it (IPv4, IPv6, dual stack; specific or wildcard; bound or listening; SO_REUSEADDR, SO_REUSEPORT), and of a Unix-domain socket path (in use, stale after close, unlinked first).",
     trials: 1,
     race: Duration::from_millis(0),
     arms: &[],
@@ -129,6 +132,120 @@ fn second_bind(
     outcome_name(&bound(SocketAddr::new(ip, port), reuse.options(v6_only)))
 }
 
+const UNIX_ABOUT: &str = "A first Unix-domain stream socket binds a path (in a short private \
+folder) and listens or only binds; the case says what happens to it and to the path; a second \
+socket then binds the same path, and listens if that worked; a fresh client then connects to the \
+path. Cells are `ok` or an errno name; `connect` is `connected`, `ECONNREFUSED` or `ENOENT`. The \
+socket file outlives the socket (unix(7): it \"persists in the filesystem\" until unlinked), so a \
+closed listener's path stays taken (EADDRINUSE) and refuses connections; the usual remedy is to \
+unlink before bind. Unlinking a path whose listener is alive (or alive in a child's copy) frees the \
+name but not the listener: whoever had it connected keeps it, and a new connect gets ENOENT until \
+someone binds there again.";
+
+/// How the first socket at a Unix-domain path is left before the second binds.
+#[derive(Clone, Copy)]
+enum UnixCase {
+    /// Listening, path untouched.
+    Listening,
+    /// Bound, never listened.
+    Bound,
+    /// Listened, then closed; the file stays.
+    StaleAfterClose,
+    /// Listened, closed, then the path unlinked before the second bind.
+    UnlinkBeforeBind,
+    /// Listening, and the path unlinked while it listens.
+    UnlinkedWhileListening,
+}
+
+impl UnixCase {
+    const ALL: [UnixCase; 5] = [
+        UnixCase::Listening,
+        UnixCase::Bound,
+        UnixCase::StaleAfterClose,
+        UnixCase::UnlinkBeforeBind,
+        UnixCase::UnlinkedWhileListening,
+    ];
+
+    fn id(self) -> &'static str {
+        match self {
+            UnixCase::Listening => "path in use (listening)",
+            UnixCase::Bound => "path in use (bound, not listening)",
+            UnixCase::StaleAfterClose => "stale path after close",
+            UnixCase::UnlinkBeforeBind => "unlink before bind",
+            UnixCase::UnlinkedWhileListening => "unlinked while the first listens",
+        }
+    }
+}
+
+/// One Unix-domain row: the second bind, and what a connect to the path gets.
+fn unix_row(dir: &SocketDir, n: usize, case: UnixCase) -> Vec<String> {
+    let mut row = vec![case.id().to_owned()];
+    let path = match dir.path(&format!("s{n}")) {
+        Ok(p) => p,
+        Err(e) => {
+            row.extend([format!("path: {}", error_name(&e)), "—".into()]);
+            return row;
+        }
+    };
+    let first = match case {
+        UnixCase::Bound => unix_bound(&path),
+        _ => unix_listening(&path, 4),
+    };
+    let first = match first {
+        Ok(s) => s,
+        Err(e) => {
+            row.extend([format!("first bind: {}", error_name(&e)), "—".into()]);
+            return row;
+        }
+    };
+    let mut keep = Some(first);
+    if matches!(case, UnixCase::StaleAfterClose | UnixCase::UnlinkBeforeBind) {
+        keep = None;
+    }
+    if matches!(
+        case,
+        UnixCase::UnlinkBeforeBind | UnixCase::UnlinkedWhileListening
+    ) && let Err(e) = std::fs::remove_file(&path)
+    {
+        row.extend([format!("unlink: {}", error_name(&e)), "—".into()]);
+        return row;
+    }
+    let second = unix_bound(&path).and_then(|s| s.listen(4).map(|()| s));
+    row.push(outcome_name(&second));
+    let deadline = std::time::Instant::now() + LOOPBACK_DEADLINE;
+    row.push(match unix_connect(&path, deadline) {
+        Ok(c) => c.id().to_owned(),
+        Err(e) => format!("connect: {}", error_name(&e)),
+    });
+    drop((keep, second));
+    row
+}
+
+fn unix_table() -> Table {
+    let mut table = Table {
+        id: "unix-path-bind".into(),
+        about: UNIX_ABOUT.into(),
+        columns: vec![
+            "case".into(),
+            "second bind".into(),
+            "connect to the path".into(),
+        ],
+        rows: Vec::new(),
+        problem: None,
+    };
+    match SocketDir::new() {
+        Ok(dir) => {
+            table.rows = UnixCase::ALL
+                .iter()
+                .enumerate()
+                .map(|(n, &case)| unix_row(&dir, n, case))
+                .collect()
+        }
+        Err(e) => table.problem = Some(format!("broken: make the socket folder: {e}")),
+    }
+    table
+}
+
 fn observe(_: &Scratch, _: Settings) -> Vec<Table> {
     let mut rows = Vec::new();
     for family in [Family::V4, Family::V6, Family::Dual] {
@@ -145,15 +262,18 @@ fn observe(_: &Scratch, _: Settings) -> Vec<Table> {
             }
         }
     }
-    vec![Table {
-        id: "second-bind".into(),
-        about: ABOUT.into(),
-        columns: vec![
-            "family/first/state/options".into(),
-            "second bind: specific".into(),
-            "second bind: wildcard".into(),
-        ],
-        rows,
-        problem: None,
-    }]
+    vec![
+        Table {
+            id: "second-bind".into(),
+            about: ABOUT.into(),
+            columns: vec![
+                "family/first/state/options".into(),
+                "second bind: specific".into(),
+                "second bind: wildcard".into(),
+            ],
+            rows,
+            problem: None,
+        },
+        unix_table(),
+    ]
 }

@@ -6,13 +6,18 @@
 //! read end wakes when exec has closed the child's copy (see `fdwindow::spawn`).
 //! Sweeps touched anonymous memory (4 MiB–1 GiB) and open descriptors
 //! (10–10,000); `--trials` sets the samples per point and path.
+//!
+//! With `--thorough` it also sweeps `RLIMIT_NOFILE` (2^10 up to 2^20 and the
+//! hard limit, raising the hard limit where the process may) and measures the
+//! whole cost of one spawn on each path that closes descriptors in the child,
+//! against std's paths, which close none.
 
 use std::time::Duration;
 
 use fdwindow::harness::{Probe, Settings, interrupted};
 use fdwindow::report::Table;
 use fdwindow::scratch::Scratch;
-use fdwindow::spawn::{Sweep, measure_sweep};
+use fdwindow::spawn::{Sweep, measure_nofile_sweep, measure_sweep, nofile_points};
 
 static PROBE: Probe = Probe {
     hazard: "spawn-window",
@@ -34,5 +39,24 @@ fn observe(_: &Scratch, settings: Settings) -> Vec<Table> {
         fds: vec![10, 100, 1000, 10_000],
         samples: settings.trials as usize,
     };
-    measure_sweep(&sweep, &interrupted)
+    let mut tables = measure_sweep(&sweep, &interrupted);
+    if settings.thorough {
+        let hard = hard_nofile().unwrap_or(libc::RLIM_INFINITY);
+        tables.push(measure_nofile_sweep(
+            &nofile_points(hard),
+            settings.trials as usize,
+            &interrupted,
+        ));
+    }
+    tables
+}
+
+fn hard_nofile() -> Option<libc::rlim_t> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: fills a valid rlimit.
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
+    (rc == 0).then_some(limit.rlim_max)
 }

@@ -1,6 +1,8 @@
 //! Renders `results/spawn-window.svg`: the spawn-window sweep as a chart, one
 //! row of two plots per measured platform (window against touched memory,
-//! window against open descriptors), one line per spawn path.
+//! window against open descriptors), one line per spawn path; where a
+//! thorough run measured it, a second row with the cost of one spawn against
+//! `RLIMIT_NOFILE`.
 //!
 //! Hand-written SVG, no dependency. Like MATRIX.md the output depends only on
 //! the results files (no clock, no host), so it can be regenerated and compared.
@@ -8,7 +10,7 @@
 use std::fmt::Write;
 
 use crate::report::{ResultsFile, Table};
-use crate::spawn::{TABLE_BY_FDS, TABLE_BY_RSS, cell};
+use crate::spawn::{TABLE_BY_FDS, TABLE_BY_NOFILE, TABLE_BY_RSS, cell};
 
 /// The chart's file name, beside MATRIX.md.
 pub const SPAWN_WINDOW_SVG: &str = "spawn-window.svg";
@@ -60,6 +62,9 @@ fn colour(path: &str) -> &'static str {
         "posix-spawn" => "#1f77b4",
         "fork-exec" => "#d62728",
         "vfork" => "#2ca02c",
+        "close-range-in-child" => "#9467bd",
+        "closefrom-file-action" => "#8c564b",
+        "close-every-fd-in-child" => "#ff7f0e",
         _ => "#7f7f7f",
     }
 }
@@ -96,6 +101,27 @@ fn platform_tables(f: &ResultsFile) -> Vec<&Table> {
     })
 }
 
+/// The thorough run's `RLIMIT_NOFILE` sweep, where it has a point to draw.
+fn nofile_series(f: &ResultsFile) -> Option<Vec<(String, Vec<Point>)>> {
+    let table = f
+        .probes
+        .get(SPAWN_WINDOW)?
+        .tables
+        .iter()
+        .find(|t| t.id == TABLE_BY_NOFILE && t.problem.is_none())?;
+    let series = series(table, "RLIMIT_NOFILE");
+    (!series.is_empty()).then_some(series)
+}
+
+/// The height of one platform's rows.
+fn platform_height(f: &ResultsFile) -> f64 {
+    if nofile_series(f).is_some() {
+        2.0 * ROW_HEIGHT
+    } else {
+        ROW_HEIGHT
+    }
+}
+
 /// Renders the chart, or `None` when no results file has a sweep.
 pub fn render_spawn_window(files: &[ResultsFile]) -> Option<String> {
     let drawn: Vec<&ResultsFile> = files
@@ -105,7 +131,7 @@ pub fn render_spawn_window(files: &[ResultsFile]) -> Option<String> {
     if drawn.is_empty() {
         return None;
     }
-    let height = TOP + ROW_HEIGHT * drawn.len() as f64;
+    let height = TOP + drawn.iter().map(|f| platform_height(f)).sum::<f64>();
     let mut svg = String::new();
     let _ = writeln!(
         svg,
@@ -124,8 +150,8 @@ pub fn render_spawn_window(files: &[ResultsFile]) -> Option<String> {
          both axes logarithmic</text>",
         WIDTH / 2.0
     );
-    for (i, f) in drawn.iter().enumerate() {
-        let top = TOP + ROW_HEIGHT * i as f64;
+    let mut top = TOP;
+    for f in &drawn {
         let _ = writeln!(
             svg,
             "<text x=\"{}\" y=\"{}\" font-size=\"13\" font-weight=\"bold\">{}</text>",
@@ -155,6 +181,23 @@ pub fn render_spawn_window(files: &[ResultsFile]) -> Option<String> {
                 );
             }
         }
+        if let Some(series) = nofile_series(f) {
+            let _ = writeln!(
+                svg,
+                "<text x=\"{}\" y=\"{}\" font-weight=\"bold\">cost of one spawn (start to exit) \
+                 against RLIMIT_NOFILE: paths that close descriptors in the child, std's as baseline</text>",
+                LEFT[0],
+                top + ROW_HEIGHT + 16.0
+            );
+            plot(
+                &mut svg,
+                LEFT[0],
+                top + ROW_HEIGHT + 36.0,
+                &series,
+                "RLIMIT_NOFILE (soft limit of the spawning process)",
+            );
+        }
+        top += platform_height(f);
     }
     svg.push_str("</svg>\n");
     Some(svg)
@@ -378,6 +421,55 @@ mod tests {
         assert!(!svg.contains("NaN") && !svg.contains("inf"));
         // Deterministic: the same input gives the same bytes.
         assert_eq!(render_spawn_window(&files).unwrap(), svg);
+    }
+
+    #[test]
+    fn draws_the_nofile_sweep_below_when_measured() {
+        let plain = render_spawn_window(&[file("linux-a")]).unwrap();
+        let mut f = file("linux-a");
+        let nofile_row = |path: &str, limit: &str, median: &str| {
+            let mut r = vec![format!("{path}/nofile-{limit}"), path.into(), limit.into()];
+            r.extend(["5", "5", median, median, median, median].map(String::from));
+            r
+        };
+        let mut unmeasured = nofile_row("fork-exec", "1048576", "—");
+        unmeasured[4] = "unsupported: setrlimit: EPERM".into();
+        f.probes.get_mut(SPAWN_WINDOW).unwrap().tables.push(Table {
+            id: TABLE_BY_NOFILE.into(),
+            about: "t".into(),
+            columns: crate::spawn::NOFILE_COLUMNS.map(String::from).to_vec(),
+            rows: vec![
+                nofile_row("close-every-fd-in-child", "1024", "800"),
+                nofile_row("close-every-fd-in-child", "1048576", "150000"),
+                nofile_row("fork-exec", "1024", "600"),
+                unmeasured,
+            ],
+            problem: None,
+        });
+        let svg = render_spawn_window(std::slice::from_ref(&f)).unwrap();
+        assert_well_formed(&svg);
+        assert!(svg.contains("close-every-fd-in-child at 1048576: median 150000 µs"));
+        assert!(svg.contains("against RLIMIT_NOFILE"));
+        assert!(
+            !svg.contains("fork-exec at 1048576"),
+            "an unmeasured point was drawn"
+        );
+        assert_eq!(
+            svg.matches("<circle").count(),
+            plain.matches("<circle").count() + 3
+        );
+        // A row taller than without the sweep.
+        let height = |svg: &str| {
+            svg.split("height=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+                .parse::<f64>()
+                .unwrap()
+        };
+        assert_eq!(height(&svg), height(&plain) + ROW_HEIGHT);
     }
 
     #[test]

@@ -252,6 +252,9 @@ pub struct Settings {
     pub trials: u64,
     /// Time per arm in the posix-spawn race, over all its blocks.
     pub race: Duration,
+    /// Also measure what only a thorough run measures (`--thorough`), e.g.
+    /// the spawn cost swept over `RLIMIT_NOFILE`.
+    pub thorough: bool,
 }
 
 /// How many interleaved blocks a race window's arms run in.
@@ -269,6 +272,9 @@ struct ProbeArgs {
     /// Run only these arms (repeatable).
     #[arg(long = "arm", value_name = "ARM")]
     arms: Vec<String>,
+    /// Also make the slow observations a default run leaves out.
+    #[arg(long)]
+    thorough: bool,
 }
 
 /// Checks a probe's declaration: unique, non-empty ids; a kind for every
@@ -420,6 +426,7 @@ pub fn main(probe: &Probe) -> ExitCode {
     let settings = Settings {
         trials: args.trials.unwrap_or(probe.trials),
         race: args.race_ms.map_or(probe.race, Duration::from_millis),
+        thorough: args.thorough,
     };
     catch_interrupts();
     match run(probe, settings, &args.arms) {
@@ -789,6 +796,7 @@ mod tests {
         let settings = Settings {
             trials: 7,
             race: Duration::from_millis(1),
+            thorough: false,
         };
         let r = run(&probe, settings, &[]).unwrap();
         let Outcome::Observed {

@@ -19,6 +19,7 @@ use fdwindow::runner::{self, RunError, RunOptions};
 use fdwindow::verdict::Window;
 use fdwindow::{harness, results};
 
+mod audit;
 mod stress;
 
 #[derive(Parser)]
@@ -47,6 +48,10 @@ enum Cmd {
         /// Milliseconds per arm in the posix-spawn race.
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..=600_000))]
         race_ms: Option<u64>,
+        /// Also measure what only a thorough run measures (the RLIMIT_NOFILE
+        /// sweep); a later default run keeps that table.
+        #[arg(long)]
+        thorough: bool,
         /// Hard timeout per probe, in seconds.
         #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..=3600))]
         timeout: u64,
@@ -130,6 +135,9 @@ enum Cmd {
     /// Run a command N times alone and N times under fork pressure (injected),
     /// and compare failures: `k/N` with 95% intervals, time to first failure.
     Stress(stress::StressArgs),
+    /// Audit a test suite: which tests fail under fork pressure and not alone,
+    /// which class of inherited descriptor breaks them, and the fix.
+    Audit(audit::AuditArgs),
     /// Write a preload library built into fdwindow (e.g. the injector) to a
     /// file, for LD_PRELOAD / DYLD_INSERT_LIBRARIES by hand.
     Preload {
@@ -168,9 +176,10 @@ fn main() -> ExitCode {
             probes,
             trials,
             race_ms,
+            thorough,
             timeout,
             only,
-        } => run(results, probes, trials, race_ms, timeout, only),
+        } => run(results, probes, trials, race_ms, thorough, timeout, only),
         Cmd::Matrix {
             results,
             readme,
@@ -205,6 +214,7 @@ fn main() -> ExitCode {
             })
         }
         Cmd::Stress(args) => stress::run(args).map_err(Usage),
+        Cmd::Audit(args) => audit::run(args).map_err(Usage),
         Cmd::Preload { name, out } => write_preload(&name, &out),
     };
     result.unwrap_or_else(|Usage(msg)| {
@@ -247,6 +257,7 @@ fn run(
     probes: Option<PathBuf>,
     trials: Option<u64>,
     race_ms: Option<u64>,
+    thorough: bool,
     timeout: u64,
     only: Vec<String>,
 ) -> Result<ExitCode, Usage> {
@@ -263,6 +274,7 @@ fn run(
         probes_dir,
         trials,
         race_ms,
+        thorough,
         timeout: Duration::from_secs(timeout),
         only,
     };

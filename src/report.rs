@@ -148,22 +148,24 @@ impl ProbeReport {
                     // Whether a fix is sham-tested is decided per arm, not per
                     // window: an arm with a sham in one window and none in
                     // another is judged there as if its sham did not run.
+                    // A parked-call sham is the exception: it proves that
+                    // window (the interposer strips the flag), not a code
+                    // difference, so it demands no sham elsewhere.
                     sham: match arm.sham.as_deref() {
                         Some(sham) => Some(
                             self.find(sham, arm.window)
                                 .filter(|s| s.role == Role::Sham)
                                 .map(|s| &s.outcome),
                         ),
-                        // Parked-call's shams check the window, not the
-                        // fix's code (see `harness::check`): they neither
-                        // need nor stand for a sham in another window.
-                        None => (arm.window != Window::ParkedCall
-                            && self.arms.iter().any(|a| {
+                        None => self
+                            .arms
+                            .iter()
+                            .any(|a| {
                                 a.arm == arm.arm
                                     && a.sham.is_some()
                                     && a.window != Window::ParkedCall
-                            }))
-                        .then_some(None),
+                            })
+                            .then_some(None),
                     },
                     avoids: arm.avoids.as_deref(),
                 },
@@ -639,5 +641,65 @@ mod sham_tests {
         let j = report.judgement(&report.arms[4]);
         assert_eq!(j.verdict, Verdict::Inconclusive, "{j:?}");
         assert_eq!(j.why.as_deref(), Some("its sham did not run"));
+    }
+
+    /// A parked-call sham proves that window, not a code difference: the
+    /// same fix elsewhere needs no sham (two-step-cloexec's atomic-flag).
+    #[test]
+    fn a_parked_call_sham_demands_no_sham_elsewhere() {
+        let arm = |arm: &str, role, window, sham: Option<&str>, outcome| ArmReport {
+            arm: arm.into(),
+            role,
+            window,
+            kind: window.kind().unwrap(),
+            about: "x".into(),
+            against: (role != Role::Control).then(|| "c".into()),
+            sham: sham.map(Into::into),
+            avoids: None,
+            outcome,
+        };
+        let (parked, det) = (Window::ParkedCall, Window::Inherited);
+        let mut report = ProbeReport {
+            schema: SCHEMA_VERSION,
+            hazard: "h".into(),
+            about: "x".into(),
+            fdwindow_version: "0.1.0".into(),
+            platform: Platform::detect(),
+            started_at: utc_now(),
+            elapsed_ms: 1,
+            arms: vec![
+                arm("c", Role::Control, parked, None, Outcome::observed(10, 10)),
+                arm("c", Role::Control, det, None, Outcome::observed(10, 10)),
+                arm(
+                    "m",
+                    Role::Mitigation,
+                    parked,
+                    Some("m-sham"),
+                    Outcome::observed(0, 10),
+                ),
+                arm(
+                    "m-sham",
+                    Role::Sham,
+                    parked,
+                    None,
+                    Outcome::observed(10, 10),
+                ),
+                arm("m", Role::Mitigation, det, None, Outcome::observed(0, 10)),
+            ],
+            tables: vec![],
+        };
+        assert_eq!(report.judgement(&report.arms[2]).verdict, Verdict::Valid);
+        assert_eq!(report.judgement(&report.arms[4]).verdict, Verdict::Valid);
+        // The same sham in a window other than parked-call is a code sham.
+        for a in &mut report.arms {
+            if a.window == parked {
+                a.window = Window::ForkWindow;
+                a.kind = Window::ForkWindow.kind().unwrap();
+            }
+        }
+        assert_eq!(
+            report.judgement(&report.arms[4]).verdict,
+            Verdict::Inconclusive
+        );
     }
 }

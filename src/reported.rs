@@ -56,6 +56,22 @@ const SEED_PUBLISH_ZERO: &str = "shared/reference write-up 001 (macOS): the fixt
 const SEED_TWO_STEP: &str = "shared/reference write-up 001, Findings 2 (macOS): with std's two-step pattern \
     (socket, then close-on-exec; gap widened to 500 us) 199 of 200 children spawned in the gap inherited the \
     socket, with either spawn path; 0 without the creator";
+const SEED_UNIX_LISTENER: &str = "shared/reference write-up 001 (macOS, Apple Silicon), HACK-1347: \
+    graph::dependency_slots and dependency_socket::quiescent_recovery fixtures, whose sockets are \
+    Unix-domain listeners at paths, failed under fork pressure because \"a dropped listener must \
+    refuse\"; they passed once each ran in a process of its own";
+const XNU_UNP_CONNECT: &str = "apple-oss-distributions/xnu bsd/kern/uipc_usrreq.c (1031c584) unp_connect(): \
+    for a stream socket, a peer without SO_ACCEPTCONN (one that never listened) is answered \
+    ECONNREFUSED; with write-up 001's macOS bound_unlistened fixture, \"so every copy refuses connections\"";
+const POSIX_CONNECT_ENOENT: &str = "POSIX.1-2024 connect(): ENOENT when the pathname names no \
+    existing file (pubs.opengroup.org/onlinepubs/9799919799/functions/connect.html); unlink() \
+    removes the name whatever still holds the socket";
+const POSIX_PIPE_EOF: &str = "POSIX.1-2024 read(): on a pipe that no process has open for writing, \
+    read returns 0 (end-of-file) (pubs.opengroup.org/onlinepubs/9799919799/functions/read.html); \
+    fork() gives the child copies of every descriptor";
+const POSIX_EXEC_CLOEXEC: &str = "POSIX.1-2024 exec: descriptors with FD_CLOEXEC are closed at exec \
+    and only then (pubs.opengroup.org/onlinepubs/9799919799/functions/exec.html); write-up 001 \
+    (macOS): descriptors already close-on-exec were still held by a pre-exec fork";
 const RUST_95584: &str = "rust-lang/rust#95584 (open): Command::spawn() leaks file descriptors on unix platforms \
     that don't have pipe2(); n2 at -j250 exhausted its descriptors on macOS (evmar/n2#14). See also \
     rust-lang/cargo#6344: cargo test leaks fd 6 on macOS, an \"unfortunate inevitability because OSX doesn't \
@@ -239,6 +255,118 @@ pub const REPORTED: &[Reported] = &[
         window: Window::Inherited,
         verdict: Verdict::Valid,
         source: SEED_UNLISTENED,
+    },
+    Reported {
+        os: "macos",
+        hazard: "unix-listener-survival",
+        arm: "close",
+        window: Window::ForkWindow,
+        verdict: Verdict::Present,
+        source: SEED_UNIX_LISTENER,
+    },
+    Reported {
+        os: "macos",
+        hazard: "unix-listener-survival",
+        arm: "shutdown-rd",
+        window: Window::ForkWindow,
+        verdict: Verdict::Invalid,
+        source: XNU_SHUTDOWN,
+    },
+    Reported {
+        os: "macos",
+        hazard: "unix-listener-survival",
+        arm: "shutdown-rd",
+        window: Window::Inherited,
+        verdict: Verdict::Invalid,
+        source: XNU_SHUTDOWN,
+    },
+    Reported {
+        os: "macos",
+        hazard: "unix-listener-survival",
+        arm: "shutdown-rdwr",
+        window: Window::ForkWindow,
+        verdict: Verdict::Invalid,
+        source: XNU_SHUTDOWN,
+    },
+    Reported {
+        os: "macos",
+        hazard: "unix-listener-survival",
+        arm: "shutdown-rdwr",
+        window: Window::Inherited,
+        verdict: Verdict::Invalid,
+        source: XNU_SHUTDOWN,
+    },
+    Reported {
+        os: "macos",
+        hazard: "unix-listener-survival",
+        arm: "bound-unlistened",
+        window: Window::ForkWindow,
+        verdict: Verdict::Valid,
+        source: XNU_UNP_CONNECT,
+    },
+    Reported {
+        os: "macos",
+        hazard: "unix-listener-survival",
+        arm: "unlink-then-close",
+        window: Window::ForkWindow,
+        verdict: Verdict::Valid,
+        source: POSIX_CONNECT_ENOENT,
+    },
+    Reported {
+        os: "macos",
+        hazard: "pipe-eof",
+        arm: "drop-writer",
+        window: Window::ForkWindow,
+        verdict: Verdict::Present,
+        source: POSIX_PIPE_EOF,
+    },
+    Reported {
+        os: "macos",
+        hazard: "unix-listener-survival",
+        arm: "bound-unlistened",
+        window: Window::Inherited,
+        verdict: Verdict::Valid,
+        source: XNU_UNP_CONNECT,
+    },
+    Reported {
+        os: "macos",
+        hazard: "unix-listener-survival",
+        arm: "unlink-then-close",
+        window: Window::Inherited,
+        verdict: Verdict::Valid,
+        source: POSIX_CONNECT_ENOENT,
+    },
+    Reported {
+        os: "macos",
+        hazard: "pipe-eof",
+        arm: "drop-writer",
+        window: Window::Inherited,
+        verdict: Verdict::Present,
+        source: POSIX_PIPE_EOF,
+    },
+    Reported {
+        os: "macos",
+        hazard: "pipe-eof",
+        arm: "cloexec-writer",
+        window: Window::ForkWindow,
+        verdict: Verdict::Invalid,
+        source: POSIX_EXEC_CLOEXEC,
+    },
+    Reported {
+        os: "macos",
+        hazard: "pipe-eof",
+        arm: "cloexec-writer",
+        window: Window::Inherited,
+        verdict: Verdict::Valid,
+        source: POSIX_EXEC_CLOEXEC,
+    },
+    Reported {
+        os: "macos",
+        hazard: "pipe-eof",
+        arm: "fix-spawn",
+        window: Window::Inherited,
+        verdict: Verdict::Valid,
+        source: CLOEXEC_DEFAULT,
     },
     Reported {
         os: "macos",

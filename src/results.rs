@@ -232,6 +232,33 @@ pub fn check_writable(dir: &Path) -> io::Result<()> {
     fs::remove_file(probe)
 }
 
+/// Tables that only a thorough run (`--thorough`) measures, by hazard. A
+/// default run's report lacks them; [`carry_thorough`] keeps the last
+/// thorough run's, so a default run never replaces a sweep with less.
+pub const THOROUGH_TABLES: &[(&str, &str)] = &[("spawn-window", crate::spawn::TABLE_BY_NOFILE)];
+
+/// Copies into `new` each thorough-only table of `old` that `new` lacks,
+/// noting in its description the run that measured it.
+pub fn carry_thorough(
+    hazard: &str,
+    new: &mut crate::report::ProbeReport,
+    old: &crate::report::ProbeReport,
+) {
+    for &(h, id) in THOROUGH_TABLES {
+        if h != hazard || new.tables.iter().any(|t| t.id == id) {
+            continue;
+        }
+        if let Some(table) = old.tables.iter().find(|t| t.id == id) {
+            let mut table = table.clone();
+            const NOTE: &str = " Carried over from the thorough run started at ";
+            if !table.about.contains(NOTE) {
+                table.about = format!("{}{NOTE}{}.", table.about, old.started_at);
+            }
+            new.tables.push(table);
+        }
+    }
+}
+
 /// Merges results files: each report goes to the platform it ran on (its
 /// own `platform`, whatever file held it), and for each platform each
 /// probe's most recent report wins (by its start time). Used to combine the
@@ -259,7 +286,13 @@ pub fn merge(files: Vec<ResultsFile>) -> Vec<ResultsFile> {
                 .get(&hazard)
                 .is_none_or(|old| report.started_at > old.started_at);
             if newer {
+                let mut report = report;
+                if let Some(old) = into.probes.get(&hazard) {
+                    carry_thorough(&hazard, &mut report, old);
+                }
                 into.probes.insert(hazard, report);
+            } else if let Some(old) = into.probes.get_mut(&hazard) {
+                carry_thorough(&hazard, old, &report);
             }
         }
     }
@@ -360,5 +393,76 @@ mod tests {
             "{old}"
         );
         assert!(check("{\"schema\": 3}").is_ok());
+    }
+
+    fn spawn_window_report(started_at: &str, tables: &[&str]) -> crate::report::ProbeReport {
+        crate::report::ProbeReport {
+            schema: crate::report::SCHEMA_VERSION,
+            hazard: "spawn-window".into(),
+            about: "a".into(),
+            fdwindow_version: "0".into(),
+            platform: crate::platform::Platform::detect(),
+            started_at: started_at.into(),
+            elapsed_ms: 1,
+            arms: vec![],
+            tables: tables
+                .iter()
+                .map(|id| crate::report::Table {
+                    id: (*id).into(),
+                    about: format!("measured {started_at}."),
+                    columns: vec!["k".into()],
+                    rows: vec![],
+                    problem: None,
+                })
+                .collect(),
+        }
+    }
+
+    fn results(report: crate::report::ProbeReport) -> ResultsFile {
+        ResultsFile {
+            schema: crate::report::SCHEMA_VERSION,
+            platform: report.platform.clone(),
+            probes: [("spawn-window".to_owned(), report)].into(),
+        }
+    }
+
+    #[test]
+    fn a_default_run_keeps_the_thorough_sweep() {
+        use crate::spawn::{TABLE_BY_NOFILE, TABLE_BY_RSS};
+        let thorough =
+            spawn_window_report("2026-01-01T00:00:00Z", &[TABLE_BY_RSS, TABLE_BY_NOFILE]);
+        let default = spawn_window_report("2026-02-01T00:00:00Z", &[TABLE_BY_RSS]);
+        // Either order of merging: the newer report wins, with the sweep.
+        for files in [
+            vec![results(thorough.clone()), results(default.clone())],
+            vec![results(default.clone()), results(thorough.clone())],
+        ] {
+            let merged = merge(files);
+            let r = &merged[0].probes["spawn-window"];
+            assert_eq!(r.started_at, "2026-02-01T00:00:00Z");
+            let ids: Vec<&str> = r.tables.iter().map(|t| t.id.as_str()).collect();
+            assert_eq!(ids, [TABLE_BY_RSS, TABLE_BY_NOFILE]);
+            let sweep = &r.tables[1].about;
+            assert!(sweep.starts_with("measured 2026-01-01"), "{sweep}");
+            assert!(
+                sweep.ends_with("thorough run started at 2026-01-01T00:00:00Z."),
+                "{sweep}"
+            );
+        }
+        // A newer thorough sweep replaces an older one.
+        let newer = spawn_window_report("2026-03-01T00:00:00Z", &[TABLE_BY_NOFILE]);
+        let mut r = newer.clone();
+        carry_thorough("spawn-window", &mut r, &thorough);
+        assert_eq!(r, newer);
+        // Carrying twice notes the source once.
+        let mut once = default.clone();
+        carry_thorough("spawn-window", &mut once, &thorough);
+        let mut twice = spawn_window_report("2026-04-01T00:00:00Z", &[]);
+        carry_thorough("spawn-window", &mut twice, &once);
+        assert_eq!(twice.tables[0].about.matches("Carried over").count(), 1);
+        // Other hazards are left alone.
+        let mut other = default.clone();
+        carry_thorough("flock-survival", &mut other, &thorough);
+        assert_eq!(other, default);
     }
 }

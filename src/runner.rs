@@ -33,7 +33,9 @@ pub const PROBES: &[&str] = &[
     "ofd-lock-survival",
     "posix-lock-drop",
     "listener-survival",
+    "unix-listener-survival",
     "peer-fin-with-clone",
+    "pipe-eof",
     "port-pick",
     "bind-matrix",
     "two-step-cloexec",
@@ -54,6 +56,9 @@ pub struct RunOptions {
     pub trials: Option<u64>,
     /// Passed to each probe as `--race-ms`.
     pub race_ms: Option<u64>,
+    /// Passed to each probe as `--thorough`: also measure what only a
+    /// thorough run measures (the `RLIMIT_NOFILE` sweep).
+    pub thorough: bool,
     /// Per-probe hard timeout.
     pub timeout: Duration,
     /// Run only these hazards (all when empty).
@@ -276,9 +281,15 @@ pub fn merge_own(
                     "{hazard}: replaced a concurrent run's report (started {}) with this run's, which finished later",
                     t.started_at
                 ));
+                let mut ours = ours;
+                crate::results::carry_thorough(&hazard, &mut ours, t);
                 file.probes.insert(hazard, ours);
             }
             None => {
+                let mut ours = ours;
+                if let Some(old) = file.probes.get(&hazard) {
+                    crate::results::carry_thorough(&hazard, &mut ours, old);
+                }
                 file.probes.insert(hazard, ours);
             }
         }
@@ -321,6 +332,9 @@ fn run_probe(hazard: &str, opts: &RunOptions, scratch: &Path) -> Result<ProbeRep
     }
     if let Some(ms) = opts.race_ms {
         cmd.arg("--race-ms").arg(ms.to_string());
+    }
+    if opts.thorough {
+        cmd.arg("--thorough");
     }
     // Its own process group, so a timeout kills the probe and every child it
     // holds in one signal; process_group keeps std on posix_spawn.

@@ -8,6 +8,7 @@
 use std::io::{self, Read};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::os::fd::AsFd;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, Socket, Type};
@@ -248,6 +249,216 @@ pub fn tcp_state(local: SocketAddr, peer: SocketAddr) -> io::Result<Option<&'sta
     crate::sys::tcp_state(local, peer)
 }
 
+// ---------------------------------------------------------------------------
+// Unix-domain stream sockets at paths.
+
+/// The longest Unix-domain socket path this crate builds, in bytes. macOS's
+/// `sockaddr_un.sun_path` holds 104 bytes and Linux's 108, each including the
+/// terminating NUL, so 103 is the most that binds on both: a longer path fails
+/// with `EINVAL` or `ENAMETOOLONG` (or, through some wrappers, is truncated
+/// and binds somewhere else).
+///
+/// # References
+/// - unix(7), "Address format": <https://man7.org/linux/man-pages/man7/unix.7.html>
+/// - Apple `sys/un.h`: `char sun_path[104]`
+pub const SOCKET_PATH_MAX: usize = 103;
+
+/// Bytes a socket folder's own name and a socket's file name may take below
+/// the root: `/fdw-<pid>-<n>` and `/<name>`, with room for a 7-digit pid and
+/// names of up to 24 bytes.
+const SOCKET_ROOM: usize = 50;
+
+/// The root that socket folders go under, given the preferred one (the
+/// scratch root or `TMPDIR`): the preferred root when a path built under it
+/// stays within [`SOCKET_PATH_MAX`], else `/tmp`, which is short on every
+/// Unix. macOS's per-user `TMPDIR` (`/var/folders/xx/<30 chars>/T/`, 49 bytes;
+/// 57 once resolved under `/private`) leaves little room for anything more.
+pub fn socket_root(preferred: &Path) -> PathBuf {
+    if preferred.is_absolute() && preferred.as_os_str().len() + SOCKET_ROOM <= SOCKET_PATH_MAX {
+        preferred.to_owned()
+    } else {
+        PathBuf::from("/tmp")
+    }
+}
+
+/// `dir/name`, refused (`InvalidInput`) when it would be longer than
+/// [`SOCKET_PATH_MAX`] bytes, or when `name` is not one plain file name.
+pub fn socket_path_in(dir: &Path, name: &str) -> io::Result<PathBuf> {
+    if name.is_empty() || name.contains('/') || name == "." || name == ".." {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("socket name {name:?} is not a plain file name"),
+        ));
+    }
+    let path = dir.join(name);
+    let len = path.as_os_str().len();
+    if len > SOCKET_PATH_MAX {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "socket path {} is {len} bytes; at most {SOCKET_PATH_MAX} bind on every OS",
+                path.display()
+            ),
+        ));
+    }
+    Ok(path)
+}
+
+/// A short private folder (mode 0700) for Unix-domain sockets, removed with
+/// everything in it on drop. It sits under the scratch root when paths there
+/// are short enough, else under `/tmp` (see [`socket_root`]); every path it
+/// hands out is at most [`SOCKET_PATH_MAX`] bytes.
+#[derive(Debug)]
+pub struct SocketDir {
+    dir: PathBuf,
+}
+
+impl SocketDir {
+    /// Creates `<root>/fdw-<pid>-<n>` exclusively, the root chosen from
+    /// `$FDWINDOW_SCRATCH` or the system temp folder by [`socket_root`].
+    pub fn new() -> io::Result<SocketDir> {
+        let preferred = std::env::var_os(crate::scratch::SCRATCH_ENV)
+            .map_or_else(std::env::temp_dir, PathBuf::from);
+        SocketDir::new_in(&socket_root(&preferred))
+    }
+
+    /// Creates a fresh private folder directly under `root`.
+    pub fn new_in(root: &Path) -> io::Result<SocketDir> {
+        use std::os::unix::fs::DirBuilderExt;
+        use std::sync::atomic::{AtomicU64, Ordering};
+        // The pid keeps names unique across processes, the counter within one;
+        // a stale folder from a killed run with a recycled pid is skipped.
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let pid = std::process::id();
+        for _ in 0..1000 {
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            let dir = root.join(format!("fdw-{pid}-{n}"));
+            match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+                Ok(()) => return Ok(SocketDir { dir }),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => {
+                    return Err(io::Error::new(
+                        e.kind(),
+                        format!("create {}: {e}", dir.display()),
+                    ));
+                }
+            }
+        }
+        Err(io::Error::other(format!(
+            "no free socket folder name under {}",
+            root.display()
+        )))
+    }
+
+    /// The folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// A socket path in the folder (see [`socket_path_in`]).
+    pub fn path(&self, name: &str) -> io::Result<PathBuf> {
+        socket_path_in(&self.dir, name)
+    }
+}
+
+impl Drop for SocketDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A Unix-domain stream socket bound at `path` that never listens.
+///
+/// `bind(2)` creates the socket file; a `connect(2)` to it fails with
+/// `ECONNREFUSED` while the socket is not listening (Linux
+/// `unix_stream_connect` wants `TCP_LISTEN`; xnu `unp_connect` wants
+/// `SO_ACCEPTCONN`), in every process holding a copy. The file stays after
+/// close: a later bind at the path fails with `EADDRINUSE` until it is unlinked.
+///
+/// # References
+/// - unix(7): <https://man7.org/linux/man-pages/man7/unix.7.html>
+/// - bind(2): <https://man7.org/linux/man-pages/man2/bind.2.html>
+pub fn unix_bound(path: &Path) -> io::Result<Socket> {
+    let sock = Socket::new(Domain::UNIX, Type::STREAM, None)?;
+    sock.bind(&socket2::SockAddr::unix(path)?)?;
+    Ok(sock)
+}
+
+/// A Unix-domain stream socket listening at `path`, as std's
+/// `UnixListener::bind` makes it (bind, then `listen`).
+pub fn unix_listening(path: &Path, backlog: i32) -> io::Result<Socket> {
+    let sock = unix_bound(path)?;
+    sock.listen(backlog)?;
+    Ok(sock)
+}
+
+/// How a connect to a Unix-domain socket path ended.
+#[derive(Debug)]
+pub enum UnixConnect {
+    /// A listener took the connection into its queue.
+    Connected(Socket),
+    /// `ECONNREFUSED`: a socket file with no listener behind it (never
+    /// listened, shut down, or every copy closed), or (macOS) a full backlog.
+    Refused,
+    /// `ENOENT`: no file at the path at all. Code that expects a dead
+    /// listener to *refuse* sees a different error here.
+    Missing,
+}
+
+impl UnixConnect {
+    /// The value recorded in tallies: `connected`, `ECONNREFUSED`, `ENOENT`.
+    pub fn id(&self) -> &'static str {
+        match self {
+            UnixConnect::Connected(_) => "connected",
+            UnixConnect::Refused => "ECONNREFUSED",
+            UnixConnect::Missing => "ENOENT",
+        }
+    }
+}
+
+/// Connects a fresh non-blocking Unix-domain stream client to `path`. A local
+/// connect is decided inside the call; should it answer `EINPROGRESS`, this
+/// waits on `poll` to `deadline` and fails with `TimedOut` after it. A full
+/// backlog (`EAGAIN` on Linux) is an error: the probes queue one connection.
+pub fn unix_connect(path: &Path, deadline: Instant) -> io::Result<UnixConnect> {
+    let addr = socket2::SockAddr::unix(path)?;
+    let sock = Socket::new(Domain::UNIX, Type::STREAM, None)?;
+    sock.set_nonblocking(true)?;
+    let err = match sock.connect(&addr) {
+        Ok(()) => return Ok(UnixConnect::Connected(sock)),
+        Err(e) => e,
+    };
+    match err.raw_os_error() {
+        Some(libc::ECONNREFUSED) => Ok(UnixConnect::Refused),
+        Some(libc::ENOENT) => Ok(UnixConnect::Missing),
+        Some(libc::EINPROGRESS) => {
+            if !poll_by(&sock, libc::POLLOUT, deadline)? {
+                return Err(timed_out(path));
+            }
+            match sock.take_error()? {
+                None => Ok(UnixConnect::Connected(sock)),
+                Some(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => Ok(UnixConnect::Refused),
+                Some(e) => Err(e),
+            }
+        }
+        _ => Err(io::Error::new(
+            err.kind(),
+            format!(
+                "connect to {}: {} ({err})",
+                path.display(),
+                error_name(&err)
+            ),
+        )),
+    }
+}
+
+fn timed_out(path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::TimedOut,
+        format!("connect to {}: no answer by the deadline", path.display()),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -283,6 +494,93 @@ mod tests {
         assert_eq!(next_read(&server, soon()).unwrap(), PeerSees::Data);
         drop(client);
         assert_eq!(next_read(&server, soon()).unwrap(), PeerSees::Eof);
+    }
+
+    /// macOS's per-user TMPDIR, as the shell sees it (49 bytes) and resolved
+    /// under /private (57 bytes).
+    const MAC_TMPDIR: &str = "/var/folders/xx/abcdefghijklmnopqrstuvwxyz0123/T/";
+    const MAC_TMPDIR_RESOLVED: &str = "/private/var/folders/xx/abcdefghijklmnopqrstuvwxyz0123/T/";
+
+    #[test]
+    fn socket_paths_never_exceed_the_macos_limit() {
+        assert_eq!(MAC_TMPDIR.len(), 49);
+        assert_eq!(MAC_TMPDIR_RESOLVED.len(), 57);
+        let longest_name = "n".repeat(24);
+        let folder = format!("fdw-{}-{}", 9_999_999, 99_999);
+        for (tmpdir, expect_own) in [(MAC_TMPDIR, true), (MAC_TMPDIR_RESOLVED, false)] {
+            let root = socket_root(Path::new(tmpdir));
+            assert_eq!(root == Path::new(tmpdir), expect_own, "{tmpdir}");
+            let path = socket_path_in(&root.join(&folder), &longest_name).unwrap();
+            assert!(
+                path.as_os_str().len() <= SOCKET_PATH_MAX,
+                "{}",
+                path.display()
+            );
+        }
+        assert_eq!(socket_root(Path::new("relative")), Path::new("/tmp"));
+        // A path over the limit is refused, never built.
+        let long = Path::new("/").join("d".repeat(SOCKET_PATH_MAX - 2));
+        let err = socket_path_in(&long, "s").unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+        assert_eq!(
+            socket_path_in(&long, "").unwrap_err().kind(),
+            io::ErrorKind::InvalidInput
+        );
+        assert_eq!(
+            socket_path_in(Path::new("/tmp"), "a/b").unwrap_err().kind(),
+            io::ErrorKind::InvalidInput
+        );
+        assert_eq!(
+            socket_path_in(Path::new("/"), &"x".repeat(SOCKET_PATH_MAX - 1))
+                .unwrap()
+                .as_os_str()
+                .len(),
+            SOCKET_PATH_MAX
+        );
+    }
+
+    #[test]
+    fn socket_dir_is_private_short_and_removed() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = SocketDir::new().unwrap();
+        let path = dir.path("s").unwrap();
+        assert!(path.as_os_str().len() <= SOCKET_PATH_MAX);
+        let mode = std::fs::metadata(dir.dir()).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        let listener = unix_listening(&path, 4).unwrap();
+        let kept = dir.dir().to_owned();
+        drop(dir);
+        assert!(!kept.exists());
+        drop(listener);
+    }
+
+    #[test]
+    fn unix_connect_tells_refused_from_missing() {
+        let _serial = crate::test_serial();
+        let dir = SocketDir::new().unwrap();
+        let path = dir.path("s").unwrap();
+        assert!(matches!(
+            unix_connect(&path, soon()).unwrap(),
+            UnixConnect::Missing
+        ));
+        let placeholder = unix_bound(&path).unwrap();
+        assert!(matches!(
+            unix_connect(&path, soon()).unwrap(),
+            UnixConnect::Refused
+        ));
+        drop(placeholder);
+        // The socket file outlives the socket: a stale path refuses.
+        assert!(matches!(
+            unix_connect(&path, soon()).unwrap(),
+            UnixConnect::Refused
+        ));
+        std::fs::remove_file(&path).unwrap();
+        let listener = unix_listening(&path, 4).unwrap();
+        let UnixConnect::Connected(client) = unix_connect(&path, soon()).unwrap() else {
+            panic!("a listener refused");
+        };
+        assert!(poll_by(&listener, libc::POLLIN, soon()).unwrap());
+        drop((client, listener));
     }
 
     #[cfg(target_os = "linux")]

@@ -58,6 +58,20 @@ pub enum SpawnPath {
     /// std with a `pre_exec` that calls `close_range(3, ~0U, 0)` in the child
     /// (fork + exec; Linux 5.9).
     CloseRangeInChild,
+    /// std with a `pre_exec` that calls `close(2)` on every number from 3 up
+    /// to the soft `RLIMIT_NOFILE` (fork + exec): what Python's `close_fds`
+    /// falls back to without `close_range` or a readable `/proc/self/fd`, and
+    /// what other spawners do. Its cost grows with the limit, not with the
+    /// descriptors actually open.
+    CloseEveryFdInChild,
+    /// [`crate::fix::spawn`], the leak-free spawn helper: on Linux
+    /// `close_range(3, ~0U, CLOSE_RANGE_CLOEXEC)` in the child (5.11+), on
+    /// macOS `POSIX_SPAWN_CLOEXEC_DEFAULT`.
+    FixSpawn,
+    /// [`crate::fix::spawn`] forced onto its fallback for kernels without
+    /// `CLOSE_RANGE_CLOEXEC`: a `getdents64` walk of `/proc/self/fd` in the
+    /// child, flagging only the descriptors that are open. Linux only.
+    FixSpawnFdWalk,
     /// `posix_spawn(3)` called directly, stdio by `adddup2` file actions: the
     /// baseline of the two spawn-attribute fixes below.
     LibcPosixSpawn,
@@ -71,11 +85,14 @@ pub enum SpawnPath {
 
 impl SpawnPath {
     /// Every path, in display order.
-    pub const ALL: [SpawnPath; 7] = [
+    pub const ALL: [SpawnPath; 10] = [
         SpawnPath::PosixSpawn,
         SpawnPath::ForkExec,
         SpawnPath::Vfork,
         SpawnPath::CloseRangeInChild,
+        SpawnPath::CloseEveryFdInChild,
+        SpawnPath::FixSpawn,
+        SpawnPath::FixSpawnFdWalk,
         SpawnPath::LibcPosixSpawn,
         SpawnPath::ClosefromFileAction,
         SpawnPath::SpawnCloexecDefault,
@@ -88,6 +105,9 @@ impl SpawnPath {
             SpawnPath::ForkExec => "fork-exec",
             SpawnPath::Vfork => "vfork",
             SpawnPath::CloseRangeInChild => "close-range-in-child",
+            SpawnPath::CloseEveryFdInChild => "close-every-fd-in-child",
+            SpawnPath::FixSpawn => "fix-spawn",
+            SpawnPath::FixSpawnFdWalk => "fix-spawn-fd-walk",
             SpawnPath::LibcPosixSpawn => "libc-posix-spawn",
             SpawnPath::ClosefromFileAction => "closefrom-file-action",
             SpawnPath::SpawnCloexecDefault => "spawn-cloexec-default",
@@ -105,6 +125,18 @@ impl SpawnPath {
             }
             SpawnPath::CloseRangeInChild => {
                 "std Command::spawn with a pre_exec calling close_range(3, ~0U, 0) (fork, then exec)."
+            }
+            SpawnPath::CloseEveryFdInChild => {
+                "std Command::spawn with a pre_exec calling close(fd) for every fd from 3 up to the \
+                 soft RLIMIT_NOFILE (fork, then exec), as Python's close_fds fallback does."
+            }
+            SpawnPath::FixSpawn => {
+                "fdwindow::fix::spawn (Linux: close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) in pre_exec; \
+                 macOS: posix_spawn with POSIX_SPAWN_CLOEXEC_DEFAULT)."
+            }
+            SpawnPath::FixSpawnFdWalk => {
+                "fdwindow::fix::spawn forced onto its fallback: a getdents64 walk of /proc/self/fd \
+                 in the child, flagging each open descriptor close-on-exec (Linux)."
             }
             SpawnPath::LibcPosixSpawn => "posix_spawn(3) called directly, stdio by adddup2.",
             SpawnPath::ClosefromFileAction => {
@@ -124,6 +156,7 @@ pub struct Spawned(Reap);
 #[derive(Debug)]
 enum Reap {
     Std(Child),
+    Fix(crate::fix::spawn::Child),
     Pid(libc::pid_t),
     Done,
 }
@@ -134,6 +167,7 @@ impl Spawned {
         let reap = std::mem::replace(&mut self.0, Reap::Done);
         let ok = match reap {
             Reap::Std(mut child) => child.wait()?.success(),
+            Reap::Fix(mut child) => child.wait()?.success(),
             Reap::Pid(pid) => {
                 let status = sys::wait_pid(pid)?;
                 libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
@@ -155,6 +189,10 @@ impl Drop for Spawned {
                 let _ = child.kill();
                 let _ = child.wait();
             }
+            Reap::Fix(mut child) => {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
             Reap::Pid(pid) => {
                 // Our own unreaped child, so the pid is not reused yet.
                 let _ = sys::kill_pid(pid);
@@ -171,6 +209,8 @@ impl Drop for Spawned {
 pub struct Prepared {
     path: SpawnPath,
     command: Option<Command>,
+    /// The command of the [`crate::fix::spawn`] paths.
+    fix: Option<crate::fix::spawn::Command>,
     program: CString,
     /// argv (`true`) and an empty envp for the direct posix_spawn paths.
     argv: sys::CStrArray,
@@ -202,10 +242,26 @@ impl Prepared {
                 sys::close_range_supported()?;
                 Some(std_command(Some(|| sys::close_range_from(3))))
             }
+            SpawnPath::CloseEveryFdInChild => {
+                // Read in the parent: the child may only make async-signal-safe calls.
+                let limit = open_max()?;
+                let mut cmd = std_command(None);
+                // SAFETY: the hook calls only close(2), which is
+                // async-signal-safe, and allocates nothing.
+                unsafe {
+                    cmd.pre_exec(move || {
+                        close_every_fd(3, limit);
+                        Ok(())
+                    })
+                };
+                Some(cmd)
+            }
             SpawnPath::Vfork
             | SpawnPath::LibcPosixSpawn
             | SpawnPath::ClosefromFileAction
-            | SpawnPath::SpawnCloexecDefault => None,
+            | SpawnPath::SpawnCloexecDefault
+            | SpawnPath::FixSpawn
+            | SpawnPath::FixSpawnFdWalk => None,
         };
         if path == SpawnPath::Vfork {
             sys::vfork_supported()?;
@@ -216,9 +272,30 @@ impl Prepared {
         if path == SpawnPath::SpawnCloexecDefault {
             sys::spawn_cloexec_default_flag()?;
         }
+        let fix = match path {
+            SpawnPath::FixSpawn | SpawnPath::FixSpawnFdWalk => {
+                use crate::fix::spawn::{Command as FixCommand, Stdio as FixStdio};
+                let walk = path == SpawnPath::FixSpawnFdWalk;
+                if walk && !cfg!(target_os = "linux") {
+                    return Err(io::Error::new(
+                        io::ErrorKind::Unsupported,
+                        "the /proc/self/fd walk is fix::spawn's Linux fallback",
+                    ));
+                }
+                let mut cmd = FixCommand::new(TRUE_PROGRAM);
+                cmd.env_clear()
+                    .stdin(FixStdio::Null)
+                    .stdout(FixStdio::Null)
+                    .stderr(FixStdio::Null)
+                    .force_fd_walk(walk);
+                Some(cmd)
+            }
+            _ => None,
+        };
         Ok(Prepared {
             path,
             command,
+            fix,
             program: CString::new(TRUE_PROGRAM).expect("no NUL"),
             argv: sys::CStrArray::new([CString::new(TRUE_PROGRAM).expect("no NUL")]),
             envp: sys::CStrArray::new([]),
@@ -245,6 +322,9 @@ impl Prepared {
         if let Some(cmd) = &mut self.command {
             return Ok(Spawned(Reap::Std(cmd.spawn()?)));
         }
+        if let Some(cmd) = &mut self.fix {
+            return Ok(Spawned(Reap::Fix(cmd.spawn()?)));
+        }
         let stdio = self.devnull()?;
         let argv: [*const libc::c_char; 2] = [self.program.as_ptr(), std::ptr::null()];
         let envp: [*const libc::c_char; 1] = [std::ptr::null()];
@@ -267,9 +347,12 @@ impl Prepared {
                 stdio,
                 Extra::CloexecDefault,
             )?,
-            SpawnPath::PosixSpawn | SpawnPath::ForkExec | SpawnPath::CloseRangeInChild => {
-                unreachable!("std paths have a Command")
-            }
+            SpawnPath::PosixSpawn
+            | SpawnPath::ForkExec
+            | SpawnPath::CloseRangeInChild
+            | SpawnPath::CloseEveryFdInChild
+            | SpawnPath::FixSpawn
+            | SpawnPath::FixSpawnFdWalk => unreachable!("these paths have a Command"),
         };
         Ok(Spawned(Reap::Pid(pid)))
     }
@@ -281,6 +364,29 @@ enum Extra {
     None,
     Closefrom,
     CloexecDefault,
+}
+
+/// The soft `RLIMIT_NOFILE`, as `sysconf(_SC_OPEN_MAX)` reports it: one more
+/// than the highest descriptor number the process may open (capped at
+/// `RawFd::MAX` for an unlimited soft limit).
+fn open_max() -> io::Result<RawFd> {
+    let soft = get_nofile()?.rlim_cur;
+    Ok(if soft == libc::RLIM_INFINITY {
+        RawFd::MAX
+    } else {
+        soft.min(RawFd::MAX as libc::rlim_t) as RawFd
+    })
+}
+
+/// `close(fd)` for every `fd` in `from..limit`, ignoring `EBADF`: the
+/// brute-force loop, one system call per number whether or not it is open.
+/// Async-signal-safe: only `close(2)`.
+fn close_every_fd(from: RawFd, limit: RawFd) {
+    for fd in from..limit {
+        // SAFETY: runs in the forked child just before exec, where nothing
+        // else uses the descriptors it closes.
+        unsafe { libc::close(fd) };
+    }
 }
 
 /// `posix_spawn(pid, path, file_actions, attrp, argv, envp)`—Spawn a process.
@@ -659,6 +765,52 @@ mod tests {
     }
 
     #[test]
+    fn nofile_points_reach_2_20_and_the_hard_limit() {
+        assert_eq!(
+            nofile_points(20_000),
+            [1 << 10, 1 << 14, 20_000, 1 << 17, 1 << 20]
+        );
+        assert_eq!(
+            nofile_points(libc::RLIM_INFINITY),
+            [1 << 10, 1 << 14, 1 << 17, 1 << 20]
+        );
+        assert_eq!(
+            nofile_points(1 << 30),
+            [1 << 10, 1 << 14, 1 << 17, 1 << 20, 1 << 22]
+        );
+        assert_eq!(nofile_points(1 << 20), [1 << 10, 1 << 14, 1 << 17, 1 << 20]);
+    }
+
+    #[test]
+    fn a_tiny_nofile_sweep_measures_or_says_why_not() {
+        let _serial = crate::test_serial();
+        let before = get_nofile().unwrap();
+        let soft = before.rlim_cur.min(4096) as u64;
+        // One point the process may set, one it may not unless privileged.
+        let t = measure_nofile_sweep(&[soft, u64::MAX >> 1], 2, &|| false);
+        assert_eq!(t.problem, None);
+        assert_eq!(t.rows.len(), 2 * NOFILE_PATHS.len());
+        for r in &t.rows {
+            assert_eq!(r.len(), NOFILE_COLUMNS.len(), "{r:?}");
+        }
+        let measured: Vec<&Vec<String>> = t.rows[..NOFILE_PATHS.len()]
+            .iter()
+            .filter(|r| r[4] == "2")
+            .collect();
+        // std's two paths and the brute-force loop work everywhere.
+        assert!(measured.len() >= 3, "{:?}", t.rows);
+        for r in measured {
+            assert!(cell(&t, r, "median µs").unwrap() > 0.0, "{r:?}");
+        }
+        // The limit is put back.
+        let after = get_nofile().unwrap();
+        assert_eq!(
+            (after.rlim_cur, after.rlim_max),
+            (before.rlim_cur, before.rlim_max)
+        );
+    }
+
+    #[test]
     fn least_squares_slope() {
         assert_eq!(slope(&[(0.0, 1.0), (1.0, 3.0), (2.0, 5.0)]), Some(2.0));
         assert_eq!(slope(&[(1.0, 1.0), (1.0, 3.0)]), None);
@@ -960,4 +1112,223 @@ fn sys_thp() -> String {
             Some(format!("THP {}", &s[start + 1..end]))
         })
         .unwrap_or_else(|| "no THP setting found".into())
+}
+
+/// The table of the cost of one spawn by `RLIMIT_NOFILE` (thorough runs only).
+pub const TABLE_BY_NOFILE: &str = "cost-by-nofile";
+
+/// Columns of [`TABLE_BY_NOFILE`]; the first is the row key (`<path>/nofile-<n>`).
+pub const NOFILE_COLUMNS: [&str; 9] = [
+    "point",
+    "path",
+    "RLIMIT_NOFILE",
+    "open fds",
+    "samples",
+    "median µs",
+    "p90 µs",
+    "p99 µs",
+    "max µs",
+];
+
+/// The paths swept against `RLIMIT_NOFILE`: std's two, which close nothing
+/// in the child (the flat baseline), and each path that closes descriptors
+/// in the child.
+pub const NOFILE_PATHS: [SpawnPath; 7] = [
+    SpawnPath::PosixSpawn,
+    SpawnPath::ForkExec,
+    SpawnPath::FixSpawn,
+    SpawnPath::FixSpawnFdWalk,
+    SpawnPath::CloseRangeInChild,
+    SpawnPath::ClosefromFileAction,
+    SpawnPath::CloseEveryFdInChild,
+];
+
+/// The `RLIMIT_NOFILE` values to sweep given the hard limit: 2^10, 2^14,
+/// 2^17 and 2^20 (a container's usual huge limit, and Linux's default
+/// `fs.nr_open`), and the hard limit itself where it is finite (capped at
+/// 2^22, so that the brute-force loop's samples stay within seconds), in
+/// order. Values over the hard limit stay in: a process that may raise its
+/// hard limit (CAP_SYS_RESOURCE) measures them; another records why it could not.
+pub fn nofile_points(hard: libc::rlim_t) -> Vec<u64> {
+    let mut points: Vec<u64> = vec![1 << 10, 1 << 14, 1 << 17, 1 << 20];
+    if hard != libc::RLIM_INFINITY {
+        points.push(hard.clamp(1 << 10, 1 << 22));
+    }
+    points.sort_unstable();
+    points.dedup();
+    points
+}
+
+/// `RLIMIT_NOFILE` set to one value (soft, and hard too where the value is
+/// above the hard limit: that needs CAP_SYS_RESOURCE, and on Linux stays
+/// under `fs.nr_open`), restored on drop.
+///
+/// # References
+/// - getrlimit(2): <https://man7.org/linux/man-pages/man2/getrlimit.2.html>
+/// - proc_sys_fs(5), `nr_open`: <https://man7.org/linux/man-pages/man5/proc_sys_fs.5.html>
+#[derive(Debug)]
+pub struct NofileLimit {
+    restore: libc::rlimit,
+}
+
+impl NofileLimit {
+    /// Sets the soft limit (and the hard one, if lower) to `n`. A refusal
+    /// (`EPERM`, `EINVAL`) comes back as `ErrorKind::Unsupported`.
+    pub fn set(n: u64) -> io::Result<NofileLimit> {
+        let old = get_nofile()?;
+        let mut new = old;
+        new.rlim_cur = n;
+        if old.rlim_max != libc::RLIM_INFINITY && old.rlim_max < new.rlim_cur {
+            new.rlim_max = new.rlim_cur;
+        }
+        match set_nofile(&new) {
+            Ok(()) => Ok(NofileLimit { restore: old }),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM | libc::EINVAL)) => {
+                Err(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    format!(
+                        "setrlimit(RLIMIT_NOFILE, {n}) with hard limit {}: {}",
+                        old.rlim_max,
+                        crate::errno::error_name(&e)
+                    ),
+                ))
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl Drop for NofileLimit {
+    fn drop(&mut self) {
+        let _ = set_nofile(&self.restore);
+    }
+}
+
+/// Spawns once through `prepared` and waits for the child to exit: the whole
+/// cost of one spawn, including whatever the child does before exec.
+///
+/// The window of [`measure_window`] cannot serve here: a path that closes
+/// descriptors in the child closes the measuring pipe early in its walk, not
+/// at its end.
+pub fn measure_cost(prepared: &mut Prepared) -> io::Result<Duration> {
+    let started = Instant::now();
+    prepared.spawn()?.wait()?;
+    Ok(started.elapsed())
+}
+
+/// Measures the cost of one spawn (start to exit) on every path in
+/// [`NOFILE_PATHS`] at each `RLIMIT_NOFILE` in `limits`, `samples` times
+/// per point and path, the paths taking turns.
+pub fn measure_nofile_sweep(
+    limits: &[u64],
+    samples: usize,
+    interrupted: &dyn Fn() -> bool,
+) -> crate::report::Table {
+    let mut table = crate::report::Table {
+        id: TABLE_BY_NOFILE.into(),
+        about: "Cost of one spawn of /usr/bin/true, from the start of the spawn until the child \
+                has exited and been reaped (CLOCK_MONOTONIC), with the soft RLIMIT_NOFILE (and the \
+                hard one where it was lower, as root) set to this value in the spawning process; \
+                the parent holds only its usual few descriptors. A path that closes every number \
+                up to the limit pays for the limit; one that asks the kernel (close_range, \
+                closefrom) or walks /proc/self/fd (fix-spawn-fd-walk) pays for the descriptors \
+                actually open. Measured only by a thorough \
+                run (--thorough)."
+            .into(),
+        columns: NOFILE_COLUMNS.iter().map(|c| (*c).to_owned()).collect(),
+        rows: Vec::new(),
+        problem: None,
+    };
+    let skipped = |path: SpawnPath, limit: u64, why: String| {
+        let mut row = vec![
+            format!("{}/nofile-{limit}", path.id()),
+            path.id().to_owned(),
+            limit.to_string(),
+            "—".into(),
+            why,
+        ];
+        row.resize(NOFILE_COLUMNS.len(), "—".into());
+        row
+    };
+    for &limit in limits {
+        if interrupted() {
+            break;
+        }
+        let guard = match NofileLimit::set(limit) {
+            Ok(g) => g,
+            Err(e) => {
+                let why = match e.kind() {
+                    io::ErrorKind::Unsupported => format!("unsupported: {e}"),
+                    _ => format!("broken: {e}"),
+                };
+                for path in NOFILE_PATHS {
+                    table.rows.push(skipped(path, limit, why.clone()));
+                }
+                continue;
+            }
+        };
+        // Made at each point: the brute-force path reads the limit here.
+        let mut prepared: Vec<(SpawnPath, Result<Prepared, String>)> = NOFILE_PATHS
+            .iter()
+            .map(|&p| {
+                (
+                    p,
+                    Prepared::new(p).map_err(|e| match e.kind() {
+                        io::ErrorKind::Unsupported => format!("unsupported: {e}"),
+                        _ => format!("broken: {e}"),
+                    }),
+                )
+            })
+            .collect();
+        let open = count_open_fds().unwrap_or(0);
+        let mut costs: Vec<Result<Vec<Duration>, String>> = vec![Ok(Vec::new()); prepared.len()];
+        // One untimed spawn per path first: the first spawn after a limit
+        // change pays for page faults and caches the others do not.
+        for (i, (_, prep)) in prepared.iter_mut().enumerate() {
+            if let Ok(prep) = prep
+                && let Err(e) = measure_cost(prep)
+            {
+                costs[i] = Err(format!("broken: spawn: {e}"));
+            }
+        }
+        'sampling: for _ in 0..samples {
+            for (i, (_, prep)) in prepared.iter_mut().enumerate() {
+                let (Ok(prep), Ok(done)) = (prep, &mut costs[i]) else {
+                    continue;
+                };
+                if interrupted() {
+                    break 'sampling;
+                }
+                match measure_cost(prep) {
+                    Ok(d) => done.push(d),
+                    Err(e) => costs[i] = Err(format!("broken: spawn: {e}")),
+                }
+            }
+        }
+        drop(guard);
+        for ((path, prep), cost) in prepared.into_iter().zip(costs) {
+            let mut durations = match (prep, cost) {
+                (Err(why), _) | (Ok(_), Err(why)) => {
+                    table.rows.push(skipped(path, limit, why));
+                    continue;
+                }
+                (Ok(_), Ok(d)) => d,
+            };
+            let Some(s) = Summary::of(&mut durations) else {
+                continue;
+            };
+            table.rows.push(vec![
+                format!("{}/nofile-{limit}", path.id()),
+                path.id().into(),
+                limit.to_string(),
+                open.to_string(),
+                s.samples.to_string(),
+                us(s.median),
+                us(s.p90),
+                us(s.p99),
+                us(s.max),
+            ]);
+        }
+    }
+    table
 }

@@ -313,6 +313,7 @@ fn child_a_cell_whose_calls_bypass_libc_is_broken() {
     let settings = fdwindow::harness::Settings {
         trials: 7,
         race: Duration::from_millis(1),
+        thorough: false,
     };
     let report = fdwindow::harness::run(&RAW_PROBE, settings, &[]).unwrap();
     let cell = &report.arms[0];

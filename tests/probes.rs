@@ -82,6 +82,61 @@ mod linux {
     }
 
     #[test]
+    fn pipe_eof() {
+        let r = run_probe("pipe-eof", FEW);
+        for w in [Window::ForkWindow, Window::Inherited] {
+            assert_eq!(
+                verdict(&r, "drop-writer", w),
+                Verdict::Present,
+                "{}",
+                w.id()
+            );
+        }
+        // Close-on-exec helps only once the child has exec'd.
+        assert_eq!(
+            verdict(&r, "cloexec-writer", Window::ForkWindow),
+            Verdict::Invalid
+        );
+        assert_eq!(
+            verdict(&r, "cloexec-writer", Window::Inherited),
+            Verdict::Valid
+        );
+        assert_eq!(
+            verdict(&r, "spawn-lock", Window::ForkWindow),
+            Verdict::Valid
+        );
+        // The sham (the lock switched off) shows the hazard.
+        assert_eq!(
+            verdict(&r, "spawn-lock-sham", Window::ForkWindow),
+            Verdict::Present
+        );
+        // The leak-free spawn keeps an inheritable write end from its child;
+        // with its close-on-exec step switched off, the child keeps it.
+        assert_eq!(verdict(&r, "fix-spawn", Window::Inherited), Verdict::Valid);
+        assert_eq!(
+            verdict(&r, "fix-spawn-sham", Window::Inherited),
+            Verdict::Present
+        );
+        // Every reader saw end-of-file once the window closed (in the race a
+        // trial is a spawn, so only the deterministic windows count one look
+        // per trial).
+        for a in &r.arms {
+            let fdwindow::verdict::Outcome::Observed {
+                trials, tallies, ..
+            } = &a.outcome
+            else {
+                panic!("{} {}: {:?}", a.arm, a.window.id(), a.outcome);
+            };
+            let seen = &tallies["eof-after-copy"];
+            assert_eq!(seen.keys().collect::<Vec<_>>(), ["seen"], "{}", a.arm);
+            if a.window != Window::PosixSpawn {
+                assert_eq!(seen["seen"], *trials, "{}", a.arm);
+            }
+        }
+        check_race(&r, &[]);
+    }
+
+    #[test]
     fn posix_lock_drop() {
         let r = run_probe("posix-lock-drop", FEW);
         assert_eq!(
@@ -139,4 +194,11 @@ fn spawn_window_sweeps_every_path() {
     let slopes = table(TABLE_SLOPES);
     assert_eq!(slopes.rows.len(), 3);
     assert!(slopes.rows.iter().all(|r| r[1].parse::<f64>().is_ok()));
+    // The RLIMIT_NOFILE sweep is for thorough runs only.
+    assert!(
+        !r.tables
+            .iter()
+            .any(|t| t.id == fdwindow::spawn::TABLE_BY_NOFILE),
+        "a default run swept RLIMIT_NOFILE"
+    );
 }

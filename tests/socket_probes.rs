@@ -64,6 +64,39 @@ mod linux {
     }
 
     #[test]
+    fn unix_listener_survival() {
+        let r = run_probe("unix-listener-survival", FEW);
+        assert_verdicts(
+            &r,
+            &HELD,
+            &[
+                ("close", Verdict::Present),
+                ("shutdown-rd", Verdict::Valid),
+                ("shutdown-rdwr", Verdict::Valid),
+                ("bound-unlistened", Verdict::Valid),
+                ("unlink-then-close", Verdict::Valid),
+            ],
+        );
+        for w in HELD {
+            assert_eq!(tallied(&r, "close", w, "connect"), ["connected"]);
+            // A connection stranded on the copy is reset when the copy goes.
+            assert_eq!(tallied(&r, "close", w, "after-copy"), ["reset"]);
+            for fix in ["shutdown-rd", "shutdown-rdwr"] {
+                assert_eq!(tallied(&r, fix, w, "shutdown"), ["ok"], "{fix}");
+                assert_eq!(tallied(&r, fix, w, "connect"), ["ECONNREFUSED"], "{fix}");
+            }
+            assert_eq!(
+                tallied(&r, "bound-unlistened", w, "connect"),
+                ["ECONNREFUSED"]
+            );
+            // No hit, but no refusal either: the path is gone.
+            assert_eq!(tallied(&r, "unlink-then-close", w, "connect"), ["ENOENT"]);
+        }
+        let race = arm(&r, "close", Window::PosixSpawn);
+        assert!(race.outcome.count().is_some(), "{:?}", race.outcome);
+    }
+
+    #[test]
     fn peer_fin_with_clone() {
         let r = run_probe("peer-fin-with-clone", FEW);
         assert_verdicts(
@@ -101,6 +134,9 @@ mod linux {
                 ("bind-zero-in-server", Verdict::Avoids),
                 ("pick-on-wildcard", Verdict::Invalid),
                 ("pick-unlistened", Verdict::Valid),
+                ("udp-pick-then-drop", Verdict::Present),
+                ("udp-reuseaddr", Verdict::Valid),
+                ("udp-bind-zero-in-server", Verdict::Avoids),
             ],
         );
         for w in HELD {
@@ -108,6 +144,17 @@ mod linux {
                 tallied(&r, "pick-then-drop", w, "later-bind"),
                 ["EADDRINUSE"]
             );
+            // A copy of the dropped UDP picker keeps the port: the plain
+            // re-bind fails.
+            assert_eq!(
+                tallied(&r, "udp-pick-then-drop", w, "later-bind"),
+                ["EADDRINUSE"]
+            );
+            // Linux: with SO_REUSEADDR on both, the re-bind succeeds, the
+            // datagram reaches the newer socket, and so could a stranger's bind.
+            assert_eq!(tallied(&r, "udp-reuseaddr", w, "later-bind"), ["ok"]);
+            assert_eq!(tallied(&r, "udp-reuseaddr", w, "datagram"), ["server"]);
+            assert_eq!(tallied(&r, "udp-reuseaddr", w, "foreign-bind"), ["ok"]);
         }
         let race = arm(&r, "pick-then-drop", Window::PosixSpawn);
         assert!(race.outcome.count().is_some(), "{:?}", race.outcome);
@@ -139,5 +186,27 @@ mod linux {
         for row in &table.rows {
             assert_eq!(row.len(), table.columns.len(), "{row:?}");
         }
+        let unix = r
+            .tables
+            .iter()
+            .find(|t| t.id == "unix-path-bind")
+            .expect("unix-path-bind table");
+        assert_eq!(unix.problem, None);
+        let row = |case: &str| -> &[String] {
+            unix.rows
+                .iter()
+                .find(|r| r[0] == case)
+                .unwrap_or_else(|| panic!("no row {case}"))
+        };
+        // unix(7): the socket file outlives the socket until unlinked.
+        assert_eq!(
+            row("path in use (listening)")[1..],
+            ["EADDRINUSE", "connected"]
+        );
+        assert_eq!(
+            row("stale path after close")[1..],
+            ["EADDRINUSE", "ECONNREFUSED"]
+        );
+        assert_eq!(row("unlink before bind")[1..], ["ok", "connected"]);
     }
 }

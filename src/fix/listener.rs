@@ -9,11 +9,22 @@
 //! answers ENOTCONN and changes nothing (xnu `soshutdown`); there, bind
 //! without listening until the socket is really needed ([`Placeholder`]), or
 //! run the code that retires listeners where nothing else spawns.
+//!
+//! Unix-domain listeners at a path behave alike (measured by the
+//! `unix-listener-survival` probe): a child's copy keeps taking connections at
+//! the path. On Linux `shutdown(SHUT_RD)` marks the socket so that
+//! `unix_stream_connect` refuses (net/unix/af_unix.c checks `RCV_SHUTDOWN`);
+//! [`retire_unix`] does that and removes the path. [`UnixPlaceholder`] holds a
+//! path without ever listening, so every copy refuses. Unlinking the path
+//! alone turns a connect into `ENOENT`, not `ECONNREFUSED`: code that probes a
+//! dead listener for a refusal must accept both.
 
 use std::io;
 use std::net::{SocketAddr, TcpListener};
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
 
-use crate::sockets::{BindOptions, bound};
+use crate::sockets::{BindOptions, bound, unix_bound};
 
 /// What [`retire`] achieved.
 #[derive(Debug)]
@@ -110,6 +121,99 @@ impl Placeholder {
     }
 }
 
+/// Retires a Unix-domain listener bound at `path`: `shutdown(SHUT_RDWR)`, then
+/// close, then unlink `path` (a missing file is fine). Where the shutdown took
+/// ([`Retired::EveryCopy`]) every copy refuses from then on; where it was
+/// refused (macOS answers ENOTCONN on a listener) a child's copy may still
+/// take connections, but nobody can reach it by the path any more: a connect
+/// gets `ENOENT`. An unlink error other than a missing file is returned.
+///
+/// ```
+/// use fdwindow::fix::listener::{retire_unix, Retired};
+/// let dir = fdwindow::sockets::SocketDir::new()?;
+/// let path = dir.path("server")?;
+/// let listener = std::os::unix::net::UnixListener::bind(&path)?;
+/// match retire_unix(listener, &path)? {
+///     Retired::EveryCopy => {}
+///     Retired::ThisCopyOnly(why) => eprintln!("copies may still accept: {why}"),
+/// }
+/// assert!(!path.exists());
+/// # Ok::<(), std::io::Error>(())
+/// ```
+///
+/// # References
+/// - shutdown(2): <https://man7.org/linux/man-pages/man2/shutdown.2.html>
+/// - unix(7) (the socket file persists until unlinked): <https://man7.org/linux/man-pages/man7/unix.7.html>
+pub fn retire_unix(listener: UnixListener, path: &Path) -> io::Result<Retired> {
+    let retired = match rustix::net::shutdown(&listener, rustix::net::Shutdown::Both) {
+        Ok(()) => Retired::EveryCopy,
+        Err(e) => Retired::ThisCopyOnly(e.into()),
+    };
+    drop(listener);
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(retired),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(retired),
+        Err(e) => Err(e),
+    }
+}
+
+/// A Unix-domain stream socket bound at a path that never listens: it holds
+/// the path (a second bind there fails with `EADDRINUSE`), and every copy of
+/// it refuses connections with `ECONNREFUSED`. A stale socket file for a test
+/// fixture ("a dead server was here") made this way cannot be revived by a
+/// fork's copy, as a dropped listener can. Call [`UnixPlaceholder::listen`]
+/// when the server is ready. Backed by `unix-listener-survival
+/// bound-unlistened`.
+#[derive(Debug)]
+pub struct UnixPlaceholder {
+    socket: socket2::Socket,
+    path: PathBuf,
+}
+
+impl UnixPlaceholder {
+    /// Binds a close-on-exec Unix-domain stream socket at `path` (at most
+    /// [`crate::sockets::SOCKET_PATH_MAX`] bytes, so it binds on macOS too).
+    ///
+    /// ```
+    /// use fdwindow::fix::listener::UnixPlaceholder;
+    /// let dir = fdwindow::sockets::SocketDir::new()?;
+    /// let path = dir.path("owner.sock")?;
+    /// let placeholder = UnixPlaceholder::bind(&path)?;
+    /// assert!(std::os::unix::net::UnixStream::connect(&path).is_err()); // bound, not listening
+    /// let listener = placeholder.listen(128)?;
+    /// assert!(std::os::unix::net::UnixStream::connect(&path).is_ok());
+    /// drop(listener);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn bind(path: &Path) -> io::Result<UnixPlaceholder> {
+        if path.as_os_str().len() > crate::sockets::SOCKET_PATH_MAX {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{} is longer than {} bytes",
+                    path.display(),
+                    crate::sockets::SOCKET_PATH_MAX
+                ),
+            ));
+        }
+        Ok(UnixPlaceholder {
+            socket: unix_bound(path)?,
+            path: path.to_owned(),
+        })
+    }
+
+    /// The path it is bound at.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Starts listening at the held path.
+    pub fn listen(self, backlog: i32) -> io::Result<UnixListener> {
+        self.socket.listen(backlog)?;
+        Ok(std::os::fd::OwnedFd::from(self.socket).into())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,6 +251,48 @@ mod tests {
         let l = p.listen(8).unwrap();
         assert!(TcpStream::connect(addr).is_ok());
         drop(l);
+        held.release().unwrap();
+    }
+
+    #[test]
+    fn unix_placeholder_refuses_while_a_child_holds_a_copy() {
+        use crate::sockets::{SocketDir, UnixConnect, unix_connect};
+        let _serial = crate::test_serial();
+        let deadline = || std::time::Instant::now() + crate::sockets::LOOPBACK_DEADLINE;
+        let dir = SocketDir::new().unwrap();
+        let path = dir.path("p").unwrap();
+        let p = UnixPlaceholder::bind(&path).unwrap();
+        let held = HeldChild::hold().unwrap();
+        assert!(matches!(
+            unix_connect(&path, deadline()).unwrap(),
+            UnixConnect::Refused
+        ));
+        drop(p);
+        assert!(matches!(
+            unix_connect(&path, deadline()).unwrap(),
+            UnixConnect::Refused
+        ));
+        held.release().unwrap();
+        assert!(UnixPlaceholder::bind(&dir.dir().join("x".repeat(120))).is_err());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn retire_unix_shuts_down_and_unlinks() {
+        use crate::sockets::{SocketDir, UnixConnect, unix_connect};
+        let _serial = crate::test_serial();
+        let dir = SocketDir::new().unwrap();
+        let path = dir.path("l").unwrap();
+        let listener = UnixListener::bind(&path).unwrap();
+        let held = HeldChild::hold().unwrap();
+        let retired = retire_unix(listener, &path).unwrap();
+        assert!(matches!(retired, Retired::EveryCopy), "{retired:?}");
+        assert!(!path.exists());
+        let deadline = std::time::Instant::now() + crate::sockets::LOOPBACK_DEADLINE;
+        assert!(matches!(
+            unix_connect(&path, deadline).unwrap(),
+            UnixConnect::Missing
+        ));
         held.release().unwrap();
     }
 }

@@ -548,6 +548,100 @@ pub(crate) fn spawn_cloexec_default_flag() -> std::io::Result<libc::c_short> {
     ))
 }
 
+/// Calls `f` with every descriptor this process has open (except the one it
+/// reads the list through), read with `getdents64(2)` from `/proc/self/fd`
+/// into a buffer on the stack: no allocation, no lock, so a forked child may
+/// call it before exec. Closing descriptors from `f` is allowed: procfs keeps
+/// its position in the table by descriptor number.
+///
+/// # References
+/// - <https://man7.org/linux/man-pages/man2/getdents64.2.html>
+/// - <https://man7.org/linux/man-pages/man5/proc_pid_fd.5.html>
+/// - <https://man7.org/linux/man-pages/man7/signal-safety.7.html> (`open`,
+///   `close` are async-signal-safe; getdents64 is a plain system call)
+pub(crate) fn each_open_fd(f: &mut dyn FnMut(RawFd)) -> io::Result<()> {
+    // SAFETY: a NUL-terminated path and plain flags.
+    let dir = unsafe {
+        libc::open(
+            c"/proc/self/fd".as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    };
+    if dir < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // u64 elements: linux_dirent64 records are 8-byte aligned.
+    let mut buf = [0u64; 512];
+    let result = loop {
+        let size = std::mem::size_of_val(&buf);
+        // SAFETY: the kernel writes at most `size` bytes into `buf`.
+        let n = unsafe { libc::syscall(libc::SYS_getdents64, dir, buf.as_mut_ptr(), size) };
+        if n < 0 {
+            break Err(io::Error::last_os_error());
+        }
+        if n == 0 {
+            break Ok(());
+        }
+        let bytes: &[u8] = {
+            let ptr = buf.as_ptr().cast::<u8>();
+            // SAFETY: `n` bytes of `buf` were written; u8 has no alignment needs.
+            unsafe { std::slice::from_raw_parts(ptr, n as usize) }
+        };
+        // struct linux_dirent64 { u64 d_ino; i64 d_off; u16 d_reclen; u8 d_type; char d_name[]; }
+        let mut at = 0;
+        while at + 19 < bytes.len() {
+            let reclen = u16::from_ne_bytes([bytes[at + 16], bytes[at + 17]]) as usize;
+            if reclen == 0 {
+                break;
+            }
+            let name = &bytes[at + 19..(at + reclen).min(bytes.len())];
+            if let Some(fd) = parse_fd_name(name)
+                && fd != dir
+            {
+                f(fd);
+            }
+            at += reclen;
+        }
+    };
+    // SAFETY: `dir` is ours.
+    unsafe { libc::close(dir) };
+    result
+}
+
+/// A descriptor number from a NUL-terminated directory entry name; `None`
+/// for `.` and `..`. No allocation.
+fn parse_fd_name(name: &[u8]) -> Option<RawFd> {
+    let mut fd: RawFd = 0;
+    let mut digits = 0;
+    for &b in name.iter().take_while(|&&b| b != 0) {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        fd = fd.checked_mul(10)?.checked_add(RawFd::from(b - b'0'))?;
+        digits += 1;
+    }
+    (digits > 0).then_some(fd)
+}
+
+/// Whether the stream socket `fd` is listening: `getsockopt(SO_ACCEPTCONN)`
+/// (socket(7): "Returns a value indicating whether or not this socket has
+/// been marked to accept connections with listen(2)"). Async-signal-safe.
+pub(crate) fn is_listening(fd: RawFd) -> bool {
+    let mut on: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `on` and `len` are valid for the kernel to write.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_ACCEPTCONN,
+            (&raw mut on).cast(),
+            &mut len,
+        )
+    };
+    rc == 0 && on != 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

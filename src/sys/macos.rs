@@ -568,6 +568,79 @@ pub(crate) fn spawn_cloexec_default_flag() -> std::io::Result<libc::c_short> {
     Ok(libc::POSIX_SPAWN_CLOEXEC_DEFAULT as libc::c_short)
 }
 
+/// Calls `f` with every descriptor this process has open, listed by
+/// `proc_pidinfo(getpid(), PROC_PIDLISTFDS)` into a buffer on the stack (no
+/// allocation, no lock: a forked child may call it before exec; libproc's
+/// calls are thin wrappers of the `proc_info` system call). A process with
+/// more than the buffer's 2048 descriptors has only the first 2048 listed.
+///
+/// # References
+/// - xnu `bsd/sys/proc_info.h` (`PROC_PIDLISTFDS`, `struct proc_fdinfo`):
+///   <https://github.com/apple-oss-distributions/xnu/blob/main/bsd/sys/proc_info.h>
+pub(crate) fn each_open_fd(f: &mut dyn FnMut(RawFd)) -> io::Result<()> {
+    let mut buf = [libc::proc_fdinfo {
+        proc_fd: -1,
+        proc_fdtype: 0,
+    }; 2048];
+    let bytes = std::mem::size_of_val(&buf) as libc::c_int;
+    // SAFETY: getpid cannot fail.
+    let pid = unsafe { libc::getpid() };
+    // SAFETY: buf has room for `bytes` bytes; proc_pidinfo writes at most that.
+    let n = unsafe {
+        libc::proc_pidinfo(
+            pid,
+            libc::PROC_PIDLISTFDS,
+            0,
+            buf.as_mut_ptr().cast(),
+            bytes,
+        )
+    };
+    if n <= 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let count = n as usize / std::mem::size_of::<libc::proc_fdinfo>();
+    for info in &buf[..count.min(buf.len())] {
+        f(info.proc_fd);
+    }
+    Ok(())
+}
+
+/// Offset of `psi.soi_options` in `struct socket_fdinfo`: `proc_fileinfo` is
+/// 24 bytes, then `socket_info` holds a 136-byte `vinfo_stat`, `soi_so`,
+/// `soi_pcb` (8 each), `soi_type`, `soi_protocol`, `soi_family` (4 each),
+/// then the `short soi_options`: 24 + 136 + 16 + 12 = 188.
+const SOI_OPTIONS_OFFSET: usize = 188;
+
+/// Whether the stream socket `fd` is listening. XNU has no `SO_ACCEPTCONN`
+/// getsockopt, but `proc_pidfdinfo(PROC_PIDFDSOCKETINFO)` reports the
+/// socket's `so_options`, in which `listen(2)` sets `SO_ACCEPTCONN`
+/// (xnu `bsd/sys/socket.h`). No allocation: a forked child may call it.
+pub(crate) fn is_listening(fd: RawFd) -> bool {
+    // u64 elements: socket_fdinfo is 8-byte aligned; 2 KiB exceeds its size.
+    let mut buf = [0u64; 256];
+    let bytes = std::mem::size_of_val(&buf) as libc::c_int;
+    // SAFETY: getpid cannot fail.
+    let pid = unsafe { libc::getpid() };
+    // SAFETY: buf has room for `bytes` bytes; proc_pidfdinfo writes at most that.
+    let n = unsafe {
+        libc::proc_pidfdinfo(
+            pid,
+            fd,
+            PROC_PIDFDSOCKETINFO,
+            buf.as_mut_ptr().cast(),
+            bytes,
+        )
+    };
+    if n < (SOI_OPTIONS_OFFSET + 2) as libc::c_int {
+        return false;
+    }
+    // The short's two bytes, in native order, from the u64 that holds them.
+    let word = buf[SOI_OPTIONS_OFFSET / 8].to_ne_bytes();
+    let b = SOI_OPTIONS_OFFSET % 8;
+    let options = i16::from_ne_bytes([word[b], word[b + 1]]);
+    options & (libc::SO_ACCEPTCONN as i16) != 0
+}
+
 /// A child of `fix::spawn` on macOS: its pid, and its status once reaped.
 #[derive(Debug)]
 pub(crate) struct SpawnedProcess {
