@@ -806,6 +806,13 @@ __attribute__((constructor)) static void start(void) {
         if (!e)
             e = errno ? errno : ENOMEM;
         fprintf(stderr, "fdwindow-inject: cannot start pressure: %s\n", strerror(e));
+        /* Nothing of a pressure that never started stays in the host. */
+        if (S.devnull >= 0)
+            close(S.devnull);
+        S.devnull = -1;
+        free(S.threads);
+        S.threads = NULL;
+        free(copy);
         return;
     }
     S.spec = spec;
@@ -859,8 +866,13 @@ __attribute__((constructor)) static void start(void) {
     if (e) {
         /* Those already started are stopped and joined first. */
         uint64_t a, b, c;
-        (void)stop_within(S.spec.hold_ns + 5 * NS_PER_S, &a, &b, &c);
+        int stopped = stop_within(S.spec.hold_ns + 5 * NS_PER_S, &a, &b, &c) == 0;
         fprintf(stderr, "fdwindow-inject: cannot start pressure: %s\n", strerror(e));
+        if (stopped) {
+            /* Every thread joined: nothing uses these any more. */
+            close(S.devnull);
+            S.devnull = -1;
+        }
         return;
     }
     S.active = 1;

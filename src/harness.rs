@@ -146,6 +146,8 @@ pub struct Trial<'a> {
     /// Paths handed out, removed when the trial ends: tens of thousands of
     /// race trials must not pile up files for the scratch folder's removal.
     paths: std::cell::RefCell<Vec<std::path::PathBuf>>,
+    /// Short folders for Unix-domain socket paths, removed when the trial ends.
+    socket_dirs: std::cell::RefCell<Vec<crate::sockets::SocketDir>>,
 }
 
 impl Trial<'_> {
@@ -160,6 +162,17 @@ impl Trial<'_> {
         let path = self.scratch.fresh(stem);
         self.paths.borrow_mut().push(path.clone());
         path
+    }
+
+    /// A path for a Unix-domain socket that no other trial uses, short enough
+    /// for every OS's `sun_path` (macOS allows 103 bytes where the scratch
+    /// folder under a long `TMPDIR` would not fit: see
+    /// [`crate::sockets::SocketDir`]); removed with its folder when the trial ends.
+    pub fn socket_path(&self, stem: &str) -> Result<std::path::PathBuf, Fault> {
+        let dir = crate::sockets::SocketDir::new().ctx("make the socket folder")?;
+        let path = dir.path(stem).ctx("build the socket path")?;
+        self.socket_dirs.borrow_mut().push(dir);
+        Ok(path)
     }
 
     /// Says that this trial spawned the one child its hit is about (e.g. a
@@ -656,6 +669,7 @@ fn run_block(
             tallies: &mut cell.tallies,
             own_spawn: false,
             paths: Default::default(),
+            socket_dirs: Default::default(),
         };
         let result = (arm.trial)(&mut trial);
         let own = trial.own_spawn;

@@ -273,6 +273,9 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
     if args.exe_match.is_some() {
         spec.exe_match = args.exe_match.clone();
     }
+    // Ctrl-C and SIGTERM set a flag from here on, before the injector's file
+    // exists: a signal that killed the process after the write would leave it.
+    fdwindow::harness::catch_interrupts();
     let injector = Injector::locate(args.injector.as_deref())?;
     let (preload_var, injector) = (injector.var, injector);
     let controller = Controller::new().map_err(|e| format!("controller pipe: {e}"))?;
@@ -335,7 +338,6 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
         ),
         args.command.join(" ")
     );
-    fdwindow::harness::catch_interrupts();
     let mut warned = false;
     let mut last_line = Instant::now();
     loop {

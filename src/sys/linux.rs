@@ -658,6 +658,18 @@ mod tests {
     }
 
     #[test]
+    fn a_filtered_or_old_close_range_falls_back_to_the_walk() {
+        // ENOSYS (before 5.9), EINVAL (the flag, 5.9-5.10), EPERM (a seccomp
+        // profile that predates the call): the walk does it. Anything else
+        // (EBADF, a real failure) fails the spawn.
+        for errno in [libc::ENOSYS, libc::EINVAL, libc::EPERM] {
+            assert!(close_range_missing(Some(errno)), "{errno}");
+        }
+        assert!(!close_range_missing(Some(libc::EBADF)));
+        assert!(!close_range_missing(None));
+    }
+
+    #[test]
     fn parses_both_families() {
         let v4 = SocketAddr::from((Ipv4Addr::LOCALHOST, 8080));
         assert_eq!(
@@ -766,20 +778,29 @@ fn set_fd_flags(fd: RawFd, flags: libc::c_int) -> io::Result<()> {
 
 /// Gives every descriptor from 3 up close-on-exec, in a child before exec:
 /// `close_range(3, ~0U, CLOSE_RANGE_CLOEXEC)` (Linux 5.11), or when that is
-/// missing (`ENOSYS` before 5.9, `EINVAL` for the flag on 5.9–5.10), or
-/// `walk` asks for it, [`cloexec_by_walk`].
+/// missing (`ENOSYS` before 5.9, `EINVAL` for the flag on 5.9–5.10, `EPERM`
+/// from a seccomp filter that predates the call, as container runtimes'
+/// default profiles answered unknown system calls), or `walk` asks for it,
+/// [`cloexec_by_walk`].
 ///
 /// # References
 /// - <https://man7.org/linux/man-pages/man2/close_range.2.html>
+/// - <https://man7.org/linux/man-pages/man2/seccomp.2.html> (`SECCOMP_RET_ERRNO`)
 fn cloexec_above_stdio(walk: bool) -> io::Result<()> {
     if !walk {
         match close_range(3, libc::CLOSE_RANGE_CLOEXEC) {
             Ok(()) => return Ok(()),
-            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOSYS | libc::EINVAL)) => {}
+            Err(e) if close_range_missing(e.raw_os_error()) => {}
             Err(e) => return Err(e),
         }
     }
     cloexec_by_walk()
+}
+
+/// Whether `close_range`'s error (a bare errno, read between fork and exec)
+/// means the call or its flag is not available here, so the walk must do it.
+fn close_range_missing(errno: Option<i32>) -> bool {
+    matches!(errno, Some(libc::ENOSYS | libc::EINVAL | libc::EPERM))
 }
 
 /// Sets `FD_CLOEXEC` on every *open* descriptor from 3 up, found by reading

@@ -219,13 +219,31 @@ pub(crate) fn pipe2_cloexec() -> Result<io::Result<(OwnedFd, OwnedFd)>, &'static
 /// The descriptors `pid` has open, with their types:
 /// `proc_pidinfo(PROC_PIDLISTFDS)` (libproc). It fails with `EPERM` for
 /// another user's process and `ESRCH` for one that has gone.
+///
+/// The buffer is sized first by the kernel's own estimate (a NULL buffer
+/// answers the table's size plus 20 entries): xnu's `proc_pidfdlist` clips
+/// the table it walks to the buffer's capacity *by descriptor number*
+/// (`for (n = 0; n < numfds && n < fd_nfiles; n++)` in xnu-6153 and
+/// earlier), so a small buffer returns fewer entries than it holds while
+/// missing every descriptor above its capacity, and "not full" would not
+/// mean "complete".
+///
+/// # References
+/// - xnu `bsd/kern/proc_info.c` (`proc_pidfdlist`)
 fn fd_list(pid: libc::pid_t) -> io::Result<Vec<libc::proc_fdinfo>> {
     let size = std::mem::size_of::<libc::proc_fdinfo>();
     let blank = libc::proc_fdinfo {
         proc_fd: 0,
         proc_fdtype: 0,
     };
-    let mut buf: Vec<libc::proc_fdinfo> = vec![blank; 64];
+    // SAFETY: a NULL buffer of size 0: the kernel only answers a size.
+    let estimate =
+        unsafe { libc::proc_pidinfo(pid, libc::PROC_PIDLISTFDS, 0, std::ptr::null_mut(), 0) };
+    if estimate <= 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let entries = (estimate as usize / size).max(64);
+    let mut buf: Vec<libc::proc_fdinfo> = vec![blank; entries];
     loop {
         let bytes = (buf.len() * size).min(i32::MAX as usize) as libc::c_int;
         // SAFETY: buf has room for `bytes` bytes; proc_pidinfo writes at most that.
