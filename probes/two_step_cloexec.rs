@@ -174,7 +174,7 @@ static PROBE: Probe = Probe {
         Arm {
             id: "spawn-lock",
             role: Mitigation,
-            about: "Two-step creation under the shared side of fdwindow::spawn_lock::SPAWN_LOCK, spawns under its exclusive side (Go's ForkLock). Inherited: the creator parks between its steps until the spawner waits for the lock; sham-tested.",
+            about: "Two-step creation under the shared side of fdwindow::spawn_lock::SPAWN_LOCK, spawns under its exclusive side (Go's ForkLock). Inherited: the creator parks between its steps until the spawner waits for the lock. Sham-tested in both windows.",
             windows: BOTH,
             trial: spawn_lock,
             against: FIX_CONTROL,
@@ -183,8 +183,8 @@ static PROBE: Probe = Probe {
         Arm {
             id: "spawn-lock-sham",
             role: Sham,
-            about: "spawn-lock's code with the lock switched off: the creator parks between its steps until the spawner has spawned.",
-            windows: &[Inherited],
+            about: "spawn-lock's code with the lock switched off. Inherited: the creator parks between its steps until the spawner has spawned. Posix-spawn: the same creator loop and spawner with neither side taking the lock, which is the control's race code (the lock is all spawn-lock changes there), run as its own arm in spawn-lock's block.",
+            windows: BOTH,
             trial: spawn_lock_sham,
             against: FIX_CONTROL,
             ..ARM

@@ -314,6 +314,16 @@ pub fn check(probe: &Probe) -> Result<(), String> {
                         k.id()
                     ));
                 }
+                (None, Some(declared))
+                    if crate::report::in_process_kind(probe.hazard) != Some(declared) =>
+                {
+                    return bad(&format!(
+                        "declares {} in-process, but report::IN_PROCESS_KINDS says {}",
+                        declared.id(),
+                        crate::report::in_process_kind(probe.hazard)
+                            .map_or("nothing for this hazard", Kind::id)
+                    ));
+                }
                 _ => {}
             }
             if arm.role != Role::Control && control_for(probe, arm, w).is_none() {
@@ -340,8 +350,39 @@ pub fn check(probe: &Probe) -> Result<(), String> {
             }
             Role::Control | Role::Mitigation => {}
         }
-        if arm.avoids.is_some() && sham_of(probe, arm, arm.windows[0]).is_some() {
+        let shammed: Vec<bool> = arm
+            .windows
+            .iter()
+            .map(|&w| sham_of(probe, arm, w).is_some())
+            .collect();
+        if arm.avoids.is_some() && shammed.contains(&true) {
             return bad("an avoids arm has no sham: no trial can test it");
+        }
+        // Whether a fix's code differs from its control in more than the fix
+        // is decided per arm, so a sham-tested fix has its sham in every
+        // window it runs in; otherwise one window would judge it without the
+        // evidence another says it needs. Parked-call is set apart: its shams
+        // (the interposer strips the flag from the fix's own call) show that
+        // the parked window sees a missing flag at all, a check of the window
+        // rather than of the fix's code, so they neither require nor replace a
+        // sham elsewhere.
+        let elsewhere: Vec<(Window, bool)> = arm
+            .windows
+            .iter()
+            .copied()
+            .zip(shammed.iter().copied())
+            .filter(|&(w, _)| w != Window::ParkedCall)
+            .collect();
+        if elsewhere.iter().any(|&(_, s)| s) && elsewhere.iter().any(|&(_, s)| !s) {
+            let missing: Vec<&str> = elsewhere
+                .iter()
+                .filter(|&&(_, s)| !s)
+                .map(|(w, _)| w.id())
+                .collect();
+            return bad(&format!(
+                "has a sham in some windows but not in {}: a sham-tested fix has its sham wherever it runs",
+                missing.join(", ")
+            ));
         }
     }
     Ok(())
@@ -839,6 +880,20 @@ mod tests {
             ..ARM
         }];
         assert!(check(&probe(NO_KIND)).unwrap_err().contains("kind"));
+        // An in-process kind other than report::IN_PROCESS_KINDS's.
+        static WRONG_KIND: &[Arm] = &[Arm {
+            id: "c",
+            windows: &[InProcess],
+            trial: ok,
+            kind: Some(crate::verdict::Kind::Statistical),
+            ..ARM
+        }];
+        let wrong = Probe {
+            hazard: "posix-lock-drop",
+            ..probe(WRONG_KIND)
+        };
+        let e = check(&wrong).unwrap_err();
+        assert!(e.contains("IN_PROCESS_KINDS says deterministic"), "{e}");
         static ORPHAN: &[Arm] = &[Arm {
             id: "m",
             role: Role::Mitigation,
@@ -865,5 +920,31 @@ mod tests {
         assert!(check(&probe(BAD_SHAM)).unwrap_err().contains("sham"));
         static UNNAMED: &[Arm] = &[ARM];
         assert!(check(&probe(UNNAMED)).is_err());
+        // A fix sham-tested in one of its windows but not in the other.
+        use crate::verdict::Window::PosixSpawn;
+        static HALF_SHAM: &[Arm] = &[
+            Arm {
+                id: "c",
+                windows: &[Inherited, PosixSpawn],
+                trial: ok,
+                ..ARM
+            },
+            Arm {
+                id: "m",
+                role: Role::Mitigation,
+                windows: &[Inherited, PosixSpawn],
+                trial: ok,
+                ..ARM
+            },
+            Arm {
+                id: "m-sham",
+                role: Role::Sham,
+                windows: &[Inherited],
+                trial: ok,
+                ..ARM
+            },
+        ];
+        let e = check(&probe(HALF_SHAM)).unwrap_err();
+        assert!(e.contains("not in posix-spawn"), "{e}");
     }
 }
