@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Trial};
 use fdwindow::verdict::Kind;
-use fdwindow::verdict::Role::{Control, Mitigation};
+use fdwindow::verdict::Role::{Control, Mitigation, Sham};
 use fdwindow::verdict::Window::InProcess;
 
 /// The first argument that makes this binary one trial's child.
@@ -65,18 +65,36 @@ static PROBE: Probe = Probe {
         Arm {
             id: "std-env-only",
             role: Mitigation,
-            about: "Both sides through std::env (set_var/remove_var and var), which take std's lock.",
+            about: "Both sides through std::env (set_var/remove_var and var), which take std's lock. Sham-tested: its writer runs std's code, not libc's.",
             windows: &[InProcess],
             trial: |t| trial(t, "std-env-only"),
             kind: Some(Kind::Statistical),
             ..ARM
         },
         Arm {
+            id: "std-env-only-sham",
+            role: Sham,
+            about: "std-env-only's writer (std::env::set_var/remove_var) against the control's libc getenv reader, which takes no lock: std's code with the shared lock switched off on the reading side.",
+            windows: &[InProcess],
+            trial: |t| trial(t, "std-env-only-sham"),
+            kind: Some(Kind::Statistical),
+            ..ARM
+        },
+        Arm {
             id: "one-env-guard",
             role: Mitigation,
-            about: "fdwindow::fix::env: one process-wide guard owns every change (and restores it); readers hold it too.",
+            about: "fdwindow::fix::env: one process-wide guard owns every change (and restores it); readers hold it too. Sham-tested: its writer runs fix::env's code, not libc's.",
             windows: &[InProcess],
             trial: |t| trial(t, "one-env-guard"),
+            kind: Some(Kind::Statistical),
+            ..ARM
+        },
+        Arm {
+            id: "one-env-guard-sham",
+            role: Sham,
+            about: "one-env-guard's writer (fdwindow::fix::env) against the control's libc getenv reader, which does not hold the guard: the guard switched off on the reading side.",
+            windows: &[InProcess],
+            trial: |t| trial(t, "one-env-guard-sham"),
             kind: Some(Kind::Statistical),
             ..ARM
         },
@@ -178,14 +196,15 @@ fn race_child(arm: &str) -> ExitCode {
     }
     let write: fn(&CStr, Option<&CStr>) = match arm {
         "setenv-vs-libc-getenv" => libc_write,
-        "std-env-only" => std_write,
-        "one-env-guard" => guarded_write,
+        "std-env-only" | "std-env-only-sham" => std_write,
+        "one-env-guard" | "one-env-guard-sham" => guarded_write,
         "pass-explicitly" => pass_write,
         _ => return ExitCode::from(2),
     };
     let read: fn() -> Option<Vec<u8>> = match arm {
         "std-env-only" => std_read,
         "one-env-guard" => guarded_read,
+        // The shams: the fix's writer, the control's unlocked reader.
         _ => libc_read,
     };
     let (started, done) = (Barrier::new(2), AtomicBool::new(false));
@@ -250,9 +269,12 @@ fn libc_read() -> Option<Vec<u8>> {
 
 fn std_write(name: &CStr, value: Option<&CStr>) {
     let name = name.to_str().expect("ASCII");
-    // SAFETY: in this child every thread reads and writes the environment only
-    // through std::env, which serialises them on std's environment lock:
-    // the condition std's documentation sets for set_var and remove_var.
+    // SAFETY: in `std-env-only`'s child every thread reads and writes the
+    // environment only through std::env, which serialises them on std's
+    // environment lock: the condition std's documentation sets for set_var
+    // and remove_var. In the sham's child the reader is libc's getenv, racy
+    // on purpose: that child exists only to measure the race, and its only
+    // output is its exit status.
     match value {
         // SAFETY: as above.
         Some(v) => unsafe { std::env::set_var(name, v.to_str().expect("ASCII")) },
@@ -272,9 +294,10 @@ fn guarded_write(name: &CStr, value: Option<&CStr>) {
     let name = name.to_str().expect("ASCII");
     let mut held = fdwindow::fix::env::lock();
     match value {
-        // SAFETY: in this child every read and write of the environment goes
-        // through fdwindow::fix::env (the arm's premise), and nothing else
-        // reads it.
+        // SAFETY: in `one-env-guard`'s child every read and write of the
+        // environment goes through fdwindow::fix::env (the arm's premise).
+        // In the sham's child libc's getenv reads without the guard, racy on
+        // purpose: that child exists only to measure the race.
         Some(v) => unsafe { held.set(name, v.to_str().expect("ASCII")) },
         // SAFETY: as above.
         None => unsafe { held.remove(name) },

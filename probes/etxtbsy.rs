@@ -17,18 +17,18 @@
 //! parked child (the sham: the child holds the copy, every time) or is
 //! waiting for the lock (the fix: the fork comes after the close).
 //!
-//! `retry-on-etxtbsy` meets a child that stalls before exec for a stated
-//! time: the retry's own attempts and backoff run, and the parked child is
-//! let go (and has exec'd) at the first attempt after the stall has passed.
-//! The short stall is half the retry's budget, the long one eight times it
-//! (wide enough that sleeps stretched by a loaded machine stay inside it),
-//! so the cells say what seed 001 says in words: a bounded retry outlasts a
-//! stall shorter than its budget and cannot outlast a longer one (a slow
-//! `pre_exec`, a stopped child). The stall is the experiment's variable, a
-//! duration on purpose, not a synchronisation: the child's exec is awaited.
-//! Two arms rather than a tally, because each stall has its own verdict and
-//! its own claim. The short stall has a sham (one attempt, no retry), which
-//! shows that the stall does block the first exec.
+//! `retry-on-etxtbsy` meets a child that stalls before exec, with the stall
+//! counted in the retry's own failed attempts rather than in time: the parent
+//! lets the parked child go (and awaits its exec) after exactly K attempts
+//! have failed with `ETXTBSY`. The short stall is K = half the retry's
+//! attempt budget, the long one K = twice it, so the cells say what seed 001
+//! says in words, deterministically and whatever the load: a bounded retry
+//! outlasts a stall shorter than its budget and cannot outlast a longer one
+//! (a slow `pre_exec`, a stopped child). The backoff sleeps still run, as the
+//! retry has them, but no verdict depends on how long they take. Two arms
+//! rather than a tally, because each stall has its own verdict and its own
+//! claim. The short stall has a sham (one attempt, no retry), which shows
+//! that the stall does block the first exec.
 //!
 //! Linux denies exec of a file open for writing (`deny_write_access` in
 //! fs/exec.c), but not in every release: commit 2a010c412853 ("fs: don't
@@ -89,7 +89,7 @@ static PROBE: Probe = Probe {
         Arm {
             id: "retry-on-etxtbsy",
             role: Mitigation,
-            about: "Exec, and on ETXTBSY retry up to 7 times with exponential backoff from 50 us (about 6 ms in all), against real posix_spawn children.",
+            about: "Exec, and on ETXTBSY retry up to 7 times with exponential backoff from 50 us, against real posix_spawn children.",
             windows: &[PosixSpawn],
             trial: retry_on_etxtbsy,
             ..ARM
@@ -97,7 +97,7 @@ static PROBE: Probe = Probe {
         Arm {
             id: "retry-on-etxtbsy-short-stall",
             role: Mitigation,
-            about: "The same retry, against a child parked before exec for half the retry's budget (about 3 ms). Sham-tested: the stall differs from the control's child.",
+            about: "The same retry, against a child parked before exec until half the retry's attempts have failed with ETXTBSY, then let go by the parent. Sham-tested: the stall differs from the control's child.",
             windows: &[ForkWindow],
             trial: retry_short_stall,
             timed: true,
@@ -115,7 +115,7 @@ static PROBE: Probe = Probe {
         Arm {
             id: "retry-on-etxtbsy-long-stall",
             role: Mitigation,
-            about: "The same retry, against a child parked before exec for eight times the retry's budget (about 51 ms).",
+            about: "The same retry, against a child parked before exec until twice the retry's attempts have failed: longer than the retry lasts, so it gives up.",
             windows: &[ForkWindow],
             trial: retry_long_stall,
             timed: true,
@@ -221,57 +221,99 @@ fn locked_trial(t: &mut Trial<'_>, locked: bool) -> Result<bool, Fault> {
 /// How long a trial waits for its spawner before the gap counts as unconfirmed.
 const GAP_DEADLINE: Duration = Duration::from_secs(30);
 
-/// The retry's whole backoff: 50 us doubling over 7 waits.
-fn retry_budget() -> Duration {
-    (0..ATTEMPTS - 1).map(|i| FIRST_BACKOFF * 2u32.pow(i)).sum()
-}
-
 fn retry_short_stall(t: &mut Trial<'_>) -> Result<bool, Fault> {
-    stalled_retry(t, retry_budget() / 2, ATTEMPTS)
+    stalled_retry(t, ATTEMPTS / 2, ATTEMPTS)
 }
 
 fn retry_short_stall_sham(t: &mut Trial<'_>) -> Result<bool, Fault> {
-    stalled_retry(t, retry_budget() / 2, 1)
+    stalled_retry(t, ATTEMPTS / 2, 1)
 }
 
 fn retry_long_stall(t: &mut Trial<'_>) -> Result<bool, Fault> {
-    stalled_retry(t, retry_budget() * 8, ATTEMPTS)
+    stalled_retry(t, ATTEMPTS * 2, ATTEMPTS)
 }
 
-/// The retry against a child parked before exec for `stall`: at the first
-/// attempt after the stall has passed, the child is let go and its exec
-/// awaited (release returns after it), then that attempt runs.
-fn stalled_retry(t: &mut Trial<'_>, stall: Duration, attempts: u32) -> Result<bool, Fault> {
+/// The retry (`attempts` attempts) against a child parked before exec for
+/// `stall` failed attempts: [`Stall`] lets the child go, and awaits its exec,
+/// once `stall` attempts have met `ETXTBSY`.
+fn stalled_retry(t: &mut Trial<'_>, stall: u32, attempts: u32) -> Result<bool, Fault> {
     let path = t.fresh_path("script");
     let file = write_script(&path).ctx("write the script")?;
-    let mut held = Some(HeldChild::hold().ctx("hold a child in the fork window")?);
+    let held = HeldChild::hold().map_err(|e| match e.kind() {
+        io::ErrorKind::TimedOut => {
+            Fault::NotConfirmed(format!("hold a child in the fork window: {e}"))
+        }
+        _ => Fault::Broken(format!("hold a child in the fork window: {e}")),
+    })?;
     drop(file);
-    let started = Instant::now();
-    let mut wait = FIRST_BACKOFF;
-    let mut busy = true;
-    for attempt in 0..attempts {
-        if started.elapsed() >= stall
-            && let Some(child) = held.take()
+    let mut stalled = Stall::new(held, stall);
+    let (busy, retries) = retry(attempts, || {
+        let busy = exec_busy(&path)?;
+        stalled.failed_attempt(busy)?;
+        Ok(busy)
+    })?;
+    stalled.finish()?;
+    t.tally("retries", &retries);
+    Ok(busy)
+}
+
+/// A child parked before exec until a count of failed attempts: the stall
+/// is measured in the retry's attempts, so it ends where it is declared to,
+/// independent of how long the backoff sleeps take.
+struct Stall {
+    held: Option<HeldChild>,
+    left: u32,
+}
+
+impl Stall {
+    fn new(held: HeldChild, attempts: u32) -> Stall {
+        Stall {
+            held: Some(held),
+            left: attempts,
+        }
+    }
+
+    /// Counts one attempt; after the `attempts`-th failed one the child is
+    /// let go and its exec awaited, so the next attempt meets no holder.
+    fn failed_attempt(&mut self, busy: bool) -> Result<(), Fault> {
+        if !busy {
+            return Ok(());
+        }
+        self.left = self.left.saturating_sub(1);
+        if self.left == 0
+            && let Some(child) = self.held.take()
         {
             child.release().ctx("release the stalled child")?;
         }
-        if !exec_busy(&path)? {
-            busy = false;
-            t.tally("retries", &attempt.to_string());
-            break;
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<(), Fault> {
+        match self.held.take() {
+            Some(child) => child.release().ctx("release the held child"),
+            None => Ok(()),
         }
-        if attempt + 1 < attempts {
+    }
+}
+
+/// The retry: up to `attempts` calls of `attempt` (true: `ETXTBSY`), the
+/// waits between them doubling from [`FIRST_BACKOFF`]. Returns whether it
+/// gave up, and the tally value (the retries it took, or "gave up").
+fn retry(
+    attempts: u32,
+    mut attempt: impl FnMut() -> Result<bool, Fault>,
+) -> Result<(bool, String), Fault> {
+    let mut wait = FIRST_BACKOFF;
+    for n in 0..attempts {
+        if !attempt()? {
+            return Ok((false, n.to_string()));
+        }
+        if n + 1 < attempts {
             std::thread::sleep(wait);
             wait *= 2;
         }
     }
-    if busy {
-        t.tally("retries", "gave up");
-    }
-    if let Some(child) = held {
-        child.release().ctx("release the held child")?;
-    }
-    Ok(busy)
+    Ok((true, "gave up".to_owned()))
 }
 
 fn retry_on_etxtbsy(t: &mut Trial<'_>) -> Result<bool, Fault> {
@@ -279,24 +321,9 @@ fn retry_on_etxtbsy(t: &mut Trial<'_>) -> Result<bool, Fault> {
     let file = write_script(&path).ctx("write the script")?;
     let (busy, retries) = t.during_window(|| {
         drop(file);
-        let mut wait = FIRST_BACKOFF;
-        for attempt in 0..ATTEMPTS {
-            if !exec_busy(&path)? {
-                return Ok((false, attempt));
-            }
-            if attempt + 1 < ATTEMPTS {
-                std::thread::sleep(wait);
-                wait *= 2;
-            }
-        }
-        Ok((true, ATTEMPTS - 1))
+        retry(ATTEMPTS, || exec_busy(&path))
     })?;
-    let value = if busy {
-        "gave up".to_owned()
-    } else {
-        retries.to_string()
-    };
-    t.tally("retries", &value);
+    t.tally("retries", &retries);
     Ok(busy)
 }
 

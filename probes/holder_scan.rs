@@ -129,25 +129,21 @@ static PROBE: Probe = Probe {
             id: "scan-after-exec",
             role: Mitigation,
             about: "Wait until no child of ours still runs our executable (every fork \
-                has exec'd), then count holders.",
+                has exec'd), then count holders. Judged against its control, with no sham: it \
+                is the control's code with only the wait added, and the wait is the fix.",
             windows: &[ForkWindow],
             trial: |t| scan_after_exec(t, Target::Listener),
-            avoids: Some(
-                "the count waits until every fork of ours has exec'd, when the kernel has closed their close-on-exec copies: the window is over before the scan",
-            ),
             ..ARM
         },
         Arm {
             id: "file-scan-after-exec",
             role: Mitigation,
             about: "Close the file, wait until no child of ours still runs our executable, then \
-                count its holders.",
+                count its holders. Judged against its control, with no sham: it is the control's \
+                code with only the wait added, and the wait is the fix.",
             windows: &[ForkWindow],
             trial: |t| scan_after_exec(t, Target::File),
             against: Some("file-scan-during-window"),
-            avoids: Some(
-                "the count waits until every fork of ours has exec'd, when the kernel has closed their close-on-exec copies: the window is over before the scan",
-            ),
             ..ARM
         },
     ],

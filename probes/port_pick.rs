@@ -8,8 +8,22 @@
 //! `SO_REUSEADDR` and listens). A bind failing with `EADDRINUSE` is a hit; the
 //! later bind's result is tallied by errno name. The picking socket is
 //! close-on-exec, as std makes it, except in `inherited`.
+//!
+//! The UDP arms pick a UDP port the same way and re-bind it; `shutdown` does
+//! not release a bound UDP socket, so crates that pick UDP ports meet the
+//! same hazard. One hit definition for all UDP arms: the server's bind of the
+//! port fails, or a datagram sent to the port (from a third socket, inside the
+//! window, while a copy may still hold the picking socket) does not reach the
+//! server within 200 ms. Which socket a datagram reaches when two share the
+//! port is measured, never assumed; `udp-reuseaddr` also tallies whether a
+//! foreign socket with `SO_REUSEADDR` could bind the same port.
+//!
+//! # References
+//! - <https://man7.org/linux/man-pages/man7/socket.7.html> (`SO_REUSEADDR`:
+//!   for UDP it lets several sockets bind the same address)
+//! - <https://man7.org/linux/man-pages/man7/udp.7.html>
 
-use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, UdpSocket};
 use std::os::fd::AsFd;
 use std::time::Duration;
 
@@ -62,6 +76,37 @@ static PROBE: Probe = Probe {
             about: "pick with a socket that sets SO_REUSEADDR and binds 127.0.0.1:0 but never listens, drop; later TcpListener::bind(127.0.0.1:port).",
             windows: HELD,
             trial: |t| pick_then_bind(t, Pick::Unlistened),
+            ..ARM
+        },
+        Arm {
+            id: "udp-pick-then-drop",
+            role: Control,
+            about: "UdpSocket::bind(127.0.0.1:0), read the port, drop; the server binds UDP 127.0.0.1:port and must receive a datagram sent there.",
+            windows: SPAWNS,
+            trial: |t| udp_pick_then_bind(t, false),
+            ..ARM
+        },
+        Arm {
+            id: "udp-reuseaddr",
+            role: Mitigation,
+            about: "as udp-pick-then-drop, with SO_REUSEADDR on the picking and the server socket (on Linux both binds succeed: which socket the datagram reaches is measured; on macOS exact duplicate binds need SO_REUSEPORT).",
+            windows: HELD,
+            trial: |t| udp_pick_then_bind(t, true),
+            // Differs from its control in the fix alone (SO_REUSEADDR on both
+            // sockets): no sham.
+            against: Some("udp-pick-then-drop"),
+            ..ARM
+        },
+        Arm {
+            id: "udp-bind-zero-in-server",
+            role: Mitigation,
+            about: "no picking: the server binds UDP 127.0.0.1:0 itself and receives on the port it got.",
+            windows: HELD,
+            trial: udp_bind_zero_in_server,
+            against: Some("udp-pick-then-drop"),
+            avoids: Some(
+                "nothing is picked ahead: the server binds UDP port 0 itself, so no earlier socket exists for a child to hold",
+            ),
             ..ARM
         },
     ],
@@ -122,4 +167,79 @@ fn bind_zero_in_server(t: &mut Trial<'_>) -> Result<bool, Fault> {
         t.tally("port", if port == 0 { "zero" } else { "assigned" });
     }
     later_bind(t, result)
+}
+
+/// A UDP socket on `addr`, with `SO_REUSEADDR` when `reuse`.
+fn udp_bind(addr: SocketAddr, reuse: bool) -> std::io::Result<UdpSocket> {
+    let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::DGRAM, None)?;
+    s.set_reuse_address(reuse)?;
+    s.bind(&addr.into())?;
+    Ok(s.into())
+}
+
+/// Whether a datagram sent to `server`'s port from a fresh socket reaches
+/// `server` within 200 ms (loopback delivers at once; the bound only ends a
+/// wait for a datagram another socket took).
+fn reaches(server: &UdpSocket) -> Result<bool, Fault> {
+    let to = server.local_addr().ctx("server getsockname")?;
+    let client = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).ctx("client bind")?;
+    client.send_to(b"fdwindow", to).ctx("send a datagram")?;
+    server
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .ctx("set a read timeout")?;
+    let mut buf = [0u8; 16];
+    match server.recv(&mut buf) {
+        Ok(_) => Ok(true),
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ) =>
+        {
+            Ok(false)
+        }
+        Err(e) => Err(Fault::Broken(format!("server recv: {e}"))),
+    }
+}
+
+fn udp_pick_then_bind(t: &mut Trial<'_>, reuse: bool) -> Result<bool, Fault> {
+    let inherit = t.window() == Inherited;
+    let picker = udp_bind(loopback_v4(0), reuse).ctx("pick: bind UDP port 0")?;
+    let addr = picker.local_addr().ctx("pick: getsockname")?;
+    set_cloexec(picker.as_fd(), !inherit).ctx("set close-on-exec")?;
+    // Everything inside the window: the copy exists only while it is open.
+    let (bind, reached, foreign) = t.during_window(|| {
+        drop(picker);
+        let server = udp_bind(addr, reuse);
+        let reached = match &server {
+            Ok(s) => Some(reaches(s)?),
+            Err(_) => None,
+        };
+        // After the datagram, so that it cannot take it: could a foreign
+        // socket bind the port too?
+        let foreign = (reuse && server.is_ok()).then(|| outcome_name(&udp_bind(addr, true)));
+        Ok((server.map(drop), reached, foreign))
+    })?;
+    t.tally("later-bind", &outcome_name(&bind));
+    if let Some(f) = foreign {
+        t.tally("foreign-bind", &f);
+    }
+    match (bind, reached) {
+        (Ok(()), Some(reached)) => {
+            t.tally("datagram", if reached { "server" } else { "elsewhere" });
+            Ok(!reached)
+        }
+        (Err(e), _) if e.raw_os_error() == Some(libc::EADDRINUSE) => Ok(true),
+        (Err(e), _) => Err(Fault::Broken(format!("the later bind: {e}"))),
+        (Ok(()), None) => unreachable!("a bound server is always checked"),
+    }
+}
+
+fn udp_bind_zero_in_server(t: &mut Trial<'_>) -> Result<bool, Fault> {
+    let reached = t.during_window(|| {
+        let server = udp_bind(loopback_v4(0), false).ctx("server: bind UDP port 0")?;
+        reaches(&server)
+    })?;
+    t.tally("datagram", if reached { "server" } else { "elsewhere" });
+    Ok(!reached)
 }

@@ -174,7 +174,7 @@ static PROBE: Probe = Probe {
         Arm {
             id: "spawn-lock",
             role: Mitigation,
-            about: "Two-step creation under the shared side of fdwindow::spawn_lock::SPAWN_LOCK, spawns under its exclusive side (Go's ForkLock). Inherited: the creator parks between its steps until the spawner waits for the lock; sham-tested.",
+            about: "Two-step creation under the shared side of fdwindow::spawn_lock::SPAWN_LOCK, spawns under its exclusive side (Go's ForkLock). Inherited: the creator parks between its steps until the spawner waits for the lock. Sham-tested in both windows.",
             windows: BOTH,
             trial: spawn_lock,
             against: FIX_CONTROL,
@@ -183,8 +183,8 @@ static PROBE: Probe = Probe {
         Arm {
             id: "spawn-lock-sham",
             role: Sham,
-            about: "spawn-lock's code with the lock switched off: the creator parks between its steps until the spawner has spawned.",
-            windows: &[Inherited],
+            about: "spawn-lock's code with the lock switched off. Inherited: the creator parks between its steps until the spawner has spawned. Posix-spawn: the same creator loop and spawner with neither side taking the lock, which is the control's race code (the lock is all spawn-lock changes there), run as its own arm in spawn-lock's block.",
+            windows: BOTH,
             trial: spawn_lock_sham,
             against: FIX_CONTROL,
             ..ARM
@@ -612,7 +612,7 @@ fn std_trial(
 ) -> Result<bool, Fault> {
     match t.window() {
         ParkedCall => {
-            let seen = parked::std_trial(mode, call, &t.fresh_path("sock"))?;
+            let seen = parked::std_trial(mode, call, &t.socket_path("sock")?)?;
             Ok(parked_note(t, arm, control_call(call), &seen))
         }
         PosixSpawn => race(t, arm, Make::Std(control_call(call)), false),
@@ -632,7 +632,7 @@ fn parked_raw(
     flag: Flag,
     mode: Mode,
 ) -> Result<bool, Fault> {
-    let seen = parked::raw_trial(mode, call, flag, &t.fresh_path("sock"))?;
+    let seen = parked::raw_trial(mode, call, flag, &t.socket_path("sock")?)?;
     Ok(parked_note(t, arm, call, &seen))
 }
 
@@ -690,7 +690,7 @@ fn deterministic(
     how: SpawnHow,
     lock: Lock,
 ) -> Result<bool, Fault> {
-    let maker = Maker::new(call, &t.fresh_path("sock")).ctx("prepare the call")?;
+    let maker = Maker::new(call, &t.socket_path("sock")?).ctx("prepare the call")?;
     let (made, holder) = match lock {
         Lock::On | Lock::Sham => {
             let (made, holder, _gap) = spawn_in_gap(
@@ -736,7 +736,7 @@ fn race(t: &mut Trial<'_>, arm: &'static str, make: Make, locked: bool) -> Resul
     let call = match make {
         Make::Raw(call, _) | Make::Std(call) => call,
     };
-    let path = t.fresh_path("sock");
+    let path = t.socket_path("sock")?;
     let creator = Creator::new(make, call, path).ctx("prepare the call")?;
     let baseline = inheritable_fds().ctx("list this process's inheritable descriptors")?;
     let stop = AtomicBool::new(false);
@@ -866,7 +866,7 @@ impl Creator {
 
 /// The matrix section per creation call: whether the atomic form exists here
 /// (tried now), and what its control and std arm measured in this run.
-fn per_call_table(scratch: &Scratch, _: Settings) -> Vec<Table> {
+fn per_call_table(_: &Scratch, _: Settings) -> Vec<Table> {
     let rec = record().clone();
     let cell = |arm: &str, window: Window, call: Call| {
         rec.get(&(arm_key(arm), window, call.id()))
@@ -875,17 +875,21 @@ fn per_call_table(scratch: &Scratch, _: Settings) -> Vec<Table> {
     let rows = CALLS
         .iter()
         .map(|&(call, control, std_arm)| {
-            let here =
-                match Maker::new(call, &scratch.fresh("sock")).and_then(|m| m.make(Flag::Atomic)) {
-                    Ok(made) => match made.raw_fds().iter().all(|&fd| {
-                        fdwindow::cloexec::fd_flags(fd).is_some_and(|f| f & libc::FD_CLOEXEC != 0)
-                    }) {
-                        true => "yes".to_owned(),
-                        false => "broken: made without FD_CLOEXEC".to_owned(),
-                    },
-                    Err(e) if means_unsupported(&e) => format!("no: {e}"),
-                    Err(e) => format!("broken: {e}"),
-                };
+            // The socket folder lives until the descriptors are checked.
+            let made = fdwindow::sockets::SocketDir::new().and_then(|dir| {
+                let made = Maker::new(call, &dir.path("sock")?)?.make(Flag::Atomic)?;
+                Ok((dir, made))
+            });
+            let here = match made {
+                Ok((_dir, made)) => match made.raw_fds().iter().all(|&fd| {
+                    fdwindow::cloexec::fd_flags(fd).is_some_and(|f| f & libc::FD_CLOEXEC != 0)
+                }) {
+                    true => "yes".to_owned(),
+                    false => "broken: made without FD_CLOEXEC".to_owned(),
+                },
+                Err(e) if means_unsupported(&e) => format!("no: {e}"),
+                Err(e) => format!("broken: {e}"),
+            };
             vec![
                 call.id().to_owned(),
                 call.atomic_form().to_owned(),

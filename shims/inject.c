@@ -28,9 +28,32 @@
  * child and exits within the hold. A host that ends by _exit skips step 3 the
  * same way.
  *
- * With FDWINDOW_PRESSURE_REPORT=FILE it appends one line per pressured process
- * at exit: `pid spawns elapsed_s covered_s exe`, which `fdwindow stress` reads
- * to show that pressure reached the processes it meant.
+ * With FDWINDOW_PRESSURE_REPORT=FILE it appends lines `pid spawns elapsed_s
+ * covered_s exe` for each pressured process as it goes: one when pressure
+ * starts, one at most every REPORT_EVERY_NS from the spawning threads, and one
+ * at exit. A reader keeps the last line per pid, so a run killed at a timeout
+ * still shows it was pressured, for how long, and with how many spawns.
+ *
+ * Once pressure starts here, the process removes FDWINDOW_PRESSURE,
+ * FDWINDOW_PRESSURE_REPORT and this library's entry in the preload variable
+ * from its own environment, so the children it starts (an isolated test
+ * process, a helper) start no pressure of their own. A process that match=
+ * excludes changes nothing and passes all of them on.
+ *
+ * ctl=FD names the read end of a pipe whose write end the controller
+ * (`fdwindow stress`, `fdwindow audit`) holds: the process that starts
+ * pressure sets close-on-exec on it and watches it from one more thread; when
+ * it reads end-of-file (the controller exited or was killed), the spawning
+ * threads stop within one hold. Without ctl=, `for` bounds them.
+ *
+ * drop=CLASS makes each fork+exec child close every descriptor of one class
+ * right after the fork, before its hold (file, listener, stream, dgram, pipe,
+ * or all), classifying in the child itself: getdents64 on /proc/self/fd, fstat,
+ * getsockopt(SO_TYPE) and getsockopt(SO_ACCEPTCONN) on Linux;
+ * proc_pidinfo(PROC_PIDLISTFDS) and proc_pidfdinfo(PROC_PIDFDSOCKETINFO) on
+ * macOS, whose getsockopt has no SO_ACCEPTCONN. All are system calls without
+ * allocation or locks, safe between fork and exec. `fdwindow audit` uses it to
+ * find which class of descriptor a flaky test depends on.
  *
  * This is C, not Rust, because every preload library fdwindow ships is built
  * the same way (build.rs, the cc crate): the parked-call interposer needs
@@ -56,11 +79,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dlfcn.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #ifdef __APPLE__
+#include <libproc.h>
 #include <mach-o/dyld.h>
+#include <sys/proc_info.h>
+#else
+#include <sys/syscall.h>
 #endif
 
 #define ENV_VAR "FDWINDOW_PRESSURE"
@@ -71,8 +102,12 @@
 #define MAX_DURATION_NS (86400ULL * NS_PER_S)
 /* How long a slot wait sleeps at most before it looks at the clock again. */
 #define SLOT_WAIT_NS (100ULL * 1000 * 1000)
+/* How often the spawning threads append a progress line to the report. */
+#define REPORT_EVERY_NS (200ULL * 1000 * 1000)
 
 enum spawn_path { PATH_FORK, PATH_SPAWN, PATH_MIX };
+/* The class of descriptor fork children close before their hold (drop=). */
+enum drop_class { DROP_NONE, DROP_FILE, DROP_LISTENER, DROP_STREAM, DROP_DGRAM, DROP_PIPE, DROP_ALL };
 
 struct spec {
     unsigned threads;
@@ -81,6 +116,8 @@ struct spec {
     unsigned max_alive;
     uint64_t for_ns;
     const char *match; /* NULL: any executable */
+    enum drop_class drop;
+    int ctl; /* the controller pipe's read end, -1 for none */
 };
 
 static struct {
@@ -100,9 +137,12 @@ static struct {
     char exe[PATH_MAX];
     pthread_t *threads;
     unsigned started_threads;
+    int report_fd;      /* FDWINDOW_PRESSURE_REPORT, opened at start; -1 for none */
+    uint64_t reported_ns; /* when the last progress line was written */
 } S = {
     .mu = PTHREAD_MUTEX_INITIALIZER,
     .devnull = -1,
+    .report_fd = -1,
 };
 
 static char *const CHILD_ARGV[] = {(char *)TRUE_PROGRAM, NULL};
@@ -211,6 +251,8 @@ static int parse_spec(char *text, struct spec *spec) {
         .max_alive = 64,
         .for_ns = 600 * NS_PER_S,
         .match = NULL,
+        .drop = DROP_NONE,
+        .ctl = -1,
     };
     char *save = NULL;
     for (char *pair = strtok_r(text, ",", &save); pair; pair = strtok_r(NULL, ",", &save)) {
@@ -247,8 +289,30 @@ static int parse_spec(char *text, struct spec *spec) {
                 r = fail("path=%s: expected fork, spawn or mix%s", value, "");
         } else if (strcmp(key, "match") == 0 && *value)
             r = (spec->match = value, 0);
-        else
-            r = fail("unknown key \"%s\"; keys: threads, hold, path, max-alive, for, match%s",
+        else if (strcmp(key, "drop") == 0) {
+            static const char *const ids[] = {"none", "file", "listener", "stream",
+                                               "dgram", "pipe", "all"};
+            r = fail("drop=%s: expected none, file, listener, stream, dgram, pipe or all%s",
+                     value, "");
+            for (int i = 0; i <= DROP_ALL; i++)
+                if (strcmp(value, ids[i]) == 0)
+                    r = (spec->drop = (enum drop_class)i, 0);
+        } else if (strcmp(key, "ctl") == 0) {
+            unsigned fd = 0;
+            size_t n = strlen(value);
+            r = 0;
+            if (n == 0 || n > 6)
+                r = fail("ctl=%s: expected a descriptor number%s", value, "");
+            for (size_t i = 0; i < n && !r; i++) {
+                if (!isdigit((unsigned char)value[i]))
+                    r = fail("ctl=%s: expected a descriptor number%s", value, "");
+                fd = fd * 10 + (unsigned)(value[i] - '0');
+            }
+            if (!r)
+                spec->ctl = (int)fd;
+        } else
+            r = fail("unknown key \"%s\"; keys: threads, hold, path, max-alive, for, match, "
+                     "drop, ctl%s",
                      key, "");
         if (r)
             return r;
@@ -360,6 +424,93 @@ static int cloexec_pipe(int fds[2]) {
 #endif
 }
 
+/* ---- drop=: a fork child closes one class of descriptor ---- */
+
+/* The class of `fd`, or DROP_NONE for anything else (terminals, directories,
+ * event descriptors). Async-signal-safe: fstat, getsockopt, proc_pidfdinfo. */
+static enum drop_class class_of(int fd) {
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return DROP_NONE;
+    if (S_ISREG(st.st_mode))
+        return DROP_FILE;
+    if (S_ISFIFO(st.st_mode))
+        return DROP_PIPE;
+    if (!S_ISSOCK(st.st_mode))
+        return DROP_NONE;
+    int type = 0;
+    socklen_t len = sizeof type;
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0)
+        return DROP_NONE;
+    if (type == SOCK_DGRAM)
+        return DROP_DGRAM;
+    if (type != SOCK_STREAM && type != SOCK_SEQPACKET)
+        return DROP_NONE;
+#ifdef __APPLE__
+    /* XNU has no SO_ACCEPTCONN getsockopt; listen(2) sets it in so_options,
+     * which proc_pidfdinfo reports (xnu bsd/sys/proc_info.h). */
+    struct socket_fdinfo si;
+    int n = proc_pidfdinfo(getpid(), fd, PROC_PIDFDSOCKETINFO, &si, sizeof si);
+    int listening = n == (int)sizeof si && (si.psi.soi_options & SO_ACCEPTCONN);
+#else
+    int listening = 0;
+    len = sizeof listening;
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0)
+        listening = 0;
+#endif
+    return listening ? DROP_LISTENER : DROP_STREAM;
+}
+
+/* Whether a fork child closes `fd` under `drop`: never 0-2 (its /dev/null)
+ * nor the two descriptors it still needs (`keep_a`, `keep_b`). */
+static int drops(enum drop_class drop, int fd, int keep_a, int keep_b) {
+    if (fd <= 2 || fd == keep_a || fd == keep_b)
+        return 0;
+    return drop == DROP_ALL || class_of(fd) == drop;
+}
+
+/* In a fork child: closes every descriptor of class `drop` but `keep_a` and
+ * `keep_b`. Only system calls, no allocation (the buffers are on the stack). */
+static void drop_descriptors(enum drop_class drop, int keep_a, int keep_b) {
+#ifdef __APPLE__
+    struct proc_fdinfo fds[1024];
+    int n = proc_pidinfo(getpid(), PROC_PIDLISTFDS, 0, fds, (int)sizeof fds);
+    for (int i = 0; n > 0 && i < n / (int)sizeof fds[0]; i++)
+        if (drops(drop, fds[i].proc_fd, keep_a, keep_b))
+            close(fds[i].proc_fd);
+#else
+    /* getdents64 on /proc/self/fd: procfs keeps its place by descriptor
+     * number, so closing while reading skips nothing. */
+    int dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0)
+        return;
+    union {
+        char bytes[4096];
+        uint64_t align;
+    } buf;
+    for (;;) {
+        long n = syscall(SYS_getdents64, dir, buf.bytes, sizeof buf.bytes);
+        if (n <= 0)
+            break;
+        for (long at = 0; at < n;) {
+            /* struct linux_dirent64: u64 ino, s64 off, u16 reclen, u8 type, name */
+            unsigned short reclen;
+            memcpy(&reclen, buf.bytes + at + 16, sizeof reclen);
+            if (reclen == 0)
+                break;
+            const char *name = buf.bytes + at + 19;
+            int fd = 0, digits = 0;
+            for (; *name >= '0' && *name <= '9' && digits < 9; name++, digits++)
+                fd = fd * 10 + (*name - '0');
+            if (digits > 0 && *name == '\0' && fd != dir && drops(drop, fd, keep_a, keep_b))
+                close(fd);
+            at += reclen;
+        }
+    }
+    close(dir);
+#endif
+}
+
 /* fork, hold for hold_ns, exec: returns once the child has exec'd (the
  * close-on-exec pipe reads end-of-file), as std's Command::spawn does, so the
  * window measured around it covers the child's whole pre-exec life. */
@@ -386,6 +537,10 @@ static int spawn_fork(pid_t *out) {
         dup2(S.devnull, 2);
         /* std resets the mask before its pre_exec hooks: the same here. */
         sigprocmask(SIG_SETMASK, &none, NULL);
+        /* Right after the fork, before the hold: the exec-error pipe and
+         * /dev/null stay. */
+        if (S.spec.drop != DROP_NONE)
+            drop_descriptors(S.spec.drop, fds[1], S.devnull);
         if (hold.tv_sec || hold.tv_nsec) {
             struct timespec rem;
             /* EINTR: sleep what is left. Sleeping is the purpose, not
@@ -462,6 +617,49 @@ static int reap(pid_t pid) {
     }
 }
 
+/* Appends `pid spawns elapsed_s covered_s exe` to the report (S.mu held).
+ * One short O_APPEND write: lines from concurrent processes do not interleave. */
+static void report_line(uint64_t now) {
+    if (S.report_fd < 0)
+        return;
+    uint64_t covered = S.covered_ns + (S.inside ? now - S.since_ns : 0);
+    char line[PATH_MAX + 128];
+    int n = snprintf(line, sizeof line, "%d %llu %.6f %.6f %s\n", (int)S.pid,
+                     (unsigned long long)S.spawns, (double)(now - S.started_ns) / NS_PER_S,
+                     (double)covered / NS_PER_S, S.exe);
+    if (n <= 0)
+        return;
+    if ((size_t)n >= sizeof line)
+        n = sizeof line - 1;
+    ssize_t w = write(S.report_fd, line, (size_t)n);
+    (void)w;
+    S.reported_ns = now;
+}
+
+/* Stops the spawning threads when the controller's pipe reads end-of-file:
+ * the controller exited or was killed. Data on the pipe is read and ignored. */
+static void *watch_controller(void *arg) {
+    (void)arg;
+    for (;;) {
+        struct pollfd p = {.fd = S.spec.ctl, .events = POLLIN};
+        if (poll(&p, 1, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        char byte[64];
+        ssize_t n = read(S.spec.ctl, byte, sizeof byte);
+        if (n > 0 || (n < 0 && (errno == EINTR || errno == EAGAIN)))
+            continue;
+        break; /* end-of-file, or the descriptor is unusable */
+    }
+    pthread_mutex_lock(&S.mu);
+    S.stop = 1;
+    pthread_cond_broadcast(&S.slot_freed);
+    pthread_mutex_unlock(&S.mu);
+    return NULL;
+}
+
 static void *spawn_loop(void *arg) {
     unsigned index = (unsigned)(uintptr_t)arg;
     char name[32];
@@ -491,6 +689,9 @@ static void *spawn_loop(void *arg) {
         if (!e)
             S.spawns++;
         pthread_cond_signal(&S.slot_freed);
+        uint64_t now = now_ns();
+        if (now - S.reported_ns >= REPORT_EVERY_NS)
+            report_line(now);
         pthread_mutex_unlock(&S.mu);
         if (e)
             break; /* a spawn error ends this thread, as in fdwindow::pressure */
@@ -540,24 +741,39 @@ static void stop(void) {
     uint64_t spawns, elapsed, covered;
     if (stop_within(S.spec.hold_ns + 5 * NS_PER_S, &spawns, &elapsed, &covered) != 0)
         return;
-    const char *path = getenv(REPORT_VAR);
-    if (!path)
+    pthread_mutex_lock(&S.mu);
+    report_line(now_ns());
+    pthread_mutex_unlock(&S.mu);
+}
+
+/* Removes this library from the preload variable's colon-separated list, in
+ * place (the constructor runs before main; nothing else reads it yet). */
+static void remove_from_preload(const char *var) {
+    Dl_info self;
+    const char *list = getenv(var);
+    if (!list || !dladdr((void *)remove_from_preload, &self) || !self.dli_fname)
         return;
-    char line[PATH_MAX + 128];
-    int n = snprintf(line, sizeof line, "%d %llu %.6f %.6f %s\n", (int)S.pid,
-                     (unsigned long long)spawns, (double)elapsed / NS_PER_S,
-                     (double)covered / NS_PER_S, S.exe);
-    if (n <= 0)
+    char *copy = strdup(list);
+    char *kept = calloc(1, strlen(list) + 1);
+    if (!copy || !kept) {
+        free(copy);
+        free(kept);
         return;
-    if ((size_t)n >= sizeof line)
-        n = sizeof line - 1;
-    /* One short O_APPEND write: lines from concurrent processes do not interleave. */
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
-    if (fd < 0)
-        return;
-    ssize_t w = write(fd, line, (size_t)n);
-    (void)w;
-    close(fd);
+    }
+    char *save = NULL;
+    for (char *e = strtok_r(copy, ": ", &save); e; e = strtok_r(NULL, ": ", &save)) {
+        if (strcmp(e, self.dli_fname) == 0)
+            continue;
+        if (*kept)
+            strcat(kept, ":");
+        strcat(kept, e);
+    }
+    if (*kept)
+        setenv(var, kept, 1);
+    else
+        unsetenv(var);
+    free(copy);
+    free(kept);
 }
 
 __attribute__((constructor)) static void start(void) {
@@ -590,10 +806,33 @@ __attribute__((constructor)) static void start(void) {
         if (!e)
             e = errno ? errno : ENOMEM;
         fprintf(stderr, "fdwindow-inject: cannot start pressure: %s\n", strerror(e));
+        /* Nothing of a pressure that never started stays in the host. */
+        if (S.devnull >= 0)
+            close(S.devnull);
+        S.devnull = -1;
+        free(S.threads);
+        S.threads = NULL;
+        free(copy);
         return;
     }
     S.spec = spec;
     S.pid = getpid();
+    const char *report = getenv(REPORT_VAR);
+    if (report)
+        S.report_fd = open(report, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+    /* This process takes the controller's pipe: its children must not keep
+     * it (a copy held elsewhere would hide the controller's end-of-file from
+     * nobody, but it would keep the pipe alive past this process). */
+    if (spec.ctl >= 0 && fcntl(spec.ctl, F_SETFD, FD_CLOEXEC) != 0)
+        S.spec.ctl = -1;
+    /* Pressure starts here, so no child of this process starts its own. */
+    unsetenv(ENV_VAR);
+    unsetenv(REPORT_VAR);
+#ifdef __APPLE__
+    remove_from_preload("DYLD_INSERT_LIBRARIES");
+#else
+    remove_from_preload("LD_PRELOAD");
+#endif
     S.started_ns = now_ns();
     S.since_ns = S.started_ns;
     S.deadline_ns = S.started_ns + spec.for_ns;
@@ -617,14 +856,28 @@ __attribute__((constructor)) static void start(void) {
         }
         S.started_threads++;
     }
+    if (!e && S.spec.ctl >= 0) {
+        pthread_t watcher;
+        e = pthread_create(&watcher, NULL, watch_controller, NULL);
+        if (!e)
+            pthread_detach(watcher);
+    }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (e) {
         /* Those already started are stopped and joined first. */
         uint64_t a, b, c;
-        (void)stop_within(S.spec.hold_ns + 5 * NS_PER_S, &a, &b, &c);
+        int stopped = stop_within(S.spec.hold_ns + 5 * NS_PER_S, &a, &b, &c) == 0;
         fprintf(stderr, "fdwindow-inject: cannot start pressure: %s\n", strerror(e));
+        if (stopped) {
+            /* Every thread joined: nothing uses these any more. */
+            close(S.devnull);
+            S.devnull = -1;
+        }
         return;
     }
     S.active = 1;
+    pthread_mutex_lock(&S.mu);
+    report_line(now_ns()); /* pressured from here, whatever ends the process */
+    pthread_mutex_unlock(&S.mu);
     atexit(stop);
 }

@@ -151,6 +151,8 @@ pub struct Trial<'a> {
     /// Paths handed out, removed when the trial ends: tens of thousands of
     /// race trials must not pile up files for the scratch folder's removal.
     paths: std::cell::RefCell<Vec<std::path::PathBuf>>,
+    /// Short folders for Unix-domain socket paths, removed when the trial ends.
+    socket_dirs: std::cell::RefCell<Vec<crate::sockets::SocketDir>>,
 }
 
 impl Trial<'_> {
@@ -165,6 +167,17 @@ impl Trial<'_> {
         let path = self.scratch.fresh(stem);
         self.paths.borrow_mut().push(path.clone());
         path
+    }
+
+    /// A path for a Unix-domain socket that no other trial uses, short enough
+    /// for every OS's `sun_path` (macOS allows 103 bytes where the scratch
+    /// folder under a long `TMPDIR` would not fit: see
+    /// [`crate::sockets::SocketDir`]); removed with its folder when the trial ends.
+    pub fn socket_path(&self, stem: &str) -> Result<std::path::PathBuf, Fault> {
+        let dir = crate::sockets::SocketDir::new().ctx("make the socket folder")?;
+        let path = dir.path(stem).ctx("build the socket path")?;
+        self.socket_dirs.borrow_mut().push(dir);
+        Ok(path)
     }
 
     /// Says that this trial spawned the one child its hit is about (e.g. a
@@ -306,6 +319,16 @@ pub fn check(probe: &Probe) -> Result<(), String> {
                         k.id()
                     ));
                 }
+                (None, Some(declared))
+                    if crate::report::in_process_kind(probe.hazard) != Some(declared) =>
+                {
+                    return bad(&format!(
+                        "declares {} in-process, but report::IN_PROCESS_KINDS says {}",
+                        declared.id(),
+                        crate::report::in_process_kind(probe.hazard)
+                            .map_or("nothing for this hazard", Kind::id)
+                    ));
+                }
                 _ => {}
             }
             if arm.role != Role::Control && control_for(probe, arm, w).is_none() {
@@ -332,8 +355,39 @@ pub fn check(probe: &Probe) -> Result<(), String> {
             }
             Role::Control | Role::Mitigation => {}
         }
-        if arm.avoids.is_some() && sham_of(probe, arm, arm.windows[0]).is_some() {
+        let shammed: Vec<bool> = arm
+            .windows
+            .iter()
+            .map(|&w| sham_of(probe, arm, w).is_some())
+            .collect();
+        if arm.avoids.is_some() && shammed.contains(&true) {
             return bad("an avoids arm has no sham: no trial can test it");
+        }
+        // Whether a fix's code differs from its control in more than the fix
+        // is decided per arm, so a sham-tested fix has its sham in every
+        // window it runs in; otherwise one window would judge it without the
+        // evidence another says it needs. Parked-call is set apart: its shams
+        // (the interposer strips the flag from the fix's own call) show that
+        // the parked window sees a missing flag at all, a check of the window
+        // rather than of the fix's code, so they neither require nor replace a
+        // sham elsewhere.
+        let elsewhere: Vec<(Window, bool)> = arm
+            .windows
+            .iter()
+            .copied()
+            .zip(shammed.iter().copied())
+            .filter(|&(w, _)| w != Window::ParkedCall)
+            .collect();
+        if elsewhere.iter().any(|&(_, s)| s) && elsewhere.iter().any(|&(_, s)| !s) {
+            let missing: Vec<&str> = elsewhere
+                .iter()
+                .filter(|&&(_, s)| !s)
+                .map(|(w, _)| w.id())
+                .collect();
+            return bad(&format!(
+                "has a sham in some windows but not in {}: a sham-tested fix has its sham wherever it runs",
+                missing.join(", ")
+            ));
         }
     }
     Ok(())
@@ -626,6 +680,7 @@ fn run_block(
             tallies: &mut cell.tallies,
             own_spawn: false,
             paths: Default::default(),
+            socket_dirs: Default::default(),
         };
         let result = (arm.trial)(&mut trial);
         let own = trial.own_spawn;
@@ -836,6 +891,20 @@ mod tests {
             ..ARM
         }];
         assert!(check(&probe(NO_KIND)).unwrap_err().contains("kind"));
+        // An in-process kind other than report::IN_PROCESS_KINDS's.
+        static WRONG_KIND: &[Arm] = &[Arm {
+            id: "c",
+            windows: &[InProcess],
+            trial: ok,
+            kind: Some(crate::verdict::Kind::Statistical),
+            ..ARM
+        }];
+        let wrong = Probe {
+            hazard: "posix-lock-drop",
+            ..probe(WRONG_KIND)
+        };
+        let e = check(&wrong).unwrap_err();
+        assert!(e.contains("IN_PROCESS_KINDS says deterministic"), "{e}");
         static ORPHAN: &[Arm] = &[Arm {
             id: "m",
             role: Role::Mitigation,
@@ -862,5 +931,31 @@ mod tests {
         assert!(check(&probe(BAD_SHAM)).unwrap_err().contains("sham"));
         static UNNAMED: &[Arm] = &[ARM];
         assert!(check(&probe(UNNAMED)).is_err());
+        // A fix sham-tested in one of its windows but not in the other.
+        use crate::verdict::Window::PosixSpawn;
+        static HALF_SHAM: &[Arm] = &[
+            Arm {
+                id: "c",
+                windows: &[Inherited, PosixSpawn],
+                trial: ok,
+                ..ARM
+            },
+            Arm {
+                id: "m",
+                role: Role::Mitigation,
+                windows: &[Inherited, PosixSpawn],
+                trial: ok,
+                ..ARM
+            },
+            Arm {
+                id: "m-sham",
+                role: Role::Sham,
+                windows: &[Inherited],
+                trial: ok,
+                ..ARM
+            },
+        ];
+        let e = check(&probe(HALF_SHAM)).unwrap_err();
+        assert!(e.contains("not in posix-spawn"), "{e}");
     }
 }

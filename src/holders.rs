@@ -150,7 +150,7 @@ pub fn classify(seen: &Seen, me: u32, my_exe: &Path) -> HolderKind {
 /// process and its executable, sorted by pid.
 pub fn scan(object: Object) -> io::Result<Vec<(u32, HolderKind)>> {
     let me = std::process::id();
-    let my_exe = std::env::current_exe()?;
+    let my_exe = scanner_exe(me)?;
     let children = children_of(me)?;
     let mut found: Vec<(u32, HolderKind)> = holders_of_object(object)?
         .into_iter()
@@ -171,7 +171,7 @@ pub fn scan(object: Object) -> io::Result<Vec<(u32, HolderKind)>> {
 /// what a scan must wait out before it can trust its count.
 pub fn pending_forks() -> io::Result<Vec<u32>> {
     let me = std::process::id();
-    let my_exe = std::env::current_exe()?;
+    let my_exe = scanner_exe(me)?;
     Ok(children_of(me)?
         .into_iter()
         .filter(|&pid| {
@@ -183,6 +183,18 @@ pub fn pending_forks() -> io::Result<Vec<u32>> {
             classify(&seen, me, &my_exe) == HolderKind::PreExecFork
         })
         .collect())
+}
+
+/// This process's executable as [`exe_of`] reports it for any pid, so that
+/// [`classify`] compares like with like. `std::env::current_exe` will not do
+/// on macOS: it is dyld's `_NSGetExecutablePath`, the path the process was
+/// exec'd by (symlinks and `./` kept: Apple's `dyld(3)` says "the path may be
+/// a symbolic link and not the real file"), while `proc_pidpath` answers the
+/// vnode's resolved path (`/private/var/...` for `/var/...`); a fork would
+/// then never match and be counted an exec'd child. On Linux both are
+/// `/proc/PID/exe`.
+fn scanner_exe(me: u32) -> io::Result<PathBuf> {
+    exe_of(me)
 }
 
 /// A one-word summary of a scan's kinds for a tally, e.g.

@@ -19,6 +19,7 @@ use fdwindow::runner::{self, RunError, RunOptions};
 use fdwindow::verdict::Window;
 use fdwindow::{harness, results};
 
+mod audit;
 mod stress;
 
 #[derive(Parser)]
@@ -166,6 +167,9 @@ enum Cmd {
         #[arg(long)]
         results: Option<PathBuf>,
     },
+    /// Audit a test suite: which tests fail under fork pressure and not alone,
+    /// which class of inherited descriptor breaks them, and the fix.
+    Audit(audit::AuditArgs),
     /// Write a preload library built into fdwindow (e.g. the injector) to a
     /// file, for LD_PRELOAD / DYLD_INSERT_LIBRARIES by hand.
     Preload {
@@ -260,6 +264,7 @@ fn main() -> ExitCode {
                 Ok(ExitCode::FAILURE)
             }
         },
+        Cmd::Audit(args) => audit::run(args).map_err(Usage),
         Cmd::Preload { name, out } => write_preload(&name, &out),
     };
     result.unwrap_or_else(|Usage(msg)| {

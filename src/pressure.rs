@@ -107,6 +107,118 @@ pub struct Config {
     pub max_alive: usize,
     /// The threads stop by themselves this long after the start.
     pub deadline: Duration,
+    /// Descriptors each fork+exec child closes right after the fork, before
+    /// its hold (`None`: it keeps them all). A diagnosis tool: a flake that
+    /// clears when children drop one class was caused by a copy of that class.
+    pub drop: Option<DropClass>,
+}
+
+/// A class of descriptor that pressure children close right after the fork.
+///
+/// The child classifies its own descriptors (a snapshot taken in the parent
+/// would race with the very descriptors that matter): it lists them with
+/// getdents64 on `/proc/self/fd` (Linux) or `proc_pidinfo(PROC_PIDLISTFDS)`
+/// (macOS), then `fstat`, `getsockopt(SO_TYPE)` and, for stream sockets,
+/// `SO_ACCEPTCONN` (Linux) or `proc_pidfdinfo` (macOS). Descriptors 0-2 are
+/// the child's own `/dev/null` and are kept.
+///
+/// # References
+/// - <https://man7.org/linux/man-pages/man2/fstat.2.html>
+/// - <https://man7.org/linux/man-pages/man7/socket.7.html> (`SO_TYPE`, `SO_ACCEPTCONN`)
+/// - <https://man7.org/linux/man-pages/man7/signal-safety.7.html> (`fstat`,
+///   `getsockopt`, `close`, `open` are async-signal-safe)
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DropClass {
+    /// Regular files (locks, executables being written).
+    File,
+    /// Listening stream sockets.
+    Listener,
+    /// Stream sockets that are not listening (connected or not yet).
+    Stream,
+    /// Datagram sockets.
+    Datagram,
+    /// Pipes and FIFOs.
+    Pipe,
+    /// Every descriptor from 3 up: the sham that drops everything.
+    All,
+}
+
+impl DropClass {
+    /// Every class, the sham last.
+    pub const ALL: [DropClass; 6] = [
+        DropClass::File,
+        DropClass::Listener,
+        DropClass::Stream,
+        DropClass::Datagram,
+        DropClass::Pipe,
+        DropClass::All,
+    ];
+
+    /// The id used in [`Spec`] strings (`drop=`).
+    pub fn id(self) -> &'static str {
+        match self {
+            DropClass::File => "file",
+            DropClass::Listener => "listener",
+            DropClass::Stream => "stream",
+            DropClass::Datagram => "dgram",
+            DropClass::Pipe => "pipe",
+            DropClass::All => "all",
+        }
+    }
+
+    /// The class with this id.
+    pub fn from_id(id: &str) -> Option<DropClass> {
+        DropClass::ALL.into_iter().find(|c| c.id() == id)
+    }
+
+    /// The class of descriptor `fd`, `None` for anything else (terminals,
+    /// directories, event descriptors). Async-signal-safe.
+    pub fn of(fd: std::os::fd::RawFd) -> Option<DropClass> {
+        // SAFETY: stat is plain data that fstat fills.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: `st` is valid for fstat to write.
+        if unsafe { libc::fstat(fd, &mut st) } != 0 {
+            return None;
+        }
+        match st.st_mode & libc::S_IFMT {
+            libc::S_IFREG => Some(DropClass::File),
+            libc::S_IFIFO => Some(DropClass::Pipe),
+            libc::S_IFSOCK => {
+                let mut kind: libc::c_int = 0;
+                let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+                // SAFETY: `kind` and `len` are valid for the kernel to write.
+                let rc = unsafe {
+                    libc::getsockopt(
+                        fd,
+                        libc::SOL_SOCKET,
+                        libc::SO_TYPE,
+                        (&raw mut kind).cast(),
+                        &mut len,
+                    )
+                };
+                match kind {
+                    _ if rc != 0 => None,
+                    libc::SOCK_DGRAM => Some(DropClass::Datagram),
+                    _ if crate::sys::is_listening(fd) => Some(DropClass::Listener),
+                    libc::SOCK_STREAM | libc::SOCK_SEQPACKET => Some(DropClass::Stream),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// Closes every descriptor from 3 up of this class in the calling
+    /// process. Async-signal-safe: for a forked child before exec.
+    pub fn close_all(self) -> io::Result<()> {
+        crate::sys::each_open_fd(&mut |fd| {
+            if fd > 2 && (self == DropClass::All || DropClass::of(fd) == Some(self)) {
+                // SAFETY: closes a descriptor of this (forked) process; the
+                // caller gave up every descriptor of the class.
+                unsafe { libc::close(fd) };
+            }
+        })
+    }
 }
 
 impl Default for Config {
@@ -122,6 +234,7 @@ impl Default for Config {
             path: SpawnPath::Mix,
             max_alive: 64,
             deadline: Duration::from_secs(600),
+            drop: None,
         }
     }
 }
@@ -350,7 +463,7 @@ fn true_command() -> Command {
 
 /// A fork+exec command: a `pre_exec` (even an empty one) makes std fork
 /// instead of calling posix_spawn; this one sleeps `hold` in the window.
-fn fork_command(hold: Duration) -> Command {
+fn fork_command(hold: Duration, drop: Option<DropClass>) -> Command {
     let mut cmd = true_command();
     let ts = rustix::thread::Timespec {
         tv_sec: hold.as_secs().min(i64::MAX as u64) as _,
@@ -360,6 +473,11 @@ fn fork_command(hold: Duration) -> Command {
     // Sleeping is the purpose here, not synchronisation: the hold is how long
     // the child keeps its copies.
     let hook = move || {
+        if let Some(class) = drop {
+            // std's exec-error pipe is a pipe too: with `pipe` or `all` the
+            // parent's spawn returns at the close instead of the exec.
+            class.close_all()?;
+        }
         if held {
             // EINTR: sleep what is left. One system call each, no allocation.
             let mut req = ts;
@@ -371,9 +489,9 @@ fn fork_command(hold: Duration) -> Command {
         }
         Ok(())
     };
-    // SAFETY: the hook only calls nanosleep (one system call,
-    // async-signal-safe) on a timespec copied in before the fork; it
-    // allocates nothing.
+    // SAFETY: the hook calls only async-signal-safe functions (open,
+    // getdents64, fstat, getsockopt and close in `close_all`; nanosleep) on
+    // data copied in before the fork; it allocates nothing.
     unsafe { cmd.pre_exec(hook) };
     cmd
 }
@@ -385,7 +503,7 @@ fn spawn_loop(shared: &Shared, index: usize) -> io::Result<()> {
         .started
         .checked_add(config.deadline)
         .unwrap_or(shared.started + MAX_DURATION);
-    let mut fork = fork_command(config.hold);
+    let mut fork = fork_command(config.hold, config.drop);
     let mut spawn = true_command();
     let mut turn = index; // Mix: threads start on alternate paths.
     while !shared.stop.load(Ordering::Relaxed) && Instant::now() < deadline {
@@ -473,6 +591,8 @@ fn leave_window(shared: &Shared) {
 /// | `max-alive` | children alive at once | 64 |
 /// | `for` | the threads stop after this long | `600s` |
 /// | `match` | start only in a process whose executable's file name matches this glob (`*` only) | any |
+/// | `drop` | fork+exec children close this [`DropClass`] right after the fork: `file`, `listener`, `stream`, `dgram`, `pipe`, `all` | `none` |
+/// | `ctl` | the read end of the controller's pipe: the injector stops at its end-of-file | none |
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct Spec {
     /// The pressure to start.
@@ -480,6 +600,11 @@ pub struct Spec {
     /// Start only in processes whose executable name matches (the injector
     /// checks; a build driver such as cargo and its compilers stay unpressured).
     pub exe_match: Option<String>,
+    /// The read end of a controller's pipe (`ctl=FD`): the injector stops its
+    /// threads within one hold once the pipe reads end-of-file, i.e. once the
+    /// controller (`fdwindow stress`, `fdwindow audit`) is gone, killed
+    /// included. Only the injector reads it; [`Pressure`] ignores it.
+    pub controller: Option<i32>,
 }
 
 impl Spec {
@@ -519,9 +644,29 @@ impl FromStr for Spec {
                     }
                 }
                 "match" if !value.is_empty() => spec.exe_match = Some(value.to_owned()),
+                "ctl" => {
+                    spec.controller = Some(
+                        value
+                            .parse::<u32>()
+                            .ok()
+                            .filter(|fd| *fd <= 999_999)
+                            .ok_or_else(|| format!("ctl={value}: expected a descriptor number"))?
+                            as i32,
+                    )
+                }
+                "drop" => {
+                    c.drop = match value {
+                        "none" => None,
+                        _ => Some(DropClass::from_id(value).ok_or_else(|| {
+                            format!(
+                                "drop={value}: expected none, file, listener, stream, dgram, pipe or all"
+                            )
+                        })?),
+                    }
+                }
                 _ => {
                     return Err(format!(
-                        "unknown key {key:?}; keys: threads, hold, path, max-alive, for, match"
+                        "unknown key {key:?}; keys: threads, hold, path, max-alive, for, match, drop, ctl"
                     ));
                 }
             }
@@ -545,6 +690,12 @@ impl fmt::Display for Spec {
             c.max_alive,
             duration_text(c.deadline)
         )?;
+        if let Some(d) = c.drop {
+            write!(f, ",drop={}", d.id())?;
+        }
+        if let Some(fd) = self.controller {
+            write!(f, ",ctl={fd}")?;
+        }
         if let Some(m) = &self.exe_match {
             write!(f, ",match={m}")?;
         }
@@ -625,17 +776,66 @@ mod tests {
 
     #[test]
     fn spec_round_trips_and_rejects_nonsense() {
-        let spec: Spec = "threads=2,hold=250us,path=mix,match=demo-*"
+        let spec: Spec = "threads=2,hold=250us,path=mix,match=demo-*,drop=listener,ctl=7"
             .parse()
             .unwrap();
+        assert_eq!(spec.config.drop, Some(DropClass::Listener));
+        assert_eq!(spec.controller, Some(7));
         assert_eq!(spec.config.threads, 2);
         assert_eq!(spec.config.hold, Duration::from_micros(250));
         assert_eq!(spec.config.path, SpawnPath::Mix);
         assert_eq!(spec.to_string().parse::<Spec>().unwrap(), spec);
         assert_eq!("".parse::<Spec>().unwrap(), Spec::default());
-        for bad in ["threads=0", "hold=5", "path=vfork", "colour=red", "threads"] {
+        for bad in [
+            "threads=0",
+            "hold=5",
+            "path=vfork",
+            "colour=red",
+            "threads",
+            "drop=sockets",
+            "ctl=-1",
+            "ctl=x",
+        ] {
             assert!(bad.parse::<Spec>().is_err(), "{bad}");
         }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn descriptors_are_classified_in_the_process_itself() {
+        use std::os::fd::AsRawFd;
+        let _serial = crate::test_serial();
+        let file = tempfile::tempfile().unwrap();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let stream = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let (reader, _writer) = std::io::pipe().unwrap();
+        assert_eq!(DropClass::of(file.as_raw_fd()), Some(DropClass::File));
+        assert_eq!(
+            DropClass::of(listener.as_raw_fd()),
+            Some(DropClass::Listener)
+        );
+        assert_eq!(DropClass::of(stream.as_raw_fd()), Some(DropClass::Stream));
+        assert_eq!(DropClass::of(udp.as_raw_fd()), Some(DropClass::Datagram));
+        assert_eq!(DropClass::of(reader.as_raw_fd()), Some(DropClass::Pipe));
+        assert_eq!(DropClass::of(-1), None);
+        // In a forked child: close the listeners, then list what is left in
+        // /proc/self/fd from the exec'd shell (inheritable copies only).
+        crate::locks::set_cloexec(&file, false).unwrap();
+        crate::locks::set_cloexec(&listener, false).unwrap();
+        // `ls -l` names each descriptor's target: the listener's number may
+        // be reused by ls itself once the child closed it.
+        let mut cmd = Command::new("/bin/sh");
+        cmd.args(["-c", "ls -l /proc/self/fd/"]);
+        // SAFETY: close_all makes only async-signal-safe calls.
+        unsafe {
+            cmd.pre_exec(|| DropClass::Listener.close_all());
+        }
+        let out = cmd.output().unwrap();
+        let listing = String::from_utf8_lossy(&out.stdout);
+        let file_line = format!(" {} -> ", file.as_raw_fd());
+        assert!(listing.contains(&file_line), "{listing}");
+        assert!(!listing.contains("socket:"), "{listing}");
     }
 
     #[test]

@@ -251,11 +251,24 @@ fn showed(inputs: &Inputs) -> String {
         ),
         (
             "env-race",
-            &["setenv-vs-libc-getenv", "std-env-only", "one-env-guard"],
+            &[
+                "setenv-vs-libc-getenv",
+                "std-env-only",
+                "std-env-only-sham",
+                "one-env-guard",
+            ],
         ),
         (
             "etxtbsy",
-            &["write-then-exec", "spawn-lock", "retry-on-etxtbsy"],
+            &[
+                "write-then-exec",
+                "spawn-lock",
+                "spawn-lock-sham",
+                "retry-on-etxtbsy",
+                "retry-on-etxtbsy-short-stall",
+                "retry-on-etxtbsy-short-stall-sham",
+                "retry-on-etxtbsy-long-stall",
+            ],
         ),
     ];
     let mut out = format!(

@@ -153,6 +153,9 @@ impl ProbeReport {
                     // Whether a fix is sham-tested is decided per arm, not per
                     // window: an arm with a sham in one window and none in
                     // another is judged there as if its sham did not run.
+                    // A parked-call sham is the exception: it proves that
+                    // window (the interposer strips the flag), not a code
+                    // difference, so it demands no sham elsewhere.
                     sham: match arm.sham.as_deref() {
                         Some(sham) => Some(
                             self.find(sham, arm.window)
@@ -162,7 +165,11 @@ impl ProbeReport {
                         None => self
                             .arms
                             .iter()
-                            .any(|a| a.arm == arm.arm && a.sham.is_some())
+                            .any(|a| {
+                                a.arm == arm.arm
+                                    && a.sham.is_some()
+                                    && a.window != Window::ParkedCall
+                            })
                             .then_some(None),
                     },
                     avoids: arm.avoids.as_deref(),
@@ -190,13 +197,29 @@ impl ProbeReport {
                     return Err(format!("{}: {broken_trials} broken trials", at()));
                 }
             }
-            if a.window.kind().is_some_and(|k| k != a.kind) {
-                return Err(format!(
-                    "{}: kind {} in a {} window",
-                    at(),
-                    a.kind.id(),
-                    a.window.id()
-                ));
+            // A window's kind is fixed (fork-window, inherited and
+            // parked-call deterministic, posix-spawn statistical); an
+            // in-process cell's kind is the one its probe declares, which
+            // `IN_PROCESS_KINDS` holds and the harness makes every probe
+            // agree with, so a results file cannot relabel either.
+            let expected = a.window.kind().or_else(|| in_process_kind(&self.hazard));
+            match expected {
+                Some(k) if k == a.kind => {}
+                Some(k) => {
+                    return Err(format!(
+                        "{}: kind {} where the probe's cells are {}",
+                        at(),
+                        a.kind.id(),
+                        k.id()
+                    ));
+                }
+                None => {
+                    return Err(format!(
+                        "{}: {} declares no in-process kind",
+                        at(),
+                        self.hazard
+                    ));
+                }
             }
             if a.role == Role::Control
                 && (a.against.is_some() || a.sham.is_some() || a.avoids.is_some())
@@ -224,6 +247,30 @@ impl ProbeReport {
         }
         Ok(())
     }
+}
+
+/// The kind of every `in-process` cell, by hazard: the one place it is
+/// declared. A probe's in-process arms must declare this kind
+/// ([`crate::harness::check`] refuses the probe otherwise), and a report
+/// whose in-process cells say another kind is refused on load
+/// ([`ProbeReport::validate`]), so a results file cannot turn a
+/// deterministic cell into a statistical one, which would excuse a control
+/// that never showed the hazard as merely `inconclusive`.
+pub const IN_PROCESS_KINDS: &[(&str, Kind)] = &[
+    // The POSIX lock drop and the peer's FIN follow from one call, every time.
+    ("posix-lock-drop", Kind::Deterministic),
+    ("peer-fin-with-clone", Kind::Deterministic),
+    // Collisions and environment races depend on timing.
+    ("clock-collision", Kind::Statistical),
+    ("env-race", Kind::Statistical),
+];
+
+/// The declared kind of `hazard`'s in-process cells ([`IN_PROCESS_KINDS`]).
+pub fn in_process_kind(hazard: &str) -> Option<Kind> {
+    IN_PROCESS_KINDS
+        .iter()
+        .find(|(h, _)| *h == hazard)
+        .map(|&(_, k)| k)
 }
 
 /// Every probe's latest report for one platform: `results/<platform-id>.json`.
@@ -490,6 +537,70 @@ mod tests {
 }
 
 #[cfg(test)]
+mod kind_tests {
+    use super::*;
+
+    fn one_arm(hazard: &str, window: Window, kind: Kind) -> ProbeReport {
+        ProbeReport {
+            schema: SCHEMA_VERSION,
+            hazard: hazard.into(),
+            about: "x".into(),
+            fdwindow_version: "0.1.0".into(),
+            platform: Platform::detect(),
+            started_at: utc_now(),
+            elapsed_ms: 1,
+            arms: vec![ArmReport {
+                arm: "c".into(),
+                role: Role::Control,
+                window,
+                kind,
+                emulated: false,
+                about: "x".into(),
+                against: None,
+                sham: None,
+                avoids: None,
+                outcome: Outcome::observed(0, 10),
+            }],
+            tables: vec![],
+        }
+    }
+
+    /// A results file cannot relabel a cell's kind: not a window's, and not
+    /// an in-process cell's against its probe's declaration.
+    #[test]
+    fn a_kind_that_contradicts_the_declaration_is_refused() {
+        use Kind::{Deterministic, Statistical};
+        for w in [Window::ForkWindow, Window::Inherited, Window::ParkedCall] {
+            one_arm("h", w, Deterministic).validate().unwrap();
+            let e = one_arm("h", w, Statistical).validate().unwrap_err();
+            assert!(e.contains("kind statistical"), "{e}");
+        }
+        one_arm("h", Window::PosixSpawn, Statistical)
+            .validate()
+            .unwrap();
+        assert!(
+            one_arm("h", Window::PosixSpawn, Deterministic)
+                .validate()
+                .is_err()
+        );
+        let w = Window::InProcess;
+        one_arm("posix-lock-drop", w, Deterministic)
+            .validate()
+            .unwrap();
+        let e = one_arm("posix-lock-drop", w, Statistical)
+            .validate()
+            .unwrap_err();
+        assert!(e.contains("probe's cells are deterministic"), "{e}");
+        one_arm("env-race", w, Statistical).validate().unwrap();
+        assert!(one_arm("env-race", w, Deterministic).validate().is_err());
+        let e = one_arm("no-such-hazard", w, Statistical)
+            .validate()
+            .unwrap_err();
+        assert!(e.contains("declares no in-process kind"), "{e}");
+    }
+}
+
+#[cfg(test)]
 mod sham_tests {
     use super::*;
     use crate::verdict::Verdict;
@@ -539,5 +650,66 @@ mod sham_tests {
         let j = report.judgement(&report.arms[4]);
         assert_eq!(j.verdict, Verdict::Inconclusive, "{j:?}");
         assert_eq!(j.why.as_deref(), Some("its sham did not run"));
+    }
+
+    /// A parked-call sham proves that window, not a code difference: the
+    /// same fix elsewhere needs no sham (two-step-cloexec's atomic-flag).
+    #[test]
+    fn a_parked_call_sham_demands_no_sham_elsewhere() {
+        let arm = |arm: &str, role, window, sham: Option<&str>, outcome| ArmReport {
+            arm: arm.into(),
+            role,
+            window,
+            kind: window.kind().unwrap(),
+            emulated: false,
+            about: "x".into(),
+            against: (role != Role::Control).then(|| "c".into()),
+            sham: sham.map(Into::into),
+            avoids: None,
+            outcome,
+        };
+        let (parked, det) = (Window::ParkedCall, Window::Inherited);
+        let mut report = ProbeReport {
+            schema: SCHEMA_VERSION,
+            hazard: "h".into(),
+            about: "x".into(),
+            fdwindow_version: "0.1.0".into(),
+            platform: Platform::detect(),
+            started_at: utc_now(),
+            elapsed_ms: 1,
+            arms: vec![
+                arm("c", Role::Control, parked, None, Outcome::observed(10, 10)),
+                arm("c", Role::Control, det, None, Outcome::observed(10, 10)),
+                arm(
+                    "m",
+                    Role::Mitigation,
+                    parked,
+                    Some("m-sham"),
+                    Outcome::observed(0, 10),
+                ),
+                arm(
+                    "m-sham",
+                    Role::Sham,
+                    parked,
+                    None,
+                    Outcome::observed(10, 10),
+                ),
+                arm("m", Role::Mitigation, det, None, Outcome::observed(0, 10)),
+            ],
+            tables: vec![],
+        };
+        assert_eq!(report.judgement(&report.arms[2]).verdict, Verdict::Valid);
+        assert_eq!(report.judgement(&report.arms[4]).verdict, Verdict::Valid);
+        // The same sham in a window other than parked-call is a code sham.
+        for a in &mut report.arms {
+            if a.window == parked {
+                a.window = Window::ForkWindow;
+                a.kind = Window::ForkWindow.kind().unwrap();
+            }
+        }
+        assert_eq!(
+            report.judgement(&report.arms[4]).verdict,
+            Verdict::Inconclusive
+        );
     }
 }

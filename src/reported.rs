@@ -541,7 +541,7 @@ pub const REPORTED: &[Reported] = &[
         hazard: "holder-scan",
         arm: "scan-after-exec",
         window: Window::ForkWindow,
-        verdict: Verdict::Avoids,
+        verdict: Verdict::Valid,
         source: XNU_AFTER_EXEC,
     },
     Reported {
@@ -573,7 +573,7 @@ pub const REPORTED: &[Reported] = &[
         hazard: "holder-scan",
         arm: "file-scan-after-exec",
         window: Window::ForkWindow,
-        verdict: Verdict::Avoids,
+        verdict: Verdict::Valid,
         source: XNU_AFTER_EXEC,
     },
     Reported {

@@ -195,7 +195,10 @@ pub fn load_dir(dir: &Path) -> Result<Vec<ResultsFile>, BadResults> {
 }
 
 /// Writes `contents` to `path` atomically: readers see the old file or the
-/// new one, never a part.
+/// new one, never a part. The temporary file's name is predictable, so it is
+/// made with `O_CREAT|O_EXCL` (which never follows a symbolic link, open(2))
+/// after removing whatever has that name: in a shared folder such as /tmp a
+/// planted link cannot make this write through it into another file.
 pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
     let dir = path
         .parent()
@@ -210,7 +213,15 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
         std::process::id()
     ));
     let result = (|| {
-        let mut f = fs::File::create(&tmp)?;
+        // A stale temp of ours, or a planted link (removed, not followed).
+        match fs::remove_file(&tmp) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)?;
         f.write_all(contents)?;
         f.sync_all()?;
         fs::rename(&tmp, path)
@@ -349,6 +360,21 @@ mod tests {
         assert!(load_dir(&s.dir().join("missing")).unwrap().is_empty());
         let err = load(&path).unwrap_err();
         assert!(err.to_string().contains("not JSON"), "{err}");
+    }
+
+    #[test]
+    fn a_link_planted_at_the_temp_name_is_not_written_through() {
+        let s = Scratch::new("results-link").unwrap();
+        let victim = s.dir().join("victim");
+        fs::write(&victim, b"precious").unwrap();
+        let path = s.dir().join("lib.so");
+        let tmp = s.dir().join(format!(".lib.so.tmp-{}", std::process::id()));
+        std::os::unix::fs::symlink(&victim, &tmp).unwrap();
+        write_atomic(&path, b"library bytes").unwrap();
+        assert_eq!(fs::read(&victim).unwrap(), b"precious");
+        assert_eq!(fs::read(&path).unwrap(), b"library bytes");
+        assert!(fs::symlink_metadata(&path).unwrap().file_type().is_file());
+        assert!(!tmp.exists() && fs::symlink_metadata(&tmp).is_err());
     }
 
     #[test]

@@ -8,11 +8,19 @@
 //!    the [`Spec`] in `FDWINDOW_PRESSURE` (with `match=` from `--match`, so a
 //!    build driver such as cargo and its compilers stay unpressured and only
 //!    the test binaries get pressure).
-//! 3. A run fails when it exits non-zero, dies by a signal, or outlives
-//!    `--timeout` (it is then killed).
+//! 3. A run fails when it exits non-zero or dies by a signal; one that
+//!    outlives `--timeout` is killed and counted as a timeout (within the
+//!    arm's bad runs, and on its own).
 //! 4. Each arm reports `k/N` with a 95% Wilson interval, the run time summed
 //!    until its first failure, and the median of that time over its failures
 //!    (the time between failures, each counted from the previous one).
+//! 5. The injector reports as it goes, to a file per pressured run: a run
+//!    killed at the timeout still shows it was pressured. The summary says how
+//!    much of the pressured runs' time the pressure overlapped, and warns
+//!    under half.
+//! 6. The command holds the read end of a controller pipe ([`Controller`]):
+//!    if `fdwindow stress` dies, even by SIGKILL, the pressure in the command
+//!    stops within one hold.
 //!
 //! Progress goes to stderr; the summary, as JSON, to stdout.
 
@@ -51,9 +59,13 @@ pub struct StressArgs {
     /// Kill a run after this many seconds and count it as failed.
     #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     timeout: u64,
-    /// Let the command's stdout and stderr through (default: discarded).
+    /// Copy the command's stdout and stderr to stderr, each line marked with
+    /// its run and arm (default: discarded). The JSON summary stays alone on stdout.
     #[arg(long)]
     show_output: bool,
+    /// Keep each failing or timed-out run's output in this folder (created if missing).
+    #[arg(long, value_name = "DIR")]
+    keep_failures: Option<PathBuf>,
     /// The command and its arguments.
     #[arg(last = true, required = true, num_args = 1..)]
     command: Vec<String>,
@@ -62,7 +74,10 @@ pub struct StressArgs {
 /// One arm's tally.
 #[derive(Default)]
 struct Arm {
+    /// Runs, and runs that failed or timed out.
     count: Count,
+    /// Runs killed at `--timeout` (also in `count.hits`).
+    timeouts: u64,
     /// Summed run time of this arm.
     time: Duration,
     /// Summed run time at each failure.
@@ -71,7 +86,11 @@ struct Arm {
 }
 
 impl Arm {
-    fn record(&mut self, failed: bool, took: Duration) {
+    fn record(&mut self, ended: Ended, took: Duration) {
+        let failed = ended != Ended::Passed;
+        if ended == Ended::TimedOut {
+            self.timeouts += 1;
+        }
         self.count.trials += 1;
         self.time += took;
         if failed {
@@ -106,7 +125,8 @@ impl Arm {
         serde_json::json!({
             "arm": id,
             "runs": self.count.trials,
-            "failures": self.count.hits,
+            "failures": self.count.hits - self.timeouts,
+            "timeouts": self.timeouts,
             "rate": self.count.rate(),
             "wilson95": [ci.low, ci.high],
             "run_time_s": self.time.as_secs_f64(),
@@ -127,13 +147,108 @@ impl Arm {
             ),
             None => "no failure".into(),
         };
+        let timeouts = match self.timeouts {
+            0 => String::new(),
+            n => format!(" ({n} timed out)"),
+        };
         format!(
-            "{id:<9} {}/{} failed (95% CI {:.1}%–{:.1}%), {first}",
+            "{id:<9} {}/{} failed{timeouts} (95% CI {:.1}%–{:.1}%), {first}",
             self.count.hits,
             self.count.trials,
             ci.low * 100.0,
             ci.high * 100.0
         )
+    }
+}
+
+/// The share of the pressured runs' time under which the summary warns that
+/// the pressure barely overlapped the command.
+const OVERLAP_SHARE: f64 = 0.5;
+
+/// The controller's pipe: `fdwindow stress` and `fdwindow audit` keep the
+/// write end (close-on-exec, so nothing they start keeps it), the pressured
+/// command gets the read end and its number in the spec (`ctl=`). When the
+/// controller ends, killed included, the kernel closes the write end, the
+/// injector reads end-of-file and stops its threads within one hold.
+///
+/// # References
+/// - <https://man7.org/linux/man-pages/man7/pipe.7.html> ("If all file
+///   descriptors referring to the write end of a pipe have been closed, then
+///   an attempt to read(2) from the pipe will see end-of-file")
+pub(crate) struct Controller {
+    read: std::io::PipeReader,
+    _write: std::io::PipeWriter,
+}
+
+impl Controller {
+    /// A new pipe, both ends close-on-exec.
+    pub(crate) fn new() -> std::io::Result<Controller> {
+        let (read, write) = std::io::pipe()?;
+        Ok(Controller {
+            read,
+            _write: write,
+        })
+    }
+
+    /// The read end's number, for `ctl=`.
+    pub(crate) fn fd(&self) -> i32 {
+        use std::os::fd::AsRawFd;
+        self.read.as_raw_fd()
+    }
+
+    /// Makes `cmd`'s child inherit the read end: close-on-exec is cleared in
+    /// the child only, between fork and exec.
+    pub(crate) fn pass_to(&self, cmd: &mut Command) {
+        let fd = self.fd();
+        let hook = move || {
+            // SAFETY: F_SETFD on a descriptor number copied in before the
+            // fork; fcntl is async-signal-safe.
+            if unsafe { libc::fcntl(fd, libc::F_SETFD, 0) } == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        };
+        // SAFETY: the hook calls only fcntl and reads errno: no allocation,
+        // no lock, as a child between fork and exec requires.
+        unsafe { cmd.pre_exec(hook) };
+    }
+}
+
+/// What the injector reported for one pressured run.
+#[derive(Default, Debug, Clone, Copy)]
+pub(crate) struct RunPressure {
+    /// Processes in which pressure started.
+    pub(crate) processes: u64,
+    /// Children they spawned.
+    pub(crate) spawns: u64,
+    /// The longest time pressure ran in one of them (its overlap with the run).
+    pub(crate) longest: Duration,
+}
+
+/// Reads an injector report: lines `pid spawns elapsed_s covered_s exe`,
+/// written as pressure goes, the last per pid the latest.
+pub(crate) fn read_report(path: &Path) -> RunPressure {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut last: std::collections::BTreeMap<&str, (u64, f64)> = Default::default();
+    for line in text.lines() {
+        let mut f = line.split(' ');
+        let (Some(pid), Some(spawns), Some(elapsed)) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
+        let spawns = spawns.parse::<u64>().unwrap_or(0);
+        let elapsed = elapsed.parse::<f64>().unwrap_or(0.0);
+        let e = last.entry(pid).or_default();
+        *e = (e.0.max(spawns), e.1.max(elapsed));
+    }
+    RunPressure {
+        processes: last.len() as u64,
+        spawns: last.values().map(|v| v.0).sum(),
+        longest: Duration::from_secs_f64(
+            last.values()
+                .map(|v| v.1)
+                .fold(0.0, f64::max)
+                .clamp(0.0, 1e9),
+        ),
     }
 }
 
@@ -158,48 +273,54 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
     if args.exe_match.is_some() {
         spec.exe_match = args.exe_match.clone();
     }
-    let Some(preload_var) = preload::variable() else {
-        return Err("unsupported: this OS has no preload mechanism fdwindow knows".into());
+    // Ctrl-C and SIGTERM set a flag from here on, before the injector's file
+    // exists: a signal that killed the process after the write would leave it.
+    fdwindow::harness::catch_interrupts();
+    let injector = Injector::locate(args.injector.as_deref())?;
+    let (preload_var, injector) = (injector.var, injector);
+    let controller = Controller::new().map_err(|e| format!("controller pipe: {e}"))?;
+    spec.controller = Some(controller.fd());
+    let report_path = |n: u64| {
+        std::env::temp_dir().join(format!(
+            "fdwindow-stress-{}-{n}.pressure",
+            std::process::id()
+        ))
     };
-    // The injector built into this binary, written to a private file that is
-    // removed on every path out (`written` lives to the end of the run).
-    let written;
-    let injector = match &args.injector {
-        Some(p) => {
-            std::fs::canonicalize(p).map_err(|e| format!("--injector {}: {e}", p.display()))?
-        }
-        None => {
-            written = pressure::injector().map_err(|e| match e.kind() {
-                std::io::ErrorKind::Unsupported => format!("unsupported: {e}"),
-                _ => format!("cannot write the injector: {e}"),
-            })?;
-            written.path().to_owned()
-        }
-    };
-    check_library(&injector)?;
-    let report = ReportFile(
-        std::env::temp_dir().join(format!("fdwindow-stress-{}.pressure", std::process::id())),
-    );
     let preload = match std::env::var(preload_var) {
-        Ok(old) if !old.is_empty() => format!("{}:{old}", injector.display()),
-        _ => injector.display().to_string(),
+        Ok(old) if !old.is_empty() => format!("{}:{old}", injector.path().display()),
+        _ => injector.path().display().to_string(),
     };
     let (program, rest) = args.command.split_first().expect("clap requires a command");
-    let make = |pressured: bool| {
+    if let Some(dir) = &args.keep_failures {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("--keep-failures {}: {e}", dir.display()))?;
+    }
+    let capture = args.show_output || args.keep_failures.is_some();
+    let make = |report: Option<&Path>| {
         let mut cmd = Command::new(program);
         cmd.args(rest).stdin(Stdio::null());
-        if !args.show_output {
+        if capture {
+            cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        } else {
             cmd.stdout(Stdio::null()).stderr(Stdio::null());
         }
-        if pressured {
-            cmd.env(preload_var, &preload)
-                .env(ENV_VAR, spec.to_string())
-                .env(REPORT_VAR, &report.0);
-        } else {
-            cmd.env_remove(ENV_VAR);
+        match report {
+            Some(report) => {
+                cmd.env(preload_var, &preload)
+                    .env(ENV_VAR, spec.to_string())
+                    .env(REPORT_VAR, report);
+                controller.pass_to(&mut cmd);
+            }
+            None => {
+                cmd.env_remove(ENV_VAR);
+            }
         }
         cmd
     };
+    // Summed over the pressured runs.
+    let mut reach = RunPressure::default();
+    let (mut runs_reached, mut overlap, mut pressured_time) =
+        (0u64, Duration::ZERO, Duration::ZERO);
     let timeout = Duration::from_secs(args.timeout);
     let started = Instant::now();
     let total = args.runs;
@@ -217,7 +338,6 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
         ),
         args.command.join(" ")
     );
-    fdwindow::harness::catch_interrupts();
     let mut warned = false;
     let mut last_line = Instant::now();
     loop {
@@ -231,17 +351,45 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
             break;
         }
         for (arm, pressured_run) in [(&mut alone, false), (&mut pressured, true)] {
-            let (failed, took) =
-                run_once(make(pressured_run), timeout).map_err(|e| format!("{program}: {e}"))?;
-            if failed && fdwindow::harness::interrupted() {
+            let label = format!(
+                "run {} {}",
+                arm.count.trials + 1,
+                if pressured_run { "pressure" } else { "alone" }
+            );
+            let report = pressured_run.then(|| ReportFile(report_path(arm.count.trials + 1)));
+            let (ended, took, output) =
+                run_once(make(report.as_ref().map(|r| r.0.as_path())), timeout)
+                    .map_err(|e| format!("{program}: {e}"))?;
+            if let Some(report) = &report {
+                // Written as pressure went: a run killed at --timeout counts too.
+                let got = read_report(&report.0);
+                reach.processes += got.processes;
+                reach.spawns += got.spawns;
+                runs_reached += u64::from(got.processes > 0);
+                overlap += got.longest.min(took);
+                pressured_time += took;
+            }
+            if ended != Ended::Passed && fdwindow::harness::interrupted() {
                 break; // Ctrl-C reached the run too: it did not fail on its own.
             }
-            arm.record(failed, took);
+            if let Some((stdout, stderr)) = &output {
+                if args.show_output {
+                    for line in stdout.lines().chain(stderr.lines()) {
+                        eprintln!("[{label}] {line}");
+                    }
+                }
+                if ended != Ended::Passed
+                    && let Some(dir) = &args.keep_failures
+                {
+                    keep(dir, &label, ended, stdout, stderr);
+                }
+            }
+            arm.record(ended, took);
             if fdwindow::harness::interrupted() {
                 break;
             }
         }
-        if !warned && !report.0.exists() {
+        if !warned && runs_reached == 0 && pressured.count.trials > 0 {
             warned = true;
             eprintln!(
                 "\nwarning: no pressured process reported back (no executable matched {:?}, \
@@ -269,10 +417,23 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
     if tty {
         eprintln!();
     }
-    let (processes, spawns) = read_report(&report.0);
+    let (processes, spawns) = (reach.processes, reach.spawns);
+    let share = overlap.as_secs_f64() / pressured_time.as_secs_f64().max(1e-9);
     eprintln!("{}", alone.line("alone"));
     eprintln!("{}", pressured.line("pressure"));
-    eprintln!("pressure ran in {processes} processes and spawned {spawns} children");
+    eprintln!(
+        "pressure ran in {processes} processes ({runs_reached} of {} runs) and spawned {spawns} children; \
+         it overlapped {:.0}% of the pressured runs' time",
+        pressured.count.trials,
+        share * 100.0
+    );
+    if pressured_time > Duration::ZERO && share < OVERLAP_SHARE {
+        eprintln!(
+            "warning: pressure overlapped under {:.0}% of the pressured runs' time: \
+             short runs may have ended before pressure reached what they test",
+            OVERLAP_SHARE * 100.0
+        );
+    }
     let summary = serde_json::json!({
         "command": args.command,
         "platform": fdwindow::platform::Platform::detect(),
@@ -284,7 +445,9 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
             |p| p.display().to_string()
         ),
         "pressured_processes": processes,
+        "pressured_runs": runs_reached,
         "pressure_spawns": spawns,
+        "pressure_overlap_share": share,
         "interrupted": fdwindow::harness::interrupted(),
         "arms": [alone.json("alone"), pressured.json("pressure")],
     });
@@ -345,31 +508,130 @@ fn check_library(path: &Path) -> Result<(), String> {
     }
 }
 
-/// Runs the command once: whether it failed, and how long it took.
-fn run_once(mut cmd: Command, timeout: Duration) -> std::io::Result<(bool, Duration)> {
+/// The injector a run preloads: the file given by `--injector`, or the one
+/// built into fdwindow, written to a private file removed when this drops.
+pub(crate) struct Injector {
+    /// The loader's preload variable.
+    pub(crate) var: &'static str,
+    path: PathBuf,
+    _written: Option<fdwindow::preload::Written>,
+}
+
+impl Injector {
+    /// `given`, else the built-in injector; `Err` says why neither works.
+    pub(crate) fn locate(given: Option<&Path>) -> Result<Injector, String> {
+        let Some(var) = preload::variable() else {
+            return Err("unsupported: this OS has no preload mechanism fdwindow knows".into());
+        };
+        match given {
+            Some(p) => Ok(Injector {
+                var,
+                path: {
+                    let path = std::fs::canonicalize(p)
+                        .map_err(|e| format!("--injector {}: {e}", p.display()))?;
+                    check_library(&path)?;
+                    path
+                },
+                _written: None,
+            }),
+            None => {
+                let written = pressure::injector().map_err(|e| match e.kind() {
+                    std::io::ErrorKind::Unsupported => format!("unsupported: {e}"),
+                    _ => format!("cannot write the injector: {e}"),
+                })?;
+                Ok(Injector {
+                    var,
+                    path: written.path().to_owned(),
+                    _written: Some(written),
+                })
+            }
+        }
+    }
+
+    /// The library's path.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// How one run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ended {
+    Passed,
+    /// Exited non-zero, died by a signal, or was stopped by Ctrl-C.
+    Failed,
+    /// Killed at `--timeout`.
+    TimedOut,
+}
+
+/// How a run ended, how long it took, and its stdout and stderr if piped.
+type RunOutput = (Ended, Duration, Option<(String, String)>);
+
+/// Runs the command once: how it ended, how long it took, and its output
+/// when the command's stdout and stderr are piped.
+fn run_once(mut cmd: Command, timeout: Duration) -> std::io::Result<RunOutput> {
     let start = Instant::now();
     // Its own process group, so a timeout or Ctrl-C also ends what the
     // command started (a test binary under cargo, with its pressure threads);
     // the terminal's Ctrl-C reaches only us, and wait_group passes it on.
     let mut child = cmd.process_group(0).spawn()?;
-    let failed = match wait_group(&mut child, start + timeout, fdwindow::harness::interrupted)? {
-        GroupExit::Exited(status) => !status.success(),
-        // A killed run is a failed run whatever its status; one that Ctrl-C
-        // stopped is set aside by the caller, which sees `interrupted()`.
-        GroupExit::TimedOut | GroupExit::Stopped => true,
+    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        pipe.map(|mut p| {
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                let _ = p.read_to_end(&mut buf);
+                String::from_utf8_lossy(&buf).into_owned()
+            })
+        })
     };
-    Ok((failed, start.elapsed()))
+    let out = drain(child.stdout.take().map(|p| Box::new(p) as _));
+    let err = drain(child.stderr.take().map(|p| Box::new(p) as _));
+    let ended = match wait_group(&mut child, start + timeout, fdwindow::harness::interrupted)? {
+        GroupExit::Exited(status) if status.success() => Ended::Passed,
+        GroupExit::Exited(_) => Ended::Failed,
+        GroupExit::TimedOut => Ended::TimedOut,
+        // One that Ctrl-C stopped is set aside by the caller, which sees `interrupted()`.
+        GroupExit::Stopped => Ended::Failed,
+    };
+    let output = match (out, err) {
+        (Some(o), Some(e)) => Some((o.join().unwrap_or_default(), e.join().unwrap_or_default())),
+        _ => None,
+    };
+    Ok((ended, start.elapsed(), output))
 }
 
-/// The injector's lines: `pid spawns elapsed covered exe`. (processes, spawns).
-fn read_report(path: &Path) -> (u64, u64) {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    text.lines().fold((0, 0), |(p, s), line| {
-        let spawns = line
-            .split(' ')
-            .nth(1)
-            .and_then(|n| n.parse::<u64>().ok())
-            .unwrap_or(0);
-        (p + 1, s + spawns)
-    })
+/// Writes a failing run's output to `dir`, one file per run.
+fn keep(dir: &Path, label: &str, ended: Ended, stdout: &str, stderr: &str) {
+    let name: String = label
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let path = dir.join(format!("{name}.log"));
+    let text = format!("# {label}: {ended:?}\n## stdout\n{stdout}\n## stderr\n{stderr}");
+    if let Err(e) = fdwindow::results::write_atomic(&path, text.as_bytes()) {
+        eprintln!("warning: --keep-failures: {}: {e}", path.display());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn report_keeps_the_latest_line_per_process() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r");
+        std::fs::write(
+            &path,
+            "10 0 0.000100 0.000000 a\n11 0 0.000200 0.000000 b c\n10 40 0.400000 0.2 a\n\
+             bad line\n10 90 0.900000 0.5 a\n",
+        )
+        .unwrap();
+        let r = read_report(&path);
+        assert_eq!(r.processes, 2);
+        assert_eq!(r.spawns, 90);
+        assert_eq!(r.longest, Duration::from_millis(900));
+        let none = read_report(&dir.path().join("missing"));
+        assert_eq!((none.processes, none.spawns), (0, 0));
+    }
 }

@@ -137,6 +137,31 @@ mod linux {
                     verdict(&r, "retry-on-etxtbsy-long-stall", w),
                     Verdict::Invalid
                 );
+                // The stall is counted in failed attempts (4 of the retry's 8
+                // for the short one, 16 for the long one), so every
+                // confirmed trial took exactly 4 retries, or gave up.
+                let retries = |arm: &str| match &r
+                    .arms
+                    .iter()
+                    .find(|a| a.arm == arm && a.window == w)
+                    .unwrap()
+                    .outcome
+                {
+                    fdwindow::verdict::Outcome::Observed {
+                        trials, tallies, ..
+                    } => (*trials, tallies["retries"].clone()),
+                    other => panic!("{arm}: {other:?}"),
+                };
+                let (trials, short) = retries("retry-on-etxtbsy-short-stall");
+                assert_eq!(
+                    short.into_iter().collect::<Vec<_>>(),
+                    [("4".to_owned(), trials)]
+                );
+                let (trials, long) = retries("retry-on-etxtbsy-long-stall");
+                assert_eq!(
+                    long.into_iter().collect::<Vec<_>>(),
+                    [("gave up".to_owned(), trials)]
+                );
             }
             "runs" => {
                 let control = r

@@ -60,9 +60,9 @@ fn a_contradicting_measurement_is_caught_and_named() {
     );
 }
 
-/// Every claimed-present deterministic control set to 0/N, and every
-/// claimed-valid mitigation set to 1/N, one at a time: each fails the
-/// check, naming that cell.
+/// Every claimed-present deterministic control and every claimed-present
+/// sham set to 0/N, and every claimed-valid mitigation set to 1/N, one at a
+/// time: each fails the check, naming that cell.
 #[test]
 fn every_claimed_cell_can_fail_the_check() {
     let files = committed();
@@ -72,7 +72,7 @@ fn every_claimed_cell_can_fail_the_check() {
         // This machine's: a TCG guest's emulated cells are held to no claim.
         .find(|(_, f)| f.platform.os == "linux" && !f.platform.emulated())
         .expect("a Linux results file");
-    let mut mutated = 0;
+    let (mut mutated, mut shams) = (0, 0);
     for (hazard, report) in &file.probes {
         for (k, arm) in report.arms.iter().enumerate() {
             let Some(claim) = claim_on(&file.platform, hazard, &arm.arm, arm.window) else {
@@ -85,6 +85,17 @@ fn every_claimed_cell_can_fail_the_check() {
             let outcome = match (arm.role, arm.kind, claim.verdict) {
                 (Role::Control, Kind::Deterministic, Verdict::Present) => Outcome::observed(0, n),
                 (Role::Mitigation, _, Verdict::Valid) => Outcome::observed(1, n),
+                // A sham that stops showing the hazard: deterministic, in as
+                // many trials; statistical, in enough that the cell reads
+                // `absent` (the 95% upper bound of 0/1000 is under 1%).
+                (Role::Sham, Kind::Deterministic, Verdict::Present) => {
+                    shams += 1;
+                    Outcome::observed(0, n)
+                }
+                (Role::Sham, Kind::Statistical, Verdict::Present) if claim.or.is_none() => {
+                    shams += 1;
+                    Outcome::observed(0, n.max(1000))
+                }
                 _ => continue,
             };
             let mut copy = files.clone();
@@ -99,6 +110,7 @@ fn every_claimed_cell_can_fail_the_check() {
         }
     }
     assert!(mutated >= 20, "only {mutated} cells mutated");
+    assert!(shams >= 5, "only {shams} sham cells mutated");
 }
 
 #[test]
@@ -110,6 +122,26 @@ fn a_claimed_arm_missing_from_a_probe_that_ran_fails() {
     assert!(
         found.iter().any(|c| c.finding == Finding::WithoutEvidence
             && c.cell.starts_with("flock-survival std-unlock")),
+        "{found:?}"
+    );
+    // A claim for every window is missing where the arm is gone from one
+    // window the probe ran, though another window still has it.
+    let mut files = committed();
+    let report = linux(&mut files).probes.get_mut("flock-survival").unwrap();
+    assert!(
+        report
+            .arms
+            .iter()
+            .any(|a| a.arm == "std-unlock" && a.window.id() == "inherited")
+    );
+    report
+        .arms
+        .retain(|a| !(a.arm == "std-unlock" && a.window.id() == "fork-window"));
+    let found = contradictions(&files);
+    assert!(
+        found.iter().any(|c| c.finding == Finding::WithoutEvidence
+            && c.cell == "flock-survival std-unlock every"
+            && c.evidence.contains("fork-window")),
         "{found:?}"
     );
     // A probe that did not run at all is only listed.

@@ -30,6 +30,12 @@ fn injector_reads_the_spec_as_pressure_does() {
         "path=vfork",
         "colour=red",
         "match=",
+        "drop=listener,path=fork,threads=1",
+        "drop=none",
+        "drop=sockets",
+        "ctl=x",
+        "ctl=-1",
+        "ctl=1234567",
     ];
     for (i, text) in specs.iter().enumerate() {
         let report = scratch.dir().join(format!("report-{i}"));
@@ -46,11 +52,15 @@ fn injector_reads_the_spec_as_pressure_does() {
         match text.parse::<Spec>() {
             Ok(_) => {
                 assert!(stderr.is_empty(), "{text:?}: {stderr}");
-                let line = std::fs::read_to_string(&report)
+                // A line when pressure starts, then as it goes and at exit.
+                let lines = std::fs::read_to_string(&report)
                     .unwrap_or_else(|e| panic!("{text:?}: no report line: {e}"));
-                let fields: Vec<&str> = line.trim_end().split(' ').collect();
-                assert_eq!(fields.len(), 5, "{line}");
-                assert_eq!(fields[4], "true", "{line}");
+                assert!(lines.lines().count() >= 1, "{text:?}");
+                for line in lines.lines() {
+                    let fields: Vec<&str> = line.split(' ').collect();
+                    assert_eq!(fields.len(), 5, "{line}");
+                    assert_eq!(fields[4], "true", "{line}");
+                }
             }
             Err(e) => {
                 assert!(
@@ -60,5 +70,47 @@ fn injector_reads_the_spec_as_pressure_does() {
                 assert!(!report.exists(), "{text:?} started pressure");
             }
         }
+    }
+}
+
+/// A process in which pressure starts removes the injector's variables from
+/// its own environment, so its children start none of their own; a process
+/// that `match=` excludes passes them on.
+#[test]
+fn a_pressured_process_hides_the_injector_from_its_children() {
+    let injector = common::injector();
+    let env_of_child = |spec: &str| {
+        let out = Command::new("/bin/sh")
+            .args(["-c", "env"])
+            .env("LD_PRELOAD", injector.path())
+            .env("FDWINDOW_PRESSURE", spec)
+            .env("FDWINDOW_PRESSURE_REPORT", "/dev/null")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", common::stderr(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let pressured = env_of_child("threads=1");
+    for var in [
+        "FDWINDOW_PRESSURE=",
+        "FDWINDOW_PRESSURE_REPORT=",
+        "LD_PRELOAD=",
+    ] {
+        assert!(
+            !pressured.lines().any(|l| l.starts_with(var)),
+            "{var} reached the child: {pressured}"
+        );
+    }
+    let excluded = env_of_child("threads=1,match=no-such-exe");
+    for var in [
+        "FDWINDOW_PRESSURE=",
+        "FDWINDOW_PRESSURE_REPORT=",
+        "LD_PRELOAD=",
+    ] {
+        assert!(
+            excluded.lines().any(|l| l.starts_with(var)),
+            "{var} was not passed on: {excluded}"
+        );
     }
 }

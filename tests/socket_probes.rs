@@ -134,6 +134,9 @@ mod linux {
                 ("bind-zero-in-server", Verdict::Avoids),
                 ("pick-on-wildcard", Verdict::Invalid),
                 ("pick-unlistened", Verdict::Valid),
+                ("udp-pick-then-drop", Verdict::Present),
+                ("udp-reuseaddr", Verdict::Valid),
+                ("udp-bind-zero-in-server", Verdict::Avoids),
             ],
         );
         for w in HELD {
@@ -141,6 +144,17 @@ mod linux {
                 tallied(&r, "pick-then-drop", w, "later-bind"),
                 ["EADDRINUSE"]
             );
+            // A copy of the dropped UDP picker keeps the port: the plain
+            // re-bind fails.
+            assert_eq!(
+                tallied(&r, "udp-pick-then-drop", w, "later-bind"),
+                ["EADDRINUSE"]
+            );
+            // Linux: with SO_REUSEADDR on both, the re-bind succeeds, the
+            // datagram reaches the newer socket, and so could a stranger's bind.
+            assert_eq!(tallied(&r, "udp-reuseaddr", w, "later-bind"), ["ok"]);
+            assert_eq!(tallied(&r, "udp-reuseaddr", w, "datagram"), ["server"]);
+            assert_eq!(tallied(&r, "udp-reuseaddr", w, "foreign-bind"), ["ok"]);
         }
         let race = arm(&r, "pick-then-drop", Window::PosixSpawn);
         assert!(race.outcome.count().is_some(), "{:?}", race.outcome);

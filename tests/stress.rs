@@ -92,3 +92,151 @@ fn bad_pressure_specs_are_usage_errors() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("threads=0"), "{}", stderr(&out));
 }
+
+/// The pressure threads (named `fdwindow-pressure-N`, 15 bytes kept) of
+/// process `pid`; `None` once the process is gone.
+#[cfg(target_os = "linux")]
+fn pressure_threads(pid: u32) -> Option<usize> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    Some(
+        tasks
+            .filter_map(Result::ok)
+            .filter(|t| {
+                std::fs::read_to_string(t.path().join("comm"))
+                    .is_ok_and(|c| c.starts_with("fdwindow-pressu"))
+            })
+            .count(),
+    )
+}
+
+/// The children of `pid`, over all its threads.
+#[cfg(target_os = "linux")]
+fn children(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .filter_map(Result::ok)
+        .flat_map(|t| {
+            std::fs::read_to_string(t.path().join("children"))
+                .unwrap_or_default()
+                .split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect()
+}
+
+/// Polls `done` with backoff (1 ms doubling to 50 ms) until it holds or
+/// `limit` passes; how long it took, or `None`.
+#[cfg(target_os = "linux")]
+fn poll_until(
+    limit: std::time::Duration,
+    mut done: impl FnMut() -> bool,
+) -> Option<std::time::Duration> {
+    let start = std::time::Instant::now();
+    let mut pause = std::time::Duration::from_millis(1);
+    while start.elapsed() < limit {
+        if done() {
+            return Some(start.elapsed());
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(std::time::Duration::from_millis(50));
+    }
+    None
+}
+
+/// SIGKILL of `fdwindow stress` mid-run: the pressured command (a shell
+/// that left a pressured `sleep` running in the background and exec'd into
+/// another) loses its pressure threads within about one hold, since the
+/// controller pipe reads end-of-file. The latency is printed for the note.
+#[cfg(target_os = "linux")]
+#[test]
+fn killing_stress_stops_the_pressure_in_the_command() {
+    use std::os::unix::process::CommandExt;
+    use std::time::Duration;
+    // Alone the shell exits at once; pressured (sh passes the variables on,
+    // as match= excludes it) it starts two pressured sleeps: a grandchild of
+    // stress in the background, and the command itself by exec.
+    let script = r#"[ -z "$FDWINDOW_PRESSURE" ] || { sleep 1000 & exec sleep 1001; }"#;
+    let mut stress = fdwindow()
+        .arg("stress")
+        .args(["--runs", "1", "--timeout", "600", "--match", "sleep"])
+        .args(["--pressure", "threads=2,hold=20ms,path=fork"])
+        .args(["--", "/bin/sh", "-c", script])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let stress_pid = stress.id();
+    // The command and its background sleep, each with its threads running.
+    let mut pressured: Vec<u32> = Vec::new();
+    let found = poll_until(Duration::from_secs(30), || {
+        pressured = children(stress_pid)
+            .into_iter()
+            .flat_map(|c| std::iter::once(c).chain(children(c)))
+            // The sleeps themselves, not the pressure's own children (which
+            // carry their thread's name until they exec).
+            .filter(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c == "sleep\n")
+                    && pressure_threads(*p).unwrap_or(0) > 0
+            })
+            .collect();
+        pressured.len() >= 2
+    });
+    let command = children(stress_pid).first().copied();
+    let killed = std::time::Instant::now();
+    // SAFETY: kill on our own child's pid, not yet reaped.
+    unsafe { libc::kill(stress_pid as i32, libc::SIGKILL) };
+    let _ = stress.wait();
+    // Measured from the kill, not from the reap.
+    let latency = poll_until(Duration::from_secs(30), || {
+        pressured
+            .iter()
+            .all(|p| pressure_threads(*p).unwrap_or(0) == 0)
+    })
+    .map(|_| killed.elapsed());
+    // Clean up the command's group (its own, set by stress) either way.
+    if let Some(c) = command {
+        // SAFETY: kills the process group stress made for the command.
+        unsafe { libc::killpg(c as i32, libc::SIGKILL) };
+    }
+    assert!(
+        found.is_some(),
+        "no pressured process appeared: {pressured:?}"
+    );
+    let latency = latency.expect("pressure threads still running 30 s after stress was killed");
+    eprintln!(
+        "pressure threads gone {:.3} s after SIGKILL of fdwindow stress (hold 20 ms)",
+        latency.as_secs_f64()
+    );
+}
+
+/// A run killed at --timeout still counts as pressured (the injector reports
+/// when pressure starts) and as a timeout, not a failure.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_timed_out_run_counts_as_pressured_and_as_a_timeout() {
+    let summary = stress(&[
+        "--runs",
+        "1",
+        "--timeout",
+        "2",
+        "--pressure",
+        "threads=1,hold=1ms",
+        "--",
+        "/bin/sleep",
+        "60",
+    ]);
+    assert_eq!(summary["pressured_runs"], 1, "{summary}");
+    assert!(
+        summary["pressured_processes"].as_u64().unwrap() >= 1,
+        "{summary}"
+    );
+    for arm in summary["arms"].as_array().unwrap() {
+        assert_eq!(arm["timeouts"], 1, "{arm}");
+        assert_eq!(arm["failures"], 0, "{arm}");
+        assert_eq!(arm["runs"], 1, "{arm}");
+    }
+}

@@ -175,22 +175,20 @@ mod tests {
     #[test]
     fn the_guard_serialises_readers_and_writers() {
         const K: &str = "FDWINDOW_ENV_TEST_SERIAL";
-        let g = lock();
+        let mut g = lock();
+        // The change is made before the reader exists: a `get` that did not
+        // take the guard would see it as soon as it ran.
+        change(&mut g, K, Some("set-while-held"));
         let (tx, rx) = std::sync::mpsc::channel();
         let reader = std::thread::spawn(move || {
-            let _ = tx.send(());
-            get(K) // blocks until the writer below drops its guard
+            let _ = tx.send(get(K)); // blocks until the guard below drops
         });
-        rx.recv().unwrap();
-        let mut g = g;
-        change(&mut g, K, Some("set-while-held"));
-        // Whatever the reader saw, it never saw the value mid-change: it either
-        // ran before the lock (impossible: we held it first) or after the drop.
+        // With the guard, no answer can come while it is held, however long
+        // this waits: the bound only lets a guard-less `get` show itself.
+        let early = rx.recv_timeout(std::time::Duration::from_millis(200));
+        assert!(early.is_err(), "read inside the change: {early:?}");
         drop(g);
-        assert_eq!(
-            reader.join().unwrap(),
-            None,
-            "the reader ran inside the change"
-        );
+        reader.join().unwrap();
+        assert_eq!(rx.recv().unwrap(), None, "the change was not undone");
     }
 }

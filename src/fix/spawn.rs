@@ -6,8 +6,10 @@
 //! descriptor is made without close-on-exec, the holder child is spawned by
 //! this helper in the gap, then the flag is set; a hit is the child having
 //! the descriptor. `fdwindow verdict two-step-cloexec fix-spawn` says whether
-//! it holds here (`valid` on Linux with `close_range` and on macOS, where
-//! `POSIX_SPAWN_CLOEXEC_DEFAULT` does it in the kernel). Write-up 001 (its
+//! it holds here: `valid` in the committed Linux results; on macOS, where
+//! `POSIX_SPAWN_CLOEXEC_DEFAULT` does it in the kernel, it is not yet
+//! measured (only the `spawn-cloexec-default` arm's reported claim stands
+//! there until a Mac runs the probe). Write-up 001 (its
 //! Findings, item 2) proposed exactly this for std's two-step sockets on
 //! macOS: spawn helpers with `POSIX_SPAWN_CLOEXEC_DEFAULT`.
 //!

@@ -568,6 +568,100 @@ fn set_pdeathsig() -> std::io::Result<()> {
     Ok(())
 }
 
+/// Calls `f` with every descriptor this process has open (except the one it
+/// reads the list through), read with `getdents64(2)` from `/proc/self/fd`
+/// into a buffer on the stack: no allocation, no lock, so a forked child may
+/// call it before exec. Closing descriptors from `f` is allowed: procfs keeps
+/// its position in the table by descriptor number.
+///
+/// # References
+/// - <https://man7.org/linux/man-pages/man2/getdents64.2.html>
+/// - <https://man7.org/linux/man-pages/man5/proc_pid_fd.5.html>
+/// - <https://man7.org/linux/man-pages/man7/signal-safety.7.html> (`open`,
+///   `close` are async-signal-safe; getdents64 is a plain system call)
+pub(crate) fn each_open_fd(f: &mut dyn FnMut(RawFd)) -> io::Result<()> {
+    // SAFETY: a NUL-terminated path and plain flags.
+    let dir = unsafe {
+        libc::open(
+            c"/proc/self/fd".as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    };
+    if dir < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // u64 elements: linux_dirent64 records are 8-byte aligned.
+    let mut buf = [0u64; 512];
+    let result = loop {
+        let size = std::mem::size_of_val(&buf);
+        // SAFETY: the kernel writes at most `size` bytes into `buf`.
+        let n = unsafe { libc::syscall(libc::SYS_getdents64, dir, buf.as_mut_ptr(), size) };
+        if n < 0 {
+            break Err(io::Error::last_os_error());
+        }
+        if n == 0 {
+            break Ok(());
+        }
+        let bytes: &[u8] = {
+            let ptr = buf.as_ptr().cast::<u8>();
+            // SAFETY: `n` bytes of `buf` were written; u8 has no alignment needs.
+            unsafe { std::slice::from_raw_parts(ptr, n as usize) }
+        };
+        // struct linux_dirent64 { u64 d_ino; i64 d_off; u16 d_reclen; u8 d_type; char d_name[]; }
+        let mut at = 0;
+        while at + 19 < bytes.len() {
+            let reclen = u16::from_ne_bytes([bytes[at + 16], bytes[at + 17]]) as usize;
+            if reclen == 0 {
+                break;
+            }
+            let name = &bytes[at + 19..(at + reclen).min(bytes.len())];
+            if let Some(fd) = parse_fd_name(name)
+                && fd != dir
+            {
+                f(fd);
+            }
+            at += reclen;
+        }
+    };
+    // SAFETY: `dir` is ours.
+    unsafe { libc::close(dir) };
+    result
+}
+
+/// A descriptor number from a NUL-terminated directory entry name; `None`
+/// for `.` and `..`. No allocation.
+fn parse_fd_name(name: &[u8]) -> Option<RawFd> {
+    let mut fd: RawFd = 0;
+    let mut digits = 0;
+    for &b in name.iter().take_while(|&&b| b != 0) {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        fd = fd.checked_mul(10)?.checked_add(RawFd::from(b - b'0'))?;
+        digits += 1;
+    }
+    (digits > 0).then_some(fd)
+}
+
+/// Whether the stream socket `fd` is listening: `getsockopt(SO_ACCEPTCONN)`
+/// (socket(7): "Returns a value indicating whether or not this socket has
+/// been marked to accept connections with listen(2)"). Async-signal-safe.
+pub(crate) fn is_listening(fd: RawFd) -> bool {
+    let mut on: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `on` and `len` are valid for the kernel to write.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_ACCEPTCONN,
+            (&raw mut on).cast(),
+            &mut len,
+        )
+    };
+    rc == 0 && on != 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -581,6 +675,18 @@ mod tests {
             .map(|w| format!("{:08X}", u32::from_ne_bytes(w.try_into().unwrap())))
             .collect();
         format!("{words}:{port:04X}")
+    }
+
+    #[test]
+    fn a_filtered_or_old_close_range_falls_back_to_the_walk() {
+        // ENOSYS (before 5.9), EINVAL (the flag, 5.9-5.10), EPERM (a seccomp
+        // profile that predates the call): the walk does it. Anything else
+        // (EBADF, a real failure) fails the spawn.
+        for errno in [libc::ENOSYS, libc::EINVAL, libc::EPERM] {
+            assert!(close_range_missing(Some(errno)), "{errno}");
+        }
+        assert!(!close_range_missing(Some(libc::EBADF)));
+        assert!(!close_range_missing(None));
     }
 
     #[test]
@@ -692,20 +798,29 @@ fn set_fd_flags(fd: RawFd, flags: libc::c_int) -> io::Result<()> {
 
 /// Gives every descriptor from 3 up close-on-exec, in a child before exec:
 /// `close_range(3, ~0U, CLOSE_RANGE_CLOEXEC)` (Linux 5.11), or when that is
-/// missing (`ENOSYS` before 5.9, `EINVAL` for the flag on 5.9–5.10), or
-/// `walk` asks for it, [`cloexec_by_walk`].
+/// missing (`ENOSYS` before 5.9, `EINVAL` for the flag on 5.9–5.10, `EPERM`
+/// from a seccomp filter that predates the call, as container runtimes'
+/// default profiles answered unknown system calls), or `walk` asks for it,
+/// [`cloexec_by_walk`].
 ///
 /// # References
 /// - <https://man7.org/linux/man-pages/man2/close_range.2.html>
+/// - <https://man7.org/linux/man-pages/man2/seccomp.2.html> (`SECCOMP_RET_ERRNO`)
 fn cloexec_above_stdio(walk: bool) -> io::Result<()> {
     if !walk {
         match close_range(3, libc::CLOSE_RANGE_CLOEXEC) {
             Ok(()) => return Ok(()),
-            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOSYS | libc::EINVAL)) => {}
+            Err(e) if close_range_missing(e.raw_os_error()) => {}
             Err(e) => return Err(e),
         }
     }
     cloexec_by_walk()
+}
+
+/// Whether `close_range`'s error (a bare errno, read between fork and exec)
+/// means the call or its flag is not available here, so the walk must do it.
+fn close_range_missing(errno: Option<i32>) -> bool {
+    matches!(errno, Some(libc::ENOSYS | libc::EINVAL | libc::EPERM))
 }
 
 /// Sets `FD_CLOEXEC` on every *open* descriptor from 3 up, found by reading

@@ -219,13 +219,31 @@ pub(crate) fn pipe2_cloexec() -> Result<io::Result<(OwnedFd, OwnedFd)>, &'static
 /// The descriptors `pid` has open, with their types:
 /// `proc_pidinfo(PROC_PIDLISTFDS)` (libproc). It fails with `EPERM` for
 /// another user's process and `ESRCH` for one that has gone.
+///
+/// The buffer is sized first by the kernel's own estimate (a NULL buffer
+/// answers the table's size plus 20 entries): xnu's `proc_pidfdlist` clips
+/// the table it walks to the buffer's capacity *by descriptor number*
+/// (`for (n = 0; n < numfds && n < fd_nfiles; n++)` in xnu-6153 and
+/// earlier), so a small buffer returns fewer entries than it holds while
+/// missing every descriptor above its capacity, and "not full" would not
+/// mean "complete".
+///
+/// # References
+/// - xnu `bsd/kern/proc_info.c` (`proc_pidfdlist`)
 fn fd_list(pid: libc::pid_t) -> io::Result<Vec<libc::proc_fdinfo>> {
     let size = std::mem::size_of::<libc::proc_fdinfo>();
     let blank = libc::proc_fdinfo {
         proc_fd: 0,
         proc_fdtype: 0,
     };
-    let mut buf: Vec<libc::proc_fdinfo> = vec![blank; 64];
+    // SAFETY: a NULL buffer of size 0: the kernel only answers a size.
+    let estimate =
+        unsafe { libc::proc_pidinfo(pid, libc::PROC_PIDLISTFDS, 0, std::ptr::null_mut(), 0) };
+    if estimate <= 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let entries = (estimate as usize / size).max(64);
+    let mut buf: Vec<libc::proc_fdinfo> = vec![blank; entries];
     loop {
         let bytes = (buf.len() * size).min(i32::MAX as usize) as libc::c_int;
         // SAFETY: buf has room for `bytes` bytes; proc_pidinfo writes at most that.
@@ -571,6 +589,79 @@ pub(crate) fn spawn_cloexec_default_flag() -> std::io::Result<libc::c_short> {
 /// No parent-death signal here: a VM of a killed `fdwindow vm` is left to its
 /// process group's fate (it is killed on every path `fdwindow` survives).
 pub(crate) fn die_with_parent(_cmd: &mut std::process::Command) {}
+
+/// Calls `f` with every descriptor this process has open, listed by
+/// `proc_pidinfo(getpid(), PROC_PIDLISTFDS)` into a buffer on the stack (no
+/// allocation, no lock: a forked child may call it before exec; libproc's
+/// calls are thin wrappers of the `proc_info` system call). A process with
+/// more than the buffer's 2048 descriptors has only the first 2048 listed.
+///
+/// # References
+/// - xnu `bsd/sys/proc_info.h` (`PROC_PIDLISTFDS`, `struct proc_fdinfo`):
+///   <https://github.com/apple-oss-distributions/xnu/blob/main/bsd/sys/proc_info.h>
+pub(crate) fn each_open_fd(f: &mut dyn FnMut(RawFd)) -> io::Result<()> {
+    let mut buf = [libc::proc_fdinfo {
+        proc_fd: -1,
+        proc_fdtype: 0,
+    }; 2048];
+    let bytes = std::mem::size_of_val(&buf) as libc::c_int;
+    // SAFETY: getpid cannot fail.
+    let pid = unsafe { libc::getpid() };
+    // SAFETY: buf has room for `bytes` bytes; proc_pidinfo writes at most that.
+    let n = unsafe {
+        libc::proc_pidinfo(
+            pid,
+            libc::PROC_PIDLISTFDS,
+            0,
+            buf.as_mut_ptr().cast(),
+            bytes,
+        )
+    };
+    if n <= 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let count = n as usize / std::mem::size_of::<libc::proc_fdinfo>();
+    for info in &buf[..count.min(buf.len())] {
+        f(info.proc_fd);
+    }
+    Ok(())
+}
+
+/// Offset of `psi.soi_options` in `struct socket_fdinfo`: `proc_fileinfo` is
+/// 24 bytes, then `socket_info` holds a 136-byte `vinfo_stat`, `soi_so`,
+/// `soi_pcb` (8 each), `soi_type`, `soi_protocol`, `soi_family` (4 each),
+/// then the `short soi_options`: 24 + 136 + 16 + 12 = 188.
+const SOI_OPTIONS_OFFSET: usize = 188;
+
+/// Whether the stream socket `fd` is listening. XNU has no `SO_ACCEPTCONN`
+/// getsockopt, but `proc_pidfdinfo(PROC_PIDFDSOCKETINFO)` reports the
+/// socket's `so_options`, in which `listen(2)` sets `SO_ACCEPTCONN`
+/// (xnu `bsd/sys/socket.h`). No allocation: a forked child may call it.
+pub(crate) fn is_listening(fd: RawFd) -> bool {
+    // u64 elements: socket_fdinfo is 8-byte aligned; 2 KiB exceeds its size.
+    let mut buf = [0u64; 256];
+    let bytes = std::mem::size_of_val(&buf) as libc::c_int;
+    // SAFETY: getpid cannot fail.
+    let pid = unsafe { libc::getpid() };
+    // SAFETY: buf has room for `bytes` bytes; proc_pidfdinfo writes at most that.
+    let n = unsafe {
+        libc::proc_pidfdinfo(
+            pid,
+            fd,
+            PROC_PIDFDSOCKETINFO,
+            buf.as_mut_ptr().cast(),
+            bytes,
+        )
+    };
+    if n < (SOI_OPTIONS_OFFSET + 2) as libc::c_int {
+        return false;
+    }
+    // The short's two bytes, in native order, from the u64 that holds them.
+    let word = buf[SOI_OPTIONS_OFFSET / 8].to_ne_bytes();
+    let b = SOI_OPTIONS_OFFSET % 8;
+    let options = i16::from_ne_bytes([word[b], word[b + 1]]);
+    options & (libc::SO_ACCEPTCONN as i16) != 0
+}
 
 /// A child of `fix::spawn` on macOS: its pid, and its status once reaped.
 #[derive(Debug)]

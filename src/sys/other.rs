@@ -133,6 +133,17 @@ pub(crate) fn spawn_cloexec_default_flag() -> std::io::Result<libc::c_short> {
 /// process group's fate (it is killed on every path `fdwindow` survives).
 pub(crate) fn die_with_parent(_cmd: &mut std::process::Command) {}
 
+/// Not known here: enumerating descriptors without allocation needs an OS
+/// interface fdwindow does not use on this OS.
+pub(crate) fn each_open_fd(_f: &mut dyn FnMut(RawFd)) -> io::Result<()> {
+    Err(io::Error::from_raw_os_error(libc::ENOSYS))
+}
+
+/// Not known here.
+pub(crate) fn is_listening(_fd: RawFd) -> bool {
+    false
+}
+
 /// Never made here: `spawn_isolated` is unsupported.
 #[derive(Debug)]
 pub(crate) enum SpawnedProcess {}

@@ -1,0 +1,111 @@
+//! `fdwindow audit` on the fixture suite (tests/fixtures/audit_suite.rs):
+//! exactly the exposed tests are flagged, each with the class its diagnosis
+//! found and a hazard set holding the right hazard; the cost test comes out
+//! as load; the unaffected tests are never flagged.
+
+mod common;
+
+use common::{fdwindow, stderr};
+
+#[test]
+fn usage_errors_exit_2() {
+    for args in [
+        &["audit", "--pressure", "threads=0", "--", "/usr/bin/true"][..],
+        &["audit", "--pressure", "drop=file", "--", "/usr/bin/true"],
+        &["audit", "--format", "xml", "--", "/usr/bin/true"],
+    ] {
+        let out = fdwindow().args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).lines().count() <= 4,
+            "not a short error: {}",
+            stderr(&out)
+        );
+    }
+}
+
+// The injector is preloaded by LD_PRELOAD (Linux); the fixture's cost test
+// reads RUSAGE_THREAD, which is Linux's.
+#[cfg(target_os = "linux")]
+#[test]
+fn audit_flags_exactly_the_exposed_fixture_tests() {
+    use std::path::Path;
+    let exe = Path::new(env!("CARGO_BIN_EXE_fdwindow"));
+    let profile_dir = exe.parent().unwrap();
+    let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
+        Some("debug") | None => "dev",
+        Some(other) => other,
+    };
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = fdwindow()
+        .args(["audit", "--runs", "10", "--format", "json"])
+        // Room for a loaded machine; the rule, not the budget, decides here.
+        .args(["--diagnose-budget", "600s", "--rerun-budget", "120s", "--"])
+        .args([&cargo, "test", "--quiet", "--example", "audit-fixture"])
+        .args(["--profile", profile, "--target-dir"])
+        .arg(profile_dir.parent().unwrap())
+        .output()
+        .unwrap();
+    // Exit 1: some test is exposed.
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let report: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)));
+    let tests = report["tests"].as_array().unwrap();
+    let find = |name: &str| {
+        tests
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("{name} missing: {report}"))
+    };
+    let exposed: Vec<&str> = tests
+        .iter()
+        .filter(|t| t["exposed"] == true)
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        exposed,
+        [
+            "dropped_listener_refuses",
+            "lock_released_by_close",
+            "picked_port_binds",
+            "warm_rewrite_is_fault_free"
+        ],
+        "{}",
+        stderr(&out)
+    );
+    for (name, held, hazard) in [
+        ("lock_released_by_close", "file", "flock-survival"),
+        ("dropped_listener_refuses", "listener", "listener-survival"),
+        ("picked_port_binds", "listener", "port-pick"),
+    ] {
+        let t = find(name);
+        assert_eq!(t["held"], held, "{name}: {t}");
+        assert!(
+            t["hazards"].as_array().unwrap().iter().any(|h| h == hazard),
+            "{name}: {t}"
+        );
+        assert!(t["p"].as_f64().unwrap() <= 0.001, "{name}: {t}");
+        assert!(t["message"].as_str().is_some_and(|m| !m.is_empty()), "{t}");
+        assert_eq!(t["alone"]["failures"], 0, "{name}: {t}");
+    }
+    let load = find("warm_rewrite_is_fault_free");
+    assert_eq!(load["held"], "load", "{load}");
+    assert_eq!(load["hazards"].as_array().unwrap().len(), 0, "{load}");
+    for name in [
+        "arithmetic_holds",
+        "text_formats",
+        "lock_released_by_unlock",
+        "server_binds_port_zero",
+        "file_round_trip",
+        "sorting_is_stable",
+    ] {
+        let t = find(name);
+        assert_eq!(t["exposed"], false, "{name}: {t}");
+        assert!(t["held"].is_null(), "{name}: {t}");
+        assert_eq!(t["alone"]["runs"], 10, "{name}: {t}");
+        assert_eq!(t["pressure"]["runs"], 10, "{name}: {t}");
+    }
+    // Every pressured run loaded the injector.
+    assert_eq!(report["pressured_runs"], report["pressure_started_runs"]);
+    assert!(report["pressured_runs"].as_u64().unwrap() >= 10);
+}
