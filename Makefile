@@ -14,7 +14,7 @@ MACOS_TARGET_DIR ?= target/macos-check
 WEB_ENV := PATH=/usr/bin:$$PATH RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc RUSTC_BOOTSTRAP=1 \
 	CARGO_TARGET_DIR=$(MACOS_TARGET_DIR) RUSTUP_TOOLCHAIN=
 
-.PHONY: probe-linux probe-macos probe matrix pressure test check-macos bench bench-quick lint clean \
+.PHONY: timing probe-linux probe-macos probe matrix pressure test check-macos bench bench-quick lint clean \
 	probe-kernels kernel-deb test-vm vm-tools
 
 probe-linux:
@@ -37,6 +37,12 @@ matrix:
 # The fork-pressure measurements behind README.md's pressure tables:
 # $(RESULTS)/pressure-<platform>.json, then the README's sections.
 PRESSURE_RUNS ?= 100
+# Where a default run spends its time: results/timing-<platform>.json and the
+# README's timing section.
+timing:
+	$(CARGO) build --release --locked --bins --examples
+	./target/release/examples/run_timing --runs 5 --results $(RESULTS)
+
 pressure:
 	$(CARGO) build --release --locked --workspace --lib --bins --examples
 	./target/release/examples/pressure_tables --runs $(PRESSURE_RUNS) --results $(RESULTS)

@@ -26,6 +26,8 @@ pub struct Inputs {
     pub costs: Vec<CostsFile>,
     /// Every pressure file.
     pub pressure: Vec<PressureFile>,
+    /// Every timing file (`make timing`).
+    pub timing: Vec<crate::timing::TimingFile>,
 }
 
 impl Inputs {
@@ -35,6 +37,10 @@ impl Inputs {
             files: crate::results::load_dir(dir)?,
             costs: crate::costs::load_dir(dir)?,
             pressure: crate::pressure_file::load_dir(dir)?,
+            timing: crate::timing::load_dir(dir).map_err(|problem| BadResults {
+                path: dir.to_owned(),
+                problem,
+            })?,
         })
     }
 
@@ -98,7 +104,24 @@ pub const SECTIONS: &[Section] = &[
         name: "pressure-rate",
         render: pressure_rate,
     },
+    Section {
+        name: "timing",
+        render: timing,
+    },
 ];
+
+/// Where a default run spends its time, per measured platform.
+fn timing(inputs: &Inputs) -> String {
+    if inputs.timing.is_empty() {
+        return "*(not yet measured: `make timing`)*\n".into();
+    }
+    inputs
+        .timing
+        .iter()
+        .map(crate::timing::TimingFile::render)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
 
 const BEGIN: &str = "<!-- fdwindow:begin ";
 const END: &str = "<!-- fdwindow:end ";
@@ -468,6 +491,7 @@ mod tests {
             files: Vec::new(),
             costs: Vec::new(),
             pressure: Vec::new(),
+            timing: Vec::new(),
         }
     }
 
