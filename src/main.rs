@@ -439,6 +439,14 @@ fn vm(
 fn matrix(dir: &Path, readme: Option<PathBuf>, check: bool) -> Result<ExitCode, Usage> {
     // A writer holds the folder's lock from reading to writing, so a run that
     // lands meanwhile is never overwritten by a matrix of the files before it.
+    // The lock would create a missing folder: a mistyped --results must not
+    // become a new, empty results folder with an empty matrix.
+    if !dir.is_dir() {
+        return Err(Usage(format!(
+            "results folder {} does not exist",
+            dir.display()
+        )));
+    }
     let _lock = if check {
         None
     } else {

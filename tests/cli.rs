@@ -190,6 +190,23 @@ fn corrupt_and_future_results_are_refused_and_left_untouched() {
 }
 
 #[test]
+fn matrix_of_a_missing_folder_is_refused_and_creates_nothing() {
+    let s = scratch("matrix-missing");
+    let missing = s.dir().join("no-such-results");
+    for check in [false, true] {
+        let mut cmd = fdwindow();
+        cmd.arg("matrix").arg("--results").arg(&missing);
+        if check {
+            cmd.arg("--check");
+        }
+        let out = cmd.output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(stderr(&out).contains("does not exist"), "{}", stderr(&out));
+        assert!(!missing.exists(), "matrix created {}", missing.display());
+    }
+}
+
+#[test]
 fn unwritable_results_folder() {
     let s = scratch("cli-unwritable");
     // A file where the folder should be: refused even for root.
