@@ -475,7 +475,10 @@ pub fn load_dir(dir: &Path) -> Result<Vec<CostsFile>, BadResults> {
     let paths = crate::results::list(dir, is_costs_file)?;
     let mut files = Vec::new();
     for path in paths {
-        let file = load(&path)?.expect("listed file vanished");
+        // Gone since the listing, or a dangling link: it holds nothing.
+        let Some(file) = load(&path)? else {
+            continue;
+        };
         if path != path_for(dir, &file.platform.id) {
             return Err(BadResults {
                 problem: format!(

@@ -109,8 +109,10 @@ pub fn is_pressure_file(path: &Path) -> bool {
 pub fn load_dir(dir: &Path) -> Result<Vec<PressureFile>, BadResults> {
     let mut files = Vec::new();
     for path in crate::results::list(dir, is_pressure_file)? {
-        let file = crate::results::load_with(&path, PressureFile::from_json)?
-            .expect("listed file vanished");
+        // Gone since the listing, or a dangling link: it holds nothing.
+        let Some(file) = crate::results::load_with(&path, PressureFile::from_json)? else {
+            continue;
+        };
         if path != path_for(dir, &file.platform.id) {
             return Err(BadResults {
                 problem: format!(

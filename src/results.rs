@@ -177,7 +177,10 @@ pub fn load_dir(dir: &Path) -> Result<Vec<ResultsFile>, BadResults> {
     })?;
     let mut files = Vec::new();
     for path in paths {
-        let file = load(&path)?.expect("listed file vanished");
+        // Gone since the listing, or a dangling link: it holds nothing.
+        let Some(file) = load(&path)? else {
+            continue;
+        };
         let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned());
         if stem.as_deref() != Some(file.platform.id.as_str()) {
             return Err(BadResults {
@@ -375,6 +378,17 @@ mod tests {
         assert_eq!(fs::read(&path).unwrap(), b"library bytes");
         assert!(fs::symlink_metadata(&path).unwrap().file_type().is_file());
         assert!(!tmp.exists() && fs::symlink_metadata(&tmp).is_err());
+    }
+
+    #[test]
+    fn a_dangling_link_in_the_folder_is_no_panic() {
+        let s = Scratch::new("results-dangling").unwrap();
+        for name in ["x.json", "costs-x.json", "pressure-x.json"] {
+            std::os::unix::fs::symlink(s.dir().join("nowhere"), s.dir().join(name)).unwrap();
+        }
+        assert!(load_dir(s.dir()).unwrap().is_empty());
+        assert!(crate::costs::load_dir(s.dir()).unwrap().is_empty());
+        assert!(crate::pressure_file::load_dir(s.dir()).unwrap().is_empty());
     }
 
     #[test]
