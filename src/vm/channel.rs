@@ -94,7 +94,11 @@ pub fn decode(bytes: &[u8]) -> Result<Frame, String> {
     let sum = u64::from_str_radix(field("fnv1a64")?, 16)
         .map_err(|_| format!("results frame: bad checksum in {header:?}"))?;
     let body = &rest[eol + 1..];
-    if body.len() < len + TRAILER.len() {
+    // A damaged length may be near usize::MAX: compare without overflowing.
+    if len
+        .checked_add(TRAILER.len())
+        .is_none_or(|need| body.len() < need)
+    {
         return Err(format!(
             "results frame cut short: {} of {len} bytes and the end marker arrived",
             body.len()
@@ -164,5 +168,16 @@ mod tests {
             .collect();
         assert!(decode(&cooked).is_err());
         assert!(decode(b"").unwrap_err().contains("no results frame"));
+    }
+
+    #[test]
+    fn a_damaged_huge_length_is_an_error_not_a_panic() {
+        let frame = format!(
+            "\n{HEADER} status=0 len={} fnv1a64=0\n{{}}\nFDWINDOW-END\n",
+            usize::MAX
+        );
+        assert!(decode(frame.as_bytes()).unwrap_err().contains("cut short"));
+        let empty = format!("\n{HEADER} status=0 len=0 fnv1a64=0\nFDWINDOW");
+        assert!(decode(empty.as_bytes()).unwrap_err().contains("cut short"));
     }
 }
