@@ -11,6 +11,9 @@
 //!    in its own process (`--exact`), both arms alternately, until the rule
 //!    decides, it fails alone, or the rerun budget ends. Suite runs and
 //!    `--exact` reruns are different conditions: their counts are never added.
+//!    The reruns look at their p at most [`LOOKS`] times, each at
+//!    `ALPHA / LOOKS`; a test whose suite failures include runs that ended
+//!    before it reported (a timeout, a crash) is decided by its reruns only.
 //! 4. Each exposed test reruns (`--exact`) under fork-path pressure whose
 //!    children close one class of descriptor right after the fork
 //!    ([`DropClass`]), round-robin with the plain fork-path control and the
@@ -44,6 +47,18 @@ use libtest::Outcome;
 const REPORT_VAR: &str = "FDWINDOW_PRESSURE_REPORT";
 /// The rule: exposed at a one-sided Fisher p at or under this.
 pub const ALPHA: f64 = 0.001;
+/// The `--exact` reruns look at their p after 1, 2, 4, … 256 pairs and at
+/// the end of their budget: at most this many looks, each tested at
+/// `ALPHA / LOOKS`. Stopping at the first look that decides would otherwise
+/// call an unaffected test exposed more often than `ALPHA`; the Bonferroni
+/// bound over the looks keeps it at `ALPHA` overall.
+pub const LOOKS: u32 = 10;
+
+/// Whether the reruns look at their p after `pairs` pairs (a power of two
+/// under 2^(LOOKS - 1); the budget's end is the last look).
+fn is_look(pairs: u64) -> bool {
+    pairs.is_power_of_two() && pairs < 1 << (LOOKS - 1)
+}
 /// The shortest hold of the diagnosis's children.
 const DIAGNOSIS_HOLD: Duration = Duration::from_millis(50);
 /// The audit's pressure unless `--pressure` says otherwise: write-up 001's
@@ -179,6 +194,11 @@ pub struct Record {
     pub diagnosis: Option<Diagnosis>,
     /// Seconds spent in `--exact` reruns.
     pub rerun_seconds: f64,
+    /// Whole-binary runs, alone and pressured, in which this test never
+    /// reported because the binary timed out or died first: counted as bad,
+    /// but not attributable to this test (any test in flight may have hung
+    /// or crashed), so only its own `--exact` reruns can decide it.
+    pub unattributed: [u64; 2],
 }
 
 impl Record {
@@ -192,14 +212,31 @@ impl Record {
         p_greater(self.exact[1], self.exact[0])
     }
 
-    /// The smaller of the two, each from its own runs.
-    pub fn p(&self) -> f64 {
-        self.p_suite().min(self.p_exact())
+    /// Whether the decision rests on the `--exact` reruns: they ran, or the
+    /// suite's bad runs include some not attributable to this test.
+    fn decided_by_reruns(&self) -> bool {
+        self.exact[0].runs + self.exact[1].runs > 0 || self.unattributed[1] > 0
     }
 
-    /// Whether the rule calls it exposed.
+    /// The p the decision rests on: the reruns' when they decide (1 without
+    /// reruns), else the suite's. Never the smaller of the two, which would
+    /// test twice at `ALPHA`.
+    pub fn p(&self) -> f64 {
+        if self.decided_by_reruns() {
+            self.p_exact()
+        } else {
+            self.p_suite()
+        }
+    }
+
+    /// Whether the rule calls it exposed: the suite's p at `ALPHA`, or the
+    /// reruns' at `ALPHA / LOOKS` (see [`LOOKS`]).
     pub fn exposed(&self) -> bool {
-        self.p() <= ALPHA
+        if self.decided_by_reruns() {
+            self.p_exact() <= ALPHA / f64::from(LOOKS)
+        } else {
+            self.p_suite() <= ALPHA
+        }
     }
 
     /// Failed under pressure, never alone, not yet decided.
@@ -550,6 +587,9 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
                         if let Some((s, msg)) = seen(&result, t) {
                             let r = audit.records.get_mut(&(i, t.clone())).expect("listed");
                             r.suite[arm].add(s);
+                            if !result.parsed.outcomes.contains_key(t) {
+                                r.unattributed[arm] += 1;
+                            }
                             if r.message.is_none() {
                                 r.message = msg;
                             }
@@ -609,7 +649,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
                     }
                 }
             }
-            if rec.exact[0].bad() > 0 || rec.p_exact() <= ALPHA {
+            if rec.exact[0].bad() > 0 || (is_look(rec.exact[1].runs) && rec.exposed()) {
                 break;
             }
         }
@@ -928,5 +968,44 @@ mod tests {
             (timeouts.bad(), timeouts.failures, timeouts.runs),
             (1, 0, 1)
         );
+    }
+
+    /// A test queued behind one that hung or crashed under pressure collects
+    /// bad runs it did not cause: the suite cannot expose it, only its own
+    /// reruns; and the reruns' p is never mixed with the suite's.
+    #[test]
+    fn unattributed_failures_are_decided_by_reruns() {
+        let mut r = Record {
+            suite: [t(0, 10), t(10, 10)],
+            unattributed: [0, 10],
+            ..Record::default()
+        };
+        assert!(!r.exposed() && r.suspect());
+        assert_eq!(r.p(), 1.0);
+        // Clean reruns clear it, however strong the suite's counts look.
+        r.exact = [t(0, 40), t(0, 40)];
+        assert!(!r.exposed());
+        // Attributed suite failures with clean reruns: the reruns decide.
+        r.unattributed = [0, 0];
+        assert!(!r.exposed(), "the smaller p must not win");
+        r.exact = [t(0, 40), t(40, 40)];
+        assert!(r.exposed());
+    }
+
+    /// Each look tests at ALPHA / LOOKS: a rerun p just under ALPHA is not
+    /// enough; looks happen at powers of two only, LOOKS - 1 of them before
+    /// the budget's end.
+    #[test]
+    fn reruns_look_a_bounded_number_of_times_at_a_corrected_level() {
+        let r = Record {
+            suite: [t(0, 10), t(3, 10)],
+            exact: [t(0, 10), t(8, 10)],
+            ..Record::default()
+        };
+        let p = r.p_exact();
+        assert!(p < ALPHA && p > ALPHA / f64::from(LOOKS), "{p}");
+        assert!(!r.exposed());
+        let looks = (1..=100_000).filter(|&n| is_look(n)).count();
+        assert_eq!(looks as u32, LOOKS - 1);
     }
 }
