@@ -472,26 +472,13 @@ pub fn load(path: &Path) -> Result<Option<CostsFile>, BadResults> {
 
 /// Loads every `costs-*.json` in `dir`, sorted by platform id.
 pub fn load_dir(dir: &Path) -> Result<Vec<CostsFile>, BadResults> {
-    let paths = crate::results::list(dir, is_costs_file)?;
-    let mut files = Vec::new();
-    for path in paths {
-        // Gone since the listing, or a dangling link: it holds nothing.
-        let Some(file) = load(&path)? else {
-            continue;
-        };
-        if path != path_for(dir, &file.platform.id) {
-            return Err(BadResults {
-                problem: format!(
-                    "holds costs for {}, so it must be named {COSTS_PREFIX}{}.json",
-                    file.platform.id, file.platform.id
-                ),
-                path,
-            });
-        }
-        files.push(file);
-    }
-    files.sort_by(|a, b| a.platform.id.cmp(&b.platform.id));
-    Ok(files)
+    crate::results::load_kind(
+        dir,
+        is_costs_file,
+        CostsFile::from_json,
+        |f| &f.platform.id,
+        (COSTS_PREFIX, "costs for"),
+    )
 }
 
 /// Whether `path` is named like a costs file (`costs-*.json`).

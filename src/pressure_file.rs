@@ -107,25 +107,13 @@ pub fn is_pressure_file(path: &Path) -> bool {
 
 /// Loads every `pressure-*.json` in `dir`, sorted by platform id.
 pub fn load_dir(dir: &Path) -> Result<Vec<PressureFile>, BadResults> {
-    let mut files = Vec::new();
-    for path in crate::results::list(dir, is_pressure_file)? {
-        // Gone since the listing, or a dangling link: it holds nothing.
-        let Some(file) = crate::results::load_with(&path, PressureFile::from_json)? else {
-            continue;
-        };
-        if path != path_for(dir, &file.platform.id) {
-            return Err(BadResults {
-                problem: format!(
-                    "holds pressure measurements for {}, so it must be named {PRESSURE_PREFIX}{}.json",
-                    file.platform.id, file.platform.id
-                ),
-                path,
-            });
-        }
-        files.push(file);
-    }
-    files.sort_by(|a, b| a.platform.id.cmp(&b.platform.id));
-    Ok(files)
+    crate::results::load_kind(
+        dir,
+        is_pressure_file,
+        PressureFile::from_json,
+        |f| &f.platform.id,
+        (PRESSURE_PREFIX, "pressure measurements for"),
+    )
 }
 
 /// Writes `file` into `dir` under the folder's lock, atomically.

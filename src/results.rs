@@ -168,32 +168,48 @@ impl Drop for FolderLock {
 /// Loads every `*.json` in `dir` but the costs, pressure and timing files, sorted by platform id.
 /// A missing folder holds none.
 pub fn load_dir(dir: &Path) -> Result<Vec<ResultsFile>, BadResults> {
-    // Costs files (`costs-*.json`) have a schema of their own: crate::costs.
-    let paths = list(dir, |p| {
-        p.extension().is_some_and(|x| x == "json")
-            && !crate::costs::is_costs_file(p)
-            && !crate::pressure_file::is_pressure_file(p)
-            && !crate::timing::is_timing_file(p)
-    })?;
+    // Costs, pressure and timing files have schemas of their own.
+    load_kind(
+        dir,
+        |p| {
+            p.extension().is_some_and(|x| x == "json")
+                && !crate::costs::is_costs_file(p)
+                && !crate::pressure_file::is_pressure_file(p)
+                && !crate::timing::is_timing_file(p)
+        },
+        ResultsFile::from_json,
+        |f| &f.platform.id,
+        ("", "platform"),
+    )
+}
+
+/// Loads every file of one kind in `dir` (those `keep` selects), each parsed
+/// by `parse` and named `<prefix><platform id>.json`, sorted by platform id.
+/// A file gone since the listing, or a dangling link, holds nothing; one
+/// named for another platform is refused. `name` is the kind's file-name
+/// prefix and the words that say what a file holds in that refusal.
+pub fn load_kind<T>(
+    dir: &Path,
+    keep: impl Fn(&Path) -> bool,
+    parse: impl Fn(&str) -> Result<T, String>,
+    platform_id: impl Fn(&T) -> &str,
+    (prefix, holds): (&str, &str),
+) -> Result<Vec<T>, BadResults> {
     let mut files = Vec::new();
-    for path in paths {
-        // Gone since the listing, or a dangling link: it holds nothing.
-        let Some(file) = load(&path)? else {
+    for path in list(dir, keep)? {
+        let Some(file) = load_with(&path, &parse)? else {
             continue;
         };
-        let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned());
-        if stem.as_deref() != Some(file.platform.id.as_str()) {
+        let id = platform_id(&file).to_owned();
+        if path != dir.join(format!("{prefix}{id}.json")) {
             return Err(BadResults {
                 path,
-                problem: format!(
-                    "holds platform {}, so it must be named {}.json",
-                    file.platform.id, file.platform.id
-                ),
+                problem: format!("holds {holds} {id}, so it must be named {prefix}{id}.json"),
             });
         }
         files.push(file);
     }
-    files.sort_by(|a, b| a.platform.id.cmp(&b.platform.id));
+    files.sort_by(|a, b| platform_id(a).cmp(platform_id(b)));
     Ok(files)
 }
 
