@@ -605,12 +605,14 @@ mod sham_tests {
     use super::*;
     use crate::verdict::Verdict;
 
-    /// A fix sham-tested in one window cannot be `valid` without its sham in
-    /// another (two-step-cloexec's spawn-lock runs in posix-spawn with its
-    /// sham only in inherited).
-    #[test]
-    fn a_sham_tested_arm_needs_its_sham_in_every_window() {
-        let arm = |arm: &str, role, window, sham: Option<&str>, outcome| ArmReport {
+    fn arm(
+        arm: &str,
+        role: Role,
+        window: Window,
+        sham: Option<&str>,
+        outcome: Outcome,
+    ) -> ArmReport {
+        ArmReport {
             arm: arm.into(),
             role,
             window,
@@ -621,9 +623,11 @@ mod sham_tests {
             sham: sham.map(Into::into),
             avoids: None,
             outcome,
-        };
-        let (det, race) = (Window::Inherited, Window::PosixSpawn);
-        let report = ProbeReport {
+        }
+    }
+
+    fn probe(arms: Vec<ArmReport>) -> ProbeReport {
+        ProbeReport {
             schema: SCHEMA_VERSION,
             hazard: "h".into(),
             about: "x".into(),
@@ -631,21 +635,30 @@ mod sham_tests {
             platform: Platform::detect(),
             started_at: utc_now(),
             elapsed_ms: 1,
-            arms: vec![
-                arm("c", Role::Control, det, None, Outcome::observed(10, 10)),
-                arm("c", Role::Control, race, None, Outcome::observed(300, 300)),
-                arm(
-                    "m",
-                    Role::Mitigation,
-                    det,
-                    Some("m-sham"),
-                    Outcome::observed(0, 10),
-                ),
-                arm("m-sham", Role::Sham, det, None, Outcome::observed(10, 10)),
-                arm("m", Role::Mitigation, race, None, Outcome::observed(0, 300)),
-            ],
+            arms,
             tables: vec![],
-        };
+        }
+    }
+
+    /// A fix sham-tested in one window cannot be `valid` without its sham in
+    /// another (two-step-cloexec's spawn-lock runs in posix-spawn with its
+    /// sham only in inherited).
+    #[test]
+    fn a_sham_tested_arm_needs_its_sham_in_every_window() {
+        let (det, race) = (Window::Inherited, Window::PosixSpawn);
+        let report = probe(vec![
+            arm("c", Role::Control, det, None, Outcome::observed(10, 10)),
+            arm("c", Role::Control, race, None, Outcome::observed(300, 300)),
+            arm(
+                "m",
+                Role::Mitigation,
+                det,
+                Some("m-sham"),
+                Outcome::observed(0, 10),
+            ),
+            arm("m-sham", Role::Sham, det, None, Outcome::observed(10, 10)),
+            arm("m", Role::Mitigation, race, None, Outcome::observed(0, 300)),
+        ]);
         assert_eq!(report.judgement(&report.arms[2]).verdict, Verdict::Valid);
         let j = report.judgement(&report.arms[4]);
         assert_eq!(j.verdict, Verdict::Inconclusive, "{j:?}");
@@ -656,48 +669,26 @@ mod sham_tests {
     /// same fix elsewhere needs no sham (two-step-cloexec's atomic-flag).
     #[test]
     fn a_parked_call_sham_demands_no_sham_elsewhere() {
-        let arm = |arm: &str, role, window, sham: Option<&str>, outcome| ArmReport {
-            arm: arm.into(),
-            role,
-            window,
-            kind: window.kind().unwrap(),
-            emulated: false,
-            about: "x".into(),
-            against: (role != Role::Control).then(|| "c".into()),
-            sham: sham.map(Into::into),
-            avoids: None,
-            outcome,
-        };
         let (parked, det) = (Window::ParkedCall, Window::Inherited);
-        let mut report = ProbeReport {
-            schema: SCHEMA_VERSION,
-            hazard: "h".into(),
-            about: "x".into(),
-            fdwindow_version: "0.1.0".into(),
-            platform: Platform::detect(),
-            started_at: utc_now(),
-            elapsed_ms: 1,
-            arms: vec![
-                arm("c", Role::Control, parked, None, Outcome::observed(10, 10)),
-                arm("c", Role::Control, det, None, Outcome::observed(10, 10)),
-                arm(
-                    "m",
-                    Role::Mitigation,
-                    parked,
-                    Some("m-sham"),
-                    Outcome::observed(0, 10),
-                ),
-                arm(
-                    "m-sham",
-                    Role::Sham,
-                    parked,
-                    None,
-                    Outcome::observed(10, 10),
-                ),
-                arm("m", Role::Mitigation, det, None, Outcome::observed(0, 10)),
-            ],
-            tables: vec![],
-        };
+        let mut report = probe(vec![
+            arm("c", Role::Control, parked, None, Outcome::observed(10, 10)),
+            arm("c", Role::Control, det, None, Outcome::observed(10, 10)),
+            arm(
+                "m",
+                Role::Mitigation,
+                parked,
+                Some("m-sham"),
+                Outcome::observed(0, 10),
+            ),
+            arm(
+                "m-sham",
+                Role::Sham,
+                parked,
+                None,
+                Outcome::observed(10, 10),
+            ),
+            arm("m", Role::Mitigation, det, None, Outcome::observed(0, 10)),
+        ]);
         assert_eq!(report.judgement(&report.arms[2]).verdict, Verdict::Valid);
         assert_eq!(report.judgement(&report.arms[4]).verdict, Verdict::Valid);
         // The same sham in a window other than parked-call is a code sham.
