@@ -366,17 +366,14 @@ pub fn check(probe: &Probe) -> Result<(), String> {
         // Whether a fix's code differs from its control in more than the fix
         // is decided per arm, so a sham-tested fix has its sham in every
         // window it runs in; otherwise one window would judge it without the
-        // evidence another says it needs. Parked-call is set apart: its shams
-        // (the interposer strips the flag from the fix's own call) show that
-        // the parked window sees a missing flag at all, a check of the window
-        // rather than of the fix's code, so they neither require nor replace a
-        // sham elsewhere.
+        // evidence another says it needs. A sham that tests its window rather
+        // than the code is set apart (`Window::sham_tests_the_window`).
         let elsewhere: Vec<(Window, bool)> = arm
             .windows
             .iter()
             .copied()
             .zip(shammed.iter().copied())
-            .filter(|&(w, _)| w != Window::ParkedCall)
+            .filter(|&(w, _)| !w.sham_tests_the_window())
             .collect();
         if elsewhere.iter().any(|&(_, s)| s) && elsewhere.iter().any(|&(_, s)| !s) {
             let missing: Vec<&str> = elsewhere

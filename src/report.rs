@@ -152,10 +152,8 @@ impl ProbeReport {
                     control: self.control_of(arm).map(|c| &c.outcome),
                     // Whether a fix is sham-tested is decided per arm, not per
                     // window: an arm with a sham in one window and none in
-                    // another is judged there as if its sham did not run.
-                    // A parked-call sham is the exception: it proves that
-                    // window (the interposer strips the flag), not a code
-                    // difference, so it demands no sham elsewhere.
+                    // another is judged there as if its sham did not run
+                    // (a sham that tests its window, not the code, aside).
                     sham: match arm.sham.as_deref() {
                         Some(sham) => Some(
                             self.find(sham, arm.window)
@@ -168,7 +166,7 @@ impl ProbeReport {
                             .any(|a| {
                                 a.arm == arm.arm
                                     && a.sham.is_some()
-                                    && a.window != Window::ParkedCall
+                                    && !a.window.sham_tests_the_window()
                             })
                             .then_some(None),
                     },

@@ -180,6 +180,14 @@ impl Window {
         }
     }
 
+    /// Whether a sham here tests the window rather than the fix's code. In
+    /// `parked-call` the interposer strips the flag from the fix's own call,
+    /// showing that the parked window sees a missing flag at all; such a
+    /// sham neither requires nor replaces a sham of the same fix elsewhere.
+    pub fn sham_tests_the_window(self) -> bool {
+        self == Window::ParkedCall
+    }
+
     /// Whether trials here count spawns (a race against real spawns).
     pub fn is_race(self) -> bool {
         self == Window::PosixSpawn
