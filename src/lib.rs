@@ -9,38 +9,27 @@
 //! into `results/`, and [`matrix`] renders what they show.
 #![deny(missing_docs)]
 
-pub mod advise;
-pub mod chart;
-pub mod child;
-pub mod clocks;
-pub mod cloexec;
-pub mod costs;
-pub mod errno;
+pub mod base;
+pub mod cotenant;
+pub mod evidence;
 pub mod fix;
 pub mod harness;
-pub mod holders;
-pub mod knowledge;
-pub mod locks;
-pub mod matrix;
-pub mod parked;
-pub mod platform;
-pub mod preload;
-pub mod pressure;
-pub mod pressure_file;
-pub mod readme;
+pub mod hazards;
 pub mod report;
-pub mod reported;
-pub mod results;
 pub mod runner;
-pub mod scratch;
-pub mod sockets;
-pub mod spawn;
-pub mod spawn_lock;
-pub mod stats;
 mod sys;
-pub mod timing;
-pub mod verdict;
+pub mod views;
 pub mod vm;
+
+// The paths users, probes, examples and benches rely on: each module stays
+// reachable at the crate root wherever its stage folder put it.
+pub use base::{child, errno, locks, scratch, sockets};
+pub use cotenant::{preload, pressure};
+pub use evidence::{costs, knowledge, pressure_file, reported, results, timing};
+pub use harness::parked;
+pub use hazards::{clocks, cloexec, holders, spawn, spawn_lock};
+pub use report::{platform, stats, verdict};
+pub use views::{advise, chart, matrix, readme};
 
 /// Serialises unit tests that fork or watch for descriptor copies: a fork in
 /// one test thread would hold another test's descriptors (the very hazard

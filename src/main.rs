@@ -19,8 +19,9 @@ use fdwindow::runner::{self, RunError, RunOptions};
 use fdwindow::verdict::Window;
 use fdwindow::{harness, results};
 
-mod audit;
-mod stress;
+mod cli;
+
+use cli::{audit, stress};
 
 #[derive(Parser)]
 #[command(

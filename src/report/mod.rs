@@ -5,6 +5,10 @@
 //! meaning: a newer one asks for a newer fdwindow, an older one names the
 //! command that regenerates it.
 
+pub mod platform;
+pub mod stats;
+pub mod verdict;
+
 use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 

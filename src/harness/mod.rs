@@ -17,6 +17,8 @@
 //! interleaved blocks (control, mitigations, control, …), so drift in the
 //! machine's load falls on all of them alike.
 
+pub mod parked;
+
 use std::io::{self, Write};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};

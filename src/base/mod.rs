@@ -1,0 +1,15 @@
+//! The base: safe building blocks over [`sys`](crate) that the fixes, the
+//! probes and the co-tenant share.
+//!
+//! Takes in descriptors, paths and programs to run; gives out descriptor
+//! flags and locks ([`locks`]), bound and connected sockets ([`sockets`]),
+//! children held on purpose between fork and exec or for their whole life
+//! ([`child`]), process-unique scratch folders ([`scratch`]) and errno names
+//! with their meaning for a probe ([`errno`]). Nothing here knows about
+//! hazards, arms, reports or results.
+
+pub mod child;
+pub mod errno;
+pub mod locks;
+pub mod scratch;
+pub mod sockets;

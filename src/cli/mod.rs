@@ -1,0 +1,10 @@
+//! The `fdwindow` command's own subcommands that run a user's program under
+//! the co-tenant (this folder belongs to the binary, not the library).
+//!
+//! Take in a command or a test suite; give out a comparison, alone and under
+//! fork pressure, as text and JSON: `fdwindow stress` ([`stress`]) runs one
+//! command both ways, `fdwindow audit` ([`audit`]) runs a whole libtest suite
+//! both ways and diagnoses each test that fails more under pressure.
+
+pub mod audit;
+pub mod stress;

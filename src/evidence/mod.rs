@@ -1,0 +1,17 @@
+//! Evidence: the results folder and everything known beside it, and the
+//! queries every view asks of them.
+//!
+//! Takes in the reports the runner merged into `results/` ([`results`]: the
+//! files, the merge, the folder lock), the benches' costs ([`costs`]), the
+//! fork-pressure and timing measurements ([`pressure_file`], [`timing`]),
+//! the claims encoded from measurements ([`knowledge`]) and from cited
+//! sources ([`reported`]). Gives out answers, not text layouts: the verdict
+//! of an arm in a window, its counts as text, the combined verdict
+//! ([`query`]). The [`views`](crate::views) render those answers.
+
+pub mod costs;
+pub mod knowledge;
+pub mod pressure_file;
+pub mod reported;
+pub mod results;
+pub mod timing;
