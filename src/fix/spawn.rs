@@ -70,10 +70,10 @@
 //!   and `man 3 posix_spawn_file_actions_addclose` (`addinherit_np`)
 //! - <https://doc.rust-lang.org/std/os/unix/process/trait.CommandExt.html#tymethod.pre_exec>
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsStr;
 use std::io;
-use std::os::fd::{AsRawFd, RawFd};
-use std::path::{Path, PathBuf};
+use std::os::fd::AsRawFd;
+use std::path::Path;
 use std::process::{ChildStderr, ChildStdin, ChildStdout, ExitStatus, Output};
 
 /// What a child's stdin, stdout or stderr is.
@@ -91,36 +91,32 @@ pub enum Stdio {
 /// inherits only stdio and the descriptors given to [`Command::keep_fd`].
 #[derive(Clone, Debug)]
 pub struct Command {
-    pub(crate) program: OsString,
-    pub(crate) args: Vec<OsString>,
-    pub(crate) env_clear: bool,
-    pub(crate) env: Vec<(OsString, Option<OsString>)>,
-    pub(crate) cwd: Option<PathBuf>,
-    pub(crate) stdio: [Option<Stdio>; 3],
-    pub(crate) keep: Vec<RawFd>,
-    pub(crate) walk_fds: bool,
-    pub(crate) sham: bool,
+    /// Everything but stdio, as the platform's spawn reads it.
+    spec: crate::sys::IsolatedSpawn,
+    stdio: [Option<Stdio>; 3],
 }
 
 impl Command {
     /// A command for `program` (a path, or a name looked up in `PATH`).
     pub fn new(program: impl AsRef<OsStr>) -> Command {
         Command {
-            program: program.as_ref().to_owned(),
-            args: Vec::new(),
-            env_clear: false,
-            env: Vec::new(),
-            cwd: None,
+            spec: crate::sys::IsolatedSpawn {
+                program: program.as_ref().to_owned(),
+                args: Vec::new(),
+                env_clear: false,
+                env: Vec::new(),
+                cwd: None,
+                keep: Vec::new(),
+                walk_fds: false,
+                sham: false,
+            },
             stdio: [None; 3],
-            keep: Vec::new(),
-            walk_fds: false,
-            sham: false,
         }
     }
 
     /// Adds an argument.
     pub fn arg(&mut self, arg: impl AsRef<OsStr>) -> &mut Command {
-        self.args.push(arg.as_ref().to_owned());
+        self.spec.args.push(arg.as_ref().to_owned());
         self
     }
 
@@ -130,35 +126,37 @@ impl Command {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        self.args
+        self.spec
+            .args
             .extend(args.into_iter().map(|a| a.as_ref().to_owned()));
         self
     }
 
     /// Sets an environment variable for the child.
     pub fn env(&mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> &mut Command {
-        self.env
+        self.spec
+            .env
             .push((key.as_ref().to_owned(), Some(value.as_ref().to_owned())));
         self
     }
 
     /// Removes an environment variable for the child.
     pub fn env_remove(&mut self, key: impl AsRef<OsStr>) -> &mut Command {
-        self.env.push((key.as_ref().to_owned(), None));
+        self.spec.env.push((key.as_ref().to_owned(), None));
         self
     }
 
     /// Starts the child with an empty environment (plus what [`Command::env`]
     /// sets afterwards).
     pub fn env_clear(&mut self) -> &mut Command {
-        self.env_clear = true;
-        self.env.clear();
+        self.spec.env_clear = true;
+        self.spec.env.clear();
         self
     }
 
     /// The child's working directory.
     pub fn current_dir(&mut self, dir: impl AsRef<Path>) -> &mut Command {
-        self.cwd = Some(dir.as_ref().to_owned());
+        self.spec.cwd = Some(dir.as_ref().to_owned());
         self
     }
 
@@ -185,7 +183,7 @@ impl Command {
     /// The caller keeps it open until [`Command::spawn`] returns. Numbers 0–2
     /// are stdio's: [`Command::spawn`] refuses them here.
     pub fn keep_fd(&mut self, fd: &impl AsRawFd) -> &mut Command {
-        self.keep.push(fd.as_raw_fd());
+        self.spec.keep.push(fd.as_raw_fd());
         self
     }
 
@@ -194,7 +192,7 @@ impl Command {
     /// `RLIMIT_NOFILE` sweep); elsewhere it changes nothing.
     #[doc(hidden)]
     pub fn force_fd_walk(&mut self, walk: bool) -> &mut Command {
-        self.walk_fds = walk;
+        self.spec.walk_fds = walk;
         self
     }
 
@@ -204,7 +202,7 @@ impl Command {
     /// fix and not the spawn path. Never for real use.
     #[doc(hidden)]
     pub fn sham(&mut self, sham: bool) -> &mut Command {
-        self.sham = sham;
+        self.spec.sham = sham;
         self
     }
 
@@ -227,7 +225,7 @@ impl Command {
     }
 
     fn spawn_with(&mut self, defaults: [Stdio; 3]) -> io::Result<Child> {
-        if let Some(fd) = self.keep.iter().find(|&&fd| fd <= 2) {
+        if let Some(fd) = self.spec.keep.iter().find(|&&fd| fd <= 2) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!(
@@ -235,13 +233,23 @@ impl Command {
                 ),
             ));
         }
-        let stdio = [0, 1, 2].map(|i| self.stdio[i].unwrap_or(defaults[i]));
-        crate::sys::spawn_isolated(self, stdio)
+        let stdio = [0, 1, 2].map(|i| match self.stdio[i].unwrap_or(defaults[i]) {
+            Stdio::Inherit => crate::sys::SpawnStdio::Inherit,
+            Stdio::Null => crate::sys::SpawnStdio::Null,
+            Stdio::Piped => crate::sys::SpawnStdio::Piped,
+        });
+        let spawned = crate::sys::spawn_isolated(&self.spec, stdio)?;
+        Ok(Child {
+            stdin: spawned.stdin,
+            stdout: spawned.stdout,
+            stderr: spawned.stderr,
+            process: spawned.process,
+        })
     }
 
     /// The program.
     pub fn get_program(&self) -> &OsStr {
-        &self.program
+        &self.spec.program
     }
 }
 
@@ -314,7 +322,7 @@ impl Child {
 mod tests {
     use super::*;
     use std::io::{Read, Write};
-    use std::os::fd::OwnedFd;
+    use std::os::fd::{OwnedFd, RawFd};
 
     /// A descriptor without close-on-exec: what std's spawn would pass on.
     fn inheritable() -> OwnedFd {

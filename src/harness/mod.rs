@@ -549,7 +549,7 @@ pub fn run(probe: &Probe, settings: Settings, only: &[String]) -> Result<ProbeRe
             role: arm.role,
             window,
             kind,
-            emulated: crate::vm::emulated(&platform, kind, arm.timed),
+            emulated: crate::verdict::emulated(&platform, kind, arm.timed),
             about: arm.about.to_owned(),
             against: match arm.role {
                 Role::Control => None,

@@ -11,22 +11,9 @@ use std::io;
 use std::os::fd::{AsFd, AsRawFd};
 use std::path::{Path, PathBuf};
 
-/// What identifies one open object across processes, as a scan compares it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Object {
-    /// A file (or, on Linux, any descriptor: sockets have a sockfs inode):
-    /// `stat(2)`'s device and inode.
-    Inode {
-        /// `st_dev`.
-        dev: u64,
-        /// `st_ino`.
-        ino: u64,
-    },
-    /// A socket on macOS, where `fstat` gives sockets no inode: xnu's opaque
-    /// per-socket handle (`soi_so`, a hash of the socket's address), the same
-    /// through every descriptor of that socket in every process.
-    Socket(u64),
-}
+// Defined beside the per-OS scans that make and compare it, which sit below
+// this module; this is its public home.
+pub use crate::sys::Object;
 
 /// The object `fd` refers to.
 pub fn object_of(fd: impl AsFd) -> io::Result<Object> {

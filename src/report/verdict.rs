@@ -10,6 +10,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::stats::{ABSENCE_THRESHOLD, Count, MAX_TRIALS, decisive_trials, fisher_less};
 
+/// Whether an arm of `kind` measured on `platform` is `emulated` (DESIGN.md,
+/// Platforms): under TCG, every statistical arm (races, clocks, environment
+/// races) and every timed one measures the emulator's scheduling and clock;
+/// a deterministic window built on purpose measures only the guest kernel's
+/// semantics, wherever it runs.
+pub fn emulated(platform: &crate::platform::Platform, kind: Kind, timed: bool) -> bool {
+    platform.emulated() && (kind == Kind::Statistical || timed)
+}
+
 /// Extra measurements of an observed arm: for each named quantity, how many
 /// trials saw each value (e.g. `"connect" -> {"refused": 12}`).
 pub type Tallies = BTreeMap<String, BTreeMap<String, u64>>;

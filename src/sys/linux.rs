@@ -261,23 +261,23 @@ pub(crate) const CLOCKS: &[(&str, libc::clockid_t)] = &[
 pub(crate) const INSTANT_CLOCK: &str = "CLOCK_MONOTONIC";
 
 /// A file's identity, as `stat(2)` gives it.
-pub(crate) fn inode_object(dev: u64, ino: u64) -> crate::holders::Object {
-    crate::holders::Object::Inode { dev, ino }
+pub(crate) fn inode_object(dev: u64, ino: u64) -> super::Object {
+    super::Object::Inode { dev, ino }
 }
 
 /// `fstat(fd)`'s device and inode: on Linux every descriptor has one
 /// (sockets and pipes live on their own pseudo-filesystems).
-pub(crate) fn object_of(fd: RawFd) -> io::Result<crate::holders::Object> {
+pub(crate) fn object_of(fd: RawFd) -> io::Result<super::Object> {
     let st = super::fstat(fd)?;
     Ok(inode_object(st.st_dev, st.st_ino))
 }
 
 /// The pids holding `object`: see [`holders_of_inode`].
-pub(crate) fn holders_of_object(object: crate::holders::Object) -> io::Result<Vec<u32>> {
+pub(crate) fn holders_of_object(object: super::Object) -> io::Result<Vec<u32>> {
     match object {
-        crate::holders::Object::Inode { dev, ino } => holders_of_inode(dev, ino),
+        super::Object::Inode { dev, ino } => holders_of_inode(dev, ino),
         // Never made on Linux: object_of always answers with an inode.
-        crate::holders::Object::Socket(_) => Err(io::Error::from_raw_os_error(libc::EINVAL)),
+        super::Object::Socket(_) => Err(io::Error::from_raw_os_error(libc::EINVAL)),
     }
 }
 
@@ -736,10 +736,10 @@ impl SpawnedProcess {
 /// std's exec-error pipe is close-on-exec already, so it still reports a
 /// failed exec; the hook forces std's fork path (posix_spawn takes no hook).
 pub(crate) fn spawn_isolated(
-    cmd: &crate::fix::spawn::Command,
-    stdio: [crate::fix::spawn::Stdio; 3],
-) -> io::Result<crate::fix::spawn::Child> {
-    use crate::fix::spawn::Stdio;
+    cmd: &super::IsolatedSpawn,
+    stdio: [super::SpawnStdio; 3],
+) -> io::Result<super::Spawned> {
+    use super::SpawnStdio as Stdio;
     use std::os::unix::process::CommandExt;
     let mut std_cmd = std::process::Command::new(&cmd.program);
     std_cmd.args(&cmd.args);
@@ -779,7 +779,7 @@ pub(crate) fn spawn_isolated(
     // takes no lock and cannot panic (every index is checked).
     unsafe { std_cmd.pre_exec(hook) };
     let mut child = std_cmd.spawn()?;
-    Ok(crate::fix::spawn::Child {
+    Ok(super::Spawned {
         stdin: child.stdin.take(),
         stdout: child.stdout.take(),
         stderr: child.stderr.take(),

@@ -343,8 +343,8 @@ fn pidfdinfo<T: Copy>(pid: libc::pid_t, fd: RawFd, flavor: libc::c_int) -> io::R
 
 /// A file's identity as both `stat(2)` and libproc give it: `vst_dev` is
 /// 32 bits, so the device is compared in 32 bits.
-pub(crate) fn inode_object(dev: u64, ino: u64) -> crate::holders::Object {
-    crate::holders::Object::Inode {
+pub(crate) fn inode_object(dev: u64, ino: u64) -> super::Object {
+    super::Object::Inode {
         dev: u64::from(dev as u32),
         ino,
     }
@@ -356,12 +356,12 @@ pub(crate) fn inode_object(dev: u64, ino: u64) -> crate::holders::Object {
 /// # References
 /// - xnu `bsd/kern/sys_socket.c` (`soo_stat`), `bsd/kern/socket_info.c`
 ///   (`fill_socketinfo`: `soi_so = VM_KERNEL_ADDRHASH(so)`)
-pub(crate) fn object_of(fd: RawFd) -> io::Result<crate::holders::Object> {
+pub(crate) fn object_of(fd: RawFd) -> io::Result<super::Object> {
     let st = super::fstat(fd)?;
     if st.st_mode & libc::S_IFMT == libc::S_IFSOCK {
         let me = std::process::id() as libc::pid_t;
         let head: SocketFdinfoHead = pidfdinfo(me, fd, PROC_PIDFDSOCKETINFO)?;
-        return Ok(crate::holders::Object::Socket(head.soi_so));
+        return Ok(super::Object::Socket(head.soi_so));
     }
     Ok(inode_object(st.st_dev as u64, st.st_ino))
 }
@@ -408,8 +408,8 @@ fn list_pids(
 ///
 /// # References
 /// - xnu `bsd/kern/proc_info.c` (`proc_pidfdinfo`, `PROC_PIDLISTFDS`)
-pub(crate) fn holders_of_object(object: crate::holders::Object) -> io::Result<Vec<u32>> {
-    use crate::holders::Object;
+pub(crate) fn holders_of_object(object: super::Object) -> io::Result<Vec<u32>> {
+    use super::Object;
     let (fdtype, flavor) = match object {
         Object::Inode { .. } => (libc::PROX_FDTYPE_VNODE, PROC_PIDFDVNODEINFO),
         Object::Socket(_) => (libc::PROX_FDTYPE_SOCKET, PROC_PIDFDSOCKETINFO),
@@ -757,10 +757,10 @@ fn add_inherit(spawner: &mut super::Spawner, fd: RawFd) -> io::Result<()> {
 /// - Apple, `man 3 posix_spawnattr_setflags` (`POSIX_SPAWN_CLOEXEC_DEFAULT`)
 /// - <https://pubs.opengroup.org/onlinepubs/9799919799/functions/posix_spawn.html>
 pub(crate) fn spawn_isolated(
-    cmd: &crate::fix::spawn::Command,
-    stdio: [crate::fix::spawn::Stdio; 3],
-) -> io::Result<crate::fix::spawn::Child> {
-    use crate::fix::spawn::Stdio;
+    cmd: &super::IsolatedSpawn,
+    stdio: [super::SpawnStdio; 3],
+) -> io::Result<super::Spawned> {
+    use super::SpawnStdio as Stdio;
     use std::os::fd::AsRawFd;
     use std::os::unix::ffi::OsStrExt;
 
@@ -856,7 +856,7 @@ pub(crate) fn spawn_isolated(
     // ENOENT, EACCES…: the kind is the errno's, as std's failed exec.
     let pid = spawned?;
     let [stdin, stdout, stderr] = parent_ends;
-    Ok(crate::fix::spawn::Child {
+    Ok(super::Spawned {
         stdin: stdin.map(std::process::ChildStdin::from),
         stdout: stdout.map(std::process::ChildStdout::from),
         stderr: stderr.map(std::process::ChildStderr::from),

@@ -25,11 +25,68 @@ mod other;
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
 pub(crate) use other::*;
 
+/// What identifies one open object across processes, as a holder scan
+/// ([`crate::holders`]) compares it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Object {
+    /// A file (or, on Linux, any descriptor: sockets have a sockfs inode):
+    /// `stat(2)`'s device and inode.
+    Inode {
+        /// `st_dev`.
+        dev: u64,
+        /// `st_ino`.
+        ino: u64,
+    },
+    /// A socket on macOS, where `fstat` gives sockets no inode: xnu's opaque
+    /// per-socket handle (`soi_so`, a hash of the socket's address), the same
+    /// through every descriptor of that socket in every process.
+    Socket(u64),
+}
+
+/// How one of a child's stdio descriptors is set up: `fix::spawn::Stdio`, as
+/// the platform's `spawn_isolated` reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SpawnStdio {
+    /// The parent's own descriptor.
+    Inherit,
+    /// `/dev/null`.
+    Null,
+    /// A pipe to the parent.
+    Piped,
+}
+
+/// The settings of a `fix::spawn::Command` that the platform's
+/// `spawn_isolated` reads: the program, its arguments and environment, and
+/// which descriptors the child keeps.
+#[derive(Clone, Debug)]
+pub(crate) struct IsolatedSpawn {
+    pub(crate) program: std::ffi::OsString,
+    pub(crate) args: Vec<std::ffi::OsString>,
+    pub(crate) env_clear: bool,
+    pub(crate) env: Vec<(std::ffi::OsString, Option<std::ffi::OsString>)>,
+    pub(crate) cwd: Option<std::path::PathBuf>,
+    pub(crate) keep: Vec<std::os::fd::RawFd>,
+    /// Linux: walk `/proc/self/fd` even where `close_range` works.
+    pub(crate) walk_fds: bool,
+    /// The probe's sham: the same spawn path with the close-on-exec step off.
+    pub(crate) sham: bool,
+}
+
+/// What `spawn_isolated` started: the child and the parent's ends of its
+/// piped stdio.
+#[derive(Debug)]
+pub(crate) struct Spawned {
+    pub(crate) stdin: Option<std::process::ChildStdin>,
+    pub(crate) stdout: Option<std::process::ChildStdout>,
+    pub(crate) stderr: Option<std::process::ChildStderr>,
+    pub(crate) process: SpawnedProcess,
+}
+
 // Holder scans: Linux walks /proc, macOS asks libproc; elsewhere the scan
 // reports ENOSYS, which the probes show as unsupported.
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
 mod no_scan {
-    use crate::holders::Object;
+    use super::Object;
 
     fn no_scan<T>() -> std::io::Result<T> {
         Err(std::io::Error::from_raw_os_error(libc::ENOSYS))

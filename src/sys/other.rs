@@ -168,8 +168,8 @@ impl SpawnedProcess {
 
 /// Not wired up here: neither close_range nor POSIX_SPAWN_CLOEXEC_DEFAULT is known.
 pub(crate) fn spawn_isolated(
-    _cmd: &crate::fix::spawn::Command,
-    _stdio: [crate::fix::spawn::Stdio; 3],
-) -> std::io::Result<crate::fix::spawn::Child> {
+    _cmd: &super::IsolatedSpawn,
+    _stdio: [super::SpawnStdio; 3],
+) -> std::io::Result<super::Spawned> {
     Err(unsupported("fix::spawn"))
 }

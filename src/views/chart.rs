@@ -94,7 +94,7 @@ pub fn has_spawn_window(files: &[ResultsFile]) -> bool {
 
 fn platform_tables(f: &ResultsFile) -> Vec<&Table> {
     // Durations measured under TCG time QEMU, not the kernel: not drawn.
-    if crate::vm::under_tcg(&f.platform) {
+    if f.platform.emulated() {
         return Vec::new();
     }
     f.probes.get(SPAWN_WINDOW).map_or_else(Vec::new, |r| {

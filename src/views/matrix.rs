@@ -292,7 +292,7 @@ spawned), `in-process` (no child). `fork-window`, `inherited` and `parked-call` 
                 render_table(&mut out, t, &f.platform.id);
                 // No table declares its kind yet: under TCG say which of its
                 // values measure QEMU rather than the kernel.
-                if crate::vm::under_tcg(&f.platform) {
+                if f.platform.emulated() {
                     out.push_str(
                         "\n*emulated* (QEMU's TCG): durations, clock readings and rates in this table \
 measure the emulator; errno names and which call succeeds are the guest kernel's.\n",

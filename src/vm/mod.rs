@@ -22,7 +22,6 @@ use crate::platform::Platform;
 use crate::report::ResultsFile;
 use crate::results;
 use crate::scratch::Scratch;
-use crate::verdict::Kind;
 pub use qemu::Accel;
 
 /// Whether `platform` ran under emulation (QEMU's TCG): its virtualization,
@@ -32,14 +31,10 @@ pub fn under_tcg(platform: &Platform) -> bool {
     platform.emulated()
 }
 
-/// Whether an arm of `kind` measured on `platform` is `emulated` (DESIGN.md,
-/// Platforms): under TCG, every statistical arm (races, clocks, environment
-/// races) and every timed one measures the emulator's scheduling and clock;
-/// a deterministic window built on purpose measures only the guest kernel's
-/// semantics, wherever it runs.
-pub fn emulated(platform: &Platform, kind: Kind, timed: bool) -> bool {
-    under_tcg(platform) && (kind == Kind::Statistical || timed)
-}
+/// The rule that flags an arm `emulated` lives with the verdict rules, which
+/// the harness applies below this layer; it is re-exported here, where
+/// `fdwindow vm` users look for it.
+pub use crate::verdict::emulated;
 
 /// The `--accel` choice.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
