@@ -29,8 +29,7 @@ use crate::results::BadResults;
 /// The schema version this build writes and the newest it reads.
 pub const COSTS_SCHEMA: u32 = 2;
 
-/// A costs file's name starts with this; `results::load_dir` skips such files.
-pub const COSTS_PREFIX: &str = "costs-";
+pub use crate::results::COSTS_PREFIX;
 
 /// Every benchmark's median for one platform.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -18,8 +18,7 @@ use crate::results::BadResults;
 /// The schema version this build writes and the only one it reads.
 pub const PRESSURE_SCHEMA: u32 = 1;
 
-/// A pressure file's name starts with this; `results::load_dir` skips such files.
-pub const PRESSURE_PREFIX: &str = "pressure-";
+pub use crate::results::PRESSURE_PREFIX;
 
 /// The pressure measurements of one platform.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -165,6 +165,27 @@ impl Drop for FolderLock {
     }
 }
 
+/// A costs file's name starts with this; [`load_dir`] skips such files.
+pub const COSTS_PREFIX: &str = "costs-";
+
+/// A pressure file's name starts with this; [`load_dir`] skips such files.
+pub const PRESSURE_PREFIX: &str = "pressure-";
+
+/// A timing file's name starts with this; [`load_dir`] skips such files.
+pub const TIMING_PREFIX: &str = "timing-";
+
+/// Whether `path` is named as one of the folder's other kinds (costs,
+/// pressure, timing), each with a schema of its own. The folder owns the
+/// names, so that this module needs none of the modules that read those kinds.
+fn is_other_kind(path: &Path) -> bool {
+    path.file_name().is_some_and(|n| {
+        let n = n.to_string_lossy();
+        [COSTS_PREFIX, PRESSURE_PREFIX, TIMING_PREFIX]
+            .iter()
+            .any(|prefix| n.starts_with(prefix))
+    })
+}
+
 /// Loads every `*.json` in `dir` but the costs, pressure and timing files, sorted by platform id.
 /// A missing folder holds none.
 pub fn load_dir(dir: &Path) -> Result<Vec<ResultsFile>, BadResults> {
@@ -172,10 +193,7 @@ pub fn load_dir(dir: &Path) -> Result<Vec<ResultsFile>, BadResults> {
     load_kind(
         dir,
         |p| {
-            p.extension().is_some_and(|x| x == "json")
-                && !crate::costs::is_costs_file(p)
-                && !crate::pressure_file::is_pressure_file(p)
-                && !crate::timing::is_timing_file(p)
+            p.extension().is_some_and(|x| x == "json") && !is_other_kind(p)
         },
         ResultsFile::from_json,
         |f| &f.platform.id,
@@ -352,10 +370,8 @@ pub fn collect(path: &Path) -> Result<Vec<ResultsFile>, BadResults> {
         if p.is_dir() {
             files.extend(collect(&p)?);
         } else if p.extension().is_some_and(|x| x == "json")
-            && !crate::costs::is_costs_file(&p)
-            && !crate::pressure_file::is_pressure_file(&p)
+            && !is_other_kind(&p)
             && !is_hidden(&p)
-            && !crate::timing::is_timing_file(&p)
         {
             files.push(load(&p)?.expect("listed file exists"));
         }

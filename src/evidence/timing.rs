@@ -20,8 +20,7 @@ use crate::platform::Platform;
 /// The schema version this build writes and the only one it reads.
 pub const TIMING_SCHEMA: u32 = 1;
 
-/// A timing file's name starts with this.
-pub const TIMING_PREFIX: &str = "timing-";
+pub use crate::results::TIMING_PREFIX;
 
 /// The run-time measurements of one platform.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
