@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
-use fdwindow::matrix::{arm_verdict, cell_detail, cell_line};
+use fdwindow::evidence::query::{arm_verdict, cell_detail, cell_line};
 use fdwindow::platform::Platform;
 use fdwindow::report::ResultsFile;
 use fdwindow::runner::{self, RunError, RunOptions};
@@ -472,7 +472,14 @@ fn matrix(dir: &Path, readme: Option<PathBuf>, check: bool) -> Result<ExitCode, 
     if let Some(path) = readme {
         let text = std::fs::read_to_string(&path)
             .map_err(|e| Usage(format!("{}: {e}", path.display())))?;
-        let inputs = fdwindow::readme::Inputs::load(dir).map_err(|e| Usage(e.to_string()))?;
+        // The README quotes MATRIX.md as rendered above, from the same files.
+        let matrix_md = outputs
+            .iter()
+            .find(|(p, _)| p.file_name() == Some(std::ffi::OsStr::new("MATRIX.md")))
+            .map(|(_, text)| text.clone())
+            .unwrap_or_default();
+        let inputs =
+            fdwindow::readme::Inputs::load(dir, matrix_md).map_err(|e| Usage(e.to_string()))?;
         let rendered = fdwindow::readme::rewrite(&text, &inputs)
             .map_err(|e| Usage(format!("{}: {e}", path.display())))?;
         outputs.push((path, rendered));

@@ -304,7 +304,7 @@ pub fn render_outputs(dir: &Path) -> Result<Vec<(&'static str, String)>, results
     let costs = crate::costs::load_dir(dir)?;
     let mut outputs = vec![("MATRIX.md", crate::matrix::render(&files, &costs))];
     if let Some(svg) = crate::chart::render_spawn_window(&files) {
-        outputs.push((crate::chart::SPAWN_WINDOW_SVG, svg));
+        outputs.push((crate::views::SPAWN_WINDOW_SVG, svg));
     }
     Ok(outputs)
 }

@@ -12,6 +12,7 @@
 pub mod costs;
 pub mod knowledge;
 pub mod pressure_file;
+pub mod query;
 pub mod reported;
 pub mod results;
 pub mod timing;

@@ -192,9 +192,7 @@ pub fn load_dir(dir: &Path) -> Result<Vec<ResultsFile>, BadResults> {
     // Costs, pressure and timing files have schemas of their own.
     load_kind(
         dir,
-        |p| {
-            p.extension().is_some_and(|x| x == "json") && !is_other_kind(p)
-        },
+        |p| p.extension().is_some_and(|x| x == "json") && !is_other_kind(p),
         ResultsFile::from_json,
         |f| &f.platform.id,
         ("", "platform"),
@@ -369,9 +367,7 @@ pub fn collect(path: &Path) -> Result<Vec<ResultsFile>, BadResults> {
     for p in entries {
         if p.is_dir() {
             files.extend(collect(&p)?);
-        } else if p.extension().is_some_and(|x| x == "json")
-            && !is_other_kind(&p)
-            && !is_hidden(&p)
+        } else if p.extension().is_some_and(|x| x == "json") && !is_other_kind(&p) && !is_hidden(&p)
         {
             files.push(load(&p)?.expect("listed file exists"));
         }

@@ -10,8 +10,8 @@ use std::fmt::Write;
 use serde::Serialize;
 
 use crate::costs::CostsFile;
+use crate::evidence::query::{VALID_MEANS, cell_line, combined_verdict};
 use crate::knowledge::{Claim, claims};
-use crate::matrix::{VALID_MEANS, cell_line};
 use crate::report::{ResultsFile, Table};
 use crate::verdict::{Role, Verdict};
 
@@ -178,7 +178,7 @@ pub fn advise(
         }
         let measured_here = !verdicts.is_empty() || !evidence.is_empty();
         let (verdict, reported) = if measured_here {
-            (standing(&verdicts), false)
+            (combined_verdict(&verdicts), false)
         } else {
             // Nothing measured on this OS: what the claims say, kept apart.
             let cs: Vec<Claim> = claims()
@@ -199,7 +199,7 @@ pub fn advise(
                 evidence.push(format!("{window}{range}: {} ({source})", c.verdict.id()));
             }
             let words: Vec<Verdict> = cs.iter().map(|c| c.verdict).collect();
-            (standing(&words), cs.iter().all(|c| c.reported))
+            (combined_verdict(&words), cs.iter().all(|c| c.reported))
         };
         let measured_cost = costs
             .iter()
@@ -246,29 +246,6 @@ fn release_of(p: &crate::platform::Platform) -> String {
     match p.virtualization {
         crate::platform::Virtualization::Bare => format!("`{release}`"),
         v => format!("`{release}` ({})", v.id()),
-    }
-}
-
-/// The one word for an arm over its windows, without adding counts: `invalid`
-/// if any window is; the shared word if all agree (`valid` where every window
-/// is `valid` or `avoids`); else `inconclusive`.
-fn standing(verdicts: &[Verdict]) -> Verdict {
-    if verdicts.contains(&Verdict::Invalid) {
-        return Verdict::Invalid;
-    }
-    if verdicts.contains(&Verdict::Present) {
-        return Verdict::Present;
-    }
-    match verdicts {
-        [] => Verdict::Inconclusive,
-        [first, rest @ ..] if rest.iter().all(|v| v == first) => *first,
-        _ if verdicts
-            .iter()
-            .all(|v| matches!(v, Verdict::Valid | Verdict::Avoids)) =>
-        {
-            Verdict::Valid
-        }
-        _ => Verdict::Inconclusive,
     }
 }
 

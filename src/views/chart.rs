@@ -9,14 +9,11 @@
 
 use std::fmt::Write;
 
+use crate::evidence::query::{SPAWN_WINDOW, spawn_window_tables};
 use crate::report::{ResultsFile, Table};
 use crate::spawn::{TABLE_BY_FDS, TABLE_BY_NOFILE, TABLE_BY_RSS, cell};
 
-/// The chart's file name, beside MATRIX.md.
-pub const SPAWN_WINDOW_SVG: &str = "spawn-window.svg";
-
-/// The hazard id of the spawn-window observation.
-pub const SPAWN_WINDOW: &str = "spawn-window";
+pub use super::SPAWN_WINDOW_SVG;
 
 const WIDTH: f64 = 960.0;
 const ROW_HEIGHT: f64 = 320.0;
@@ -87,24 +84,6 @@ fn duration_label(us: f64) -> String {
     }
 }
 
-/// Whether any results file has a spawn-window sweep to draw.
-pub fn has_spawn_window(files: &[ResultsFile]) -> bool {
-    files.iter().any(|f| !platform_tables(f).is_empty())
-}
-
-fn platform_tables(f: &ResultsFile) -> Vec<&Table> {
-    // Durations measured under TCG time QEMU, not the kernel: not drawn.
-    if f.platform.emulated() {
-        return Vec::new();
-    }
-    f.probes.get(SPAWN_WINDOW).map_or_else(Vec::new, |r| {
-        r.tables
-            .iter()
-            .filter(|t| (t.id == TABLE_BY_RSS || t.id == TABLE_BY_FDS) && t.problem.is_none())
-            .collect()
-    })
-}
-
 /// The thorough run's `RLIMIT_NOFILE` sweep, where it has a point to draw.
 fn nofile_series(f: &ResultsFile) -> Option<Vec<(String, Vec<Point>)>> {
     let table = f
@@ -130,7 +109,7 @@ fn platform_height(f: &ResultsFile) -> f64 {
 pub fn render_spawn_window(files: &[ResultsFile]) -> Option<String> {
     let drawn: Vec<&ResultsFile> = files
         .iter()
-        .filter(|f| !platform_tables(f).is_empty())
+        .filter(|f| !spawn_window_tables(f).is_empty())
         .collect();
     if drawn.is_empty() {
         return None;
@@ -163,7 +142,7 @@ pub fn render_spawn_window(files: &[ResultsFile]) -> Option<String> {
             top + 16.0,
             escape(&f.platform.id)
         );
-        let tables = platform_tables(f);
+        let tables = spawn_window_tables(f);
         for (panel, (id, x_column, x_label)) in [
             (
                 TABLE_BY_RSS,
@@ -480,7 +459,9 @@ mod tests {
     fn nothing_to_draw_without_a_sweep() {
         let mut f = file("linux-a");
         f.probes.clear();
-        assert!(!has_spawn_window(std::slice::from_ref(&f)));
+        assert!(!crate::evidence::query::has_spawn_window(
+            std::slice::from_ref(&f)
+        ));
         assert_eq!(render_spawn_window(&[f]), None);
         assert_eq!(duration_label(1000.0), "1 ms");
         assert_eq!(duration_label(10.0), "10 µs");

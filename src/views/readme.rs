@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::costs::CostsFile;
-use crate::matrix::{cell_line, cell_text, count_text};
+use crate::evidence::query::{cell_line, cell_text, count_text, find_arm};
 use crate::pressure_file::PressureFile;
 use crate::report::{ResultsFile, Table};
 use crate::results::BadResults;
@@ -28,11 +28,16 @@ pub struct Inputs {
     pub pressure: Vec<PressureFile>,
     /// Every timing file (`make timing`).
     pub timing: Vec<crate::timing::TimingFile>,
+    /// MATRIX.md as rendered now from the same folder, whose
+    /// `flock-survival` table the README quotes. The caller renders it (the
+    /// runner's `render_outputs`): no view calls another.
+    pub matrix: String,
 }
 
 impl Inputs {
-    /// Loads the results, costs and pressure files of `dir`.
-    pub fn load(dir: &Path) -> Result<Inputs, BadResults> {
+    /// Loads the results, costs and pressure files of `dir`; `matrix` is
+    /// MATRIX.md rendered from them.
+    pub fn load(dir: &Path, matrix: String) -> Result<Inputs, BadResults> {
         Ok(Inputs {
             files: crate::results::load_dir(dir)?,
             costs: crate::costs::load_dir(dir)?,
@@ -41,6 +46,7 @@ impl Inputs {
                 path: dir.to_owned(),
                 problem,
             })?,
+            matrix,
         })
     }
 
@@ -221,10 +227,7 @@ fn platform(inputs: &Inputs) -> String {
 /// The line `fdwindow verdict` prints for one arm in one window.
 fn verdict_line(f: &ResultsFile, hazard: &str, arm: &str, window: Window) -> Option<String> {
     let report = f.probes.get(hazard)?;
-    let a = report
-        .arms
-        .iter()
-        .find(|a| a.arm == arm && a.window == window)?;
+    let a = find_arm(report, arm, window)?;
     Some(format!("{} {}", window.id(), cell_line(report, a)))
 }
 
@@ -352,7 +355,7 @@ fn spawn_window(inputs: &Inputs) -> String {
 
 /// The `flock-survival` table of MATRIX.md, as rendered now.
 fn excerpt(inputs: &Inputs) -> String {
-    let matrix = crate::matrix::render(&inputs.files, &inputs.costs);
+    let matrix = &inputs.matrix;
     let Some(start) = matrix.find("\n## `flock-survival`\n") else {
         return no_data("flock-survival results");
     };
@@ -492,6 +495,7 @@ mod tests {
             costs: Vec::new(),
             pressure: Vec::new(),
             timing: Vec::new(),
+            matrix: String::new(),
         }
     }
 

@@ -1,0 +1,771 @@
+//! Holds the library's layers: each stage folder of `src/` imports only from
+//! the folders below it, and no modules import each other in a circle.
+//!
+//! The pipeline runs one way: probes run on the harness, which writes
+//! reports; the runner merges them into the results folder; the evidence
+//! answers questions about it; the views render the answers. [`LAYERS`] is
+//! that order, lowest first, with the building blocks underneath. A file's
+//! non-test `crate::…` paths (in `use` or inline; `super::` resolved against
+//! the file's own place) name the module they reach; each must be in the
+//! file's own folder or a lower one. Test modules (`#[cfg(test)]` items) may
+//! reach anywhere: they are not part of the layering. Comments and string
+//! literals are skipped. The crate root re-exports modules under their old
+//! names (`crate::verdict` is `crate::report::verdict`); the checker reads
+//! those `pub use` lines from `src/lib.rs` and resolves through them.
+//!
+//! The binary's own modules (`src/main.rs`, `src/cli/`) sit above all of
+//! this and use the library through `fdwindow::…`; they are not checked.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The library's top-level modules, lowest first. A module may import from
+/// itself and from any module before it, never from one after it.
+const LAYERS: &[&str] = &[
+    "sys",      // the OS calls, one file per platform
+    "report",   // the vocabulary: windows, verdict rules, the platform, the documents
+    "base",     // safe building blocks: descriptors, locks, sockets, children, scratch
+    "fix",      // the helpers users put in their tests
+    "hazards",  // what probes are made of beyond the base
+    "cotenant", // fork pressure and the preloaded shims
+    "harness",  // runs a probe's arms and writes its report
+    "evidence", // the results folder, claims, costs, and the queries over them
+    "views",    // the matrix, the chart, advice, the README's sections
+    "runner",   // runs the probes and writes results and views
+    "vm",       // the same under other kernels in QEMU
+];
+
+/// Folders whose modules must not import each other: each view renders from
+/// the evidence alone, so no view reaches into another for a query.
+const INDEPENDENT: &[&str] = &["views"];
+
+/// Items defined in `src/lib.rs` itself that any module may use.
+const ROOT_ITEMS: &[&str] = &["test_serial"];
+
+/// One import that breaks the layers.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Finding {
+    file: String,
+    import: String,
+    why: String,
+}
+
+/// Replaces comments, string and char literals by spaces (lines kept), so
+/// that a `crate::` in a doc comment or a message is not an import.
+fn strip(src: &str) -> String {
+    let b = src.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let blank = |out: &mut Vec<u8>, c: u8| out.push(if c == b'\n' { b'\n' } else { b' ' });
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if c == b'/' && b.get(i + 1) == Some(&b'/') {
+            while i < b.len() && b[i] != b'\n' {
+                blank(&mut out, b[i]);
+                i += 1;
+            }
+        } else if c == b'/' && b.get(i + 1) == Some(&b'*') {
+            let mut depth = 0;
+            while i < b.len() {
+                if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
+                    depth += 1;
+                    out.extend_from_slice(b"  ");
+                    i += 2;
+                } else if b[i] == b'*' && b.get(i + 1) == Some(&b'/') {
+                    depth -= 1;
+                    out.extend_from_slice(b"  ");
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    blank(&mut out, b[i]);
+                    i += 1;
+                }
+            }
+        } else if c == b'r'
+            && (b.get(i + 1) == Some(&b'"') || b.get(i + 1) == Some(&b'#'))
+            && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_'))
+        {
+            // A raw string: r"…", r#"…"#, …
+            let mut j = i + 1;
+            while b.get(j) == Some(&b'#') {
+                j += 1;
+            }
+            if b.get(j) != Some(&b'"') {
+                out.push(c);
+                i += 1;
+                continue;
+            }
+            let hashes = j - i - 1;
+            let mut end = j + 1;
+            while end < b.len() {
+                if b[end] == b'"'
+                    && b[end + 1..]
+                        .iter()
+                        .take(hashes)
+                        .filter(|&&h| h == b'#')
+                        .count()
+                        == hashes
+                {
+                    end += 1 + hashes;
+                    break;
+                }
+                end += 1;
+            }
+            for &x in &b[i..end.min(b.len())] {
+                blank(&mut out, x);
+            }
+            i = end;
+        } else if c == b'"' {
+            blank(&mut out, c);
+            i += 1;
+            while i < b.len() && b[i] != b'"' {
+                if b[i] == b'\\' {
+                    blank(&mut out, b[i]);
+                    i += 1;
+                }
+                if i < b.len() {
+                    blank(&mut out, b[i]);
+                    i += 1;
+                }
+            }
+            if i < b.len() {
+                blank(&mut out, b[i]);
+                i += 1;
+            }
+        } else if c == b'\'' {
+            // A char literal ('x', '\n', '\u{..}') or a lifetime ('a).
+            let close = if b.get(i + 1) == Some(&b'\\') {
+                b[i + 2..]
+                    .iter()
+                    .position(|&x| x == b'\'')
+                    .map(|p| i + 2 + p)
+            } else {
+                // One UTF-8 character, then a quote.
+                let len = match b.get(i + 1) {
+                    Some(&x) if x >= 0xF0 => 4,
+                    Some(&x) if x >= 0xE0 => 3,
+                    Some(&x) if x >= 0xC0 => 2,
+                    _ => 1,
+                };
+                (b.get(i + 1 + len) == Some(&b'\'')).then_some(i + 1 + len)
+            };
+            match close {
+                Some(end) => {
+                    for &x in &b[i..=end] {
+                        blank(&mut out, x);
+                    }
+                    i = end + 1;
+                }
+                None => {
+                    out.push(c);
+                    i += 1;
+                }
+            }
+        } else {
+            out.push(c);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).expect("only ASCII bytes replaced")
+}
+
+/// Blanks every item under `#[cfg(test)]` (or `#[cfg(all(test, …))]`): the
+/// attribute and the item after it, to its `;` or its closing brace.
+fn drop_test_items(code: &str) -> String {
+    let mut b = code.as_bytes().to_vec();
+    let mut from = 0;
+    while let Some(at) = find_cfg_test(&b, from) {
+        let mut i = at;
+        let mut depth = 0usize;
+        // Skip the attribute itself.
+        while i < b.len() && b[i] != b']' {
+            i += 1;
+        }
+        i += 1;
+        while i < b.len() {
+            match b[i] {
+                b'{' => depth += 1,
+                b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        i += 1;
+                        break;
+                    }
+                }
+                b';' if depth == 0 => {
+                    i += 1;
+                    break;
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        for x in &mut b[at..i.min(code.len())] {
+            if *x != b'\n' {
+                *x = b' ';
+            }
+        }
+        from = i;
+    }
+    String::from_utf8(b).expect("only ASCII bytes replaced")
+}
+
+fn find_cfg_test(b: &[u8], from: usize) -> Option<usize> {
+    let text = std::str::from_utf8(&b[from..]).ok()?;
+    ["#[cfg(test)]", "#[cfg(all(test"]
+        .iter()
+        .filter_map(|pat| text.find(pat))
+        .min()
+        .map(|p| from + p)
+}
+
+/// The module path of a file under `src/`: `evidence/costs.rs` is
+/// `["evidence", "costs"]`, `harness/mod.rs` is `["harness"]`.
+fn module_path(rel: &Path) -> Vec<String> {
+    let mut parts: Vec<String> = rel
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    let last = parts.pop().expect("a file name");
+    let stem = last.trim_end_matches(".rs");
+    if stem != "mod" && stem != "lib" {
+        parts.push(stem.to_string());
+    }
+    parts
+}
+
+/// Every path that leaves the file: `crate::a::b…` and `super::…`, each as
+/// the absolute path of its first two segments, with the text it came from.
+fn paths_out(code: &str, here: &[String]) -> Vec<(Vec<String>, String)> {
+    let ident = |s: &str| -> usize {
+        s.bytes()
+            .position(|c| !(c.is_ascii_alphanumeric() || c == b'_'))
+            .unwrap_or(s.len())
+    };
+    let inline = inline_modules(code);
+    let mut out = Vec::new();
+    for (at, _) in code
+        .match_indices("crate::")
+        .chain(code.match_indices("super::"))
+    {
+        let before = code[..at].chars().next_back();
+        if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':') {
+            continue; // `foo::super::`, `$crate` is fine but `mycrate::` is not ours
+        }
+        let (mut base, mut rest) = if code[at..].starts_with("crate::") {
+            (Vec::new(), &code[at + "crate::".len()..])
+        } else {
+            // `super::` inside an inline `mod name { … }` starts from it.
+            let mut base = here.to_vec();
+            base.extend(
+                inline
+                    .iter()
+                    .filter(|(_, range)| range.contains(&at))
+                    .map(|(name, _)| name.clone()),
+            );
+            let mut rest = &code[at..];
+            while let Some(r) = rest.strip_prefix("super::") {
+                base.pop();
+                rest = r.trim_start();
+            }
+            (base, rest)
+        };
+        let line = code[..at].matches('\n').count() + 1;
+        let mut heads: Vec<Vec<String>> = Vec::new();
+        let walk = |base: &mut Vec<String>, rest: &mut &str| {
+            // Up to two segments, then stop.
+            while base.len() < 2 {
+                let n = ident(rest);
+                if n == 0 {
+                    break;
+                }
+                base.push(rest[..n].to_string());
+                *rest = &rest[n..];
+                match rest.strip_prefix("::") {
+                    Some(r) => *rest = r,
+                    None => break,
+                }
+            }
+        };
+        if let Some(group) = rest.strip_prefix('{').map(str::to_string) {
+            // `crate::{a, b::{c, d}}`: the first segment of each entry at depth 1.
+            let mut depth = 1;
+            let mut entry = String::new();
+            let mut entries = Vec::new();
+            for ch in group.chars() {
+                match ch {
+                    '{' => depth += 1,
+                    '}' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            entries.push(std::mem::take(&mut entry));
+                            break;
+                        }
+                    }
+                    ',' if depth == 1 => entries.push(std::mem::take(&mut entry)),
+                    _ => {}
+                }
+                if depth >= 1 && !(ch == ',' && depth == 1) {
+                    entry.push(ch);
+                }
+            }
+            for e in entries {
+                let mut b = base.clone();
+                let mut r = e.trim();
+                walk(&mut b, &mut r);
+                heads.push(b);
+            }
+        } else {
+            walk(&mut base, &mut rest);
+            heads.push(base);
+        }
+        for h in heads {
+            let text = format!("line {line}: {}", h.join("::"));
+            out.push((h, text));
+        }
+    }
+    out
+}
+
+/// Each inline `mod name { … }` of the file: its name and its byte range,
+/// outer ones first.
+fn inline_modules(code: &str) -> Vec<(String, std::ops::Range<usize>)> {
+    let b = code.as_bytes();
+    let mut out = Vec::new();
+    for (at, _) in code.match_indices("mod ") {
+        if at > 0 && (b[at - 1].is_ascii_alphanumeric() || b[at - 1] == b'_') {
+            continue;
+        }
+        let rest = &code[at + 4..];
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        if name.is_empty() || !rest[name.len()..].trim_start().starts_with('{') {
+            continue; // `mod name;`: a file of its own
+        }
+        let open = at + 4 + name.len() + rest[name.len()..].find('{').expect("checked");
+        let mut depth = 0usize;
+        let mut end = b.len();
+        for (i, &c) in b.iter().enumerate().skip(open) {
+            match c {
+                b'{' => depth += 1,
+                b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = i + 1;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        out.push((name, open..end));
+    }
+    out
+}
+
+/// The crate root's `pub use folder::{a, b};` and `pub use folder::a;`
+/// lines: old name → its folder.
+fn root_reexports(lib_rs: &str) -> BTreeMap<String, String> {
+    let code = strip(lib_rs);
+    let mut map = BTreeMap::new();
+    for stmt in code.split(';') {
+        let stmt = stmt.trim();
+        let Some(rest) = stmt.strip_prefix("pub use ") else {
+            continue;
+        };
+        let Some((folder, names)) = rest.split_once("::") else {
+            continue;
+        };
+        let names = names.trim().trim_start_matches('{').trim_end_matches('}');
+        for name in names.split(',') {
+            let name = name.trim().rsplit("::").next().unwrap_or("").trim();
+            if !name.is_empty() {
+                map.insert(name.to_string(), folder.trim().to_string());
+            }
+        }
+    }
+    map
+}
+
+/// The node a path reaches: its top-level module (through the root's
+/// re-exports) and, when it names one, the file module inside it.
+fn resolve(
+    path: &[String],
+    reexports: &BTreeMap<String, String>,
+    files: &BTreeSet<Vec<String>>,
+) -> Option<Vec<String>> {
+    let first = path.first()?;
+    let mut full: Vec<String> = match reexports.get(first) {
+        Some(folder) => std::iter::once(folder.clone())
+            .chain(path.iter().cloned())
+            .collect(),
+        None => path.to_vec(),
+    };
+    full.truncate(2);
+    if full.len() == 2 && !files.contains(&full) {
+        full.truncate(1);
+    }
+    Some(full)
+}
+
+/// Checks the sources given as (path under `src/`, text): the layers, and no
+/// circle among the modules. Returns every finding, sorted.
+fn check(lib_rs: &str, sources: &[(PathBuf, String)]) -> Vec<Finding> {
+    let reexports = root_reexports(lib_rs);
+    let rank = |top: &str| LAYERS.iter().position(|l| *l == top);
+    let files: BTreeSet<Vec<String>> = sources.iter().map(|(p, _)| module_path(p)).collect();
+    let mut findings = Vec::new();
+    let mut edges: BTreeMap<Vec<String>, BTreeMap<Vec<String>, String>> = BTreeMap::new();
+    for (rel, text) in sources {
+        let here = module_path(rel);
+        let file = format!("src/{}", rel.display());
+        let Some(top) = here.first() else {
+            continue; // lib.rs: only declarations and re-exports
+        };
+        let Some(from) = rank(top) else {
+            findings.push(Finding {
+                file,
+                import: String::new(),
+                why: format!("module `{top}` is in no layer: add it to LAYERS in tests/layers.rs"),
+            });
+            continue;
+        };
+        let code = drop_test_items(&strip(text));
+        for (path, import) in paths_out(&code, &here) {
+            if path.len() == 1 && ROOT_ITEMS.contains(&path[0].as_str()) {
+                continue;
+            }
+            let Some(to) = resolve(&path, &reexports, &files) else {
+                continue;
+            };
+            match rank(&to[0]) {
+                None => findings.push(Finding {
+                    file: file.clone(),
+                    import,
+                    why: format!("`{}` is in no layer", to[0]),
+                }),
+                Some(r) if r > from => findings.push(Finding {
+                    file: file.clone(),
+                    import,
+                    why: format!("`{top}` imports from `{}`, a higher layer", to[0]),
+                }),
+                Some(_)
+                    if INDEPENDENT.contains(&top.as_str())
+                        && to[0] == *top
+                        && to.len() == 2
+                        && here.len() == 2
+                        && to != here =>
+                {
+                    findings.push(Finding {
+                        file: file.clone(),
+                        import,
+                        why: format!(
+                            "`{}` imports `{}`: the {top} must not import each other",
+                            here.join("::"),
+                            to.join("::")
+                        ),
+                    })
+                }
+                Some(_) => {
+                    let node = |p: &[String]| p.iter().take(2).cloned().collect::<Vec<_>>();
+                    if node(&here) != to {
+                        edges
+                            .entry(node(&here))
+                            .or_default()
+                            .entry(to)
+                            .or_insert_with(|| format!("{file} {import}"));
+                    }
+                }
+            }
+        }
+    }
+    for circle in circles(&edges) {
+        let mut lines = Vec::new();
+        for (i, a) in circle.iter().enumerate() {
+            let b = &circle[(i + 1) % circle.len()];
+            if let Some(at) = edges.get(a).and_then(|e| e.get(b)) {
+                lines.push(format!("{} -> {} ({at})", a.join("::"), b.join("::")));
+            }
+        }
+        findings.push(Finding {
+            file: String::new(),
+            import: circle
+                .iter()
+                .map(|n| n.join("::"))
+                .collect::<Vec<_>>()
+                .join(" -> "),
+            why: format!("import circle: {}", lines.join("; ")),
+        });
+    }
+    findings.sort();
+    findings
+}
+
+/// One circle through each strongly connected group of modules (Tarjan's
+/// algorithm finds the groups; a walk inside a group closes a circle).
+fn circles(edges: &BTreeMap<Vec<String>, BTreeMap<Vec<String>, String>>) -> Vec<Vec<Vec<String>>> {
+    type Node = Vec<String>;
+    struct Tarjan<'a> {
+        edges: &'a BTreeMap<Node, BTreeMap<Node, String>>,
+        index: BTreeMap<Node, usize>,
+        low: BTreeMap<Node, usize>,
+        stack: Vec<Node>,
+        on_stack: BTreeSet<Node>,
+        groups: Vec<Vec<Node>>,
+    }
+    impl Tarjan<'_> {
+        fn visit(&mut self, v: &Node) {
+            let i = self.index.len();
+            self.index.insert(v.clone(), i);
+            self.low.insert(v.clone(), i);
+            self.stack.push(v.clone());
+            self.on_stack.insert(v.clone());
+            let next: Vec<Node> = self
+                .edges
+                .get(v)
+                .map(|e| e.keys().cloned().collect())
+                .unwrap_or_default();
+            for w in next {
+                if !self.index.contains_key(&w) {
+                    self.visit(&w);
+                    let l = self.low[v].min(self.low[&w]);
+                    self.low.insert(v.clone(), l);
+                } else if self.on_stack.contains(&w) {
+                    let l = self.low[v].min(self.index[&w]);
+                    self.low.insert(v.clone(), l);
+                }
+            }
+            if self.low[v] == self.index[v] {
+                let mut group = Vec::new();
+                while let Some(w) = self.stack.pop() {
+                    self.on_stack.remove(&w);
+                    let done = &w == v;
+                    group.push(w);
+                    if done {
+                        break;
+                    }
+                }
+                if group.len() > 1 {
+                    self.groups.push(group);
+                }
+            }
+        }
+    }
+    let mut t = Tarjan {
+        edges,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        groups: Vec::new(),
+    };
+    for v in edges.keys() {
+        if !t.index.contains_key(v) {
+            t.visit(v);
+        }
+    }
+    t.groups
+        .into_iter()
+        .map(|group| {
+            let members: BTreeSet<Node> = group.into_iter().collect();
+            // Walk from the first member along edges inside the group until a
+            // node repeats: the part from its first visit is a circle.
+            let mut path: Vec<Node> = vec![members.iter().next().expect("non-empty").clone()];
+            loop {
+                let last = path.last().expect("non-empty");
+                let next = edges[last]
+                    .keys()
+                    .find(|w| members.contains(*w))
+                    .expect("a member of a strongly connected group has an edge inside it")
+                    .clone();
+                if let Some(p) = path.iter().position(|n| *n == next) {
+                    break path.split_off(p);
+                }
+                path.push(next);
+            }
+        })
+        .collect()
+}
+
+fn library_sources() -> (String, Vec<(PathBuf, String)>) {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let lib_rs = std::fs::read_to_string(src.join("lib.rs")).expect("src/lib.rs");
+    let mut out = Vec::new();
+    let mut dirs = vec![src.clone()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read src/") {
+            let path = entry.expect("a folder entry").path();
+            let rel = path.strip_prefix(&src).expect("under src/").to_path_buf();
+            // The binary: main.rs and its own folder.
+            if rel == Path::new("main.rs") || rel.starts_with("cli") {
+                continue;
+            }
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).expect("a source file");
+                out.push((rel, text));
+            }
+        }
+    }
+    out.sort();
+    (lib_rs, out)
+}
+
+fn report(findings: &[Finding]) -> String {
+    findings
+        .iter()
+        .map(|f| format!("{} {}: {}", f.file, f.import, f.why))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn every_import_goes_down_the_layers_and_none_closes_a_circle() {
+    let (lib_rs, sources) = library_sources();
+    assert!(
+        sources.len() > 40,
+        "found only {} files under src/: is the walk broken?",
+        sources.len()
+    );
+    let findings = check(&lib_rs, &sources);
+    assert!(
+        findings.is_empty(),
+        "layer violations:\n{}",
+        report(&findings)
+    );
+}
+
+#[test]
+fn every_top_level_module_is_in_a_layer() {
+    let (_, sources) = library_sources();
+    let tops: BTreeSet<String> = sources
+        .iter()
+        .filter_map(|(p, _)| module_path(p).first().cloned())
+        .collect();
+    let listed: BTreeSet<String> = LAYERS.iter().map(|s| s.to_string()).collect();
+    assert_eq!(
+        tops, listed,
+        "src/ and LAYERS list different top-level modules"
+    );
+}
+
+#[test]
+fn src_holds_at_most_ten_files_directly() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let files: Vec<String> = std::fs::read_dir(&src)
+        .expect("read src/")
+        .map(|e| e.expect("an entry").path())
+        .filter(|p| p.is_file())
+        .map(|p| p.display().to_string())
+        .collect();
+    assert!(
+        files.len() <= 10,
+        "src/ holds {} files: {files:?}",
+        files.len()
+    );
+}
+
+// The mutations that must break the check (STYLE.md 14): each adds one bad
+// import to the real tree, or a circle, and the check must name it.
+
+fn with_file(sources: &[(PathBuf, String)], rel: &str, extra: &str) -> Vec<(PathBuf, String)> {
+    let mut out = sources.to_vec();
+    let file = out
+        .iter_mut()
+        .find(|(p, _)| p == Path::new(rel))
+        .unwrap_or_else(|| panic!("src/{rel} exists"));
+    file.1.push_str(extra);
+    out
+}
+
+#[test]
+fn an_upward_import_fails_and_names_the_file() {
+    let (lib_rs, sources) = library_sources();
+    for (rel, extra, offending) in [
+        (
+            "sys/linux.rs",
+            "\nuse crate::fix::spawn::Command;\n",
+            "fix::spawn",
+        ),
+        (
+            "report/mod.rs",
+            "\nfn f() { crate::harness::main(todo!()); }\n",
+            "harness",
+        ),
+        (
+            "views/advise.rs",
+            "\nuse crate::{evidence::query, runner::RunOptions};\n",
+            "runner",
+        ),
+        ("base/child.rs", "\nuse crate::harness::Probe;\n", "harness"),
+    ] {
+        let findings = check(&lib_rs, &with_file(&sources, rel, extra));
+        assert!(
+            findings
+                .iter()
+                .any(|f| f.file == format!("src/{rel}") && f.import.contains(offending)),
+            "adding `{}` to src/{rel} was not caught: {findings:?}",
+            extra.trim()
+        );
+    }
+}
+
+#[test]
+fn a_view_importing_another_view_fails() {
+    let (lib_rs, sources) = library_sources();
+    let findings = check(
+        &lib_rs,
+        &with_file(
+            &sources,
+            "views/advise.rs",
+            "\nuse crate::matrix::render;\n",
+        ),
+    );
+    assert!(
+        findings.iter().any(
+            |f| f.file == "src/views/advise.rs" && f.why.contains("must not import each other")
+        ),
+        "advise importing the matrix renderer was not caught: {findings:?}"
+    );
+}
+
+#[test]
+fn a_mutual_import_is_a_circle() {
+    let (lib_rs, sources) = library_sources();
+    let sources = with_file(
+        &sources,
+        "evidence/results.rs",
+        "\nuse crate::costs::CostsFile;\n",
+    );
+    let sources = with_file(
+        &sources,
+        "evidence/costs.rs",
+        "\nuse crate::results::load_dir;\n",
+    );
+    let findings = check(&lib_rs, &sources);
+    assert!(
+        findings.iter().any(|f| f.why.starts_with("import circle")
+            && f.why.contains("evidence::costs -> evidence::results")),
+        "a costs <-> results circle was not caught: {findings:?}"
+    );
+}
+
+#[test]
+fn comments_strings_and_test_modules_are_not_imports() {
+    let (lib_rs, sources) = library_sources();
+    let extra = "\n/// See [`crate::vm`].\nconst S: &str = \"crate::vm::x\";\n\
+                 #[cfg(test)]\nmod tests {\n    use crate::vm::emulated;\n    fn f() { let _ = '{'; }\n}\n";
+    let findings = check(&lib_rs, &with_file(&sources, "sys/linux.rs", extra));
+    assert!(findings.is_empty(), "{}", report(&findings));
+    // And the same import outside the test module is one.
+    let findings = check(
+        &lib_rs,
+        &with_file(&sources, "sys/linux.rs", "\nuse crate::vm::emulated;\n"),
+    );
+    assert_eq!(findings.len(), 1, "{}", report(&findings));
+}
