@@ -2,9 +2,9 @@
 //!
 //! Every `shims/NAME.c` becomes a shared library `$OUT_DIR/shims/NAME`, built
 //! with the C compiler the `cc` crate picks for the target (its flags, `CC`,
-//! `CFLAGS` and cross-compiler rules apply), and `src/preload.rs` embeds it
+//! `CFLAGS` and cross-compiler rules apply), and `src/cotenant/preload.rs` embeds it
 //! with `include_bytes!`. Adding a shim is adding its `.c` file here and one
-//! line in `src/preload.rs`.
+//! line in `src/cotenant/preload.rs`.
 //!
 //! When the target has no preload mechanism (only Linux and macOS have one
 //! fdwindow uses), or its C toolchain cannot build a shared library (`make

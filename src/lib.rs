@@ -7,6 +7,23 @@
 //! that copy. Each probe binary in `probes/` measures one such behaviour on
 //! this machine through the shared [`harness`]; the runner merges the reports
 //! into `results/`, and [`matrix`] renders what they show.
+//!
+//! The folders are the stages, lowest first; each imports only from those
+//! before it (`tests/layers.rs` holds the order):
+//!
+//! 1. `sys` (private): the OS calls, one file per OS;
+//! 2. [`report`]: the vocabulary: documents, verdict rules, the platform;
+//! 3. [`base`]: descriptors, locks, sockets, held children, scratch names;
+//! 4. [`fix`]: the helpers for users' tests;
+//! 5. [`hazards`]: what probes are made of beyond the base;
+//! 6. [`cotenant`]: fork pressure and the preloaded shims;
+//! 7. [`harness`]: runs a probe's arms and prints its report;
+//! 8. [`evidence`]: the results folder, costs, claims, and the queries over them;
+//! 9. [`views`]: the matrix, the chart, advice, the README's sections;
+//! 10. [`runner`], then [`vm`]: probes to results to views, here or under other kernels.
+//!
+//! Each module also stays at its old path at the root (`fdwindow::verdict`,
+//! `fdwindow::pressure`, …).
 #![deny(missing_docs)]
 
 pub mod base;

@@ -1,4 +1,4 @@
-//! The base: safe building blocks over [`sys`](crate) that the fixes, the
+//! The base: safe building blocks over the OS calls (`sys`) that the fixes, the
 //! probes and the co-tenant share.
 //!
 //! Takes in descriptors, paths and programs to run; gives out descriptor

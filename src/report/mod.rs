@@ -1,3 +1,10 @@
+//! The report stage, the vocabulary every later stage shares: takes in what
+//! the harness counted; gives out the versioned documents ([`ProbeReport`],
+//! [`ResultsFile`], [`Table`]), the rules that turn counts into verdicts
+//! ([`verdict`], [`stats`]) and the [`platform`] every result names. It sits
+//! just above `sys` so that probes' building blocks, the evidence and the
+//! views all speak it; it imports nothing from them.
+//!
 //! The versioned JSON documents: one [`ProbeReport`] per probe run, merged by
 //! the runner into one [`ResultsFile`] per platform.
 //!

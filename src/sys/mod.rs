@@ -1,6 +1,11 @@
 //! Everything that differs between operating systems, one file per OS chosen
 //! here and nowhere else. Callers detect features at run time: a constant being
 //! defined here says the OS may have the call, not that this kernel does.
+//!
+//! The lowest layer: takes in descriptors, paths and plain settings (the types
+//! it needs, such as a holder scan's [`Object`] or an isolated spawn's
+//! settings, are defined here); gives out the calls' results and `io::Error`s.
+//! It imports nothing else from the crate.
 
 // Pure helpers the OS files use, compiled everywhere so they are tested here.
 mod compat;

@@ -120,9 +120,9 @@ impl Spec {
             spec.file(&format!("{GUEST_BIN_DIR}/{name}"), program, 0o755, true);
         }
         // The preload libraries, written from the copies embedded in this
-        // fdwindow (src/preload.rs), beside the probes, every one of
+        // fdwindow (src/cotenant/preload.rs), beside the probes, every one of
         // `Library::ALL`: two-step-cloexec re-executes itself with the
-        // parked-call interposer (src/parked.rs), written from the bytes
+        // parked-call interposer (src/harness/parked.rs), written from the bytes
         // embedded in it to the guest's /tmp, and the guest's own fdwindow
         // carries the same bytes for `fdwindow stress`; these copies let a
         // guest preload one by path. A build without them (a stub) leaves
@@ -148,7 +148,7 @@ impl Spec {
             spec.entries
                 .insert(format!("/bin/{applet}"), Entry::Symlink("busybox".into()));
         }
-        // The programs the probes' children exec (src/child.rs), the host's own.
+        // The programs the probes' children exec (src/base/child.rs), the host's own.
         spec.file(
             crate::child::TRUE_PROGRAM,
             Path::new(crate::child::TRUE_PROGRAM),

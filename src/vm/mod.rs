@@ -1,3 +1,7 @@
+//! The VM stage, the top of the library: takes in kernel images or packages
+//! and the probe binaries; gives out each guest kernel's results, merged
+//! through the [`runner`](crate::runner) into the results folder.
+//!
 //! `fdwindow vm`: the probes inside a VM, one boot per kernel, each kernel's
 //! results merged into the results folder under the guest's own platform
 //! (its `uname -r` and the accelerator).
@@ -26,7 +30,7 @@ pub use qemu::Accel;
 
 /// Whether `platform` ran under emulation (QEMU's TCG): its virtualization,
 /// decided first by the `fdwindow.accel=` word `fdwindow vm` puts on a
-/// guest's command line (see `src/platform.rs`).
+/// guest's command line (see `src/report/platform.rs`).
 pub fn under_tcg(platform: &Platform) -> bool {
     platform.emulated()
 }
