@@ -635,7 +635,8 @@ fn every_import_goes_down_the_layers_and_none_closes_a_circle() {
     let findings = check(&lib_rs, &sources);
     assert!(
         findings.is_empty(),
-        "layer violations:\n{}",
+        "layer violations (the order, lowest first: {}):\n{}",
+        LAYERS.join(" < "),
         report(&findings)
     );
 }
