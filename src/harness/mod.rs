@@ -1,8 +1,8 @@
 //! The harness stage: takes in a probe's declaration (its hazard, arms and
 //! one trial function each) and the windows the base builds; gives out one
-//! [`ProbeReport`](crate::report::ProbeReport) per run, as JSON on stdout,
-//! every arm's outcome counted per window. [`parked`] adds the parked-call
-//! window, built with the interposer the co-tenant's `preload` embeds.
+//! [`ProbeReport`] per run, as JSON on stdout, every arm's outcome counted
+//! per window. [`parked`] adds the parked-call window, built with the
+//! interposer the co-tenant's `preload` embeds.
 //!
 //! The shared harness: a probe is a [`Probe`] declaration; [`main`] runs it and
 //! prints its [`ProbeReport`](crate::report::ProbeReport) as JSON on stdout.
