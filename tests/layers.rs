@@ -137,10 +137,10 @@ fn strip(src: &str) -> String {
         } else if c == b'\'' {
             // A char literal ('x', '\n', '\u{..}') or a lifetime ('a).
             let close = if b.get(i + 1) == Some(&b'\\') {
-                b[i + 2..]
-                    .iter()
-                    .position(|&x| x == b'\'')
-                    .map(|p| i + 2 + p)
+                // The escaped character may itself be a quote ('\'').
+                b.get(i + 3..)
+                    .and_then(|rest| rest.iter().position(|&x| x == b'\''))
+                    .map(|p| i + 3 + p)
             } else {
                 // One UTF-8 character, then a quote.
                 let len = match b.get(i + 1) {
@@ -760,7 +760,7 @@ fn a_mutual_import_is_a_circle() {
 fn comments_strings_and_test_modules_are_not_imports() {
     let (lib_rs, sources) = library_sources();
     let extra = "\n/// See [`crate::vm`].\nconst S: &str = \"crate::vm::x\";\n\
-                 #[cfg(test)]\nmod tests {\n    use crate::vm::emulated;\n    fn f() { let _ = '{'; }\n}\n";
+                 #[cfg(test)]\nmod tests {\n    use crate::vm::emulated;\n    fn f() { let _ = ('{', '\\'', \"}\\\"\"); }\n}\n";
     let findings = check(&lib_rs, &with_file(&sources, "sys/linux.rs", extra));
     assert!(findings.is_empty(), "{}", report(&findings));
     // And the same import outside the test module is one.
