@@ -5,9 +5,9 @@
 //! files, the merge, the folder lock), the benches' costs ([`costs`]), the
 //! fork-pressure and timing measurements ([`pressure_file`], [`timing`]),
 //! the claims encoded from measurements ([`knowledge`]) and from cited
-//! sources ([`reported`]). Gives out answers, not text layouts: the verdict
-//! of an arm in a window, its counts as text, the combined verdict
-//! ([`query`]). The [`views`](crate::views) render those answers.
+//! sources ([`reported`]). Gives out answers, each worded once: the verdict
+//! of an arm in a window, its counts as text, one word for an arm over its
+//! windows ([`query`]). The [`views`](crate::views) lay those answers out.
 
 pub mod costs;
 pub mod knowledge;
