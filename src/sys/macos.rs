@@ -177,8 +177,7 @@ pub(crate) const SOCK_CLOEXEC: Result<libc::c_int, &str> = Err(
 /// the SDK a binary was built with says nothing about the macOS it runs on,
 /// and a weak import of a missing function is NULL (rbenv/ruby-build#2641).
 fn lookup(name: &std::ffi::CStr) -> Option<std::ptr::NonNull<libc::c_void>> {
-    // SAFETY: dlsym with a NUL-terminated name; RTLD_DEFAULT searches every image.
-    std::ptr::NonNull::new(unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) })
+    super::symbol(name)
 }
 
 /// `accept4`, looked up at run time. Even where it exists, its flag
@@ -356,11 +355,12 @@ pub(crate) fn inode_object(dev: u64, ino: u64) -> crate::holders::Object {
 /// # References
 /// - xnu `bsd/kern/sys_socket.c` (`soo_stat`), `bsd/kern/socket_info.c`
 ///   (`fill_socketinfo`: `soi_so = VM_KERNEL_ADDRHASH(so)`)
-pub(crate) fn object_of(fd: RawFd) -> io::Result<crate::holders::Object> {
-    let st = super::fstat(fd)?;
+pub(crate) fn object_of(fd: std::os::fd::BorrowedFd<'_>) -> io::Result<crate::holders::Object> {
+    use std::os::fd::AsRawFd;
+    let st = rustix::fs::fstat(fd)?;
     if st.st_mode & libc::S_IFMT == libc::S_IFSOCK {
         let me = std::process::id() as libc::pid_t;
-        let head: SocketFdinfoHead = pidfdinfo(me, fd, PROC_PIDFDSOCKETINFO)?;
+        let head: SocketFdinfoHead = pidfdinfo(me, fd.as_raw_fd(), PROC_PIDFDSOCKETINFO)?;
         return Ok(crate::holders::Object::Socket(head.soi_so));
     }
     Ok(inode_object(st.st_dev as u64, st.st_ino))
@@ -540,28 +540,25 @@ pub(crate) fn vfork_exec(
     vfork_supported().map(|()| 0)
 }
 
-type AddClosefrom =
-    unsafe extern "C" fn(*mut libc::posix_spawn_file_actions_t, libc::c_int) -> libc::c_int;
-
-/// `posix_spawn_file_actions_addclosefrom_np`, looked up at run time: no
-/// libSystem has it yet (gnulib lists it missing on macOS 14), but a binary
-/// built today must use it on the macOS that adds it.
-fn addclosefrom_fn() -> Option<AddClosefrom> {
-    let sym = lookup(c"posix_spawn_file_actions_addclosefrom_np")?;
-    // SAFETY: the symbol has glibc's and FreeBSD's documented signature.
-    Some(unsafe { std::mem::transmute::<*mut libc::c_void, AddClosefrom>(sym.as_ptr()) })
-}
-
 /// Whether libSystem has `posix_spawn_file_actions_addclosefrom_np`; its own
 /// answer to the problem is `POSIX_SPAWN_CLOEXEC_DEFAULT`.
+///
+/// Looked up at run time: no libSystem has it yet (gnulib lists it missing
+/// on macOS 14), but a binary built today must use it on the macOS that adds it.
 pub(crate) fn addclosefrom_supported() -> std::io::Result<()> {
-    addclosefrom_fn().map(|_| ()).ok_or_else(|| {
-        std::io::Error::new(
-            std::io::ErrorKind::Unsupported,
-            "libSystem has no posix_spawn_file_actions_addclosefrom_np (looked up at run time; \
-             its own answer is POSIX_SPAWN_CLOEXEC_DEFAULT)",
-        )
-    })
+    if lookup(c"posix_spawn_file_actions_addclosefrom_np").is_some() {
+        Ok(())
+    } else {
+        Err(no_addclosefrom())
+    }
+}
+
+fn no_addclosefrom() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "libSystem has no posix_spawn_file_actions_addclosefrom_np (looked up at run time; \
+         its own answer is POSIX_SPAWN_CLOEXEC_DEFAULT)",
+    )
 }
 
 /// `posix_spawn_file_actions_addclosefrom_np(actions, from)` where libSystem has it.
@@ -569,12 +566,7 @@ pub(crate) fn addclosefrom(
     actions: &mut libc::posix_spawn_file_actions_t,
     from: libc::c_int,
 ) -> std::io::Result<()> {
-    let f = addclosefrom_fn().ok_or_else(|| addclosefrom_supported().unwrap_err())?;
-    // SAFETY: an initialised file-actions object.
-    match unsafe { f(actions, from) } {
-        0 => Ok(()),
-        rc => Err(std::io::Error::from_raw_os_error(rc)),
-    }
+    super::addclosefrom_or(actions, from, no_addclosefrom)
 }
 
 /// `POSIX_SPAWN_CLOEXEC_DEFAULT`—posix_spawn closes every descriptor not

@@ -172,6 +172,43 @@ impl Drop for Spawner {
     }
 }
 
+/// `posix_spawn_file_actions_addclosefrom_np`'s C type (glibc 2.34, FreeBSD
+/// 13.1; no libSystem through macOS 26).
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+type AddClosefrom =
+    unsafe extern "C" fn(*mut libc::posix_spawn_file_actions_t, libc::c_int) -> libc::c_int;
+
+/// The libc's `posix_spawn_file_actions_addclosefrom_np`, looked up once at
+/// run time (so the binary still runs on a libc without it: an older glibc,
+/// musl, every macOS so far), for every OS that may have it.
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+fn addclosefrom_fn() -> Option<AddClosefrom> {
+    static FN: std::sync::OnceLock<Option<AddClosefrom>> = std::sync::OnceLock::new();
+    *FN.get_or_init(|| {
+        let sym = super::symbol(c"posix_spawn_file_actions_addclosefrom_np")?;
+        // SAFETY: a symbol of that name is the function of glibc's and
+        // FreeBSD's documented signature, `int (posix_spawn_file_actions_t *, int)`.
+        Some(unsafe { std::mem::transmute::<*mut libc::c_void, AddClosefrom>(sym.as_ptr()) })
+    })
+}
+
+/// `posix_spawn_file_actions_addclosefrom_np(actions, from)` where this libc
+/// has it; `missing()` otherwise (each OS says why in its own words).
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+pub(crate) fn addclosefrom_or(
+    actions: &mut libc::posix_spawn_file_actions_t,
+    from: libc::c_int,
+    missing: impl FnOnce() -> io::Error,
+) -> io::Result<()> {
+    let f = addclosefrom_fn().ok_or_else(missing)?;
+    // SAFETY: an initialised file-actions object (a `&mut` to one), which
+    // the call only appends an action to.
+    match unsafe { f(actions, from) } {
+        0 => Ok(()),
+        rc => Err(io::Error::from_raw_os_error(rc)),
+    }
+}
+
 /// An all-zero `sigset_t`: plain data, for `sigfillset`, `sigemptyset` or
 /// `pthread_sigmask` to fill.
 pub(crate) fn blank_sigset() -> libc::sigset_t {
