@@ -8,7 +8,6 @@
 //! cargo run --release --example pressure_rate -- [SECONDS_PER_RUN]
 //! ```
 
-use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -38,8 +37,8 @@ fn plain(threads: usize, fork: bool, run: Duration) -> u64 {
                 let mut cmd = Command::new("/usr/bin/true");
                 cmd.env_clear().stdin(Stdio::null()).stdout(Stdio::null());
                 if fork {
-                    // SAFETY: an empty pre_exec (it only forces the fork path).
-                    unsafe { cmd.pre_exec(|| Ok(())) };
+                    // An empty pre_exec: it only forces the fork path.
+                    fdwindow::child_hook::fork_only(&mut cmd);
                 }
                 while Instant::now() < end {
                     cmd.spawn().unwrap().wait().unwrap();

@@ -18,13 +18,13 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::child::CAT_PROGRAM;
 use crate::child::read_byte_by;
+use crate::child_hook::Hook;
 use crate::sys;
 
 /// How long a holder may take to exec and echo before spawning counts as broken.
@@ -364,16 +364,13 @@ impl Holder {
                     sys::close_range_supported()?;
                 }
                 // The sham's hook does nothing: it only forces std's fork path.
-                let hook: Option<fn() -> io::Result<()>> = match how {
-                    SpawnHow::CloseRangeInChild => Some(|| sys::close_range_from(3)),
-                    SpawnHow::ForkNoop => Some(|| Ok(())),
+                let hook = match how {
+                    SpawnHow::CloseRangeInChild => Some(Hook::CloseRangeFrom(3)),
+                    SpawnHow::ForkNoop => Some(Hook::ForkOnly),
                     _ => None,
                 };
                 if let Some(hook) = hook {
-                    // SAFETY: close_range is one raw syscall whose error is an
-                    // errno value (no allocation between fork and exec); the
-                    // sham's hook does nothing.
-                    unsafe { cmd.pre_exec(hook) };
+                    crate::child_hook::install(&mut cmd, hook);
                 }
                 let mut child = cmd.spawn()?;
                 Holder {

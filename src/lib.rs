@@ -12,6 +12,7 @@
 pub mod advise;
 pub mod chart;
 pub mod child;
+pub mod child_hook;
 pub mod clocks;
 pub mod cloexec;
 pub mod costs;

@@ -48,7 +48,6 @@
 
 use std::fmt;
 use std::io;
-use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -469,31 +468,45 @@ fn fork_command(hold: Duration, drop: Option<DropClass>) -> Command {
         tv_sec: hold.as_secs().min(i64::MAX as u64) as _,
         tv_nsec: hold.subsec_nanos() as _,
     };
-    let held = !hold.is_zero();
-    // Sleeping is the purpose here, not synchronisation: the hold is how long
-    // the child keeps its copies.
-    let hook = move || {
-        if let Some(class) = drop {
-            // std's exec-error pipe is a pipe too: with `pipe` or `all` the
-            // parent's spawn returns at the close instead of the exec.
-            class.close_all()?;
-        }
-        if held {
-            // EINTR: sleep what is left. One system call each, no allocation.
-            let mut req = ts;
-            while let rustix::thread::NanosleepRelativeResult::Interrupted(rem) =
-                rustix::thread::nanosleep(&req)
-            {
-                req = rem;
-            }
-        }
-        Ok(())
+    let hold = ChildHold {
+        drop,
+        ts,
+        held: !hold.is_zero(),
     };
-    // SAFETY: the hook calls only async-signal-safe functions (open,
-    // getdents64, fstat, getsockopt and close in `close_all`; nanosleep) on
-    // data copied in before the fork; it allocates nothing.
-    unsafe { cmd.pre_exec(hook) };
+    crate::child_hook::install(&mut cmd, crate::child_hook::Hook::Pressure(hold));
     cmd
+}
+
+/// What a pressure child does between fork and exec, copied in before the
+/// fork: see [`hold_in_child`].
+#[derive(Debug)]
+pub(crate) struct ChildHold {
+    drop: Option<DropClass>,
+    ts: rustix::thread::Timespec,
+    held: bool,
+}
+
+/// Runs in a pressure child between fork and exec: closes `drop`'s class,
+/// then sleeps the hold. Async-signal-safe calls only (open, getdents64,
+/// fstat, getsockopt and close in `close_all`; nanosleep); no allocation.
+pub(crate) fn hold_in_child(hold: &ChildHold) -> io::Result<()> {
+    if let Some(class) = hold.drop {
+        // std's exec-error pipe is a pipe too: with `pipe` or `all` the
+        // parent's spawn returns at the close instead of the exec.
+        class.close_all()?;
+    }
+    // Sleeping is the purpose here, not synchronisation: the hold is how
+    // long the child keeps its copies.
+    if hold.held {
+        // EINTR: sleep what is left. One system call each, no allocation.
+        let mut req = hold.ts;
+        while let rustix::thread::NanosleepRelativeResult::Interrupted(rem) =
+            rustix::thread::nanosleep(&req)
+        {
+            req = rem;
+        }
+    }
+    Ok(())
 }
 
 fn spawn_loop(shared: &Shared, index: usize) -> io::Result<()> {
@@ -827,10 +840,10 @@ mod tests {
         // be reused by ls itself once the child closed it.
         let mut cmd = Command::new("/bin/sh");
         cmd.args(["-c", "ls -l /proc/self/fd/"]);
-        // SAFETY: close_all makes only async-signal-safe calls.
-        unsafe {
-            cmd.pre_exec(|| DropClass::Listener.close_all());
-        }
+        crate::child_hook::install(
+            &mut cmd,
+            crate::child_hook::Hook::CloseClass(DropClass::Listener),
+        );
         let out = cmd.output().unwrap();
         let listing = String::from_utf8_lossy(&out.stdout);
         let file_line = format!(" {} -> ", file.as_raw_fd());

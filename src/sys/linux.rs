@@ -532,10 +532,40 @@ pub(crate) fn spawn_cloexec_default_flag() -> std::io::Result<libc::c_short> {
 /// that was itself killed. The signal follows the creating *thread*, so call
 /// this only for children spawned from a thread that outlives them.
 pub(crate) fn die_with_parent(cmd: &mut std::process::Command) {
-    use std::os::unix::process::CommandExt;
-    // SAFETY: the hook makes one system call (prctl), which is
-    // async-signal-safe, and touches no memory of the parent.
-    unsafe { cmd.pre_exec(set_pdeathsig) };
+    crate::child_hook::install(cmd, crate::child_hook::Hook::Sys(ChildHook::DieWithParent));
+}
+
+/// Linux's own code for a child between fork and exec
+/// ([`crate::child_hook`]): each variant names its async-signal-safe calls.
+#[derive(Debug)]
+pub(crate) enum ChildHook {
+    /// `prctl(PR_SET_PDEATHSIG, SIGKILL)`: one raw system call.
+    DieWithParent,
+    /// `fix::spawn`'s pass: `close_range(3, ~0U, CLOSE_RANGE_CLOEXEC)` or the
+    /// walk (`open`, `getdents64`, `fcntl`, `close`), then `fcntl(F_SETFD, 0)`
+    /// on each kept descriptor; nothing at all for the probe's sham.
+    Isolate {
+        /// The probe's sham: the same fork path, no fix.
+        sham: bool,
+        /// Walk `/proc/self/fd` even where `close_range` works.
+        walk: bool,
+        /// The descriptors passed on (read only: no allocation in the child).
+        keep: Vec<RawFd>,
+    },
+}
+
+impl ChildHook {
+    /// Runs in the child between fork and exec.
+    pub(crate) fn run(&self) -> io::Result<()> {
+        match self {
+            ChildHook::DieWithParent => set_pdeathsig(),
+            ChildHook::Isolate { sham: true, .. } => Ok(()),
+            ChildHook::Isolate { walk, keep, .. } => {
+                cloexec_above_stdio(*walk)?;
+                keep.iter().try_for_each(|&fd| super::set_fd_flags(fd, 0))
+            }
+        }
+    }
 }
 
 /// Runs in the child between fork and exec: async-signal-safe calls only
@@ -676,7 +706,6 @@ pub(crate) fn spawn_isolated(
     stdio: [crate::fix::spawn::Stdio; 3],
 ) -> io::Result<crate::fix::spawn::Child> {
     use crate::fix::spawn::Stdio;
-    use std::os::unix::process::CommandExt;
     let mut std_cmd = std::process::Command::new(&cmd.program);
     std_cmd.args(&cmd.args);
     if cmd.env_clear {
@@ -701,19 +730,12 @@ pub(crate) fn spawn_isolated(
         .stdout(std_stdio(stdio[1]))
         .stderr(std_stdio(stdio[2]));
     // Moved into the hook, which only reads it: no allocation in the child.
-    let keep = cmd.keep.clone();
-    let (walk, sham) = (cmd.walk_fds, cmd.sham);
-    let hook = move || {
-        if sham {
-            return Ok(()); // the probe's sham: the same fork path, no fix
-        }
-        cloexec_above_stdio(walk)?;
-        keep.iter().try_for_each(|&fd| set_fd_flags(fd, 0))
+    let hook = ChildHook::Isolate {
+        sham: cmd.sham,
+        walk: cmd.walk_fds,
+        keep: cmd.keep.clone(),
     };
-    // SAFETY: the hook makes only async-signal-safe calls (close_range,
-    // open, getdents64, fcntl, close: signal-safety(7)), allocates nothing,
-    // takes no lock and cannot panic (every index is checked).
-    unsafe { std_cmd.pre_exec(hook) };
+    crate::child_hook::install(&mut std_cmd, crate::child_hook::Hook::Sys(hook));
     let mut child = std_cmd.spawn()?;
     Ok(crate::fix::spawn::Child {
         stdin: child.stdin.take(),
@@ -721,15 +743,6 @@ pub(crate) fn spawn_isolated(
         stderr: child.stderr.take(),
         process: SpawnedProcess(child),
     })
-}
-
-/// `fcntl(fd, F_SETFD, flags)`; async-signal-safe.
-fn set_fd_flags(fd: RawFd, flags: libc::c_int) -> io::Result<()> {
-    // SAFETY: F_SETFD changes only the descriptor's flags; a bad number is EBADF.
-    if unsafe { libc::fcntl(fd, libc::F_SETFD, flags) } == -1 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
 }
 
 /// Gives every descriptor from 3 up close-on-exec, in a child before exec:
@@ -771,7 +784,7 @@ fn cloexec_by_walk() -> io::Result<()> {
     let mut first_error = Ok(());
     each_open_fd(&mut |fd| {
         if fd > 2 && first_error.is_ok() {
-            first_error = set_fd_flags(fd, libc::FD_CLOEXEC);
+            first_error = super::set_fd_flags(fd, libc::FD_CLOEXEC);
         }
     })?;
     first_error

@@ -582,6 +582,17 @@ pub(crate) fn spawn_cloexec_default_flag() -> std::io::Result<libc::c_short> {
 /// process group's fate (it is killed on every path `fdwindow` survives).
 pub(crate) fn die_with_parent(_cmd: &mut std::process::Command) {}
 
+/// No code of this OS's own runs between fork and exec here.
+#[derive(Debug)]
+pub(crate) enum ChildHook {}
+
+impl ChildHook {
+    /// Never called: there is no value to call it on.
+    pub(crate) fn run(&self) -> std::io::Result<()> {
+        match *self {}
+    }
+}
+
 /// Calls `f` with every descriptor this process has open, listed by
 /// `proc_pidinfo(getpid(), PROC_PIDLISTFDS)` into a buffer on the stack (no
 /// allocation, no lock: a forked child may call it before exec; libproc's

@@ -133,6 +133,17 @@ pub(crate) fn spawn_cloexec_default_flag() -> std::io::Result<libc::c_short> {
 /// process group's fate (it is killed on every path `fdwindow` survives).
 pub(crate) fn die_with_parent(_cmd: &mut std::process::Command) {}
 
+/// No code of this OS's own runs between fork and exec here.
+#[derive(Debug)]
+pub(crate) enum ChildHook {}
+
+impl ChildHook {
+    /// Never called: there is no value to call it on.
+    pub(crate) fn run(&self) -> std::io::Result<()> {
+        match *self {}
+    }
+}
+
 /// Not known here: enumerating descriptors without allocation needs an OS
 /// interface fdwindow does not use on this OS.
 pub(crate) fn each_open_fd(_f: &mut dyn FnMut(RawFd)) -> io::Result<()> {

@@ -209,6 +209,20 @@ pub(crate) fn addclosefrom_or(
     }
 }
 
+/// `fcntl(fd, F_SETFD, flags)` on a descriptor *number*: one system call,
+/// async-signal-safe, so a forked child may make it before exec. Safe for
+/// any number: it changes only that descriptor's close-on-exec flag and
+/// touches no memory (a closed number answers `EBADF`). rustix's
+/// `fcntl_setfd` needs a borrowed descriptor, which a bare number from a
+/// directory listing or a copied-in value is not.
+pub(crate) fn set_fd_flags(fd: RawFd, flags: libc::c_int) -> io::Result<()> {
+    // SAFETY: F_SETFD takes an int argument and no pointer.
+    if unsafe { libc::fcntl(fd, libc::F_SETFD, flags) } == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// An all-zero `sigset_t`: plain data, for `sigfillset`, `sigemptyset` or
 /// `pthread_sigmask` to fill.
 pub(crate) fn blank_sigset() -> libc::sigset_t {
