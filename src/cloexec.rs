@@ -511,7 +511,7 @@ fn raw_spawn(how: SpawnHow) -> io::Result<Holder> {
     spawner.dup2(devnull.as_raw_fd(), 2)?;
     // After the dup2s: their sources are above 2 and would be closed first.
     if closefrom {
-        sys::addclosefrom(spawner.actions(), 3).map_err(|e| {
+        sys::addclosefrom(&mut spawner, 3).map_err(|e| {
             io::Error::new(
                 e.kind(),
                 format!("posix_spawn_file_actions_addclosefrom_np: {e}"),

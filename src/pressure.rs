@@ -182,27 +182,12 @@ impl DropClass {
         match st.st_mode & libc::S_IFMT {
             libc::S_IFREG => Some(DropClass::File),
             libc::S_IFIFO => Some(DropClass::Pipe),
-            libc::S_IFSOCK => {
-                let mut kind: libc::c_int = 0;
-                let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-                // SAFETY: `kind` and `len` are valid for the kernel to write.
-                let rc = unsafe {
-                    libc::getsockopt(
-                        fd,
-                        libc::SOL_SOCKET,
-                        libc::SO_TYPE,
-                        (&raw mut kind).cast(),
-                        &mut len,
-                    )
-                };
-                match kind {
-                    _ if rc != 0 => None,
-                    libc::SOCK_DGRAM => Some(DropClass::Datagram),
-                    _ if crate::sys::is_listening(fd) => Some(DropClass::Listener),
-                    libc::SOCK_STREAM | libc::SOCK_SEQPACKET => Some(DropClass::Stream),
-                    _ => None,
-                }
-            }
+            libc::S_IFSOCK => match crate::sys::sockopt_int(fd, libc::SOL_SOCKET, libc::SO_TYPE)? {
+                libc::SOCK_DGRAM => Some(DropClass::Datagram),
+                _ if crate::sys::is_listening(fd) => Some(DropClass::Listener),
+                libc::SOCK_STREAM | libc::SOCK_SEQPACKET => Some(DropClass::Stream),
+                _ => None,
+            },
             _ => None,
         }
     }

@@ -399,7 +399,7 @@ fn libc_posix_spawn(
     }
     match extra {
         Extra::None => {}
-        Extra::Closefrom => sys::addclosefrom(spawner.actions(), 3)?,
+        Extra::Closefrom => sys::addclosefrom(&mut spawner, 3)?,
         Extra::CloexecDefault => spawner.set_flags(sys::spawn_cloexec_default_flag()?)?,
     }
     spawner.spawn(program, argv, envp, false)

@@ -512,11 +512,8 @@ fn no_addclosefrom() -> std::io::Error {
 ///
 /// # References
 /// - <https://man7.org/linux/man-pages/man3/posix_spawn_file_actions_addclosefrom_np.3.html>
-pub(crate) fn addclosefrom(
-    actions: &mut libc::posix_spawn_file_actions_t,
-    from: libc::c_int,
-) -> std::io::Result<()> {
-    super::addclosefrom_or(actions, from, no_addclosefrom)
+pub(crate) fn addclosefrom(spawner: &mut super::Spawner, from: libc::c_int) -> std::io::Result<()> {
+    super::addclosefrom_or(spawner, from, no_addclosefrom)
 }
 
 /// `POSIX_SPAWN_CLOEXEC_DEFAULT` is Apple's; Linux has no such attribute.
@@ -613,19 +610,7 @@ pub(crate) fn each_open_fd(f: &mut dyn FnMut(RawFd)) -> io::Result<()> {
 /// (socket(7): "Returns a value indicating whether or not this socket has
 /// been marked to accept connections with listen(2)"). Async-signal-safe.
 pub(crate) fn is_listening(fd: RawFd) -> bool {
-    let mut on: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: `on` and `len` are valid for the kernel to write.
-    let rc = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_ACCEPTCONN,
-            (&raw mut on).cast(),
-            &mut len,
-        )
-    };
-    rc == 0 && on != 0
+    super::sockopt_int(fd, libc::SOL_SOCKET, libc::SO_ACCEPTCONN).is_some_and(|on| on != 0)
 }
 
 #[cfg(test)]

@@ -118,7 +118,7 @@ pub(crate) fn addclosefrom_supported() -> std::io::Result<()> {
 
 /// Not wired up here.
 pub(crate) fn addclosefrom(
-    _actions: &mut libc::posix_spawn_file_actions_t,
+    _spawner: &mut super::Spawner,
     _from: libc::c_int,
 ) -> std::io::Result<()> {
     Err(unsupported("posix_spawn_file_actions_addclosefrom_np"))

@@ -53,52 +53,55 @@ fn spawn_rc(rc: libc::c_int, what: &str) -> io::Result<()> {
 }
 
 /// posix_spawn's file actions and attributes, initialised together and
-/// destroyed on every path out.
+/// destroyed on every path out. The storage is `MaybeUninit` (zeroed, which
+/// needs no `unsafe`) and only ever reached through pointers: the C objects
+/// are initialised by the `_init` calls in [`Spawner::new`], never read as
+/// Rust values.
 #[derive(Debug)]
 pub(crate) struct Spawner {
-    actions: libc::posix_spawn_file_actions_t,
-    attr: libc::posix_spawnattr_t,
+    actions: std::mem::MaybeUninit<libc::posix_spawn_file_actions_t>,
+    attr: std::mem::MaybeUninit<libc::posix_spawnattr_t>,
 }
 
 impl Spawner {
     /// Empty file actions and default attributes.
     pub(crate) fn new() -> io::Result<Spawner> {
-        // SAFETY: all-zero storage for two plain C objects that the init
-        // calls below overwrite before any use.
-        let mut actions: libc::posix_spawn_file_actions_t = unsafe { std::mem::zeroed() };
+        let mut actions = std::mem::MaybeUninit::zeroed();
         // SAFETY: initialises the storage above in place.
-        let rc = unsafe { libc::posix_spawn_file_actions_init(&mut actions) };
+        let rc = unsafe { libc::posix_spawn_file_actions_init(actions.as_mut_ptr()) };
         spawn_rc(rc, "posix_spawn_file_actions_init")?;
-        // SAFETY: as for `actions`.
-        let mut attr: libc::posix_spawnattr_t = unsafe { std::mem::zeroed() };
+        let mut attr = std::mem::MaybeUninit::zeroed();
         // SAFETY: initialises the storage above in place.
-        let rc = unsafe { libc::posix_spawnattr_init(&mut attr) };
+        let rc = unsafe { libc::posix_spawnattr_init(attr.as_mut_ptr()) };
         if let Err(e) = spawn_rc(rc, "posix_spawnattr_init") {
             // SAFETY: initialised above, destroyed once.
-            unsafe { libc::posix_spawn_file_actions_destroy(&mut actions) };
+            unsafe { libc::posix_spawn_file_actions_destroy(actions.as_mut_ptr()) };
             return Err(e);
         }
         Ok(Spawner { actions, attr })
     }
 
-    /// The file actions, for an OS's own additions (`addclosefrom_np`,
-    /// `addinherit_np`, `addchdir_np`).
-    pub(crate) fn actions(&mut self) -> &mut libc::posix_spawn_file_actions_t {
-        &mut self.actions
+    /// The file actions, initialised, for an OS's own additions
+    /// (`addclosefrom_np`, `addinherit_np`, `addchdir_np`): valid while
+    /// `self` lives and is not moved.
+    pub(crate) fn actions(&mut self) -> *mut libc::posix_spawn_file_actions_t {
+        self.actions.as_mut_ptr()
     }
 
     /// `posix_spawn_file_actions_adddup2(fd, target)`. `fd` must stay open
     /// until the spawn.
     pub(crate) fn dup2(&mut self, fd: RawFd, target: RawFd) -> io::Result<()> {
         // SAFETY: records an action in the initialised object; no pointer kept.
-        let rc = unsafe { libc::posix_spawn_file_actions_adddup2(&mut self.actions, fd, target) };
+        let rc = unsafe {
+            libc::posix_spawn_file_actions_adddup2(self.actions.as_mut_ptr(), fd, target)
+        };
         spawn_rc(rc, "posix_spawn_file_actions_adddup2")
     }
 
     /// `posix_spawnattr_setflags(flags)`.
     pub(crate) fn set_flags(&mut self, flags: libc::c_short) -> io::Result<()> {
         // SAFETY: sets a field of the initialised attributes object.
-        let rc = unsafe { libc::posix_spawnattr_setflags(&mut self.attr, flags) };
+        let rc = unsafe { libc::posix_spawnattr_setflags(self.attr.as_mut_ptr(), flags) };
         spawn_rc(rc, "posix_spawnattr_setflags")
     }
 
@@ -109,7 +112,7 @@ impl Spawner {
     )]
     pub(crate) fn set_sigmask(&mut self, set: &libc::sigset_t) -> io::Result<()> {
         // SAFETY: copies the set into the initialised attributes object.
-        let rc = unsafe { libc::posix_spawnattr_setsigmask(&mut self.attr, set) };
+        let rc = unsafe { libc::posix_spawnattr_setsigmask(self.attr.as_mut_ptr(), set) };
         spawn_rc(rc, "posix_spawnattr_setsigmask")
     }
 
@@ -120,7 +123,7 @@ impl Spawner {
     )]
     pub(crate) fn set_sigdefault(&mut self, set: &libc::sigset_t) -> io::Result<()> {
         // SAFETY: copies the set into the initialised attributes object.
-        let rc = unsafe { libc::posix_spawnattr_setsigdefault(&mut self.attr, set) };
+        let rc = unsafe { libc::posix_spawnattr_setsigdefault(self.attr.as_mut_ptr(), set) };
         spawn_rc(rc, "posix_spawnattr_setsigdefault")
     }
 
@@ -145,8 +148,8 @@ impl Spawner {
             call(
                 &mut pid,
                 program.as_ptr(),
-                &self.actions,
-                &self.attr,
+                self.actions.as_ptr(),
+                self.attr.as_ptr(),
                 argv.as_ptr(),
                 envp.as_ptr(),
             )
@@ -166,9 +169,9 @@ impl Spawner {
 impl Drop for Spawner {
     fn drop(&mut self) {
         // SAFETY: initialised in new, destroyed once.
-        unsafe { libc::posix_spawn_file_actions_destroy(&mut self.actions) };
+        unsafe { libc::posix_spawn_file_actions_destroy(self.actions.as_mut_ptr()) };
         // SAFETY: initialised in new, destroyed once.
-        unsafe { libc::posix_spawnattr_destroy(&mut self.attr) };
+        unsafe { libc::posix_spawnattr_destroy(self.attr.as_mut_ptr()) };
     }
 }
 
@@ -196,14 +199,14 @@ fn addclosefrom_fn() -> Option<AddClosefrom> {
 /// has it; `missing()` otherwise (each OS says why in its own words).
 #[cfg(any(target_os = "linux", target_os = "macos"))]
 pub(crate) fn addclosefrom_or(
-    actions: &mut libc::posix_spawn_file_actions_t,
+    spawner: &mut Spawner,
     from: libc::c_int,
     missing: impl FnOnce() -> io::Error,
 ) -> io::Result<()> {
     let f = addclosefrom_fn().ok_or_else(missing)?;
-    // SAFETY: an initialised file-actions object (a `&mut` to one), which
-    // the call only appends an action to.
-    match unsafe { f(actions, from) } {
+    // SAFETY: a Spawner's file actions are initialised while it lives; the
+    // call only appends an action to them.
+    match unsafe { f(spawner.actions(), from) } {
         0 => Ok(()),
         rc => Err(io::Error::from_raw_os_error(rc)),
     }
@@ -221,6 +224,21 @@ pub(crate) fn set_fd_flags(fd: RawFd, flags: libc::c_int) -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// `getsockopt(fd, level, name)` for an `int` option, on a descriptor
+/// *number*: the value, or `None` on any error (`EBADF`, `ENOTSOCK`). One
+/// system call, async-signal-safe, no allocation, so a forked child may make
+/// it. Safe for any input: the kernel writes at most `len` bytes into a
+/// local `int` (rustix's sockopts need a borrowed descriptor, which a bare
+/// number from a directory listing is not).
+pub(crate) fn sockopt_int(fd: RawFd, level: libc::c_int, name: libc::c_int) -> Option<libc::c_int> {
+    let mut value: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `value` and `len` are valid for the kernel to write; `len`
+    // says how much room `value` has.
+    let rc = unsafe { libc::getsockopt(fd, level, name, (&raw mut value).cast(), &mut len) };
+    (rc == 0).then_some(value)
 }
 
 /// An all-zero `sigset_t`: plain data, for `sigfillset`, `sigemptyset` or
