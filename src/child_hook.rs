@@ -50,10 +50,17 @@ pub(crate) enum Hook {
     Pressure(crate::pressure::ChildHold),
     /// Calls `close` on the descriptors of one class
     /// ([`crate::pressure::DropClass::close_all`]).
-    #[cfg_attr(not(test), expect(dead_code, reason = "pressure's tests install it"))]
+    #[cfg_attr(
+        not(all(test, target_os = "linux")),
+        expect(dead_code, reason = "pressure's Linux tests install it")
+    )]
     CloseClass(crate::pressure::DropClass),
     /// An OS's own hook ([`crate::sys::ChildHook`]: on Linux the
     /// parent-death signal and `fix::spawn`'s close-on-exec pass).
+    #[cfg_attr(
+        not(target_os = "linux"),
+        expect(dead_code, reason = "only Linux has hooks of its own")
+    )]
     Sys(crate::sys::ChildHook),
 }
 
