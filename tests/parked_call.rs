@@ -6,7 +6,7 @@
 //! child's exact `... ok` line and `1 passed` are in its output, so a renamed
 //! or missing child cannot pass silently.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::process::Command;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -61,15 +61,13 @@ fn in_preloaded_process(child: &str) {
     );
 }
 
-/// A socket made without close-on-exec (the first step), as a raw libc call.
+/// A socket made with exactly `flags` (none: the first step of two), through
+/// libc's `socket` so the interposer sees it: socket2's `new_raw` calls
+/// `libc::socket` with the type as given and adds no flag (unlike its `new`,
+/// which adds close-on-exec).
 fn bare_socket(flags: libc::c_int) -> std::io::Result<OwnedFd> {
-    // SAFETY: plain socket(2) through libc, so the interposer sees it.
-    let fd = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | flags, 0) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: a descriptor socket(2) just returned, owned by no one else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    let ty = socket2::Type::from(libc::SOCK_STREAM | flags);
+    Ok(socket2::Socket::new_raw(socket2::Domain::UNIX, ty, None)?.into())
 }
 
 /// The second step: fcntl(F_SETFD, FD_CLOEXEC). The interposer wraps no
