@@ -140,10 +140,10 @@ pub(crate) struct ParkFds {
 /// Runs in the child between fork and exec: async-signal-safe calls only.
 /// Plain syscalls on descriptor numbers the child inherited; a failure only
 /// shortens the hold, which the parent then sees as end-of-file.
-pub(crate) fn park(fds: ParkFds) -> io::Result<()> {
+pub(crate) fn park(fds: ParkFds, child: &crate::child_hook::InChild) -> io::Result<()> {
+    // The child's copies of the parent-side pipe ends.
     for fd in [fds.parent_ready, fds.parent_release] {
-        // SAFETY: closes the child's copy of a parent-side pipe end.
-        unsafe { libc::close(fd) };
+        crate::child_hook::close(fd, child);
     }
     let byte = 1u8;
     // SAFETY: writes one byte from a local to the inherited pipe.

@@ -66,21 +66,39 @@ pub(crate) enum Hook {
 
 impl Hook {
     /// Runs in the child between fork and exec.
-    fn run(&self) -> io::Result<()> {
+    fn run(&self, child: &InChild) -> io::Result<()> {
         match self {
             Hook::ForkOnly => Ok(()),
             Hook::CloseRangeFrom(from) => crate::sys::close_range_from(*from),
             Hook::CloseEvery { from, limit } => {
-                crate::spawn::close_every_fd(*from, *limit);
+                crate::spawn::close_every_fd(*from, *limit, child);
                 Ok(())
             }
             Hook::Inherit(fd) => crate::sys::set_fd_flags(*fd, 0),
-            Hook::Park(fds) => crate::child::park(*fds),
-            Hook::Pressure(hold) => crate::pressure::hold_in_child(hold),
-            Hook::CloseClass(class) => class.close_all(),
+            Hook::Park(fds) => crate::child::park(*fds, child),
+            Hook::Pressure(hold) => crate::pressure::hold_in_child(hold, child),
+            Hook::CloseClass(class) => class.close_all(child),
             Hook::Sys(hook) => hook.run(),
         }
     }
+}
+
+/// Proof that the code holding it runs in a forked child between fork and
+/// exec: only [`install`]'s hook makes one (the field is private), and only
+/// by reference does it leave there.
+#[derive(Debug)]
+pub(crate) struct InChild(());
+
+/// `close(fd)` on a descriptor *number*, errors ignored (`EBADF` for one
+/// that is not open). Safe with the [`InChild`] proof: the child either
+/// execs or `_exit`s (std's fork path never returns from a hook into the
+/// caller's frames), so no owner in it (an `OwnedFd`, a `File`) runs its
+/// drop and closes the number a second time; the parent's descriptors are
+/// its own, untouched. Async-signal-safe: one system call.
+pub(crate) fn close(fd: RawFd, _: &InChild) {
+    // SAFETY: closes a number in the forked child, which runs no owner's
+    // drop afterwards (see above); close takes no pointer.
+    unsafe { libc::close(fd) };
 }
 
 /// Makes `cmd` fork and exec instead of calling `posix_spawn`, with nothing
@@ -104,5 +122,5 @@ pub(crate) fn install(cmd: &mut Command, hook: Hook) {
     // its documentation lists, on data copied in before the fork; none
     // allocates, takes a lock, prints or panics (the match and the calls it
     // makes index nothing unchecked). The closure only borrows `hook`.
-    unsafe { cmd.pre_exec(move || hook.run()) };
+    unsafe { cmd.pre_exec(move || hook.run(&InChild(()))) };
 }

@@ -193,13 +193,12 @@ impl DropClass {
     }
 
     /// Closes every descriptor from 3 up of this class in the calling
-    /// process. Async-signal-safe: for a forked child before exec.
-    pub fn close_all(self) -> io::Result<()> {
+    /// process. Async-signal-safe, and only for a forked child before exec
+    /// (the [`crate::child_hook::InChild`] proof).
+    pub(crate) fn close_all(self, child: &crate::child_hook::InChild) -> io::Result<()> {
         crate::sys::each_open_fd(&mut |fd| {
             if fd > 2 && (self == DropClass::All || DropClass::of(fd) == Some(self)) {
-                // SAFETY: closes a descriptor of this (forked) process; the
-                // caller gave up every descriptor of the class.
-                unsafe { libc::close(fd) };
+                crate::child_hook::close(fd, child);
             }
         })
     }
@@ -474,11 +473,14 @@ pub(crate) struct ChildHold {
 /// Runs in a pressure child between fork and exec: closes `drop`'s class,
 /// then sleeps the hold. Async-signal-safe calls only (open, getdents64,
 /// fstat, getsockopt and close in `close_all`; nanosleep); no allocation.
-pub(crate) fn hold_in_child(hold: &ChildHold) -> io::Result<()> {
+pub(crate) fn hold_in_child(
+    hold: &ChildHold,
+    child: &crate::child_hook::InChild,
+) -> io::Result<()> {
     if let Some(class) = hold.drop {
         // std's exec-error pipe is a pipe too: with `pipe` or `all` the
         // parent's spawn returns at the close instead of the exec.
-        class.close_all()?;
+        class.close_all(child)?;
     }
     // Sleeping is the purpose here, not synchronisation: the hold is how
     // long the child keeps its copies.

@@ -371,11 +371,9 @@ fn open_max() -> io::Result<RawFd> {
 /// `close(fd)` for every `fd` in `from..limit`, ignoring `EBADF`: the
 /// brute-force loop, one system call per number whether or not it is open.
 /// Async-signal-safe: only `close(2)`.
-pub(crate) fn close_every_fd(from: RawFd, limit: RawFd) {
+pub(crate) fn close_every_fd(from: RawFd, limit: RawFd, child: &crate::child_hook::InChild) {
     for fd in from..limit {
-        // SAFETY: runs in the forked child just before exec, where nothing
-        // else uses the descriptors it closes.
-        unsafe { libc::close(fd) };
+        crate::child_hook::close(fd, child);
     }
 }
 
