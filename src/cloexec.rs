@@ -301,9 +301,7 @@ pub fn inheritable_fds() -> io::Result<Vec<RawFd>> {
 /// process does not own included (rustix's safe `fcntl_getfd` needs a
 /// borrowed descriptor, which a bare number is not).
 pub fn fd_flags(fd: RawFd) -> Option<libc::c_int> {
-    // SAFETY: F_GETFD reads a descriptor's flags; a closed number is EBADF.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
-    (flags >= 0).then_some(flags)
+    sys::fd_flags_op(fd, None).ok()
 }
 
 /// How a [`Holder`] is spawned.

@@ -23,6 +23,12 @@ pub(crate) fn id_version(_os_release: &str, kernel_release: &str) -> String {
     kernel_release.to_owned()
 }
 
+/// The 1-minute load average: the first field of `/proc/loadavg`.
+pub(crate) fn load_average() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    text.split_whitespace().next()?.parse().ok()
+}
+
 /// Whether the kernel lists the `hypervisor` cpu flag in `/proc/cpuinfo`
 /// (set from CPUID leaf 1 ECX bit 31 on x86, by the firmware elsewhere).
 ///

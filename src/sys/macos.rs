@@ -123,6 +123,23 @@ pub(crate) fn hypervisor_present() -> bool {
     sysctl_int(c"kern.hv_vmm_present") == Some(1)
 }
 
+/// The 1-minute load average from `sysctl vm.loadavg`: xnu's `struct
+/// loadavg { fixpt_t ldavg[3]; long fscale; }` (a u32 each, padding, then a
+/// 64-bit `long` at offset 16), the first value over `fscale`, as Libc's
+/// `getloadavg` computes it.
+///
+/// # References
+/// - xnu `bsd/sys/resource.h` (`struct loadavg`); Libc `gen/FreeBSD/getloadavg.c`
+pub(crate) fn load_average() -> Option<f64> {
+    let mut raw = [0u8; 24];
+    if sysctl(c"vm.loadavg", Some(&mut raw), None)? < raw.len() {
+        return None;
+    }
+    let first = u32::from_ne_bytes(raw[0..4].try_into().ok()?);
+    let scale = i64::from_ne_bytes(raw[16..24].try_into().ok()?);
+    (scale > 0).then(|| f64::from(first) / scale as f64)
+}
+
 /// libSystem carries no version of its own apart from the OS's.
 pub(crate) fn libc_name_version() -> (String, String) {
     ("libsystem".into(), String::new())

@@ -14,6 +14,11 @@ pub(crate) fn id_version(_os_release: &str, kernel_release: &str) -> String {
     kernel_release.to_owned()
 }
 
+/// Not wired up here.
+pub(crate) fn load_average() -> Option<f64> {
+    None
+}
+
 /// No portable way to ask; CPUID and the kernel command line still may tell.
 pub(crate) fn hypervisor_present() -> bool {
     false

@@ -61,6 +61,10 @@ fn spawn_rc(rc: libc::c_int, what: &str) -> io::Result<()> {
 pub(crate) struct Spawner {
     actions: std::mem::MaybeUninit<libc::posix_spawn_file_actions_t>,
     attr: std::mem::MaybeUninit<libc::posix_spawnattr_t>,
+    /// Whether the attributes were initialised: false only while [`Spawner::new`]
+    /// runs, so that a failed `posix_spawnattr_init` leaves Drop to destroy
+    /// the file actions alone.
+    attr_ready: bool,
 }
 
 impl Spawner {
@@ -70,15 +74,17 @@ impl Spawner {
         // SAFETY: initialises the storage above in place.
         let rc = unsafe { libc::posix_spawn_file_actions_init(actions.as_mut_ptr()) };
         spawn_rc(rc, "posix_spawn_file_actions_init")?;
-        let mut attr = std::mem::MaybeUninit::zeroed();
-        // SAFETY: initialises the storage above in place.
-        let rc = unsafe { libc::posix_spawnattr_init(attr.as_mut_ptr()) };
-        if let Err(e) = spawn_rc(rc, "posix_spawnattr_init") {
-            // SAFETY: initialised above, destroyed once.
-            unsafe { libc::posix_spawn_file_actions_destroy(actions.as_mut_ptr()) };
-            return Err(e);
-        }
-        Ok(Spawner { actions, attr })
+        // From here Drop destroys the file actions on every way out.
+        let mut spawner = Spawner {
+            actions,
+            attr: std::mem::MaybeUninit::zeroed(),
+            attr_ready: false,
+        };
+        // SAFETY: initialises the attribute storage in place.
+        let rc = unsafe { libc::posix_spawnattr_init(spawner.attr.as_mut_ptr()) };
+        spawn_rc(rc, "posix_spawnattr_init")?;
+        spawner.attr_ready = true;
+        Ok(spawner)
     }
 
     /// The file actions, initialised, for an OS's own additions
@@ -170,8 +176,10 @@ impl Drop for Spawner {
     fn drop(&mut self) {
         // SAFETY: initialised in new, destroyed once.
         unsafe { libc::posix_spawn_file_actions_destroy(self.actions.as_mut_ptr()) };
-        // SAFETY: initialised in new, destroyed once.
-        unsafe { libc::posix_spawnattr_destroy(self.attr.as_mut_ptr()) };
+        if self.attr_ready {
+            // SAFETY: initialised in new (attr_ready says so), destroyed once.
+            unsafe { libc::posix_spawnattr_destroy(self.attr.as_mut_ptr()) };
+        }
     }
 }
 
@@ -212,18 +220,28 @@ pub(crate) fn addclosefrom_or(
     }
 }
 
-/// `fcntl(fd, F_SETFD, flags)` on a descriptor *number*: one system call,
-/// async-signal-safe, so a forked child may make it before exec. Safe for
-/// any number: it changes only that descriptor's close-on-exec flag and
-/// touches no memory (a closed number answers `EBADF`). rustix's
-/// `fcntl_setfd` needs a borrowed descriptor, which a bare number from a
-/// directory listing or a copied-in value is not.
-pub(crate) fn set_fd_flags(fd: RawFd, flags: libc::c_int) -> io::Result<()> {
-    // SAFETY: F_SETFD takes an int argument and no pointer.
-    if unsafe { libc::fcntl(fd, libc::F_SETFD, flags) } == -1 {
+/// `fcntl(fd, F_GETFD)` (`set` is `None`) or `fcntl(fd, F_SETFD, flags)` on
+/// a descriptor *number*: the flags read, or 0 after a set. The one raw call
+/// for descriptor flags here: safe for any number, since it reads or changes
+/// only that descriptor's close-on-exec flag and touches no memory (a closed
+/// number answers `EBADF`); rustix's `fcntl_getfd`/`fcntl_setfd` need a
+/// borrowed descriptor, which a bare number from a directory listing or a
+/// copied-in value is not. One system call, async-signal-safe, so a forked
+/// child may make it before exec.
+pub(crate) fn fd_flags_op(fd: RawFd, set: Option<libc::c_int>) -> io::Result<libc::c_int> {
+    // F_GETFD ignores its third argument; F_SETFD reads it as an int.
+    let (cmd, arg) = set.map_or((libc::F_GETFD, 0), |flags| (libc::F_SETFD, flags));
+    // SAFETY: both commands take at most an int argument and no pointer.
+    let rc = unsafe { libc::fcntl(fd, cmd, arg) };
+    if rc == -1 {
         return Err(io::Error::last_os_error());
     }
-    Ok(())
+    Ok(rc)
+}
+
+/// `fcntl(fd, F_SETFD, flags)` on a descriptor *number* ([`fd_flags_op`]).
+pub(crate) fn set_fd_flags(fd: RawFd, flags: libc::c_int) -> io::Result<()> {
+    fd_flags_op(fd, Some(flags)).map(drop)
 }
 
 /// `getsockopt(fd, level, name)` for an `int` option, on a descriptor
