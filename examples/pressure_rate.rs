@@ -17,8 +17,8 @@ use fdwindow::pressure::{Config, Pressure, SpawnPath};
 /// User+system seconds of this process and its reaped children.
 fn cpu_seconds() -> f64 {
     let secs = |who| {
-        // SAFETY: all-zero is a valid rusage for getrusage to fill.
-        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // libc's Default for rusage is all-zero, for getrusage to fill.
+        let mut ru = libc::rusage::default();
         // SAFETY: getrusage fills the struct (rustix 1.1 does not wrap it).
         unsafe { libc::getrusage(who, &mut ru) };
         let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;

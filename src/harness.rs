@@ -245,12 +245,14 @@ extern "C" fn on_signal(_: libc::c_int) {
 /// dying, so every child is reaped and every scratch path removed before the
 /// process exits.
 pub fn catch_interrupts() {
-    // SAFETY: all-zero is a valid `struct sigaction` (no flags, no handler)
-    // that the lines below fill in.
-    let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
-    action.sa_sigaction = on_signal as *const () as libc::sighandler_t;
-    // SAFETY: initialises the mask inside the struct above.
-    unsafe { libc::sigemptyset(&mut action.sa_mask) };
+    // No flags (no SA_RESTART: a blocking call returns EINTR, so a wait
+    // loop sees the flag); every signal blocked while the handler runs,
+    // which only stores to an atomic.
+    let action = crate::sys::sigaction_of(
+        on_signal as *const () as libc::sighandler_t,
+        crate::sys::full_sigset(),
+        0,
+    );
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: installs a handler that only stores to an atomic, which is
         // async-signal-safe.

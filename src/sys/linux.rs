@@ -389,11 +389,28 @@ fn vfork_fail(args: &mut VforkArgs) -> ! {
     unsafe { libc::_exit(127) }
 }
 
+/// A `struct sigaction` with `handler` (`SIG_DFL`, `SIG_IGN` or a function's
+/// address), `mask` and `flags`: built field by field, nothing left unset.
+/// glibc's and musl's `struct sigaction` have a fourth field, the restorer
+/// (set by libc itself; `None` here).
+pub(crate) fn sigaction_of(
+    handler: libc::sighandler_t,
+    mask: libc::sigset_t,
+    flags: libc::c_int,
+) -> libc::sigaction {
+    libc::sigaction {
+        sa_sigaction: handler,
+        sa_mask: mask,
+        sa_flags: flags,
+        sa_restorer: None,
+    }
+}
+
 /// `sigaction(sig, new, &old)`: the old action. One system call,
 /// async-signal-safe.
 fn sigaction(sig: libc::c_int, new: Option<&libc::sigaction>) -> Option<libc::sigaction> {
-    // SAFETY: all-zero is a valid `struct sigaction` for the kernel to fill.
-    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    // Storage for the kernel to fill.
+    let mut old = sigaction_of(libc::SIG_DFL, super::blank_sigset(), 0);
     let new = new.map_or(std::ptr::null(), |n| n as *const libc::sigaction);
     // SAFETY: `new` is null or a valid action; `old` is writable.
     (unsafe { libc::sigaction(sig, new, &mut old) } == 0).then_some(old)

@@ -140,6 +140,20 @@ pub(crate) fn load_average() -> Option<f64> {
     (scale > 0).then(|| f64::from(first) / scale as f64)
 }
 
+/// A `struct sigaction` with `handler` (`SIG_DFL`, `SIG_IGN` or a function's
+/// address), `mask` and `flags`: built field by field, nothing left unset.
+pub(crate) fn sigaction_of(
+    handler: libc::sighandler_t,
+    mask: libc::sigset_t,
+    flags: libc::c_int,
+) -> libc::sigaction {
+    libc::sigaction {
+        sa_sigaction: handler,
+        sa_mask: mask,
+        sa_flags: flags,
+    }
+}
+
 /// libSystem carries no version of its own apart from the OS's.
 pub(crate) fn libc_name_version() -> (String, String) {
     ("libsystem".into(), String::new())

@@ -14,6 +14,23 @@ pub(crate) fn id_version(_os_release: &str, kernel_release: &str) -> String {
     kernel_release.to_owned()
 }
 
+/// A `struct sigaction` with `handler` (`SIG_DFL`, `SIG_IGN` or a function's
+/// address), `mask` and `flags`: built field by field, nothing left unset.
+/// The other Unixes' layouts differ, so the struct starts all-zero.
+pub(crate) fn sigaction_of(
+    handler: libc::sighandler_t,
+    mask: libc::sigset_t,
+    flags: libc::c_int,
+) -> libc::sigaction {
+    // SAFETY: all-zero is a valid `struct sigaction` (no handler, no flags),
+    // whose named fields are then set.
+    let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+    action.sa_sigaction = handler;
+    action.sa_mask = mask;
+    action.sa_flags = flags;
+    action
+}
+
 /// Not wired up here.
 pub(crate) fn load_average() -> Option<f64> {
     None
