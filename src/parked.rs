@@ -8,7 +8,8 @@
 //! `accept4`, `pipe`, `pipe2`, the `open`/`openat`/`creat` family with its
 //! `64` and fortified `__open*_2` names, `fcntl`/`fcntl64` for `F_DUPFD*`,
 //! `dup`, `dup2`, `dup3`, and `recvmsg` receiving `SCM_RIGHTS`). Its control
-//! functions are found here with `dlsym(RTLD_DEFAULT)`; when they are absent
+//! functions come as one table (`fdwindow_parked_api`), found here with
+//! `dlsym(RTLD_DEFAULT)` and checked once (ABI version and size); when it is absent
 //! (the library was not preloaded: a static libc, a SIP-protected binary, a
 //! loader that ignores the variable) every trial is `unsupported` with that
 //! reason.
