@@ -581,7 +581,15 @@ fn verdict(
         emit(&format!("observed {}\n", cells.join(" ")));
         return Ok(ExitCode::SUCCESS);
     }
-    if arms.is_empty() {
+    // Cells the run left out on purpose (a default run's race windows hold
+    // no mitigation that a deterministic window decides) say so.
+    let left_out: Vec<String> = report
+        .left_out
+        .iter()
+        .filter(|l| l.arm == arm && window.is_none_or(|w| l.window == w))
+        .map(|l| format!("{} {}\n", l.window.id(), l.why))
+        .collect();
+    if arms.is_empty() && left_out.is_empty() {
         let mut known: Vec<_> = report.arms.iter().map(|a| a.arm.as_str()).collect();
         known.dedup();
         return Err(Usage(format!(
@@ -593,7 +601,7 @@ fn verdict(
         .into_iter()
         .filter(|a| window.is_none_or(|w| a.window == w))
         .collect();
-    if chosen.is_empty() {
+    if chosen.is_empty() && left_out.is_empty() {
         return Err(Usage(format!(
             "{hazard} {arm} did not run in window {}",
             window.map_or("", Window::id)
@@ -604,6 +612,7 @@ fn verdict(
     let lines: String = chosen
         .into_iter()
         .map(|a| format!("{} {}\n", a.window.id(), cell_line(report, a)))
+        .chain(left_out)
         .collect();
     emit(&lines);
     Ok(ExitCode::SUCCESS)
