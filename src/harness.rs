@@ -728,19 +728,20 @@ fn settled(probe: &Probe, cells: &Cells<'_>, i: usize, platform: &Platform) -> b
     }
 }
 
-/// Which of a race window's `active` cells race another round after
-/// `rounds` rounds: a mitigation or sham until the report's judgement
-/// decides it; a control for a default run's [`RACE_BLOCKS`] rounds, and
-/// after that while any arm still racing is judged against it. A faulted
-/// cell stops.
+/// Which of a race window's cells (`window`) race another round after
+/// `rounds` rounds: a mitigation or sham while the report's judgement has
+/// not decided it (one stopped earlier races again when its control's later
+/// rounds undo its verdict, so every verdict holds on the final counts); a
+/// control for a default run's [`RACE_BLOCKS`] rounds, and after that while
+/// any arm still racing is judged against it. A faulted cell stops.
 fn still_racing(
     probe: &Probe,
     cells: &Cells<'_>,
-    active: &[usize],
+    window: &[usize],
     rounds: u32,
     platform: &Platform,
 ) -> Vec<usize> {
-    let undecided: Vec<usize> = active
+    let undecided: Vec<usize> = window
         .iter()
         .copied()
         .filter(|&i| {
@@ -750,7 +751,7 @@ fn still_racing(
                 && !judge_now(probe, cells, i, platform).verdict.is_decided()
         })
         .collect();
-    active
+    window
         .iter()
         .copied()
         .filter(|&i| {
@@ -771,25 +772,27 @@ fn still_racing(
         .collect()
 }
 
-/// Runs a race window's cells in interleaved rounds, one block of each
-/// `active` cell per round in declaration order, so control and
+/// Runs a race window's cells (`window`) in interleaved rounds, one block
+/// of each racing cell per round in declaration order, so control and
 /// mitigations share the machine's conditions; after each round `keep`
-/// says which race on. Stops when none does, after `max_rounds` (the
-/// per-arm budget), or once `deadline` has passed. Returns the rounds run.
+/// says which of the window's cells race the next. Stops when none does,
+/// after `max_rounds` (the per-arm budget), or once `deadline` has passed.
+/// Returns the rounds run.
 fn race_rounds<E>(
-    mut active: Vec<usize>,
+    window: Vec<usize>,
     max_rounds: u32,
     deadline: Option<Instant>,
     mut block: impl FnMut(usize) -> Result<(), E>,
     mut keep: impl FnMut(&[usize], u32) -> Vec<usize>,
 ) -> Result<u32, E> {
+    let mut active = window.clone();
     let mut rounds = 0;
     while !active.is_empty() && rounds < max_rounds && deadline.is_none_or(|d| Instant::now() < d) {
         for &i in &active {
             block(i)?;
         }
         rounds += 1;
-        active = keep(&active, rounds);
+        active = keep(&window, rounds);
     }
     Ok(rounds)
 }
@@ -805,7 +808,13 @@ struct Cell {
     fault: Option<Fault>,
     /// Too many unconfirmed trials: no more are tried.
     gave_up: bool,
+    /// Time spent in its blocks, reported as the tally `time-ms`.
+    elapsed: Duration,
 }
+
+/// The tally that holds a cell's own time, in milliseconds (`total`): where
+/// a run spends its time, per arm and window.
+pub const TIME_TALLY: &str = "time-ms";
 
 impl Cell {
     fn outcome(&self) -> Outcome {
@@ -824,6 +833,10 @@ impl Cell {
                         .or_default()
                         .insert("total".into(), self.iterations);
                 }
+                tallies
+                    .entry(TIME_TALLY.into())
+                    .or_default()
+                    .insert("total".into(), self.elapsed.as_millis() as u64);
                 Outcome::Observed {
                     trials: self.trials,
                     hits: self.hits,
@@ -862,6 +875,24 @@ impl SpawnHits {
 /// to `cell`; `cap` (the cell's most trials) bounds its unconfirmed ones.
 #[allow(clippy::too_many_arguments)]
 fn run_block(
+    arm: &Arm,
+    window: Window,
+    trials: u64,
+    cap: u64,
+    deadline: Option<Instant>,
+    race: Option<SpawnRace>,
+    scratch: &Scratch,
+    cell: &mut Cell,
+) -> Result<(), RunError> {
+    let began = Instant::now();
+    let result = block_trials(arm, window, trials, cap, deadline, race, scratch, cell);
+    cell.elapsed += began.elapsed();
+    result
+}
+
+/// [`run_block`]'s trials.
+#[allow(clippy::too_many_arguments)]
+fn block_trials(
     arm: &Arm,
     window: Window,
     trials: u64,
@@ -1212,6 +1243,15 @@ mod tests {
     /// rounds run through [`race_rounds`] and [`still_racing`], the run's own
     /// scheduler and stopping rule. Returns each cell's rounds.
     fn race(per_round: [(u64, u64); 3], max_rounds: u32) -> (Vec<u32>, u32) {
+        race_with(|i, _| per_round[i], max_rounds).0
+    }
+
+    /// [`race`] with the counts of cell `i`'s block in round `r` (from 0)
+    /// given by `per_round(i, r)`; also returns the final cells.
+    fn race_with(
+        per_round: impl Fn(usize, u32) -> (u64, u64),
+        max_rounds: u32,
+    ) -> ((Vec<u32>, u32), Cells<'static>) {
         let p = probe(RACE);
         let platform = Platform::detect();
         let cells = std::cell::RefCell::new(race_cells(RACE, &[(0, 0); 3]));
@@ -1221,16 +1261,41 @@ mod tests {
             max_rounds,
             None,
             |i| {
+                let (hits, trials) = per_round(i, blocks[i]);
                 let cell = &mut cells.borrow_mut()[i].2;
-                cell.hits += per_round[i].0;
-                cell.trials += per_round[i].1;
+                cell.hits += hits;
+                cell.trials += trials;
                 blocks[i] += 1;
                 Ok::<(), ()>(())
             },
-            |active, rounds| still_racing(&p, &cells.borrow(), active, rounds, &platform),
+            |window, rounds| still_racing(&p, &cells.borrow(), window, rounds, &platform),
         )
         .unwrap();
-        (blocks, rounds)
+        ((blocks, rounds), cells.into_inner())
+    }
+
+    /// A fix decided early races again when its control's later rounds undo
+    /// the decision, so the verdict the report shows holds on final counts.
+    #[test]
+    fn a_fix_whose_verdict_the_control_undoes_races_again() {
+        // The control hits 10 of 10 in its first round and never again; `n`
+        // is valid after one round, then not, as the control's rate falls.
+        let ((blocks, rounds), cells) = race_with(
+            |i, r| match (i, r) {
+                (0, 0) => (10, 10),
+                (1, _) => (1, 10),
+                _ => (0, 10),
+            },
+            THOROUGH_RACE_ROUNDS,
+        );
+        assert!(blocks[2] > 1, "{blocks:?}");
+        // The control raced every round that `n` did.
+        assert!(blocks[0] >= blocks[2].max(RACE_BLOCKS), "{blocks:?}");
+        let p = probe(RACE);
+        let decided = judge_now(&p, &cells, 2, &Platform::detect())
+            .verdict
+            .is_decided();
+        assert!(decided || rounds == THOROUGH_RACE_ROUNDS, "{blocks:?}");
     }
 
     #[test]

@@ -42,14 +42,20 @@ enum Cmd {
         /// Where the probe binaries are (default: beside this binary).
         #[arg(long)]
         probes: Option<PathBuf>,
-        /// Trials per arm in deterministic windows.
+        /// Most trials per arm in deterministic and in-process windows (a
+        /// cell stops at 7 once its verdict is decided).
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
         trials: Option<u64>,
-        /// Milliseconds per arm in the posix-spawn race.
+        /// Milliseconds per arm in the posix-spawn race (a default run's
+        /// time; a thorough run gives each arm up to 16 times this).
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..=600_000))]
         race_ms: Option<u64>,
-        /// Also measure what only a thorough run measures (the RLIMIT_NOFILE
-        /// sweep); a later default run keeps that table.
+        /// Also measure what only a thorough run measures: every mitigation
+        /// in the posix-spawn race (a default run races the controls, whose
+        /// rate it measures, and only the fixes no deterministic window
+        /// tests), each until its verdict is decided or its budget is spent,
+        /// and the RLIMIT_NOFILE sweep, which a later default run keeps. A
+        /// default run's report replaces the thorough one's race cells.
         #[arg(long)]
         thorough: bool,
         /// Hard timeout per probe, in seconds.
@@ -781,5 +787,24 @@ fn probe_times(
         .iter()
         .map(|(h, ms)| format!("{h} {:.1} s", *ms as f64 / 1000.0))
         .collect();
-    format!("time per probe: {}", parts.join(", "))
+    // Per arm and window: each cell's own time (its `time-ms` tally).
+    let mut cells: Vec<(String, u64)> = times
+        .iter()
+        .filter_map(|(h, _)| results.probes.get(*h))
+        .flat_map(fdwindow::timing::cell_times)
+        .collect();
+    cells.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let slowest: Vec<String> = cells
+        .iter()
+        .take(8)
+        .map(|(c, ms)| format!("{c} {:.2} s", *ms as f64 / 1000.0))
+        .collect();
+    let mut note = format!("time per probe: {}", parts.join(", "));
+    if !slowest.is_empty() {
+        note.push_str(&format!(
+            "\nslowest arms (per window): {}",
+            slowest.join(", ")
+        ));
+    }
+    note
 }
