@@ -16,6 +16,12 @@
 //! iteration's end, where trials look. The arms of a race window run in
 //! interleaved blocks (control, mitigations, control, …), so drift in the
 //! machine's load falls on all of them alike.
+//!
+//! A default run races the controls (a rate: how often the hazard bites a
+//! busy process) and only the mitigations that no deterministic window
+//! decides; a thorough run races every mitigation, each until the report's
+//! own judgement decides it or its budget is spent. Every arm stops once its
+//! verdict is decided: trials beyond that are waste.
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -38,8 +44,9 @@ pub struct Probe {
     pub hazard: &'static str,
     /// One sentence: "Checks whether …".
     pub about: &'static str,
-    /// Trials per arm in a deterministic window (fork-window, inherited,
-    /// parked-call) and in-process: enough to decide (7-10), no more.
+    /// The most trials per arm in a deterministic window (fork-window,
+    /// inherited, parked-call) and in-process: enough to decide (7-10), no
+    /// more. A cell stops at 7 once its verdict is decided ([`run`]).
     pub trials: u64,
     /// Time per arm in the posix-spawn race, split into interleaved blocks.
     pub race: Duration,
@@ -266,7 +273,7 @@ pub fn interrupted() -> bool {
 /// Trial settings; the defaults come from the probe's declaration.
 #[derive(Clone, Copy, Debug)]
 pub struct Settings {
-    /// Trials per arm in a deterministic or in-process window.
+    /// The most trials per arm in a deterministic or in-process window.
     pub trials: u64,
     /// Time per arm in the posix-spawn race, over all its blocks.
     pub race: Duration,
@@ -292,7 +299,8 @@ pub const THOROUGH_RACE_ROUNDS: u32 = 64;
 #[derive(Parser, Debug)]
 #[command(about = "An fdwindow probe: prints its report as JSON on stdout.")]
 struct ProbeArgs {
-    /// Trials per arm in a deterministic window (fork-window, inherited, parked-call, in-process).
+    /// Most trials per arm in a deterministic window (fork-window, inherited, parked-call,
+    /// in-process); a cell stops at 7 once its verdict is decided.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     trials: Option<u64>,
     /// Milliseconds per arm in the posix-spawn race.

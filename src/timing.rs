@@ -294,6 +294,43 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_section_lists_the_slowest_cells_of_the_runs() {
+        let run = |ms: u64| RunTiming {
+            load_at_start: 0.1,
+            wall_ms: 5000 + ms,
+            probes: [("flock-survival".to_owned(), 300 + ms)].into(),
+            cells: [
+                ("flock-survival close posix-spawn".to_owned(), 250 + ms),
+                ("flock-survival close fork-window".to_owned(), 40),
+            ]
+            .into(),
+        };
+        let file = TimingFile {
+            schema: TIMING_SCHEMA,
+            platform: Platform::detect(),
+            measured_at: "2026-01-01T00:00:00Z".into(),
+            command: "make timing".into(),
+            runs: vec![run(0), run(10), run(20)],
+            arms: vec![],
+        };
+        let cells = file.per_cell();
+        assert_eq!(cells[0].0, "flock-survival close posix-spawn");
+        assert_eq!(cells[0].1.median, 260.0);
+        let text = file.render();
+        assert!(
+            text.contains("| flock-survival | close | posix-spawn | 0.26 s | 0.25–0.27 s |"),
+            "{text}"
+        );
+        // A file written before cells were recorded still reads.
+        let mut json: serde_json::Value = serde_json::to_value(&file).unwrap();
+        for r in json["runs"].as_array_mut().unwrap() {
+            r.as_object_mut().unwrap().remove("cells");
+        }
+        let old = TimingFile::from_json(&json.to_string()).unwrap();
+        assert!(old.per_cell().is_empty());
+    }
+
+    #[test]
     fn spread_takes_the_middle_and_the_ends() {
         assert_eq!(Spread::of(&[]), None);
         let odd = Spread::of(&[30, 10, 20]).unwrap();
