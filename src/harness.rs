@@ -569,6 +569,12 @@ pub fn run(probe: &Probe, settings: Settings, only: &[String]) -> Result<ProbeRe
                     arm: arm.id.to_owned(),
                     role: arm.role,
                     window,
+                    against: match arm.role {
+                        Role::Control => None,
+                        Role::Mitigation | Role::Sham => {
+                            control_for(probe, arm, window).map(str::to_owned)
+                        }
+                    },
                     why: THOROUGH_ONLY.to_owned(),
                 });
             } else {

@@ -2270,6 +2270,7 @@ mod tests {
                 arm: "unlock-then-close".into(),
                 role: Role::Mitigation,
                 window: race,
+                against: Some("close".into()),
                 why: "not measured in a default run".into(),
             }],
         };

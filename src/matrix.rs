@@ -342,7 +342,13 @@ fn role_text(files: &[ResultsFile], hazard: &str, arm: &str, role: Role, window:
     let against = files
         .iter()
         .filter_map(|f| f.probes.get(hazard)?.find(arm, window))
-        .find_map(|a| a.against.clone());
+        .find_map(|a| a.against.clone())
+        .or_else(|| {
+            files
+                .iter()
+                .filter_map(|f| f.probes.get(hazard)?.left_out(arm, window))
+                .find_map(|l| l.against.clone())
+        });
     match (role, against) {
         // A race control's cell is a rate: how often the hazard bites a
         // process that spawns while it works.
@@ -630,6 +636,62 @@ mod tests {
         assert_eq!(pct(0.009972, true), "1.00%");
         assert_eq!(pct(0.996, false), "99%");
         assert_eq!(count_text(Count::new(20, 20)), "20/20 (83%–100%)");
+    }
+
+    /// A race control is marked as a rate; a cell a default run left out
+    /// has its row, which says it was not measured and how to measure it.
+    #[test]
+    fn rates_and_cells_left_out_are_marked() {
+        use crate::platform::Platform;
+        use crate::report::{LeftOut, SCHEMA_VERSION};
+        let platform = Platform::detect();
+        let control = |window: Window| ArmReport {
+            arm: "close".into(),
+            role: Role::Control,
+            window,
+            kind: window.kind().unwrap(),
+            emulated: false,
+            about: "closes it".into(),
+            against: None,
+            sham: None,
+            avoids: None,
+            outcome: Outcome::observed(9, 300),
+        };
+        let report = ProbeReport {
+            schema: SCHEMA_VERSION,
+            hazard: "flock-survival".into(),
+            about: "x".into(),
+            fdwindow_version: "0".into(),
+            platform: platform.clone(),
+            started_at: "2026-01-01T00:00:00Z".into(),
+            elapsed_ms: 1,
+            arms: vec![control(Window::ForkWindow), control(Window::PosixSpawn)],
+            tables: vec![],
+            left_out: vec![LeftOut {
+                arm: "unlock-then-close".into(),
+                role: Role::Mitigation,
+                window: Window::PosixSpawn,
+                against: Some("close".into()),
+                why: "not measured in a default run".into(),
+            }],
+        };
+        let file = ResultsFile {
+            schema: SCHEMA_VERSION,
+            platform,
+            probes: [("flock-survival".to_owned(), report)].into(),
+        };
+        let md = render(&[file], &[]);
+        assert!(md.contains("| `close` | control | fork-window |"), "{md}");
+        assert!(
+            md.contains("| `close` | control (rate) | posix-spawn |"),
+            "{md}"
+        );
+        assert!(
+            md.contains(&format!(
+                "| `unlock-then-close` | mitigation (vs `close`) | posix-spawn | {NOT_IN_DEFAULT} |"
+            )),
+            "{md}"
+        );
     }
 
     #[test]

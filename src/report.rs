@@ -87,6 +87,9 @@ pub struct LeftOut {
     pub role: Role,
     /// The window it was not run in.
     pub window: Window,
+    /// For a mitigation or sham: the control it would be judged against there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub against: Option<String>,
     /// Why, and which run measures it.
     pub why: String,
 }
