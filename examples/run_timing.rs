@@ -98,6 +98,11 @@ fn run() -> Result<(), String> {
                 .iter()
                 .map(|(h, r)| (h.clone(), r.elapsed_ms))
                 .collect(),
+            cells: file
+                .probes
+                .values()
+                .flat_map(fdwindow::timing::cell_times)
+                .collect(),
         });
         last = Some(file);
     }

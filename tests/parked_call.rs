@@ -308,6 +308,7 @@ fn child_a_cell_whose_calls_bypass_libc_is_broken() {
         trials: 7,
         race: Duration::from_millis(1),
         thorough: false,
+        deadline: None,
     };
     let report = fdwindow::harness::run(&RAW_PROBE, settings, &[]).unwrap();
     let cell = &report.arms[0];
