@@ -42,6 +42,7 @@ PRESSURE_RUNS ?= 100
 timing:
 	$(CARGO) build --release --locked --bins --examples
 	./target/release/examples/run_timing --runs 5 --results $(RESULTS)
+	./target/release/fdwindow matrix --results $(RESULTS)
 
 pressure:
 	$(CARGO) build --release --locked --workspace --lib --bins --examples

@@ -8,7 +8,6 @@
 //! cargo run --release --example pressure_rate -- [SECONDS_PER_RUN]
 //! ```
 
-use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -18,8 +17,8 @@ use fdwindow::pressure::{Config, Pressure, SpawnPath};
 /// User+system seconds of this process and its reaped children.
 fn cpu_seconds() -> f64 {
     let secs = |who| {
-        // SAFETY: all-zero is a valid rusage for getrusage to fill.
-        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // libc's Default for rusage is all-zero, for getrusage to fill.
+        let mut ru = libc::rusage::default();
         // SAFETY: getrusage fills the struct (rustix 1.1 does not wrap it).
         unsafe { libc::getrusage(who, &mut ru) };
         let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
@@ -38,8 +37,8 @@ fn plain(threads: usize, fork: bool, run: Duration) -> u64 {
                 let mut cmd = Command::new("/usr/bin/true");
                 cmd.env_clear().stdin(Stdio::null()).stdout(Stdio::null());
                 if fork {
-                    // SAFETY: an empty pre_exec (it only forces the fork path).
-                    unsafe { cmd.pre_exec(|| Ok(())) };
+                    // An empty pre_exec: it only forces the fork path.
+                    fdwindow::child_hook::fork_only(&mut cmd);
                 }
                 while Instant::now() < end {
                     cmd.spawn().unwrap().wait().unwrap();

@@ -98,6 +98,11 @@ fn run() -> Result<(), String> {
                 .iter()
                 .map(|(h, r)| (h.clone(), r.elapsed_ms))
                 .collect(),
+            cells: file
+                .probes
+                .values()
+                .flat_map(fdwindow::timing::cell_times)
+                .collect(),
         });
         last = Some(file);
     }
@@ -161,10 +166,7 @@ fn read_results(dir: &Path) -> Result<ResultsFile, String> {
     Err(format!("no results file in {}", dir.display()))
 }
 
-/// The 1-minute load average (getloadavg(3)).
+/// The 1-minute load average (getloadavg(3)'s first value).
 fn load_average() -> f64 {
-    let mut loads = [0f64; 3];
-    // SAFETY: getloadavg writes at most the 3 elements it is given room for.
-    let n = unsafe { libc::getloadavg(loads.as_mut_ptr(), 3) };
-    if n >= 1 { loads[0] } else { f64::NAN }
+    fdwindow::platform::load_average().unwrap_or(f64::NAN)
 }

@@ -27,7 +27,6 @@
 //! for end-of-file; `eof-after-copy` tallies that it came.
 
 use std::io::{self, PipeReader, PipeWriter, Read};
-use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use fdwindow::child::HeldChild;
@@ -118,16 +117,9 @@ fn pipe_io() -> io::Result<(PipeReader, PipeWriter)> {
 }
 
 fn set_nonblocking(reader: &PipeReader) -> io::Result<()> {
-    let fd = reader.as_raw_fd();
-    // SAFETY: F_GETFL on a borrowed, open descriptor.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    if flags == -1 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: F_SETFL on a borrowed, open descriptor.
-    if unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } == -1 {
-        return Err(io::Error::last_os_error());
-    }
+    use rustix::fs::{OFlags, fcntl_getfl, fcntl_setfl};
+    let flags = fcntl_getfl(reader)?;
+    fcntl_setfl(reader, flags | OFlags::NONBLOCK)?;
     Ok(())
 }
 

@@ -51,12 +51,7 @@ fn observe(_: &Scratch, settings: Settings) -> Vec<Table> {
     tables
 }
 
+/// The hard `RLIMIT_NOFILE` (getrlimit(2)); `None` when unlimited.
 fn hard_nofile() -> Option<libc::rlim_t> {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: fills a valid rlimit.
-    let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
-    (rc == 0).then_some(limit.rlim_max)
+    rustix::process::getrlimit(rustix::process::Resource::Nofile).maximum
 }

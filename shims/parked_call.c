@@ -75,7 +75,7 @@
 #define FDW_EXPORT __attribute__((visibility("default")))
 
 /* Bumped when the control functions or the info layout change. */
-#define FDW_PARKED_ABI 1
+#define FDW_PARKED_ABI 2
 /* Modes for fdwindow_parked_arm. */
 #define FDW_PARK 1
 #define FDW_SHAM 2
@@ -215,6 +215,29 @@ FDW_EXPORT void fdwindow_parked_release(void) {
     pthread_cond_broadcast(&lot_cond);
     pthread_mutex_unlock(&lot_lock);
 }
+
+/* The control functions as one table (ABI 2), so the controller finds them
+ * with one lookup and checks the table once: `abi` and `size` come first in
+ * every version. The functions check their own arguments (an unknown mode
+ * or an empty family mask is EINVAL; wait only writes *out), so a caller may
+ * call them with any values. */
+struct fdwindow_parked_api {
+    int abi;
+    int size;
+    int (*arm)(int mode, int families);
+    int (*disarm)(void);
+    int (*wait)(int timeout_ms, struct fdwindow_parked_info *out);
+    void (*release)(void);
+};
+
+FDW_EXPORT const struct fdwindow_parked_api fdwindow_parked_api = {
+    FDW_PARKED_ABI,
+    (int)sizeof(struct fdwindow_parked_api),
+    fdwindow_parked_arm,
+    fdwindow_parked_disarm,
+    fdwindow_parked_wait,
+    fdwindow_parked_release,
+};
 
 /* Whether the calling thread is armed for this call family. */
 static int armed_for(int family) { return tl_mode != 0 && (tl_families & family) != 0; }

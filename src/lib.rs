@@ -46,6 +46,7 @@ pub use evidence::{costs, knowledge, pressure_file, reported, results, timing};
 pub use harness::parked;
 pub use hazards::{clocks, cloexec, holders, spawn, spawn_lock};
 pub use report::{platform, stats, verdict};
+pub use sys::child_hook;
 pub use views::{advise, chart, matrix, readme};
 
 /// Serialises unit tests that fork or watch for descriptor copies: a fork in

@@ -43,14 +43,20 @@ enum Cmd {
         /// Where the probe binaries are (default: beside this binary).
         #[arg(long)]
         probes: Option<PathBuf>,
-        /// Trials per arm in deterministic windows.
+        /// Most trials per arm in deterministic and in-process windows (a
+        /// cell stops at 7 once its verdict is decided).
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
         trials: Option<u64>,
-        /// Milliseconds per arm in the posix-spawn race.
+        /// Milliseconds per arm in the posix-spawn race (a default run's
+        /// time; a thorough run gives each arm up to 16 times this).
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..=600_000))]
         race_ms: Option<u64>,
-        /// Also measure what only a thorough run measures (the RLIMIT_NOFILE
-        /// sweep); a later default run keeps that table.
+        /// Also measure what only a thorough run measures: every mitigation
+        /// in the posix-spawn race (a default run races the controls, whose
+        /// rate it measures, and only the fixes no deterministic window
+        /// tests), each until its verdict is decided or its budget is spent,
+        /// and the RLIMIT_NOFILE sweep, which a later default run keeps. A
+        /// default run's report replaces the thorough one's race cells.
         #[arg(long)]
         thorough: bool,
         /// Hard timeout per probe, in seconds.
@@ -589,7 +595,15 @@ fn verdict(
         emit(&format!("observed {}\n", cells.join(" ")));
         return Ok(ExitCode::SUCCESS);
     }
-    if arms.is_empty() {
+    // Cells the run left out on purpose (a default run's race windows hold
+    // no mitigation that a deterministic window decides) say so.
+    let left_out: Vec<String> = report
+        .left_out
+        .iter()
+        .filter(|l| l.arm == arm && window.is_none_or(|w| l.window == w))
+        .map(|l| format!("{} {}\n", l.window.id(), l.why))
+        .collect();
+    if arms.is_empty() && left_out.is_empty() {
         let mut known: Vec<_> = report.arms.iter().map(|a| a.arm.as_str()).collect();
         known.dedup();
         return Err(Usage(format!(
@@ -601,7 +615,7 @@ fn verdict(
         .into_iter()
         .filter(|a| window.is_none_or(|w| a.window == w))
         .collect();
-    if chosen.is_empty() {
+    if chosen.is_empty() && left_out.is_empty() {
         return Err(Usage(format!(
             "{hazard} {arm} did not run in window {}",
             window.map_or("", Window::id)
@@ -612,6 +626,7 @@ fn verdict(
     let lines: String = chosen
         .into_iter()
         .map(|a| format!("{} {}\n", a.window.id(), cell_line(report, a)))
+        .chain(left_out)
         .collect();
     emit(&lines);
     Ok(ExitCode::SUCCESS)
@@ -780,5 +795,24 @@ fn probe_times(
         .iter()
         .map(|(h, ms)| format!("{h} {:.1} s", *ms as f64 / 1000.0))
         .collect();
-    format!("time per probe: {}", parts.join(", "))
+    // Per arm and window: each cell's own time (its `time-ms` tally).
+    let mut cells: Vec<(String, u64)> = times
+        .iter()
+        .filter_map(|(h, _)| results.probes.get(*h))
+        .flat_map(fdwindow::timing::cell_times)
+        .collect();
+    cells.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let slowest: Vec<String> = cells
+        .iter()
+        .take(8)
+        .map(|(c, ms)| format!("{c} {:.2} s", *ms as f64 / 1000.0))
+        .collect();
+    let mut note = format!("time per probe: {}", parts.join(", "));
+    if !slowest.is_empty() {
+        note.push_str(&format!(
+            "\nslowest arms (per window): {}",
+            slowest.join(", ")
+        ));
+    }
+    note
 }

@@ -228,12 +228,12 @@ fn a_timed_out_probe_keeps_the_previous_results() {
     let out = fdwindow()
         .args([
             "run",
-            "--trials",
-            "1000000",
+            "--race-ms",
+            "600000",
             "--timeout",
             "1",
             "--only",
-            "posix-lock-drop",
+            "flock-survival",
             "--results",
         ])
         .arg(&dir)

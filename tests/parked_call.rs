@@ -6,7 +6,7 @@
 //! child's exact `... ok` line and `1 passed` are in its output, so a renamed
 //! or missing child cannot pass silently.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::process::Command;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -61,23 +61,19 @@ fn in_preloaded_process(child: &str) {
     );
 }
 
-/// A socket made without close-on-exec (the first step), as a raw libc call.
+/// A socket made with exactly `flags` (none: the first step of two), through
+/// libc's `socket` so the interposer sees it: socket2's `new_raw` calls
+/// `libc::socket` with the type as given and adds no flag (unlike its `new`,
+/// which adds close-on-exec).
 fn bare_socket(flags: libc::c_int) -> std::io::Result<OwnedFd> {
-    // SAFETY: plain socket(2) through libc, so the interposer sees it.
-    let fd = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | flags, 0) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: a descriptor socket(2) just returned, owned by no one else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    let ty = socket2::Type::from(libc::SOCK_STREAM | flags);
+    Ok(socket2::Socket::new_raw(socket2::Domain::UNIX, ty, None)?.into())
 }
 
-/// The second step: fcntl(F_SETFD, FD_CLOEXEC).
+/// The second step: fcntl(F_SETFD, FD_CLOEXEC). The interposer wraps no
+/// `F_SETFD` (it makes no descriptor), so rustix may make it.
 fn set_cloexec(fd: &OwnedFd) -> std::io::Result<()> {
-    // SAFETY: F_SETFD on a descriptor the caller owns.
-    if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) } < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::CLOEXEC)?;
     Ok(())
 }
 
@@ -197,17 +193,15 @@ fn child_a_raw_syscall_is_not_interposed_and_the_trial_is_broken() {
     }
 }
 
-/// socket(2) by syscall(2), past libc's `socket` (Linux); elsewhere the OS
-/// has no such entry point, so the trial reports it unsupported.
+/// socket(2) as a raw system call, past libc's `socket` (Linux): rustix's
+/// Linux backend (linux_raw, its default here) makes the system call itself,
+/// so the interposer, which wraps libc's names, does not see it, and no
+/// `unsafe` is needed. Elsewhere rustix goes through libc, so the OS has no
+/// such entry point and the trial reports it unsupported.
 #[cfg(target_os = "linux")]
 fn raw_socket() -> std::io::Result<OwnedFd> {
-    // SAFETY: the raw socket system call with plain integer arguments.
-    let fd = unsafe { libc::syscall(libc::SYS_socket, libc::AF_UNIX, libc::SOCK_STREAM, 0) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: a descriptor the kernel just returned, owned by no one else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
+    use rustix::net::{AddressFamily, SocketType, socket};
+    Ok(socket(AddressFamily::UNIX, SocketType::STREAM, None)?)
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -314,6 +308,7 @@ fn child_a_cell_whose_calls_bypass_libc_is_broken() {
         trials: 7,
         race: Duration::from_millis(1),
         thorough: false,
+        deadline: None,
     };
     let report = fdwindow::harness::run(&RAW_PROBE, settings, &[]).unwrap();
     let cell = &report.arms[0];

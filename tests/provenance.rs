@@ -232,8 +232,10 @@ fn sighup_and_sigterm_stop_a_run_like_sigint() {
         let tmp = s.dir().join("tmp");
         fs::create_dir(&tmp).unwrap();
         let mut child = long_run(&dir, &tmp);
-        // SAFETY: a signal to the child this test started and has not reaped.
-        unsafe { libc::kill(child.id() as i32, sig) };
+        // The child this test started and has not reaped.
+        let pid = rustix::process::Pid::from_raw(child.id() as i32).expect("a child's pid");
+        let signal = rustix::process::Signal::from_named_raw(sig).expect("a named signal");
+        rustix::process::kill_process(pid, signal).unwrap();
         let status = child.wait().unwrap();
         assert_eq!(status.code(), Some(130), "signal {sig}");
         assert!(
@@ -281,15 +283,18 @@ fn the_next_run_sweeps_a_killed_runs_scratch() {
             .count()
     };
     assert_eq!(left(), 1, "the run's scratch folder is in place");
-    // SAFETY: a signal to the child this test started and has not reaped.
-    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    // The child this test started and has not reaped.
+    let child_pid = rustix::process::Pid::from_raw(pid as i32).expect("a child's pid");
+    rustix::process::kill_process(child_pid, rustix::process::Signal::KILL).unwrap();
     child.wait().unwrap();
     // The probe ran in its own process group and outlives the runner: end
     // it and its group (it names the dead run's scratch folder).
     let scratch_var = tmp.join(&prefix);
     for probe in pids_with_env(&scratch_var.to_string_lossy()) {
-        // SAFETY: signals to the orphaned probe's group, which this test started.
-        unsafe { libc::kill(-probe, libc::SIGKILL) };
+        // The orphaned probe's group, which this test started; it may be gone.
+        if let Some(group) = rustix::process::Pid::from_raw(probe) {
+            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+        }
     }
     assert_eq!(left(), 1, "SIGKILL leaves the folder behind");
     let out = quick("posix-lock-drop", &dir, &tmp).output().unwrap();

@@ -187,8 +187,9 @@ fn killing_stress_stops_the_pressure_in_the_command() {
     });
     let command = children(stress_pid).first().copied();
     let killed = std::time::Instant::now();
-    // SAFETY: kill on our own child's pid, not yet reaped.
-    unsafe { libc::kill(stress_pid as i32, libc::SIGKILL) };
+    // Our own child's pid, not yet reaped: it names no other process.
+    let stress_pid_r = rustix::process::Pid::from_raw(stress_pid as i32).expect("a child's pid");
+    rustix::process::kill_process(stress_pid_r, rustix::process::Signal::KILL).unwrap();
     let _ = stress.wait();
     // Measured from the kill, not from the reap.
     let latency = poll_until(Duration::from_secs(30), || {
@@ -199,8 +200,10 @@ fn killing_stress_stops_the_pressure_in_the_command() {
     .map(|_| killed.elapsed());
     // Clean up the command's group (its own, set by stress) either way.
     if let Some(c) = command {
-        // SAFETY: kills the process group stress made for the command.
-        unsafe { libc::killpg(c as i32, libc::SIGKILL) };
+        // The process group stress made for the command; it may be gone.
+        if let Some(group) = rustix::process::Pid::from_raw(c as i32) {
+            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+        }
     }
     assert!(
         found.is_some(),

@@ -22,6 +22,7 @@ fn arm(id: &str, role: Role, window: Window, outcome: Outcome) -> ArmReport {
 
 fn report(arms: Vec<ArmReport>) -> ProbeReport {
     ProbeReport {
+        left_out: Vec::new(),
         schema: SCHEMA_VERSION,
         hazard: "flock-survival".into(),
         about: "hand-built".into(),

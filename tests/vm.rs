@@ -272,8 +272,10 @@ fn a_signal_kills_the_vm_and_removes_the_scratch() {
                 .any(|&p| p != child.id())
         });
         assert!(up, "QEMU never started");
-        // SAFETY: child is ours and not yet reaped.
-        unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+        // Our child, not yet reaped: the pid names no other process.
+        let pid = rustix::process::Pid::from_raw(child.id() as i32).expect("a child's pid");
+        let sig = rustix::process::Signal::from_named_raw(signal).expect("a named signal");
+        rustix::process::kill_process(pid, sig).unwrap();
         let status = child.wait().unwrap();
         assert_eq!(status.code(), code, "signal {signal}: {status}");
         let gone = wait_until(Duration::from_secs(30), || {

@@ -15,7 +15,6 @@
 
 use std::io::{self, PipeWriter, Read, Write};
 use std::os::fd::{AsFd, AsRawFd, RawFd};
-use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -73,9 +72,9 @@ impl HeldChild {
             parent_release: release_w.as_raw_fd(),
         };
         let mut cmd = quiet_command(TRUE_PROGRAM);
-        // SAFETY: `park` makes only async-signal-safe calls (close, write, read)
-        // on descriptors that stay open in the parent until the child has exec'd.
-        unsafe { cmd.pre_exec(move || park(fds)) };
+        // `park` works on descriptors that stay open in the parent until the
+        // child has exec'd.
+        crate::child_hook::install(&mut cmd, crate::child_hook::Hook::Park(fds));
         let spawner = std::thread::Builder::new()
             .name("fdwindow-hold".into())
             .spawn(move || {
@@ -129,8 +128,9 @@ impl Drop for HeldChild {
     }
 }
 
-#[derive(Clone, Copy)]
-struct ParkFds {
+/// The pipe ends the held child parks on, as numbers copied in before the fork.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ParkFds {
     ready: RawFd,
     release: RawFd,
     parent_ready: RawFd,
@@ -140,10 +140,10 @@ struct ParkFds {
 /// Runs in the child between fork and exec: async-signal-safe calls only.
 /// Plain syscalls on descriptor numbers the child inherited; a failure only
 /// shortens the hold, which the parent then sees as end-of-file.
-fn park(fds: ParkFds) -> io::Result<()> {
+pub(crate) fn park(fds: ParkFds, child: &crate::child_hook::InChild) -> io::Result<()> {
+    // The child's copies of the parent-side pipe ends.
     for fd in [fds.parent_ready, fds.parent_release] {
-        // SAFETY: closes the child's copy of a parent-side pipe end.
-        unsafe { libc::close(fd) };
+        crate::child_hook::close(fd, child);
     }
     let byte = 1u8;
     // SAFETY: writes one byte from a local to the inherited pipe.

@@ -115,6 +115,39 @@ fn ofd_command(cmd: Option<libc::c_int>) -> io::Result<libc::c_int> {
     cmd.ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))
 }
 
+/// The `fcntl` record-lock commands this module makes: each reads or
+/// writes exactly one `struct flock`.
+#[derive(Clone, Copy, Debug)]
+enum LockCmd {
+    /// `F_GETLK` (POSIX).
+    Get,
+    /// `F_OFD_GETLK` (Linux 3.15).
+    OfdGet,
+    /// `F_OFD_SETLK` (Linux 3.15).
+    OfdSet,
+}
+
+/// `fcntl(fd, cmd, fl)` for a record-lock command on a descriptor number:
+/// its return value (`-1` with errno set), or `EINVAL` where the OS has no
+/// OFD locks. The one raw call for every such command here (rustix 1.1 has
+/// none of them with a `struct flock`): safe for any number and any `fl`,
+/// since these commands only read and write that one struct. One system
+/// call, no allocation on the `F_GETLK` path, so a forked child may make it.
+fn fcntl_lock(
+    fd: std::os::fd::RawFd,
+    cmd: LockCmd,
+    fl: &mut libc::flock,
+) -> io::Result<libc::c_int> {
+    let raw = match cmd {
+        LockCmd::Get => libc::F_GETLK,
+        LockCmd::OfdGet => ofd_command(sys::F_OFD_GETLK)?,
+        LockCmd::OfdSet => ofd_command(sys::F_OFD_SETLK)?,
+    };
+    // SAFETY: `fl` is a valid, writable struct flock, all these commands
+    // read or write.
+    Ok(unsafe { libc::fcntl(fd, raw, &raw mut *fl) })
+}
+
 /// Sets (`F_WRLCK`) or removes (`F_UNLCK`) a whole-file record lock without
 /// waiting (`F_SETLK` / `F_OFD_SETLK`).
 ///
@@ -135,13 +168,9 @@ pub fn record_lock(fd: impl AsFd, kind: RecordLock, l_type: libc::c_int) -> io::
         return rustix::fs::fcntl_lock(fd, op).map_err(named("fcntl(F_SETLK)"));
     }
     // OFD locks stay on libc: rustix 1.1 has no F_OFD_SETLK.
-    let (cmd, name) = (ofd_command(sys::F_OFD_SETLK)?, "fcntl(F_OFD_SETLK)");
-    let fl = whole_file(l_type);
-    // SAFETY: fcntl with a valid struct flock on a borrowed descriptor.
-    check(
-        unsafe { libc::fcntl(fd.as_fd().as_raw_fd(), cmd, &fl) },
-        name,
-    )
+    let mut fl = whole_file(l_type);
+    let rc = fcntl_lock(fd.as_fd().as_raw_fd(), LockCmd::OfdSet, &mut fl)?;
+    check(rc, "fcntl(F_OFD_SETLK)")
 }
 
 /// Whether a write lock on `path` would conflict with an OFD lock someone
@@ -152,9 +181,7 @@ pub fn record_lock(fd: impl AsFd, kind: RecordLock, l_type: libc::c_int) -> io::
 pub fn record_lock_is_held(path: &Path) -> io::Result<bool> {
     let probe = open_rw(path)?;
     let mut fl = whole_file(libc::F_WRLCK as libc::c_int);
-    let cmd = ofd_command(sys::F_OFD_GETLK)?;
-    // SAFETY: fcntl with a valid, writable struct flock.
-    let rc = unsafe { libc::fcntl(probe.as_raw_fd(), cmd, &mut fl) };
+    let rc = fcntl_lock(probe.as_raw_fd(), LockCmd::OfdGet, &mut fl)?;
     check(rc, "fcntl(F_OFD_GETLK)")?;
     Ok(fl.l_type as libc::c_int != libc::F_UNLCK as libc::c_int)
 }
@@ -172,9 +199,9 @@ pub fn posix_lock_seen_from_child(fd: impl AsFd) -> io::Result<bool> {
     // calls (fcntl, _exit) on memory prepared before the fork.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
-        // SAFETY: fcntl(F_GETLK) on a descriptor inherited from the parent,
-        // with a struct flock prepared before the fork; async-signal-safe.
-        let rc = unsafe { libc::fcntl(fd, libc::F_GETLK, &mut fl) };
+        // F_GETLK on a descriptor inherited from the parent, with a struct
+        // flock prepared before the fork; async-signal-safe, no allocation.
+        let rc = fcntl_lock(fd, LockCmd::Get, &mut fl).unwrap_or(-1);
         let code = if rc == -1 {
             2
         } else if fl.l_type as libc::c_int == libc::F_UNLCK as libc::c_int {

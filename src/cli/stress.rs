@@ -199,18 +199,7 @@ impl Controller {
     /// Makes `cmd`'s child inherit the read end: close-on-exec is cleared in
     /// the child only, between fork and exec.
     pub(crate) fn pass_to(&self, cmd: &mut Command) {
-        let fd = self.fd();
-        let hook = move || {
-            // SAFETY: F_SETFD on a descriptor number copied in before the
-            // fork; fcntl is async-signal-safe.
-            if unsafe { libc::fcntl(fd, libc::F_SETFD, 0) } == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        };
-        // SAFETY: the hook calls only fcntl and reads errno: no allocation,
-        // no lock, as a child between fork and exec requires.
-        unsafe { cmd.pre_exec(hook) };
+        fdwindow::child_hook::inherit(cmd, self.fd());
     }
 }
 

@@ -48,7 +48,6 @@
 
 use std::fmt;
 use std::io;
-use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -183,39 +182,23 @@ impl DropClass {
         match st.st_mode & libc::S_IFMT {
             libc::S_IFREG => Some(DropClass::File),
             libc::S_IFIFO => Some(DropClass::Pipe),
-            libc::S_IFSOCK => {
-                let mut kind: libc::c_int = 0;
-                let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-                // SAFETY: `kind` and `len` are valid for the kernel to write.
-                let rc = unsafe {
-                    libc::getsockopt(
-                        fd,
-                        libc::SOL_SOCKET,
-                        libc::SO_TYPE,
-                        (&raw mut kind).cast(),
-                        &mut len,
-                    )
-                };
-                match kind {
-                    _ if rc != 0 => None,
-                    libc::SOCK_DGRAM => Some(DropClass::Datagram),
-                    _ if crate::sys::is_listening(fd) => Some(DropClass::Listener),
-                    libc::SOCK_STREAM | libc::SOCK_SEQPACKET => Some(DropClass::Stream),
-                    _ => None,
-                }
-            }
+            libc::S_IFSOCK => match crate::sys::sockopt_int(fd, libc::SOL_SOCKET, libc::SO_TYPE)? {
+                libc::SOCK_DGRAM => Some(DropClass::Datagram),
+                _ if crate::sys::is_listening(fd) => Some(DropClass::Listener),
+                libc::SOCK_STREAM | libc::SOCK_SEQPACKET => Some(DropClass::Stream),
+                _ => None,
+            },
             _ => None,
         }
     }
 
     /// Closes every descriptor from 3 up of this class in the calling
-    /// process. Async-signal-safe: for a forked child before exec.
-    pub fn close_all(self) -> io::Result<()> {
+    /// process. Async-signal-safe, and only for a forked child before exec
+    /// (the [`crate::child_hook::InChild`] proof).
+    pub(crate) fn close_all(self, child: &crate::child_hook::InChild) -> io::Result<()> {
         crate::sys::each_open_fd(&mut |fd| {
             if fd > 2 && (self == DropClass::All || DropClass::of(fd) == Some(self)) {
-                // SAFETY: closes a descriptor of this (forked) process; the
-                // caller gave up every descriptor of the class.
-                unsafe { libc::close(fd) };
+                crate::child_hook::close(fd, child);
             }
         })
     }
@@ -469,31 +452,48 @@ fn fork_command(hold: Duration, drop: Option<DropClass>) -> Command {
         tv_sec: hold.as_secs().min(i64::MAX as u64) as _,
         tv_nsec: hold.subsec_nanos() as _,
     };
-    let held = !hold.is_zero();
-    // Sleeping is the purpose here, not synchronisation: the hold is how long
-    // the child keeps its copies.
-    let hook = move || {
-        if let Some(class) = drop {
-            // std's exec-error pipe is a pipe too: with `pipe` or `all` the
-            // parent's spawn returns at the close instead of the exec.
-            class.close_all()?;
-        }
-        if held {
-            // EINTR: sleep what is left. One system call each, no allocation.
-            let mut req = ts;
-            while let rustix::thread::NanosleepRelativeResult::Interrupted(rem) =
-                rustix::thread::nanosleep(&req)
-            {
-                req = rem;
-            }
-        }
-        Ok(())
+    let hold = ChildHold {
+        drop,
+        ts,
+        held: !hold.is_zero(),
     };
-    // SAFETY: the hook calls only async-signal-safe functions (open,
-    // getdents64, fstat, getsockopt and close in `close_all`; nanosleep) on
-    // data copied in before the fork; it allocates nothing.
-    unsafe { cmd.pre_exec(hook) };
+    crate::child_hook::install(&mut cmd, crate::child_hook::Hook::Pressure(hold));
     cmd
+}
+
+/// What a pressure child does between fork and exec, copied in before the
+/// fork: see [`hold_in_child`].
+#[derive(Debug)]
+pub(crate) struct ChildHold {
+    drop: Option<DropClass>,
+    ts: rustix::thread::Timespec,
+    held: bool,
+}
+
+/// Runs in a pressure child between fork and exec: closes `drop`'s class,
+/// then sleeps the hold. Async-signal-safe calls only (open, getdents64,
+/// fstat, getsockopt and close in `close_all`; nanosleep); no allocation.
+pub(crate) fn hold_in_child(
+    hold: &ChildHold,
+    child: &crate::child_hook::InChild,
+) -> io::Result<()> {
+    if let Some(class) = hold.drop {
+        // std's exec-error pipe is a pipe too: with `pipe` or `all` the
+        // parent's spawn returns at the close instead of the exec.
+        class.close_all(child)?;
+    }
+    // Sleeping is the purpose here, not synchronisation: the hold is how
+    // long the child keeps its copies.
+    if hold.held {
+        // EINTR: sleep what is left. One system call each, no allocation.
+        let mut req = hold.ts;
+        while let rustix::thread::NanosleepRelativeResult::Interrupted(rem) =
+            rustix::thread::nanosleep(&req)
+        {
+            req = rem;
+        }
+    }
+    Ok(())
 }
 
 fn spawn_loop(shared: &Shared, index: usize) -> io::Result<()> {
@@ -827,10 +827,10 @@ mod tests {
         // be reused by ls itself once the child closed it.
         let mut cmd = Command::new("/bin/sh");
         cmd.args(["-c", "ls -l /proc/self/fd/"]);
-        // SAFETY: close_all makes only async-signal-safe calls.
-        unsafe {
-            cmd.pre_exec(|| DropClass::Listener.close_all());
-        }
+        crate::child_hook::install(
+            &mut cmd,
+            crate::child_hook::Hook::CloseClass(DropClass::Listener),
+        );
         let out = cmd.output().unwrap();
         let listing = String::from_utf8_lossy(&out.stdout);
         let file_line = format!(" {} -> ", file.as_raw_fd());
@@ -899,19 +899,20 @@ mod tests {
     #[test]
     fn spawning_threads_block_every_signal() {
         let _serial = crate::test_serial();
-        // The mask of this thread is restored after start.
-        let blocks_sigchld = || {
+        // The mask of this thread is restored after start: the whole set,
+        // compared through its Debug form (libc's sigset_t has no PartialEq
+        // without its extra_traits feature).
+        let mask = || {
             let set = crate::sys::thread_sigmask(libc::SIG_BLOCK, None).unwrap();
-            // SAFETY: asks about a valid signal in a set pthread_sigmask filled.
-            unsafe { libc::sigismember(&set, libc::SIGCHLD) }
+            format!("{set:?}")
         };
-        let before = blocks_sigchld();
+        let before = mask();
         let pressure = Pressure::start(Config {
             threads: 1,
             ..Config::default()
         })
         .unwrap();
-        let after = blocks_sigchld();
+        let after = mask();
         assert_eq!(before, after);
         // The thread names itself when it starts: wait until it has spawned.
         let deadline = Instant::now() + Duration::from_secs(60);

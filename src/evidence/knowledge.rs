@@ -1323,8 +1323,10 @@ const LINUX: &[Claim] = &[
         arm: "retry-on-etxtbsy",
         window: Some(Window::PosixSpawn),
         verdict: Verdict::Valid,
-        or: None,
-        reason: "a posix_spawn child holds the copy only until its exec, which a few bounded retries outlast",
+        // The control may be absent here (its claim allows it), and a fix
+        // against an absent control is not-needed.
+        or: Some(Verdict::NotNeeded),
+        reason: "a posix_spawn child holds the copy only until its exec, which a few bounded retries outlast; where the race never shows (its control absent) there is nothing to retry",
         refs: &[EXECVE_ETXTBSY],
         reported: false,
         range: None,
@@ -2071,7 +2073,19 @@ pub fn check(files: &[ResultsFile]) -> CheckReport {
             };
             let ran = |w: Window| report.arms.iter().any(|a| a.window == w);
             let has = |w: Window| report.find(claim.arm, w).is_some();
+            // A cell the run left out on purpose (a default run races no
+            // mitigation a deterministic window decides) is not measured.
+            let left_out = |w: Window| report.left_out(claim.arm, w).is_some();
             let missing = match claim.window {
+                Some(w) if left_out(w) => {
+                    push(
+                        Finding::NotMeasured,
+                        cell,
+                        claim_text(&claim),
+                        "not measured in a default run (`--thorough`)".into(),
+                    );
+                    continue;
+                }
                 Some(w) if !ran(w) => {
                     push(
                         Finding::NotMeasured,
@@ -2086,9 +2100,17 @@ pub fn check(files: &[ResultsFile]) -> CheckReport {
                 // ran: an arm dropped from one of them is missing there, even
                 // when another window still has it.
                 None => {
+                    for w in Window::ALL.into_iter().filter(|&w| left_out(w)) {
+                        push(
+                            Finding::NotMeasured,
+                            format!("{} {} {}", claim.hazard, claim.arm, w.id()),
+                            claim_text(&claim),
+                            "not measured in a default run (`--thorough`)".into(),
+                        );
+                    }
                     let mut gone: Vec<&str> = Window::ALL
                         .iter()
-                        .filter(|&&w| ran(w) && !has(w))
+                        .filter(|&&w| ran(w) && !has(w) && !left_out(w))
                         .map(|w| w.id())
                         .collect();
                     gone.dedup();
@@ -2206,6 +2228,76 @@ mod tests {
         );
         assert!(Finding::WithoutEvidence.fails() && !Finding::NotMeasured.fails());
         assert!(has_measured_claims("linux") && !has_measured_claims("macos"));
+    }
+
+    /// A default run's report lacks the race cells a deterministic window
+    /// decides: a claim on one is listed as not measured, never failed, and
+    /// the same arm simply missing is still a claim without evidence.
+    #[test]
+    fn a_claim_on_a_cell_left_out_is_not_measured() {
+        use crate::report::{ArmReport, LeftOut, ProbeReport, SCHEMA_VERSION};
+        use crate::verdict::Role;
+        let mut platform = Platform::detect();
+        platform.os = "linux".into();
+        let arm = |arm: &str, role: Role, window: Window, hits, trials| ArmReport {
+            arm: arm.into(),
+            role,
+            window,
+            kind: window.kind().unwrap(),
+            emulated: false,
+            about: "x".into(),
+            against: (role != Role::Control).then(|| "close".into()),
+            sham: None,
+            avoids: None,
+            outcome: crate::verdict::Outcome::observed(hits, trials),
+        };
+        let (det, race) = (Window::ForkWindow, Window::PosixSpawn);
+        let mut report = ProbeReport {
+            schema: SCHEMA_VERSION,
+            hazard: "flock-survival".into(),
+            about: "x".into(),
+            fdwindow_version: "0".into(),
+            platform: platform.clone(),
+            started_at: "2026-01-01T00:00:00Z".into(),
+            elapsed_ms: 1,
+            arms: vec![
+                arm("close", Role::Control, det, 7, 7),
+                arm("close", Role::Control, race, 9, 300),
+                arm("unlock-then-close", Role::Mitigation, det, 0, 7),
+            ],
+            tables: vec![],
+            left_out: vec![LeftOut {
+                arm: "unlock-then-close".into(),
+                role: Role::Mitigation,
+                window: race,
+                against: Some("close".into()),
+                why: "not measured in a default run".into(),
+            }],
+        };
+        let file = |report: &ProbeReport| ResultsFile {
+            schema: SCHEMA_VERSION,
+            platform: platform.clone(),
+            probes: [("flock-survival".to_owned(), report.clone())].into(),
+        };
+        let cell = "flock-survival unlock-then-close posix-spawn";
+        let out = check(&[file(&report)]);
+        assert!(
+            out.failures
+                .iter()
+                .all(|c| !c.cell.starts_with("flock-survival unlock-then-close")),
+            "{out}"
+        );
+        let listed = out.listed.iter().find(|c| c.cell == cell).expect("listed");
+        assert_eq!(listed.finding, Finding::NotMeasured, "{listed}");
+        // Without the report's word that it was left out, the same gap fails.
+        report.left_out.clear();
+        let out = check(&[file(&report)]);
+        let failed = out
+            .failures
+            .iter()
+            .find(|c| c.cell.starts_with("flock-survival unlock-then-close"))
+            .expect("a failure");
+        assert_eq!(failed.finding, Finding::WithoutEvidence, "{failed}");
     }
 
     #[test]

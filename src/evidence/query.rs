@@ -15,6 +15,9 @@ use crate::spawn::{TABLE_BY_FDS, TABLE_BY_RSS};
 use crate::stats::Count;
 use crate::verdict::{Judgement, Outcome, Verdict, Window, p_text};
 
+/// The cell of a race-window arm that a default run leaves out.
+pub const NOT_IN_DEFAULT: &str = "not measured in a default run (`--thorough`)";
+
 /// What `valid` means, in one sentence a reviewer can quote; README, MATRIX.md
 /// and `fdwindow advise` all carry it.
 pub const VALID_MEANS: &str = "`valid` means the fix showed the hazard in 0 trials while its control, \

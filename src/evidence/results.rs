@@ -465,6 +465,7 @@ mod tests {
 
     fn spawn_window_report(started_at: &str, tables: &[&str]) -> crate::report::ProbeReport {
         crate::report::ProbeReport {
+            left_out: Vec::new(),
             schema: crate::report::SCHEMA_VERSION,
             hazard: "spawn-window".into(),
             about: "a".into(),

@@ -48,6 +48,31 @@ pub struct RunTiming {
     pub wall_ms: u64,
     /// Each probe's own elapsed time from its report, milliseconds.
     pub probes: BTreeMap<String, u64>,
+    /// Each cell's own time in that run (`<hazard> <arm> <window>`, from its
+    /// report's `time-ms` tally), milliseconds.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub cells: BTreeMap<String, u64>,
+}
+
+/// Each cell's own time in `report` (`<hazard> <arm> <window>` to
+/// milliseconds), from the harness's `time-ms` tallies.
+pub fn cell_times(report: &crate::report::ProbeReport) -> BTreeMap<String, u64> {
+    report
+        .arms
+        .iter()
+        .filter_map(|a| match &a.outcome {
+            crate::verdict::Outcome::Observed { tallies, .. } => tallies
+                .get(crate::harness::TIME_TALLY)
+                .and_then(|t| t.get("total"))
+                .map(|ms| {
+                    (
+                        format!("{} {} {}", report.hazard, a.arm, a.window.id()),
+                        *ms,
+                    )
+                }),
+            _ => None,
+        })
+        .collect()
 }
 
 /// One arm run alone, several times.
@@ -123,6 +148,23 @@ impl TimingFile {
         rows
     }
 
+    /// Per cell (`<hazard> <arm> <window>`): the spread of its own time over
+    /// the runs, slowest first.
+    pub fn per_cell(&self) -> Vec<(String, Spread)> {
+        let mut samples: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
+        for run in &self.runs {
+            for (cell, ms) in &run.cells {
+                samples.entry(cell).or_default().push(*ms);
+            }
+        }
+        let mut rows: Vec<(String, Spread)> = samples
+            .into_iter()
+            .filter_map(|(c, v)| Spread::of(&v).map(|s| (c.to_owned(), s)))
+            .collect();
+        rows.sort_by(|a, b| b.1.median.total_cmp(&a.1.median).then(a.0.cmp(&b.0)));
+        rows
+    }
+
     /// The spread of the runs' wall times.
     pub fn total(&self) -> Option<Spread> {
         Spread::of(&self.runs.iter().map(|r| r.wall_ms).collect::<Vec<_>>())
@@ -163,6 +205,31 @@ impl TimingFile {
                 s.min as f64 / 1000.0,
                 s.max as f64 / 1000.0
             );
+        }
+        let cells = self.per_cell();
+        if !cells.is_empty() {
+            out.push('\n');
+            let _ = writeln!(
+                out,
+                "The ten slowest arms within those runs, per window (each cell's own time in its probe's report):"
+            );
+            out.push('\n');
+            out.push_str("| probe | arm | window | median | range |\n|---|---|---|---:|---:|\n");
+            for (cell, s) in cells.iter().take(10) {
+                let mut words = cell.splitn(3, ' ');
+                let (probe, arm, window) = (
+                    words.next().unwrap_or(""),
+                    words.next().unwrap_or(""),
+                    words.next().unwrap_or(""),
+                );
+                let _ = writeln!(
+                    out,
+                    "| {probe} | {arm} | {window} | {:.2} s | {:.2}–{:.2} s |",
+                    s.median / 1000.0,
+                    s.min as f64 / 1000.0,
+                    s.max as f64 / 1000.0
+                );
+            }
         }
         let mut arms: Vec<(&ArmTiming, Spread)> = self
             .arms
@@ -224,6 +291,43 @@ pub fn load_dir(dir: &Path) -> Result<Vec<TimingFile>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_section_lists_the_slowest_cells_of_the_runs() {
+        let run = |ms: u64| RunTiming {
+            load_at_start: 0.1,
+            wall_ms: 5000 + ms,
+            probes: [("flock-survival".to_owned(), 300 + ms)].into(),
+            cells: [
+                ("flock-survival close posix-spawn".to_owned(), 250 + ms),
+                ("flock-survival close fork-window".to_owned(), 40),
+            ]
+            .into(),
+        };
+        let file = TimingFile {
+            schema: TIMING_SCHEMA,
+            platform: Platform::detect(),
+            measured_at: "2026-01-01T00:00:00Z".into(),
+            command: "make timing".into(),
+            runs: vec![run(0), run(10), run(20)],
+            arms: vec![],
+        };
+        let cells = file.per_cell();
+        assert_eq!(cells[0].0, "flock-survival close posix-spawn");
+        assert_eq!(cells[0].1.median, 260.0);
+        let text = file.render();
+        assert!(
+            text.contains("| flock-survival | close | posix-spawn | 0.26 s | 0.25–0.27 s |"),
+            "{text}"
+        );
+        // A file written before cells were recorded still reads.
+        let mut json: serde_json::Value = serde_json::to_value(&file).unwrap();
+        for r in json["runs"].as_array_mut().unwrap() {
+            r.as_object_mut().unwrap().remove("cells");
+        }
+        let old = TimingFile::from_json(&json.to_string()).unwrap();
+        assert!(old.per_cell().is_empty());
+    }
 
     #[test]
     fn spread_takes_the_middle_and_the_ends() {

@@ -22,6 +22,12 @@
 //! iteration's end, where trials look. The arms of a race window run in
 //! interleaved blocks (control, mitigations, control, …), so drift in the
 //! machine's load falls on all of them alike.
+//!
+//! A default run races the controls (a rate: how often the hazard bites a
+//! busy process) and only the mitigations that no deterministic window
+//! decides; a thorough run races every mitigation, each until the report's
+//! own judgement decides it or its budget is spent. Every arm stops once its
+//! verdict is decided: trials beyond that are waste.
 
 pub mod parked;
 
@@ -34,10 +40,10 @@ use clap::Parser;
 
 use crate::child::{HeldChild, InheritingChild, SpawnRace};
 use crate::platform::Platform;
-use crate::report::{ArmReport, ProbeReport, SCHEMA_VERSION, Table, utc_now};
+use crate::report::{ArmReport, LeftOut, ProbeReport, SCHEMA_VERSION, Table, utc_now};
 use crate::scratch::Scratch;
 use crate::stats::MAX_TRIALS;
-use crate::verdict::{Kind, MIN_DETERMINISTIC_TRIALS, Outcome, Role, Tallies, Window};
+use crate::verdict::{Judgement, Kind, MIN_DETERMINISTIC_TRIALS, Outcome, Role, Tallies, Window};
 
 /// A probe: one hazard and the arms that meet it.
 #[derive(Debug)]
@@ -46,8 +52,9 @@ pub struct Probe {
     pub hazard: &'static str,
     /// One sentence: "Checks whether …".
     pub about: &'static str,
-    /// Trials per arm in a deterministic window (fork-window, inherited,
-    /// parked-call) and in-process: enough to decide (7-10), no more.
+    /// The most trials per arm in a deterministic window (fork-window,
+    /// inherited, parked-call) and in-process: enough to decide (7-10), no
+    /// more. A cell stops at 7 once its verdict is decided ([`run`]).
     pub trials: u64,
     /// Time per arm in the posix-spawn race, split into interleaved blocks.
     pub race: Duration,
@@ -253,12 +260,14 @@ extern "C" fn on_signal(_: libc::c_int) {
 /// dying, so every child is reaped and every scratch path removed before the
 /// process exits.
 pub fn catch_interrupts() {
-    // SAFETY: all-zero is a valid `struct sigaction` (no flags, no handler)
-    // that the lines below fill in.
-    let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
-    action.sa_sigaction = on_signal as *const () as libc::sighandler_t;
-    // SAFETY: initialises the mask inside the struct above.
-    unsafe { libc::sigemptyset(&mut action.sa_mask) };
+    // No flags (no SA_RESTART: a blocking call returns EINTR, so a wait
+    // loop sees the flag); every signal blocked while the handler runs,
+    // which only stores to an atomic.
+    let action = crate::sys::sigaction_of(
+        on_signal as *const () as libc::sighandler_t,
+        crate::sys::full_sigset(),
+        0,
+    );
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: installs a handler that only stores to an atomic, which is
         // async-signal-safe.
@@ -274,22 +283,34 @@ pub fn interrupted() -> bool {
 /// Trial settings; the defaults come from the probe's declaration.
 #[derive(Clone, Copy, Debug)]
 pub struct Settings {
-    /// Trials per arm in a deterministic or in-process window.
+    /// The most trials per arm in a deterministic or in-process window.
     pub trials: u64,
     /// Time per arm in the posix-spawn race, over all its blocks.
     pub race: Duration,
-    /// Also measure what only a thorough run measures (`--thorough`), e.g.
-    /// the spawn cost swept over `RLIMIT_NOFILE`.
+    /// Also measure what only a thorough run measures (`--thorough`): the
+    /// spawn cost swept over `RLIMIT_NOFILE`, and every mitigation in the
+    /// race windows ([`races`]), each raced until its verdict is decided or
+    /// [`THOROUGH_RACE_ROUNDS`] blocks have run.
     pub thorough: bool,
+    /// When to stop starting race blocks, so the probe reports before its
+    /// runner's timeout kills it (`--deadline-ms`, from the probe's start).
+    pub deadline: Option<Instant>,
 }
 
-/// How many interleaved blocks a race window's arms run in.
+/// How many interleaved blocks (rounds) a race window's arms run in by
+/// default: every control races this many, and no arm more in a default run.
 pub const RACE_BLOCKS: u32 = 4;
+
+/// The most rounds a thorough run gives one arm in a race window (its
+/// budget: 16 times a default run's time per arm), when the Fisher rule has
+/// not decided it sooner.
+pub const THOROUGH_RACE_ROUNDS: u32 = 64;
 
 #[derive(Parser, Debug)]
 #[command(about = "An fdwindow probe: prints its report as JSON on stdout.")]
 struct ProbeArgs {
-    /// Trials per arm in a deterministic window (fork-window, inherited, parked-call, in-process).
+    /// Most trials per arm in a deterministic window (fork-window, inherited, parked-call,
+    /// in-process); a cell stops at 7 once its verdict is decided.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     trials: Option<u64>,
     /// Milliseconds per arm in the posix-spawn race.
@@ -298,9 +319,14 @@ struct ProbeArgs {
     /// Run only these arms (repeatable).
     #[arg(long = "arm", value_name = "ARM")]
     arms: Vec<String>,
-    /// Also make the slow observations a default run leaves out.
+    /// Also make the slow observations a default run leaves out, and race
+    /// every mitigation, not only those no deterministic window tests.
     #[arg(long)]
     thorough: bool,
+    /// Start no race block later than this many milliseconds after the
+    /// probe started (the runner passes most of its timeout).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
+    deadline_ms: Option<u64>,
 }
 
 /// Checks a probe's declaration: unique, non-empty ids; a kind for every
@@ -450,6 +476,9 @@ pub fn main(probe: &Probe) -> ExitCode {
         trials: args.trials.unwrap_or(probe.trials),
         race: args.race_ms.map_or(probe.race, Duration::from_millis),
         thorough: args.thorough,
+        deadline: args
+            .deadline_ms
+            .map(|ms| Instant::now() + Duration::from_millis(ms)),
     };
     catch_interrupts();
     match run(probe, settings, &args.arms) {
@@ -489,82 +518,155 @@ pub enum RunError {
     Setup(io::Error),
 }
 
+/// Whether a deterministic window also tests `arm` (fork-window, inherited,
+/// parked-call, or a deterministic in-process cell): such a window decides
+/// its verdict in a handful of trials, so a default run leaves it out of the
+/// race windows.
+pub fn covered(arm: &Arm) -> bool {
+    arm.windows
+        .iter()
+        .any(|&w| !w.is_race() && w.kind().or(arm.kind) == Some(Kind::Deterministic))
+}
+
+/// Whether `arm` runs in the race windows it declares: in a thorough run
+/// every arm does; in a default run the controls (their natural rate: how
+/// often the hazard bites a busy process) and the mitigations that no
+/// deterministic window covers ([`covered`]), with their shams.
+pub fn races(probe: &Probe, arm: &Arm, thorough: bool) -> bool {
+    if thorough {
+        return true;
+    }
+    match arm.role {
+        Role::Control => true,
+        Role::Mitigation => !covered(arm),
+        Role::Sham => arm.id.strip_suffix("-sham").is_none_or(|fixed| {
+            probe
+                .arms
+                .iter()
+                .filter(|a| a.id == fixed && a.role == Role::Mitigation)
+                .all(|a| !covered(a))
+        }),
+    }
+}
+
+/// Why a default run leaves a cell out ([`races`]), as its report says.
+pub const THOROUGH_ONLY: &str =
+    "not measured in a default run (`--thorough`): a deterministic window decides this arm";
+
+type Cells<'p> = Vec<(&'p Arm, Window, Cell)>;
+
 /// Runs every arm (or those named in `only`) in every window it declares:
-/// the deterministic and in-process cells arm by arm, then each race window's
-/// arms in interleaved blocks.
+/// the deterministic and in-process cells arm by arm (controls, then shams,
+/// then mitigations, each stopped once the report's judgement has what it
+/// needs), then each race window's arms in interleaved rounds ([`races`]
+/// says which arms race).
 pub fn run(probe: &Probe, settings: Settings, only: &[String]) -> Result<ProbeReport, RunError> {
     let started = Instant::now();
     let started_at = utc_now();
+    let platform = Platform::detect();
     let scratch = Scratch::new(probe.hazard).map_err(RunError::Setup)?;
     let chosen: Vec<&Arm> = probe
         .arms
         .iter()
         .filter(|a| only.is_empty() || only.iter().any(|o| o == a.id))
         .collect();
-    let mut cells: Vec<(&Arm, Window, Cell)> = Vec::new();
+    let mut cells: Cells<'_> = Vec::new();
+    let mut left_out = Vec::new();
     for arm in &chosen {
         for &window in arm.windows {
-            cells.push((arm, window, Cell::default()));
+            if window.is_race() && !races(probe, arm, settings.thorough) {
+                left_out.push(LeftOut {
+                    arm: arm.id.to_owned(),
+                    role: arm.role,
+                    window,
+                    against: match arm.role {
+                        Role::Control => None,
+                        Role::Mitigation | Role::Sham => {
+                            control_for(probe, arm, window).map(str::to_owned)
+                        }
+                    },
+                    why: THOROUGH_ONLY.to_owned(),
+                });
+            } else {
+                cells.push((arm, window, Cell::default()));
+            }
         }
     }
-    for (arm, window, cell) in cells.iter_mut().filter(|(_, w, _)| !w.is_race()) {
-        let deadline = None;
-        run_block(
-            arm,
-            *window,
-            settings.trials,
-            deadline,
-            None,
-            &scratch,
-            cell,
-        )?;
+    // Controls first, so a mitigation is judged against its control's final
+    // count; then shams, whose verdict a sham-tested mitigation's needs.
+    let mut order: Vec<usize> = (0..cells.len())
+        .filter(|&i| !cells[i].1.is_race())
+        .collect();
+    order.sort_by_key(|&i| match cells[i].0.role {
+        Role::Control => 0,
+        Role::Sham => 1,
+        Role::Mitigation => 2,
+    });
+    let cap = settings.trials;
+    let floor = cap.min(MIN_DETERMINISTIC_TRIALS);
+    for i in order {
+        let (arm, window, cell) = &mut cells[i];
+        run_block(arm, *window, floor, cap, None, None, &scratch, cell)?;
+        while cells[i].2.trials < cap
+            && cells[i].2.fault.is_none()
+            && !cells[i].2.gave_up
+            && !settled(probe, &cells, i, &platform)
+        {
+            let (arm, window, cell) = &mut cells[i];
+            run_block(arm, *window, 1, cap, None, None, &scratch, cell)?;
+        }
     }
     for race_window in Window::ALL.into_iter().filter(|w| w.is_race()) {
         let block = settings.race / RACE_BLOCKS;
-        for _ in 0..RACE_BLOCKS {
-            for (arm, window, cell) in cells.iter_mut().filter(|(_, w, _)| *w == race_window) {
+        let max_rounds = if settings.thorough {
+            THOROUGH_RACE_ROUNDS
+        } else {
+            RACE_BLOCKS
+        };
+        let active: Vec<usize> = (0..cells.len())
+            .filter(|&i| cells[i].1 == race_window)
+            .collect();
+        let race_cap = u64::from(max_rounds) * MIN_DETERMINISTIC_TRIALS;
+        let cells = std::cell::RefCell::new(&mut cells);
+        race_rounds(
+            active,
+            max_rounds,
+            settings.deadline,
+            |i| {
+                let mut cells = cells.borrow_mut();
+                let (arm, window, cell) = &mut cells[i];
                 if cell.fault.is_some() {
-                    continue;
+                    return Ok(());
                 }
                 let end = Instant::now() + block;
                 // The race thread ends by itself a minute after the block,
                 // should this thread never stop it.
                 match SpawnRace::start(end + Duration::from_secs(60)) {
-                    Ok(race) => {
-                        run_block(arm, *window, 1, Some(end), Some(race), &scratch, cell)?;
-                    }
+                    Ok(race) => run_block(
+                        arm,
+                        *window,
+                        1,
+                        race_cap,
+                        Some(end),
+                        Some(race),
+                        &scratch,
+                        cell,
+                    ),
                     Err(e) => {
                         cell.fault = Some(Fault::Broken(format!("start the spawn race: {e}")));
+                        Ok(())
                     }
                 }
-            }
-        }
+            },
+            |active, rounds| still_racing(probe, &cells.borrow(), active, rounds, &platform),
+        )?;
     }
     if interrupted() {
         return Err(RunError::Interrupted);
     }
-    let platform = Platform::detect();
     let arms = cells
-        .into_iter()
-        .map(|(arm, window, cell)| {
-            let kind = window.kind().or(arm.kind).unwrap_or(Kind::Statistical);
-            (arm, window, cell, kind)
-        })
-        .map(|(arm, window, cell, kind)| ArmReport {
-            arm: arm.id.to_owned(),
-            role: arm.role,
-            window,
-            kind,
-            emulated: crate::verdict::emulated(&platform, kind, arm.timed),
-            about: arm.about.to_owned(),
-            against: match arm.role {
-                Role::Control => None,
-                Role::Mitigation | Role::Sham => control_for(probe, arm, window).map(str::to_owned),
-            },
-            sham: sham_of(probe, arm, window).map(str::to_owned),
-            avoids: arm.avoids.map(str::to_owned),
-            outcome: cell.outcome(),
-        })
+        .iter()
+        .map(|(arm, window, cell)| arm_report(probe, arm, *window, cell, &platform))
         .collect();
     let tables = probe
         .observe
@@ -582,7 +684,141 @@ pub fn run(probe: &Probe, settings: Settings, only: &[String]) -> Result<ProbeRe
         elapsed_ms: started.elapsed().as_millis() as u64,
         arms,
         tables,
+        left_out,
     })
+}
+
+/// One cell as its report shows it.
+fn arm_report(
+    probe: &Probe,
+    arm: &Arm,
+    window: Window,
+    cell: &Cell,
+    platform: &Platform,
+) -> ArmReport {
+    let kind = window.kind().or(arm.kind).unwrap_or(Kind::Statistical);
+    ArmReport {
+        arm: arm.id.to_owned(),
+        role: arm.role,
+        window,
+        kind,
+        emulated: crate::verdict::emulated(platform, kind, arm.timed),
+        about: arm.about.to_owned(),
+        against: match arm.role {
+            Role::Control => None,
+            Role::Mitigation | Role::Sham => control_for(probe, arm, window).map(str::to_owned),
+        },
+        sham: sham_of(probe, arm, window).map(str::to_owned),
+        avoids: arm.avoids.map(str::to_owned),
+        outcome: cell.outcome(),
+    }
+}
+
+/// The judgement on cell `i` as the cells stand now: the report's own
+/// [`ProbeReport::judgement`] on a report of these counts, so a run stops an
+/// arm by the very rule that later judges it.
+fn judge_now(probe: &Probe, cells: &Cells<'_>, i: usize, platform: &Platform) -> Judgement {
+    let report = ProbeReport {
+        schema: SCHEMA_VERSION,
+        hazard: probe.hazard.to_owned(),
+        about: String::new(),
+        fdwindow_version: String::new(),
+        platform: platform.clone(),
+        started_at: String::new(),
+        elapsed_ms: 0,
+        arms: cells
+            .iter()
+            .map(|(arm, window, cell)| arm_report(probe, arm, *window, cell, platform))
+            .collect(),
+        tables: Vec::new(),
+        left_out: Vec::new(),
+    };
+    report.judgement(&report.arms[i])
+}
+
+/// Whether a trial-counted cell (not a race) has what its verdict needs, so
+/// further trials are waste: a deterministic control once it is all hits or
+/// none (7/7 against a fix's 0/7 is p = 2.9e-4); a mitigation or sham once
+/// the report's judgement is decided. A statistical control runs all its
+/// trials: its rate is the measurement its fixes are judged against.
+fn settled(probe: &Probe, cells: &Cells<'_>, i: usize, platform: &Platform) -> bool {
+    let (arm, window, cell) = &cells[i];
+    match arm.role {
+        Role::Control => {
+            window.kind().or(arm.kind) == Some(Kind::Deterministic)
+                && (cell.hits == 0 || cell.hits == cell.trials)
+        }
+        Role::Mitigation | Role::Sham => judge_now(probe, cells, i, platform).verdict.is_decided(),
+    }
+}
+
+/// Which of a race window's cells (`window`) race another round after
+/// `rounds` rounds: a mitigation or sham while the report's judgement has
+/// not decided it (one stopped earlier races again when its control's later
+/// rounds undo its verdict, so every verdict holds on the final counts); a
+/// control for a default run's [`RACE_BLOCKS`] rounds, and after that while
+/// any arm still racing is judged against it. A faulted cell stops.
+fn still_racing(
+    probe: &Probe,
+    cells: &Cells<'_>,
+    window: &[usize],
+    rounds: u32,
+    platform: &Platform,
+) -> Vec<usize> {
+    let undecided: Vec<usize> = window
+        .iter()
+        .copied()
+        .filter(|&i| {
+            let (arm, _, cell) = &cells[i];
+            cell.fault.is_none()
+                && arm.role != Role::Control
+                && !judge_now(probe, cells, i, platform).verdict.is_decided()
+        })
+        .collect();
+    window
+        .iter()
+        .copied()
+        .filter(|&i| {
+            let (arm, window, cell) = &cells[i];
+            if cell.fault.is_some() {
+                return false;
+            }
+            match arm.role {
+                Role::Control => {
+                    rounds < RACE_BLOCKS
+                        || undecided
+                            .iter()
+                            .any(|&j| control_for(probe, cells[j].0, *window) == Some(arm.id))
+                }
+                Role::Mitigation | Role::Sham => undecided.contains(&i),
+            }
+        })
+        .collect()
+}
+
+/// Runs a race window's cells (`window`) in interleaved rounds, one block
+/// of each racing cell per round in declaration order, so control and
+/// mitigations share the machine's conditions; after each round `keep`
+/// says which of the window's cells race the next. Stops when none does,
+/// after `max_rounds` (the per-arm budget), or once `deadline` has passed.
+/// Returns the rounds run.
+fn race_rounds<E>(
+    window: Vec<usize>,
+    max_rounds: u32,
+    deadline: Option<Instant>,
+    mut block: impl FnMut(usize) -> Result<(), E>,
+    mut keep: impl FnMut(&[usize], u32) -> Vec<usize>,
+) -> Result<u32, E> {
+    let mut active = window.clone();
+    let mut rounds = 0;
+    while !active.is_empty() && rounds < max_rounds && deadline.is_none_or(|d| Instant::now() < d) {
+        for &i in &active {
+            block(i)?;
+        }
+        rounds += 1;
+        active = keep(&window, rounds);
+    }
+    Ok(rounds)
 }
 
 /// One cell's counts so far, over all its blocks.
@@ -594,21 +830,37 @@ struct Cell {
     iterations: u64,
     tallies: Tallies,
     fault: Option<Fault>,
+    /// Too many unconfirmed trials: no more are tried.
+    gave_up: bool,
+    /// Time spent in its blocks, reported as the tally `time-ms`.
+    elapsed: Duration,
 }
 
+/// The tally that holds a cell's own time, in milliseconds (`total`): where
+/// a run spends its time, per arm and window.
+pub const TIME_TALLY: &str = "time-ms";
+
 impl Cell {
-    fn outcome(self) -> Outcome {
-        match self.fault {
-            Some(Fault::Unsupported(reason)) => Outcome::Unsupported { reason },
-            Some(Fault::Broken(error) | Fault::NotConfirmed(error)) => Outcome::Broken { error },
+    fn outcome(&self) -> Outcome {
+        match &self.fault {
+            Some(Fault::Unsupported(reason)) => Outcome::Unsupported {
+                reason: reason.clone(),
+            },
+            Some(Fault::Broken(error) | Fault::NotConfirmed(error)) => Outcome::Broken {
+                error: error.clone(),
+            },
             None => {
-                let mut tallies = self.tallies;
+                let mut tallies = self.tallies.clone();
                 if self.iterations != self.trials {
                     tallies
                         .entry("loop-iterations".into())
                         .or_default()
                         .insert("total".into(), self.iterations);
                 }
+                tallies
+                    .entry(TIME_TALLY.into())
+                    .or_default()
+                    .insert("total".into(), self.elapsed.as_millis() as u64);
                 Outcome::Observed {
                     trials: self.trials,
                     hits: self.hits,
@@ -642,12 +894,33 @@ impl SpawnHits {
     }
 }
 
-/// Runs one arm in one window until it has `trials` confirmed trials (no
-/// race) or until `deadline` (a race block, at least one spawn), adding to `cell`.
+/// Runs one arm in one window until it has `trials` more confirmed trials
+/// (no race) or until `deadline` (a race block, at least one spawn), adding
+/// to `cell`; `cap` (the cell's most trials) bounds its unconfirmed ones.
+#[allow(clippy::too_many_arguments)]
 fn run_block(
     arm: &Arm,
     window: Window,
     trials: u64,
+    cap: u64,
+    deadline: Option<Instant>,
+    race: Option<SpawnRace>,
+    scratch: &Scratch,
+    cell: &mut Cell,
+) -> Result<(), RunError> {
+    let began = Instant::now();
+    let result = block_trials(arm, window, trials, cap, deadline, race, scratch, cell);
+    cell.elapsed += began.elapsed();
+    result
+}
+
+/// [`run_block`]'s trials.
+#[allow(clippy::too_many_arguments)]
+fn block_trials(
+    arm: &Arm,
+    window: Window,
+    trials: u64,
+    cap: u64,
     deadline: Option<Instant>,
     race: Option<SpawnRace>,
     scratch: &Scratch,
@@ -656,11 +929,13 @@ fn run_block(
     let mut own_spawns = None::<bool>;
     let mut spawn_hits = SpawnHits::default();
     let mut confirmed = 0u64;
-    // Unconfirmed trials are retried, but boundedly: a window that never
-    // confirms leaves the cell broken, not looping.
-    let max_unconfirmed = trials.max(MIN_DETERMINISTIC_TRIALS) * 2;
-    let mut unconfirmed = 0u64;
+    // Unconfirmed trials are retried, but boundedly over the whole cell: a
+    // window that never confirms leaves the cell broken, not looping.
+    let max_unconfirmed = cap.max(MIN_DETERMINISTIC_TRIALS) * 2;
     loop {
+        if cell.gave_up {
+            break;
+        }
         if interrupted() {
             return Err(RunError::Interrupted);
         }
@@ -721,8 +996,8 @@ fn run_block(
             }
             Err(Fault::NotConfirmed(why)) => {
                 cell.broken_trials += 1;
-                unconfirmed += 1;
-                if unconfirmed > max_unconfirmed {
+                if cell.broken_trials > max_unconfirmed {
+                    cell.gave_up = true;
                     // Give up, keeping the counts: with fewer confirmed
                     // trials than the minimum the verdict is `broken`.
                     cell.tallies
@@ -795,6 +1070,318 @@ mod tests {
         Err(Fault::NotConfirmed("not seen parked".into()))
     }
 
+    fn hit(_: &mut Trial<'_>) -> Result<bool, Fault> {
+        Ok(true)
+    }
+
+    fn settings(trials: u64, thorough: bool) -> Settings {
+        Settings {
+            trials,
+            race: Duration::from_millis(4),
+            thorough,
+            deadline: None,
+        }
+    }
+
+    fn probe(arms: &'static [Arm]) -> Probe {
+        Probe {
+            hazard: "posix-lock-drop",
+            about: "",
+            trials: 10,
+            race: Duration::from_millis(4),
+            arms,
+            observe: None,
+        }
+    }
+
+    /// A default run races the controls and the fixes no deterministic
+    /// window decides; the others are left out, and say so; a thorough run
+    /// races them all.
+    #[test]
+    fn a_default_run_races_no_covered_mitigation() {
+        use crate::verdict::Window::{InProcess, PosixSpawn};
+        static ARMS: &[Arm] = &[
+            Arm {
+                id: "c",
+                windows: &[InProcess, PosixSpawn],
+                trial: ok,
+                kind: Some(Kind::Deterministic),
+                ..ARM
+            },
+            Arm {
+                id: "covered",
+                role: Role::Mitigation,
+                windows: &[InProcess, PosixSpawn],
+                trial: ok,
+                kind: Some(Kind::Deterministic),
+                ..ARM
+            },
+            Arm {
+                id: "race-only",
+                role: Role::Mitigation,
+                windows: &[PosixSpawn],
+                trial: ok,
+                ..ARM
+            },
+            Arm {
+                id: "race-only-sham",
+                role: Role::Sham,
+                windows: &[PosixSpawn],
+                trial: ok,
+                ..ARM
+            },
+        ];
+        let p = probe(ARMS);
+        assert!(covered(&ARMS[1]) && !covered(&ARMS[2]));
+        let raced: Vec<&str> = ARMS
+            .iter()
+            .filter(|a| races(&p, a, false))
+            .map(|a| a.id)
+            .collect();
+        assert_eq!(raced, ["c", "race-only", "race-only-sham"]);
+        assert!(ARMS.iter().all(|a| races(&p, a, true)));
+        let r = run(&p, settings(7, false), &[]).unwrap();
+        let in_race: Vec<&str> = r
+            .arms
+            .iter()
+            .filter(|a| a.window == PosixSpawn)
+            .map(|a| a.arm.as_str())
+            .collect();
+        assert_eq!(in_race, ["c", "race-only", "race-only-sham"]);
+        assert!(
+            r.arms
+                .iter()
+                .filter(|a| a.window == PosixSpawn && a.role == Role::Mitigation)
+                .all(|a| !covered(ARMS.iter().find(|d| d.id == a.arm).unwrap()))
+        );
+        let left: Vec<(&str, Window)> = r
+            .left_out
+            .iter()
+            .map(|l| (l.arm.as_str(), l.window))
+            .collect();
+        assert_eq!(left, [("covered", PosixSpawn)]);
+        assert!(r.find("covered", InProcess).is_some());
+        let thorough = run(&p, settings(7, true), &["covered".into()]).unwrap();
+        assert!(thorough.find("covered", PosixSpawn).is_some());
+        assert!(thorough.left_out.is_empty());
+    }
+
+    /// A deterministic control of all hits stops at 7 trials, and so does a
+    /// fix that 7/7 against 0/7 decides; a control that missed runs to the
+    /// cap, and its fixes with it.
+    #[test]
+    fn trial_counted_cells_stop_once_decided() {
+        use crate::verdict::Window::InProcess;
+        static ALL_HITS: &[Arm] = &[
+            Arm {
+                id: "c",
+                windows: &[InProcess],
+                trial: hit,
+                kind: Some(Kind::Deterministic),
+                ..ARM
+            },
+            Arm {
+                id: "m",
+                role: Role::Mitigation,
+                windows: &[InProcess],
+                trial: ok,
+                kind: Some(Kind::Deterministic),
+                ..ARM
+            },
+        ];
+        let r = run(&probe(ALL_HITS), settings(10, false), &[]).unwrap();
+        let count = |r: &ProbeReport, i: usize| r.arms[i].outcome.count().unwrap();
+        assert_eq!((count(&r, 0).hits, count(&r, 0).trials), (7, 7));
+        assert_eq!((count(&r, 1).hits, count(&r, 1).trials), (0, 7));
+        assert_eq!(
+            r.judgement(&r.arms[1]).verdict,
+            crate::verdict::Verdict::Valid
+        );
+        /// Hits in every other trial.
+        fn half(_: &mut Trial<'_>) -> Result<bool, Fault> {
+            static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            Ok(CALLS.fetch_add(1, Ordering::Relaxed).is_multiple_of(2))
+        }
+        static PARTIAL: &[Arm] = &[
+            Arm {
+                id: "c",
+                windows: &[InProcess],
+                trial: half,
+                kind: Some(Kind::Deterministic),
+                ..ARM
+            },
+            Arm {
+                id: "m",
+                role: Role::Mitigation,
+                windows: &[InProcess],
+                trial: ok,
+                kind: Some(Kind::Deterministic),
+                ..ARM
+            },
+        ];
+        let r = run(&probe(PARTIAL), settings(10, false), &[]).unwrap();
+        assert_eq!(count(&r, 0).trials, 10);
+        assert_eq!(count(&r, 1).trials, 10);
+    }
+
+    /// Cells of a race window with set counts, for the stopping rule.
+    fn race_cells(arms: &'static [Arm], counts: &[(u64, u64)]) -> Cells<'static> {
+        arms.iter()
+            .zip(counts)
+            .map(|(arm, &(hits, trials))| {
+                let cell = Cell {
+                    hits,
+                    trials,
+                    iterations: trials,
+                    ..Cell::default()
+                };
+                (arm, Window::PosixSpawn, cell)
+            })
+            .collect()
+    }
+
+    static RACE: &[Arm] = &[
+        Arm {
+            id: "c",
+            windows: &[Window::PosixSpawn],
+            trial: ok,
+            ..ARM
+        },
+        Arm {
+            id: "m",
+            role: Role::Mitigation,
+            windows: &[Window::PosixSpawn],
+            trial: ok,
+            ..ARM
+        },
+        Arm {
+            id: "n",
+            role: Role::Mitigation,
+            windows: &[Window::PosixSpawn],
+            trial: ok,
+            ..ARM
+        },
+    ];
+
+    /// Each round adds `per_round` (hits, trials) to each raced cell; the
+    /// rounds run through [`race_rounds`] and [`still_racing`], the run's own
+    /// scheduler and stopping rule. Returns each cell's rounds.
+    fn race(per_round: [(u64, u64); 3], max_rounds: u32) -> (Vec<u32>, u32) {
+        race_with(|i, _| per_round[i], max_rounds).0
+    }
+
+    /// [`race`] with the counts of cell `i`'s block in round `r` (from 0)
+    /// given by `per_round(i, r)`; also returns the final cells.
+    fn race_with(
+        per_round: impl Fn(usize, u32) -> (u64, u64),
+        max_rounds: u32,
+    ) -> ((Vec<u32>, u32), Cells<'static>) {
+        let p = probe(RACE);
+        let platform = Platform::detect();
+        let cells = std::cell::RefCell::new(race_cells(RACE, &[(0, 0); 3]));
+        let mut blocks = vec![0u32; 3];
+        let rounds = race_rounds(
+            vec![0, 1, 2],
+            max_rounds,
+            None,
+            |i| {
+                let (hits, trials) = per_round(i, blocks[i]);
+                let cell = &mut cells.borrow_mut()[i].2;
+                cell.hits += hits;
+                cell.trials += trials;
+                blocks[i] += 1;
+                Ok::<(), ()>(())
+            },
+            |window, rounds| still_racing(&p, &cells.borrow(), window, rounds, &platform),
+        )
+        .unwrap();
+        ((blocks, rounds), cells.into_inner())
+    }
+
+    /// A fix decided early races again when its control's later rounds undo
+    /// the decision, so the verdict the report shows holds on final counts.
+    #[test]
+    fn a_fix_whose_verdict_the_control_undoes_races_again() {
+        // The control hits 10 of 10 in its first round and never again; `n`
+        // is valid after one round, then not, as the control's rate falls.
+        let ((blocks, rounds), cells) = race_with(
+            |i, r| match (i, r) {
+                (0, 0) => (10, 10),
+                (1, _) => (1, 10),
+                _ => (0, 10),
+            },
+            THOROUGH_RACE_ROUNDS,
+        );
+        assert!(blocks[2] > 1, "{blocks:?}");
+        // The control raced every round that `n` did.
+        assert!(blocks[0] >= blocks[2].max(RACE_BLOCKS), "{blocks:?}");
+        let p = probe(RACE);
+        let decided = judge_now(&p, &cells, 2, &Platform::detect())
+            .verdict
+            .is_decided();
+        assert!(decided || rounds == THOROUGH_RACE_ROUNDS, "{blocks:?}");
+    }
+
+    #[test]
+    fn adaptive_races_stop_decided_arms_and_keep_the_control_for_undecided_ones() {
+        // A hit decides `m` invalid after one round; `n` (0 of 10 a round
+        // against 10 of 10) is valid after one round too; the control still
+        // measures its rate for a default run's rounds, then stops.
+        let (blocks, rounds) = race([(10, 10), (1, 10), (0, 10)], THOROUGH_RACE_ROUNDS);
+        assert_eq!(blocks, [RACE_BLOCKS, 1, 1]);
+        assert_eq!(rounds, RACE_BLOCKS);
+        // A rare control: 1 hit in 100 a round. `m` hits and stops at once;
+        // `n` needs about 10 control hits for p <= 0.001, so the control
+        // races on with it past the default's rounds until it is decided.
+        let (blocks, _) = race([(1, 100), (1, 100), (0, 100)], THOROUGH_RACE_ROUNDS);
+        assert_eq!(blocks[1], 1);
+        assert!(blocks[2] > RACE_BLOCKS, "{blocks:?}");
+        assert!(blocks[2] < THOROUGH_RACE_ROUNDS, "{blocks:?}");
+        assert_eq!(blocks[0], blocks[2]);
+        let p = probe(RACE);
+        let cells = race_cells(
+            RACE,
+            &[
+                (u64::from(blocks[2]), 100 * u64::from(blocks[2])),
+                (0, 0),
+                (0, 100 * u64::from(blocks[2])),
+            ],
+        );
+        let platform = Platform::detect();
+        assert!(judge_now(&p, &cells, 2, &platform).verdict.is_decided());
+        let earlier = race_cells(
+            RACE,
+            &[
+                (u64::from(blocks[2]) - 1, 100 * (u64::from(blocks[2]) - 1)),
+                (0, 0),
+                (0, 100 * (u64::from(blocks[2]) - 1)),
+            ],
+        );
+        assert!(!judge_now(&p, &earlier, 2, &platform).verdict.is_decided());
+    }
+
+    #[test]
+    fn adaptive_races_respect_the_budget() {
+        // A control that never hits decides nothing: every arm races to the
+        // budget and no further.
+        let (blocks, rounds) = race([(0, 10), (0, 10), (0, 10)], 9);
+        assert_eq!(blocks, [9, 9, 9]);
+        assert_eq!(rounds, 9);
+        // A default run's budget is its rounds.
+        let (blocks, _) = race([(0, 10), (0, 10), (0, 10)], RACE_BLOCKS);
+        assert_eq!(blocks, [RACE_BLOCKS; 3]);
+        // A deadline already passed starts no round.
+        let rounds = race_rounds(
+            vec![0],
+            9,
+            Some(Instant::now()),
+            |_| Ok::<(), ()>(()),
+            |a, _| a.to_vec(),
+        )
+        .unwrap();
+        assert_eq!(rounds, 0);
+    }
+
     #[test]
     fn unconfirmed_trials_are_excluded_counted_and_bounded() {
         use crate::verdict::Window::InProcess;
@@ -827,6 +1414,7 @@ mod tests {
             trials: 7,
             race: Duration::from_millis(1),
             thorough: false,
+            deadline: None,
         };
         let r = run(&probe, settings, &[]).unwrap();
         let Outcome::Observed {

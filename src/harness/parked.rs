@@ -8,7 +8,8 @@
 //! `accept4`, `pipe`, `pipe2`, the `open`/`openat`/`creat` family with its
 //! `64` and fortified `__open*_2` names, `fcntl`/`fcntl64` for `F_DUPFD*`,
 //! `dup`, `dup2`, `dup3`, and `recvmsg` receiving `SCM_RIGHTS`). Its control
-//! functions are found here with `dlsym(RTLD_DEFAULT)`; when they are absent
+//! functions come as one table (`fdwindow_parked_api`), found here with
+//! `dlsym(RTLD_DEFAULT)` and checked once (ABI version and size); when it is absent
 //! (the library was not preloaded: a static libc, a SIP-protected binary, a
 //! loader that ignores the variable) every trial is `unsupported` with that
 //! reason.
@@ -41,7 +42,7 @@
 //! - <https://man7.org/linux/man-pages/man8/ld.so.8.html> (`LD_PRELOAD`)
 //! - <https://github.com/apple-oss-distributions/dyld/blob/main/include/mach-o/dyld-interposing.h>
 
-use std::ffi::{CStr, c_char, c_int};
+use std::ffi::{CStr, c_int};
 use std::fs::File;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
@@ -55,7 +56,7 @@ use crate::cloexec::{Call, Flag, Holder, Maker, SpawnHow};
 use crate::harness::{Context, Fault};
 
 /// The control ABI this code speaks (`FDW_PARKED_ABI` in the shim).
-const ABI: c_int = 1;
+const ABI: c_int = 2;
 
 /// How long the creator may take to reach its call, and the child to exec.
 const DEADLINE: Duration = Duration::from_secs(30);
@@ -65,7 +66,9 @@ const DEADLINE: Duration = Duration::from_secs(30);
 struct Info {
     nfds: c_int,
     fds: [c_int; 8],
-    call: [c_char; 32],
+    /// C `char[32]`; read as bytes (same size and alignment as `c_char`),
+    /// so the name is found with a bounded search, never past the array.
+    call: [u8; 32],
     stripped: c_int,
     timed_out: c_int,
 }
@@ -82,11 +85,23 @@ impl Info {
     }
 }
 
-type AbiFn = unsafe extern "C" fn() -> c_int;
-type ArmFn = unsafe extern "C" fn(c_int, c_int) -> c_int;
-type DisarmFn = unsafe extern "C" fn() -> c_int;
-type WaitFn = unsafe extern "C" fn(c_int, *mut Info) -> c_int;
-type ReleaseFn = unsafe extern "C" fn();
+/// The shim's control table (`struct fdwindow_parked_api`, ABI 2). Its
+/// functions are plain (not `unsafe`) `extern "C" fn`s because each is sound
+/// for every argument Rust can pass it: `arm` checks its mode and mask
+/// (`EINVAL`), `disarm` and `release` take none, and `wait` writes only
+/// through the `&mut Info` it is given (a reference: never null, always
+/// writable, the layout above). The type is trusted once, in
+/// [`Interposer::find`], after `abi` and `size` matched.
+#[repr(C)]
+#[derive(Debug)]
+struct Api {
+    abi: c_int,
+    size: c_int,
+    arm: extern "C" fn(c_int, c_int) -> c_int,
+    disarm: extern "C" fn() -> c_int,
+    wait: extern "C" fn(c_int, &mut Info) -> c_int,
+    release: extern "C" fn(),
+}
 
 /// What the armed thread's call does in the shim.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -158,63 +173,45 @@ impl Family {
 /// The shim's control functions, found in this process.
 #[derive(Clone, Copy, Debug)]
 pub struct Interposer {
-    arm: ArmFn,
-    disarm: DisarmFn,
-    wait: WaitFn,
-    release: ReleaseFn,
+    api: &'static Api,
 }
 
 /// Why the interposer is missing: the reason an `unsupported` cell shows.
 pub const NOT_LOADED: &str = "the parked-call interposer is not loaded in this process: the loader did not \
      preload it (a static libc, a SIP-protected or setuid binary, or a run without the library)";
 
-/// Looks `name` up in every object loaded into this process.
-fn symbol(name: &CStr) -> Option<*mut libc::c_void> {
-    // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name only reads.
-    let found = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
-    (!found.is_null()).then_some(found)
-}
-
 impl Interposer {
     /// The shim's control functions, or why they are unavailable.
     pub fn find() -> Result<Interposer, String> {
-        let abi = symbol(c"fdwindow_parked_abi").ok_or_else(|| NOT_LOADED.to_owned())?;
-        // SAFETY: the shim exports fdwindow_parked_abi as `int (void)`.
-        let abi: AbiFn = unsafe { std::mem::transmute::<*mut libc::c_void, AbiFn>(abi) };
-        // SAFETY: calls the shim's `int fdwindow_parked_abi(void)`.
-        let version = unsafe { abi() };
-        if version != ABI {
+        let Some(table) = crate::sys::symbol(c"fdwindow_parked_api") else {
+            // An ABI 1 shim exported only the functions, no table.
+            return Err(if crate::sys::has_function(c"fdwindow_parked_abi") {
+                format!("the parked-call interposer predates ABI {ABI} (no control table)")
+            } else {
+                NOT_LOADED.to_owned()
+            });
+        };
+        // SAFETY: `fdwindow_parked_api` is the shim's `const struct
+        // fdwindow_parked_api`, a static object that lives as long as the
+        // mapped library (never unloaded: it was preloaded), whose first two
+        // members are `int abi, size` in every ABI; the rest of the layout is
+        // used only after both matched below.
+        let api: &'static Api = unsafe { table.cast::<Api>().as_ref() };
+        let size = std::mem::size_of::<Api>();
+        if api.abi != ABI || usize::try_from(api.size) != Ok(size) {
             return Err(format!(
-                "the parked-call interposer speaks ABI {version}; this build needs {ABI}"
+                "the parked-call interposer speaks ABI {} (table of {} bytes); this build needs {ABI} ({size} bytes)",
+                api.abi, api.size
             ));
         }
-        let get = |name: &CStr| {
-            symbol(name).ok_or_else(|| format!("the parked-call interposer lacks {name:?}"))
-        };
-        let (arm, disarm, wait, release) = (
-            get(c"fdwindow_parked_arm")?,
-            get(c"fdwindow_parked_disarm")?,
-            get(c"fdwindow_parked_wait")?,
-            get(c"fdwindow_parked_release")?,
-        );
-        Ok(Interposer {
-            // SAFETY: the shim exports `int fdwindow_parked_arm(int)`.
-            arm: unsafe { std::mem::transmute::<*mut libc::c_void, ArmFn>(arm) },
-            // SAFETY: the shim exports `int fdwindow_parked_disarm(void)`.
-            disarm: unsafe { std::mem::transmute::<*mut libc::c_void, DisarmFn>(disarm) },
-            // SAFETY: the shim exports `int fdwindow_parked_wait(int, struct info *)`.
-            wait: unsafe { std::mem::transmute::<*mut libc::c_void, WaitFn>(wait) },
-            // SAFETY: the shim exports `void fdwindow_parked_release(void)`.
-            release: unsafe { std::mem::transmute::<*mut libc::c_void, ReleaseFn>(release) },
-        })
+        Ok(Interposer { api })
     }
 
     /// Arms the calling thread: its next successful call of one of
     /// `families` parks.
     pub fn arm(&self, mode: Mode, families: &[Family]) -> io::Result<()> {
         let mask = families.iter().fold(0, |m, f| m | f.bit());
-        // SAFETY: the shim's arm touches only its own state.
-        let rc = unsafe { (self.arm)(mode.code(), mask) };
+        let rc = (self.api.arm)(mode.code(), mask);
         if rc < 0 {
             Err(io::Error::last_os_error())
         } else {
@@ -224,23 +221,22 @@ impl Interposer {
 
     /// Disarms the calling thread; `true` when it parked since it armed.
     pub fn disarm(&self) -> bool {
-        // SAFETY: the shim's disarm touches only its own state.
-        unsafe { (self.disarm)() == 1 }
+        (self.api.disarm)() == 1
     }
 
     /// Waits up to `timeout` for the armed thread to park or disarm.
     pub fn wait(&self, timeout: Duration) -> Waited {
         let mut info = Info::empty();
         let ms = c_int::try_from(timeout.as_millis()).unwrap_or(c_int::MAX);
-        // SAFETY: `info` is a live, writable struct of the shim's layout.
-        match unsafe { (self.wait)(ms, &mut info) } {
+        match (self.api.wait)(ms, &mut info) {
             1 => {
                 let n = usize::try_from(info.nfds).unwrap_or(0).min(info.fds.len());
-                // SAFETY: the shim NUL-terminates `call` within its 32 bytes
-                // (it copies at most 31 and the struct starts zeroed).
-                let call = unsafe { CStr::from_ptr(info.call.as_ptr()) };
+                // The shim NUL-terminates `call` (it copies at most 31 bytes);
+                // a name that filled the array is taken whole.
+                let call = CStr::from_bytes_until_nul(&info.call)
+                    .map_or_else(|_| info.call.to_vec(), |c| c.to_bytes().to_vec());
                 Waited::Parked(Park {
-                    call: call.to_string_lossy().into_owned(),
+                    call: String::from_utf8_lossy(&call).into_owned(),
                     fds: info.fds[..n].to_vec(),
                     stripped: info.stripped != 0,
                 })
@@ -252,8 +248,7 @@ impl Interposer {
 
     /// Lets the parked thread go on (or cancels a trial that never parked).
     pub fn release(&self) {
-        // SAFETY: the shim's release touches only its own state.
-        unsafe { (self.release)() }
+        (self.api.release)()
     }
 }
 
@@ -535,14 +530,16 @@ pub fn preload_self() {
     if let Some(dir) = &reexecuted {
         // The written library's private directory: its bytes are mapped now.
         let _ = std::fs::remove_dir_all(dir);
-        let previous = std::env::var_os(PREVIOUS_VAR);
-        // SAFETY: called first in main, before this process starts any thread.
-        unsafe { std::env::remove_var(REEXEC_VAR) };
-        // SAFETY: as above, no other thread exists yet.
-        unsafe { std::env::remove_var(PREVIOUS_VAR) };
-        if let Some(var) = preload_variable() {
-            match previous.filter(|v| !v.is_empty()) {
-                // SAFETY: as above, no other thread exists yet.
+        let previous = std::env::var_os(PREVIOUS_VAR).filter(|v| !v.is_empty());
+        // Both of ours go; the preload variable gets its value from before.
+        let restore = preload_variable().map(|var| (var, previous));
+        for (var, value) in [(REEXEC_VAR, None), (PREVIOUS_VAR, None)]
+            .into_iter()
+            .chain(restore)
+        {
+            match value {
+                // SAFETY: called first in main, before this process starts
+                // any thread: nothing can read the environment meanwhile.
                 Some(v) => unsafe { std::env::set_var(var, v) },
                 // SAFETY: as above, no other thread exists yet.
                 None => unsafe { std::env::remove_var(var) },

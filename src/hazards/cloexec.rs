@@ -18,13 +18,13 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::child::CAT_PROGRAM;
 use crate::child::read_byte_by;
+use crate::child_hook::Hook;
 use crate::sys;
 
 /// How long a holder may take to exec and echo before spawning counts as broken.
@@ -301,9 +301,7 @@ pub fn inheritable_fds() -> io::Result<Vec<RawFd>> {
 /// process does not own included (rustix's safe `fcntl_getfd` needs a
 /// borrowed descriptor, which a bare number is not).
 pub fn fd_flags(fd: RawFd) -> Option<libc::c_int> {
-    // SAFETY: F_GETFD reads a descriptor's flags; a closed number is EBADF.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
-    (flags >= 0).then_some(flags)
+    sys::fd_flags_op(fd, None).ok()
 }
 
 /// How a [`Holder`] is spawned.
@@ -364,16 +362,13 @@ impl Holder {
                     sys::close_range_supported()?;
                 }
                 // The sham's hook does nothing: it only forces std's fork path.
-                let hook: Option<fn() -> io::Result<()>> = match how {
-                    SpawnHow::CloseRangeInChild => Some(|| sys::close_range_from(3)),
-                    SpawnHow::ForkNoop => Some(|| Ok(())),
+                let hook = match how {
+                    SpawnHow::CloseRangeInChild => Some(Hook::CloseRangeFrom(3)),
+                    SpawnHow::ForkNoop => Some(Hook::ForkOnly),
                     _ => None,
                 };
                 if let Some(hook) = hook {
-                    // SAFETY: close_range is one raw syscall whose error is an
-                    // errno value (no allocation between fork and exec); the
-                    // sham's hook does nothing.
-                    unsafe { cmd.pre_exec(hook) };
+                    crate::child_hook::install(&mut cmd, hook);
                 }
                 let mut child = cmd.spawn()?;
                 Holder {
@@ -514,7 +509,7 @@ fn raw_spawn(how: SpawnHow) -> io::Result<Holder> {
     spawner.dup2(devnull.as_raw_fd(), 2)?;
     // After the dup2s: their sources are above 2 and would be closed first.
     if closefrom {
-        sys::addclosefrom(spawner.actions(), 3).map_err(|e| {
+        sys::addclosefrom(&mut spawner, 3).map_err(|e| {
             io::Error::new(
                 e.kind(),
                 format!("posix_spawn_file_actions_addclosefrom_np: {e}"),

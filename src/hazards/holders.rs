@@ -8,7 +8,7 @@
 //! ([`classify`]) is one pure function shared by both.
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 
 // Defined beside the per-OS scans that make and compare it, which sit below
@@ -17,7 +17,7 @@ pub use crate::sys::Object;
 
 /// The object `fd` refers to.
 pub fn object_of(fd: impl AsFd) -> io::Result<Object> {
-    crate::sys::object_of(fd.as_fd().as_raw_fd())
+    crate::sys::object_of(fd.as_fd())
 }
 
 /// The file at `path`, as a scan for its holders compares it (`stat(2)`):

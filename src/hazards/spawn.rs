@@ -34,11 +34,11 @@ use std::ffi::{CStr, CString};
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
-use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::child::TRUE_PROGRAM;
+use crate::child_hook::Hook;
 use crate::sys;
 
 /// How long one window may last before the measurement counts as broken.
@@ -222,39 +222,29 @@ impl Prepared {
     /// Prepares a spawn of `/usr/bin/true` through `path`; fails with
     /// `ErrorKind::Unsupported` where this OS lacks the path.
     pub fn new(path: SpawnPath) -> io::Result<Prepared> {
-        let std_command = |pre_exec: Option<fn() -> io::Result<()>>| {
+        let std_command = |pre_exec: Option<Hook>| {
             let mut cmd = Command::new(TRUE_PROGRAM);
             cmd.env_clear()
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null());
-            if let Some(f) = pre_exec {
-                // SAFETY: both hooks below make only async-signal-safe calls.
-                unsafe { cmd.pre_exec(f) };
+            if let Some(hook) = pre_exec {
+                crate::child_hook::install(&mut cmd, hook);
             }
             cmd
         };
         let command = match path {
             SpawnPath::PosixSpawn => Some(std_command(None)),
-            SpawnPath::ForkExec => Some(std_command(Some(|| Ok(())))),
+            SpawnPath::ForkExec => Some(std_command(Some(Hook::ForkOnly))),
             SpawnPath::CloseRangeInChild => {
                 // Detect in the parent, where an error can be reported.
                 sys::close_range_supported()?;
-                Some(std_command(Some(|| sys::close_range_from(3))))
+                Some(std_command(Some(Hook::CloseRangeFrom(3))))
             }
             SpawnPath::CloseEveryFdInChild => {
                 // Read in the parent: the child may only make async-signal-safe calls.
                 let limit = open_max()?;
-                let mut cmd = std_command(None);
-                // SAFETY: the hook calls only close(2), which is
-                // async-signal-safe, and allocates nothing.
-                unsafe {
-                    cmd.pre_exec(move || {
-                        close_every_fd(3, limit);
-                        Ok(())
-                    })
-                };
-                Some(cmd)
+                Some(std_command(Some(Hook::CloseEvery { from: 3, limit })))
             }
             SpawnPath::Vfork
             | SpawnPath::LibcPosixSpawn
@@ -381,11 +371,9 @@ fn open_max() -> io::Result<RawFd> {
 /// `close(fd)` for every `fd` in `from..limit`, ignoring `EBADF`: the
 /// brute-force loop, one system call per number whether or not it is open.
 /// Async-signal-safe: only `close(2)`.
-fn close_every_fd(from: RawFd, limit: RawFd) {
+pub(crate) fn close_every_fd(from: RawFd, limit: RawFd, child: &crate::child_hook::InChild) {
     for fd in from..limit {
-        // SAFETY: runs in the forked child just before exec, where nothing
-        // else uses the descriptors it closes.
-        unsafe { libc::close(fd) };
+        crate::child_hook::close(fd, child);
     }
 }
 
@@ -409,7 +397,7 @@ fn libc_posix_spawn(
     }
     match extra {
         Extra::None => {}
-        Extra::Closefrom => sys::addclosefrom(spawner.actions(), 3)?,
+        Extra::Closefrom => sys::addclosefrom(&mut spawner, 3)?,
         Extra::CloexecDefault => spawner.set_flags(sys::spawn_cloexec_default_flag()?)?,
     }
     spawner.spawn(program, argv, envp, false)
@@ -462,13 +450,7 @@ fn top_copy(fd: &OwnedFd) -> io::Result<OwnedFd> {
         .ok()
         .and_then(|fds| fds.into_iter().max())
         .unwrap_or(2);
-    // SAFETY: duplicates a borrowed, open descriptor; the copy is owned below.
-    let rc = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, highest + 1) };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: a descriptor fcntl just returned, owned by no one else.
-    Ok(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(rc) })
+    Ok(rustix::io::fcntl_dupfd_cloexec(fd, highest + 1)?)
 }
 
 /// A pipe whose ends are both close-on-exec (std's `io::pipe` uses `pipe2`
@@ -678,9 +660,8 @@ mod tests {
             "{} vs {highest}",
             top.as_raw_fd()
         );
-        // SAFETY: F_GETFD on a descriptor `top` owns.
-        let flags = unsafe { libc::fcntl(top.as_raw_fd(), libc::F_GETFD) };
-        assert!(flags >= 0 && flags & libc::FD_CLOEXEC != 0);
+        let flags = rustix::io::fcntl_getfd(&top).unwrap();
+        assert!(flags.contains(rustix::io::FdFlags::CLOEXEC));
         // One pipe: EOF only once both write ends are gone.
         drop(write);
         assert!(!wait_eof(&read, Some(Instant::now())).unwrap());

@@ -82,6 +82,27 @@ pub struct ProbeReport {
     /// Observation tables: measured values with no hazard/mitigation sense.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tables: Vec<Table>,
+    /// Cells the probe declares but this run left out on purpose (a default
+    /// run races no mitigation that a deterministic window decides): not
+    /// measured, which `fdwindow check` and the matrix say, never a missing arm.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<LeftOut>,
+}
+
+/// A cell a run left out on purpose, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeftOut {
+    /// The arm id.
+    pub arm: String,
+    /// Its role.
+    pub role: Role,
+    /// The window it was not run in.
+    pub window: Window,
+    /// For a mitigation or sham: the control it would be judged against there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub against: Option<String>,
+    /// Why, and which run measures it.
+    pub why: String,
 }
 
 /// An observation: a table of measured values (an errno name, a duration, a
@@ -149,6 +170,13 @@ impl ProbeReport {
     /// The arm `id` in `window`, if it ran.
     pub fn find(&self, id: &str, window: Window) -> Option<&ArmReport> {
         self.arms.iter().find(|a| a.arm == id && a.window == window)
+    }
+
+    /// Why this run left the arm `id` out of `window` on purpose, if it did.
+    pub fn left_out(&self, id: &str, window: Window) -> Option<&LeftOut> {
+        self.left_out
+            .iter()
+            .find(|l| l.arm == id && l.window == window)
     }
 
     /// The derived judgement on one of this report's arms, by the rules in
@@ -396,6 +424,7 @@ mod tests {
             outcome,
         };
         let report = ProbeReport {
+            left_out: Vec::new(),
             schema: SCHEMA_VERSION,
             hazard: "flock-survival".into(),
             about: "Checks …".into(),
@@ -551,6 +580,7 @@ mod kind_tests {
 
     fn one_arm(hazard: &str, window: Window, kind: Kind) -> ProbeReport {
         ProbeReport {
+            left_out: Vec::new(),
             schema: SCHEMA_VERSION,
             hazard: hazard.into(),
             about: "x".into(),
@@ -637,6 +667,7 @@ mod sham_tests {
 
     fn probe(arms: Vec<ArmReport>) -> ProbeReport {
         ProbeReport {
+            left_out: Vec::new(),
             schema: SCHEMA_VERSION,
             hazard: "h".into(),
             about: "x".into(),

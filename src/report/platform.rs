@@ -301,9 +301,27 @@ fn uname() -> Uname {
     }
 }
 
+/// The 1-minute load average, as `getloadavg(3)` reports it, or `None`
+/// where the OS does not say: Linux's `/proc/loadavg` (what glibc's
+/// getloadavg reads), macOS's `vm.loadavg` sysctl (what Apple's reads).
+///
+/// # References
+/// - <https://man7.org/linux/man-pages/man5/proc_loadavg.5.html>
+/// - <https://man7.org/linux/man-pages/man3/getloadavg.3.html>
+pub fn load_average() -> Option<f64> {
+    crate::sys::load_average()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_load_average_is_read_here() {
+        let load = load_average().expect("/proc/loadavg");
+        assert!(load.is_finite() && load >= 0.0, "{load}");
+    }
 
     #[test]
     fn detects_something_plausible() {

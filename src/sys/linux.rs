@@ -23,6 +23,12 @@ pub(crate) fn id_version(_os_release: &str, kernel_release: &str) -> String {
     kernel_release.to_owned()
 }
 
+/// The 1-minute load average: the first field of `/proc/loadavg`.
+pub(crate) fn load_average() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    text.split_whitespace().next()?.parse().ok()
+}
+
 /// Whether the kernel lists the `hypervisor` cpu flag in `/proc/cpuinfo`
 /// (set from CPUID leaf 1 ECX bit 31 on x86, by the firmware elsewhere).
 ///
@@ -267,8 +273,8 @@ pub(crate) fn inode_object(dev: u64, ino: u64) -> super::Object {
 
 /// `fstat(fd)`'s device and inode: on Linux every descriptor has one
 /// (sockets and pipes live on their own pseudo-filesystems).
-pub(crate) fn object_of(fd: RawFd) -> io::Result<super::Object> {
-    let st = super::fstat(fd)?;
+pub(crate) fn object_of(fd: std::os::fd::BorrowedFd<'_>) -> io::Result<super::Object> {
+    let st = rustix::fs::fstat(fd)?;
     Ok(inode_object(st.st_dev, st.st_ino))
 }
 
@@ -383,11 +389,28 @@ fn vfork_fail(args: &mut VforkArgs) -> ! {
     unsafe { libc::_exit(127) }
 }
 
+/// A `struct sigaction` with `handler` (`SIG_DFL`, `SIG_IGN` or a function's
+/// address), `mask` and `flags`: built field by field, nothing left unset.
+/// glibc's and musl's `struct sigaction` have a fourth field, the restorer
+/// (set by libc itself; `None` here).
+pub(crate) fn sigaction_of(
+    handler: libc::sighandler_t,
+    mask: libc::sigset_t,
+    flags: libc::c_int,
+) -> libc::sigaction {
+    libc::sigaction {
+        sa_sigaction: handler,
+        sa_mask: mask,
+        sa_flags: flags,
+        sa_restorer: None,
+    }
+}
+
 /// `sigaction(sig, new, &old)`: the old action. One system call,
 /// async-signal-safe.
 fn sigaction(sig: libc::c_int, new: Option<&libc::sigaction>) -> Option<libc::sigaction> {
-    // SAFETY: all-zero is a valid `struct sigaction` for the kernel to fill.
-    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    // Storage for the kernel to fill.
+    let mut old = sigaction_of(libc::SIG_DFL, super::blank_sigset(), 0);
     let new = new.map_or(std::ptr::null(), |n| n as *const libc::sigaction);
     // SAFETY: `new` is null or a valid action; `old` is writable.
     (unsafe { libc::sigaction(sig, new, &mut old) } == 0).then_some(old)
@@ -489,37 +512,22 @@ pub(crate) fn vfork_exec(
     Ok(pid)
 }
 
-type AddClosefrom =
-    unsafe extern "C" fn(*mut libc::posix_spawn_file_actions_t, libc::c_int) -> libc::c_int;
-
-/// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34), looked up at run
-/// time so that the binary still runs on an older glibc or on musl.
-fn addclosefrom_fn() -> Option<AddClosefrom> {
-    static FN: std::sync::OnceLock<Option<AddClosefrom>> = std::sync::OnceLock::new();
-    *FN.get_or_init(|| {
-        // SAFETY: dlsym with a NUL-terminated name; the symbol, if present,
-        // has the documented signature.
-        let sym = unsafe {
-            libc::dlsym(
-                libc::RTLD_DEFAULT,
-                c"posix_spawn_file_actions_addclosefrom_np".as_ptr(),
-            )
-        };
-        // SAFETY: a non-null symbol of that name is the function of the
-        // documented signature.
-        (!sym.is_null())
-            .then(|| unsafe { std::mem::transmute::<*mut libc::c_void, AddClosefrom>(sym) })
-    })
+/// Whether this libc has `posix_spawn_file_actions_addclosefrom_np`.
+/// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34) is looked up at
+/// run time, so that the binary still runs on an older glibc or on musl.
+pub(crate) fn addclosefrom_supported() -> std::io::Result<()> {
+    if super::has_function(c"posix_spawn_file_actions_addclosefrom_np") {
+        Ok(())
+    } else {
+        Err(no_addclosefrom())
+    }
 }
 
-/// Whether this libc has `posix_spawn_file_actions_addclosefrom_np`.
-pub(crate) fn addclosefrom_supported() -> std::io::Result<()> {
-    addclosefrom_fn().map(|_| ()).ok_or_else(|| {
-        std::io::Error::new(
-            std::io::ErrorKind::Unsupported,
-            "this libc has no posix_spawn_file_actions_addclosefrom_np (glibc 2.34 added it)",
-        )
-    })
+fn no_addclosefrom() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "this libc has no posix_spawn_file_actions_addclosefrom_np (glibc 2.34 added it)",
+    )
 }
 
 /// `posix_spawn_file_actions_addclosefrom_np(actions, from)`—Add a "close
@@ -527,17 +535,8 @@ pub(crate) fn addclosefrom_supported() -> std::io::Result<()> {
 ///
 /// # References
 /// - <https://man7.org/linux/man-pages/man3/posix_spawn_file_actions_addclosefrom_np.3.html>
-pub(crate) fn addclosefrom(
-    actions: &mut libc::posix_spawn_file_actions_t,
-    from: libc::c_int,
-) -> std::io::Result<()> {
-    addclosefrom_supported()?;
-    let f = addclosefrom_fn().expect("checked");
-    // SAFETY: an initialised file-actions object.
-    match unsafe { f(actions, from) } {
-        0 => Ok(()),
-        rc => Err(std::io::Error::from_raw_os_error(rc)),
-    }
+pub(crate) fn addclosefrom(spawner: &mut super::Spawner, from: libc::c_int) -> std::io::Result<()> {
+    super::addclosefrom_or(spawner, from, no_addclosefrom)
 }
 
 /// `POSIX_SPAWN_CLOEXEC_DEFAULT` is Apple's; Linux has no such attribute.
@@ -553,26 +552,56 @@ pub(crate) fn spawn_cloexec_default_flag() -> std::io::Result<libc::c_short> {
 /// that was itself killed. The signal follows the creating *thread*, so call
 /// this only for children spawned from a thread that outlives them.
 pub(crate) fn die_with_parent(cmd: &mut std::process::Command) {
-    use std::os::unix::process::CommandExt;
-    // SAFETY: the hook makes one system call (prctl), which is
-    // async-signal-safe, and touches no memory of the parent.
-    unsafe { cmd.pre_exec(set_pdeathsig) };
+    crate::child_hook::install(cmd, crate::child_hook::Hook::Sys(ChildHook::DieWithParent));
 }
 
-/// Runs in the child between fork and exec: async-signal-safe calls only.
-fn set_pdeathsig() -> std::io::Result<()> {
-    // SAFETY: PR_SET_PDEATHSIG takes a signal number and no pointers.
-    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) } == -1 {
-        return Err(std::io::Error::last_os_error());
+/// Linux's own code for a child between fork and exec
+/// ([`crate::child_hook`]): each variant names its async-signal-safe calls.
+#[derive(Debug)]
+pub(crate) enum ChildHook {
+    /// `prctl(PR_SET_PDEATHSIG, SIGKILL)`: one raw system call.
+    DieWithParent,
+    /// `fix::spawn`'s pass: `close_range(3, ~0U, CLOSE_RANGE_CLOEXEC)` or the
+    /// walk (`open`, `getdents64`, `fcntl`, `close`), then `fcntl(F_SETFD, 0)`
+    /// on each kept descriptor; nothing at all for the probe's sham.
+    Isolate {
+        /// The probe's sham: the same fork path, no fix.
+        sham: bool,
+        /// Walk `/proc/self/fd` even where `close_range` works.
+        walk: bool,
+        /// The descriptors passed on (read only: no allocation in the child).
+        keep: Vec<RawFd>,
+    },
+}
+
+impl ChildHook {
+    /// Runs in the child between fork and exec.
+    pub(crate) fn run(&self) -> io::Result<()> {
+        match self {
+            ChildHook::DieWithParent => set_pdeathsig(),
+            ChildHook::Isolate { sham: true, .. } => Ok(()),
+            ChildHook::Isolate { walk, keep, .. } => {
+                cloexec_above_stdio(*walk)?;
+                keep.iter().try_for_each(|&fd| super::set_fd_flags(fd, 0))
+            }
+        }
     }
+}
+
+/// Runs in the child between fork and exec: async-signal-safe calls only
+/// (rustix's `prctl` is one raw system call).
+fn set_pdeathsig() -> std::io::Result<()> {
+    rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
     Ok(())
 }
 
 /// Calls `f` with every descriptor this process has open (except the one it
 /// reads the list through), read with `getdents64(2)` from `/proc/self/fd`
-/// into a buffer on the stack: no allocation, no lock, so a forked child may
-/// call it before exec. Closing descriptors from `f` is allowed: procfs keeps
-/// its position in the table by descriptor number.
+/// through rustix's `RawDir` into a buffer on the stack: rustix's `open`,
+/// `getdents64` and `close` are plain system calls and `RawDir` allocates
+/// nothing (it parses records in place, in the caller's buffer), so a forked
+/// child may call this before exec. Closing descriptors from `f` is allowed:
+/// procfs keeps its position in the table by descriptor number.
 ///
 /// # References
 /// - <https://man7.org/linux/man-pages/man2/getdents64.2.html>
@@ -580,86 +609,31 @@ fn set_pdeathsig() -> std::io::Result<()> {
 /// - <https://man7.org/linux/man-pages/man7/signal-safety.7.html> (`open`,
 ///   `close` are async-signal-safe; getdents64 is a plain system call)
 pub(crate) fn each_open_fd(f: &mut dyn FnMut(RawFd)) -> io::Result<()> {
-    // SAFETY: a NUL-terminated path and plain flags.
-    let dir = unsafe {
-        libc::open(
-            c"/proc/self/fd".as_ptr(),
-            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
-        )
-    };
-    if dir < 0 {
-        return Err(io::Error::last_os_error());
+    use rustix::fs::{Mode, OFlags, RawDir};
+    use std::os::fd::AsRawFd;
+    let dir = rustix::fs::open(
+        c"/proc/self/fd",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let own = dir.as_raw_fd();
+    let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 4096];
+    let mut entries = RawDir::new(&dir, &mut buf);
+    while let Some(entry) = entries.next() {
+        if let Some(fd) = parse_fd(entry?.file_name().to_bytes())
+            && fd != own
+        {
+            f(fd);
+        }
     }
-    // u64 elements: linux_dirent64 records are 8-byte aligned.
-    let mut buf = [0u64; 512];
-    let result = loop {
-        let size = std::mem::size_of_val(&buf);
-        // SAFETY: the kernel writes at most `size` bytes into `buf`.
-        let n = unsafe { libc::syscall(libc::SYS_getdents64, dir, buf.as_mut_ptr(), size) };
-        if n < 0 {
-            break Err(io::Error::last_os_error());
-        }
-        if n == 0 {
-            break Ok(());
-        }
-        let bytes: &[u8] = {
-            let ptr = buf.as_ptr().cast::<u8>();
-            // SAFETY: `n` bytes of `buf` were written; u8 has no alignment needs.
-            unsafe { std::slice::from_raw_parts(ptr, n as usize) }
-        };
-        // struct linux_dirent64 { u64 d_ino; i64 d_off; u16 d_reclen; u8 d_type; char d_name[]; }
-        let mut at = 0;
-        while at + 19 < bytes.len() {
-            let reclen = u16::from_ne_bytes([bytes[at + 16], bytes[at + 17]]) as usize;
-            if reclen == 0 {
-                break;
-            }
-            let name = &bytes[at + 19..(at + reclen).min(bytes.len())];
-            if let Some(fd) = parse_fd_name(name)
-                && fd != dir
-            {
-                f(fd);
-            }
-            at += reclen;
-        }
-    };
-    // SAFETY: `dir` is ours.
-    unsafe { libc::close(dir) };
-    result
-}
-
-/// A descriptor number from a NUL-terminated directory entry name; `None`
-/// for `.` and `..`. No allocation.
-fn parse_fd_name(name: &[u8]) -> Option<RawFd> {
-    let mut fd: RawFd = 0;
-    let mut digits = 0;
-    for &b in name.iter().take_while(|&&b| b != 0) {
-        if !b.is_ascii_digit() {
-            return None;
-        }
-        fd = fd.checked_mul(10)?.checked_add(RawFd::from(b - b'0'))?;
-        digits += 1;
-    }
-    (digits > 0).then_some(fd)
+    Ok(())
 }
 
 /// Whether the stream socket `fd` is listening: `getsockopt(SO_ACCEPTCONN)`
 /// (socket(7): "Returns a value indicating whether or not this socket has
 /// been marked to accept connections with listen(2)"). Async-signal-safe.
 pub(crate) fn is_listening(fd: RawFd) -> bool {
-    let mut on: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: `on` and `len` are valid for the kernel to write.
-    let rc = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_ACCEPTCONN,
-            (&raw mut on).cast(),
-            &mut len,
-        )
-    };
-    rc == 0 && on != 0
+    super::sockopt_int(fd, libc::SOL_SOCKET, libc::SO_ACCEPTCONN).is_some_and(|on| on != 0)
 }
 
 #[cfg(test)]
@@ -740,7 +714,6 @@ pub(crate) fn spawn_isolated(
     stdio: [super::SpawnStdio; 3],
 ) -> io::Result<super::Spawned> {
     use super::SpawnStdio as Stdio;
-    use std::os::unix::process::CommandExt;
     let mut std_cmd = std::process::Command::new(&cmd.program);
     std_cmd.args(&cmd.args);
     if cmd.env_clear {
@@ -765,19 +738,12 @@ pub(crate) fn spawn_isolated(
         .stdout(std_stdio(stdio[1]))
         .stderr(std_stdio(stdio[2]));
     // Moved into the hook, which only reads it: no allocation in the child.
-    let keep = cmd.keep.clone();
-    let (walk, sham) = (cmd.walk_fds, cmd.sham);
-    let hook = move || {
-        if sham {
-            return Ok(()); // the probe's sham: the same fork path, no fix
-        }
-        cloexec_above_stdio(walk)?;
-        keep.iter().try_for_each(|&fd| set_fd_flags(fd, 0))
+    let hook = ChildHook::Isolate {
+        sham: cmd.sham,
+        walk: cmd.walk_fds,
+        keep: cmd.keep.clone(),
     };
-    // SAFETY: the hook makes only async-signal-safe calls (close_range,
-    // open, getdents64, fcntl, close: signal-safety(7)), allocates nothing,
-    // takes no lock and cannot panic (every index is checked).
-    unsafe { std_cmd.pre_exec(hook) };
+    crate::child_hook::install(&mut std_cmd, crate::child_hook::Hook::Sys(hook));
     let mut child = std_cmd.spawn()?;
     Ok(super::Spawned {
         stdin: child.stdin.take(),
@@ -785,15 +751,6 @@ pub(crate) fn spawn_isolated(
         stderr: child.stderr.take(),
         process: SpawnedProcess(child),
     })
-}
-
-/// `fcntl(fd, F_SETFD, flags)`; async-signal-safe.
-fn set_fd_flags(fd: RawFd, flags: libc::c_int) -> io::Result<()> {
-    // SAFETY: F_SETFD changes only the descriptor's flags; a bad number is EBADF.
-    if unsafe { libc::fcntl(fd, libc::F_SETFD, flags) } == -1 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
 }
 
 /// Gives every descriptor from 3 up close-on-exec, in a child before exec:
@@ -823,35 +780,22 @@ fn close_range_missing(errno: Option<i32>) -> bool {
     matches!(errno, Some(libc::ENOSYS | libc::EINVAL | libc::EPERM))
 }
 
-/// Sets `FD_CLOEXEC` on every *open* descriptor from 3 up, found by reading
-/// `/proc/self/fd` with `getdents64(2)` (rustix's `RawDir`) into a stack
-/// buffer: open, getdents64, fcntl and close are plain system calls and
-/// nothing allocates, so this may run between fork and exec. It visits only
+/// Sets `FD_CLOEXEC` on every *open* descriptor from 3 up, found by
+/// [`each_open_fd`]: open, getdents64, fcntl and close are plain system calls
+/// and nothing allocates, so this may run between fork and exec. It visits only
 /// what is open, never every number up to `RLIMIT_NOFILE`.
 ///
 /// # References
 /// - <https://man7.org/linux/man-pages/man2/getdents.2.html> (`linux_dirent64`)
 /// - <https://man7.org/linux/man-pages/man5/proc_pid_fd.5.html>
 fn cloexec_by_walk() -> io::Result<()> {
-    use rustix::fs::{Mode, OFlags, RawDir};
-    use std::os::fd::AsRawFd;
-    let dir = rustix::fs::open(
-        c"/proc/self/fd",
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )?;
-    let own = dir.as_raw_fd();
-    let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 2048];
-    let mut entries = RawDir::new(&dir, &mut buf);
-    while let Some(entry) = entries.next() {
-        if let Some(fd) = parse_fd(entry?.file_name().to_bytes())
-            && fd > 2
-            && fd != own
-        {
-            set_fd_flags(fd, libc::FD_CLOEXEC)?;
+    let mut first_error = Ok(());
+    each_open_fd(&mut |fd| {
+        if fd > 2 && first_error.is_ok() {
+            first_error = super::set_fd_flags(fd, libc::FD_CLOEXEC);
         }
-    }
-    Ok(())
+    })?;
+    first_error
 }
 
 /// The descriptor number a `/proc/self/fd` entry names (digits up to the NUL);

@@ -7,23 +7,51 @@ use std::os::fd::{OwnedFd, RawFd};
 
 pub(crate) const OS_ID: Option<&str> = Some("macos");
 
-/// `sysctlbyname(name)` as a string, or `None`.
-fn sysctl_string(name: &std::ffi::CStr) -> Option<String> {
-    let mut buf = [0u8; 64];
-    let mut len = buf.len();
-    // SAFETY: buf and len describe a writable buffer; no new value is set.
+/// `sysctlbyname(name, old, &oldlen, new, newlen)`: reads the value into
+/// `old` (when given) and sets it from `new` (when given); the length read.
+/// The one call every sysctl here goes through: safe for any input, since
+/// each buffer is passed with its own length (the kernel writes at most
+/// `old.len()` bytes and only reads `new`).
+///
+/// # References
+/// - <https://developer.apple.com/library/archive/documentation/System/Conceptual/ManPages_iPhoneOS/man3/sysctlbyname.3.html>
+fn sysctl(name: &std::ffi::CStr, old: Option<&mut [u8]>, new: Option<&[u8]>) -> Option<usize> {
+    let (old_ptr, mut old_len) = match old {
+        Some(buf) => (buf.as_mut_ptr(), buf.len()),
+        None => (std::ptr::null_mut(), 0),
+    };
+    let old_len_ptr = if old_ptr.is_null() {
+        std::ptr::null_mut()
+    } else {
+        &raw mut old_len
+    };
+    let (new_ptr, new_len) = new.map_or((std::ptr::null(), 0), |v| (v.as_ptr(), v.len()));
+    // SAFETY: `old_ptr` is null (with a null length pointer) or writable for
+    // `old_len` bytes; `new_ptr` is null or readable for `new_len` bytes and
+    // is never written; `name` is NUL-terminated.
     let rc = unsafe {
         libc::sysctlbyname(
             name.as_ptr(),
-            buf.as_mut_ptr().cast(),
-            &mut len,
-            std::ptr::null_mut(),
-            0,
+            old_ptr.cast(),
+            old_len_ptr,
+            new_ptr.cast_mut().cast(),
+            new_len,
         )
     };
-    if rc != 0 {
-        return None;
-    }
+    (rc == 0).then_some(old_len)
+}
+
+/// `sysctlbyname(name)` as an int, or `None`.
+fn sysctl_int(name: &std::ffi::CStr) -> Option<libc::c_int> {
+    let mut value = [0u8; std::mem::size_of::<libc::c_int>()];
+    sysctl(name, Some(&mut value), None)?;
+    Some(libc::c_int::from_ne_bytes(value))
+}
+
+/// `sysctlbyname(name)` as a string, or `None`.
+fn sysctl_string(name: &std::ffi::CStr) -> Option<String> {
+    let mut buf = [0u8; 64];
+    let len = sysctl(name, Some(&mut buf), None)?.min(buf.len());
     let end = buf[..len].iter().position(|&b| b == 0).unwrap_or(len);
     Some(String::from_utf8_lossy(&buf[..end]).into_owned())
 }
@@ -31,35 +59,18 @@ fn sysctl_string(name: &std::ffi::CStr) -> Option<String> {
 /// `sysctlbyname("kern.system_version_compat")`: 1 when this process runs
 /// with the version-compatibility shim on.
 fn version_compat() -> Option<libc::c_int> {
-    let mut value: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>();
-    // SAFETY: value and len describe a writable int; no new value is set.
-    let rc = unsafe {
-        libc::sysctlbyname(
-            c"kern.system_version_compat".as_ptr(),
-            (&raw mut value).cast(),
-            &mut len,
-            std::ptr::null_mut(),
-            0,
-        )
-    };
-    (rc == 0).then_some(value)
+    sysctl_int(c"kern.system_version_compat")
 }
 
 /// Sets this process's `kern.system_version_compat` flag (anyone may set
 /// their own: `CTLFLAG_ANYBODY`).
-fn set_version_compat(mut value: libc::c_int) -> bool {
-    // SAFETY: sets an int from a readable one; no old value is read.
-    let rc = unsafe {
-        libc::sysctlbyname(
-            c"kern.system_version_compat".as_ptr(),
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            (&raw mut value).cast(),
-            std::mem::size_of::<libc::c_int>(),
-        )
-    };
-    rc == 0
+fn set_version_compat(value: libc::c_int) -> bool {
+    sysctl(
+        c"kern.system_version_compat",
+        None,
+        Some(&value.to_ne_bytes()),
+    )
+    .is_some()
 }
 
 /// The macOS product version this machine runs, e.g. `26.1`.
@@ -109,20 +120,38 @@ pub(crate) fn id_version(os_release: &str, _kernel_release: &str) -> String {
 /// # References
 /// - <https://developer.apple.com/documentation/apple-silicon/running-your-app-in-a-virtual-machine>
 pub(crate) fn hypervisor_present() -> bool {
-    let name = c"kern.hv_vmm_present";
-    let mut value: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>();
-    // SAFETY: value and len describe a writable int; no new value is set.
-    let rc = unsafe {
-        libc::sysctlbyname(
-            name.as_ptr(),
-            (&raw mut value).cast(),
-            &mut len,
-            std::ptr::null_mut(),
-            0,
-        )
-    };
-    rc == 0 && value == 1
+    sysctl_int(c"kern.hv_vmm_present") == Some(1)
+}
+
+/// The 1-minute load average from `sysctl vm.loadavg`: xnu's `struct
+/// loadavg { fixpt_t ldavg[3]; long fscale; }` (a u32 each, padding, then a
+/// 64-bit `long` at offset 16), the first value over `fscale`, as Libc's
+/// `getloadavg` computes it.
+///
+/// # References
+/// - xnu `bsd/sys/resource.h` (`struct loadavg`); Libc `gen/FreeBSD/getloadavg.c`
+pub(crate) fn load_average() -> Option<f64> {
+    let mut raw = [0u8; 24];
+    if sysctl(c"vm.loadavg", Some(&mut raw), None)? < raw.len() {
+        return None;
+    }
+    let first = u32::from_ne_bytes(raw[0..4].try_into().ok()?);
+    let scale = i64::from_ne_bytes(raw[16..24].try_into().ok()?);
+    (scale > 0).then(|| f64::from(first) / scale as f64)
+}
+
+/// A `struct sigaction` with `handler` (`SIG_DFL`, `SIG_IGN` or a function's
+/// address), `mask` and `flags`: built field by field, nothing left unset.
+pub(crate) fn sigaction_of(
+    handler: libc::sighandler_t,
+    mask: libc::sigset_t,
+    flags: libc::c_int,
+) -> libc::sigaction {
+    libc::sigaction {
+        sa_sigaction: handler,
+        sa_mask: mask,
+        sa_flags: flags,
+    }
 }
 
 /// libSystem carries no version of its own apart from the OS's.
@@ -177,8 +206,7 @@ pub(crate) const SOCK_CLOEXEC: Result<libc::c_int, &str> = Err(
 /// the SDK a binary was built with says nothing about the macOS it runs on,
 /// and a weak import of a missing function is NULL (rbenv/ruby-build#2641).
 fn lookup(name: &std::ffi::CStr) -> Option<std::ptr::NonNull<libc::c_void>> {
-    // SAFETY: dlsym with a NUL-terminated name; RTLD_DEFAULT searches every image.
-    std::ptr::NonNull::new(unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) })
+    super::symbol(name)
 }
 
 /// `accept4`, looked up at run time. Even where it exists, its flag
@@ -236,26 +264,15 @@ fn fd_list(pid: libc::pid_t) -> io::Result<Vec<libc::proc_fdinfo>> {
         proc_fd: 0,
         proc_fdtype: 0,
     };
-    // SAFETY: a NULL buffer of size 0: the kernel only answers a size.
-    let estimate =
-        unsafe { libc::proc_pidinfo(pid, libc::PROC_PIDLISTFDS, 0, std::ptr::null_mut(), 0) };
+    let estimate = list_fds_into(pid, None);
     if estimate <= 0 {
         return Err(io::Error::last_os_error());
     }
     let entries = (estimate as usize / size).max(64);
     let mut buf: Vec<libc::proc_fdinfo> = vec![blank; entries];
     loop {
+        let n = list_fds_into(pid, Some(&mut buf));
         let bytes = (buf.len() * size).min(i32::MAX as usize) as libc::c_int;
-        // SAFETY: buf has room for `bytes` bytes; proc_pidinfo writes at most that.
-        let n = unsafe {
-            libc::proc_pidinfo(
-                pid,
-                libc::PROC_PIDLISTFDS,
-                0,
-                buf.as_mut_ptr().cast(),
-                bytes,
-            )
-        };
         if n <= 0 {
             return Err(io::Error::last_os_error());
         }
@@ -266,6 +283,25 @@ fn fd_list(pid: libc::pid_t) -> io::Result<Vec<libc::proc_fdinfo>> {
         }
         buf.resize(buf.len() * 2, blank);
     }
+}
+
+/// `proc_pidinfo(pid, PROC_PIDLISTFDS, 0, buf, size)`: the bytes written
+/// into `buf` (at most its size, clipped to `c_int`), or with `None` (a NULL
+/// buffer of size 0) the kernel's estimate of the size needed; `<= 0` on
+/// failure, with errno set. The one call of that flavor here: safe for any
+/// input, since the buffer goes with its own size and `proc_fdinfo` is two
+/// integers, valid for any bytes the kernel writes.
+fn list_fds_into(pid: libc::pid_t, buf: Option<&mut [libc::proc_fdinfo]>) -> libc::c_int {
+    let (ptr, bytes) = match buf {
+        Some(b) => (
+            b.as_mut_ptr(),
+            std::mem::size_of_val(b).min(i32::MAX as usize) as libc::c_int,
+        ),
+        None => (std::ptr::null_mut(), 0),
+    };
+    // SAFETY: `ptr` is null with size 0 (the kernel only answers a size) or
+    // writable for `bytes` bytes, which is all proc_pidinfo writes.
+    unsafe { libc::proc_pidinfo(pid, libc::PROC_PIDLISTFDS, 0, ptr.cast(), bytes) }
 }
 
 /// The descriptors `pid` has open: see [`fd_list`] (works for the caller's
@@ -317,11 +353,18 @@ struct SocketFdinfoHead {
 #[repr(C, align(8))]
 struct FdinfoBuf([u8; 4096]);
 
-/// `proc_pidfdinfo(pid, fd, flavor)`, read as `T` (a prefix of the answer).
-fn pidfdinfo<T: Copy>(pid: libc::pid_t, fd: RawFd, flavor: libc::c_int) -> io::Result<T> {
-    let mut buf = FdinfoBuf([0; 4096]);
+/// `proc_pidfdinfo(pid, fd, flavor, buf, sizeof buf)`: the bytes written,
+/// `<= 0` on failure. The one call of it here: safe for any input, since the
+/// buffer is passed with its own length. No allocation: a forked child may
+/// call it.
+fn pidfdinfo_into(
+    pid: libc::pid_t,
+    fd: RawFd,
+    flavor: libc::c_int,
+    buf: &mut FdinfoBuf,
+) -> libc::c_int {
     // SAFETY: buf is writable for its whole length, which is what is passed.
-    let n = unsafe {
+    unsafe {
         libc::proc_pidfdinfo(
             pid,
             fd,
@@ -329,7 +372,13 @@ fn pidfdinfo<T: Copy>(pid: libc::pid_t, fd: RawFd, flavor: libc::c_int) -> io::R
             buf.0.as_mut_ptr().cast(),
             buf.0.len() as libc::c_int,
         )
-    };
+    }
+}
+
+/// `proc_pidfdinfo(pid, fd, flavor)`, read as `T` (a prefix of the answer).
+fn pidfdinfo<T: Copy>(pid: libc::pid_t, fd: RawFd, flavor: libc::c_int) -> io::Result<T> {
+    let mut buf = FdinfoBuf([0; 4096]);
+    let n = pidfdinfo_into(pid, fd, flavor, &mut buf);
     if n <= 0 {
         return Err(io::Error::last_os_error());
     }
@@ -356,11 +405,12 @@ pub(crate) fn inode_object(dev: u64, ino: u64) -> super::Object {
 /// # References
 /// - xnu `bsd/kern/sys_socket.c` (`soo_stat`), `bsd/kern/socket_info.c`
 ///   (`fill_socketinfo`: `soi_so = VM_KERNEL_ADDRHASH(so)`)
-pub(crate) fn object_of(fd: RawFd) -> io::Result<super::Object> {
-    let st = super::fstat(fd)?;
+pub(crate) fn object_of(fd: std::os::fd::BorrowedFd<'_>) -> io::Result<super::Object> {
+    use std::os::fd::AsRawFd;
+    let st = rustix::fs::fstat(fd)?;
     if st.st_mode & libc::S_IFMT == libc::S_IFSOCK {
         let me = std::process::id() as libc::pid_t;
-        let head: SocketFdinfoHead = pidfdinfo(me, fd, PROC_PIDFDSOCKETINFO)?;
+        let head: SocketFdinfoHead = pidfdinfo(me, fd.as_raw_fd(), PROC_PIDFDSOCKETINFO)?;
         return Ok(super::Object::Socket(head.soi_so));
     }
     Ok(inode_object(st.st_dev as u64, st.st_ino))
@@ -540,41 +590,30 @@ pub(crate) fn vfork_exec(
     vfork_supported().map(|()| 0)
 }
 
-type AddClosefrom =
-    unsafe extern "C" fn(*mut libc::posix_spawn_file_actions_t, libc::c_int) -> libc::c_int;
-
-/// `posix_spawn_file_actions_addclosefrom_np`, looked up at run time: no
-/// libSystem has it yet (gnulib lists it missing on macOS 14), but a binary
-/// built today must use it on the macOS that adds it.
-fn addclosefrom_fn() -> Option<AddClosefrom> {
-    let sym = lookup(c"posix_spawn_file_actions_addclosefrom_np")?;
-    // SAFETY: the symbol has glibc's and FreeBSD's documented signature.
-    Some(unsafe { std::mem::transmute::<*mut libc::c_void, AddClosefrom>(sym.as_ptr()) })
-}
-
 /// Whether libSystem has `posix_spawn_file_actions_addclosefrom_np`; its own
 /// answer to the problem is `POSIX_SPAWN_CLOEXEC_DEFAULT`.
+///
+/// Looked up at run time: no libSystem has it yet (gnulib lists it missing
+/// on macOS 14), but a binary built today must use it on the macOS that adds it.
 pub(crate) fn addclosefrom_supported() -> std::io::Result<()> {
-    addclosefrom_fn().map(|_| ()).ok_or_else(|| {
-        std::io::Error::new(
-            std::io::ErrorKind::Unsupported,
-            "libSystem has no posix_spawn_file_actions_addclosefrom_np (looked up at run time; \
-             its own answer is POSIX_SPAWN_CLOEXEC_DEFAULT)",
-        )
-    })
+    if lookup(c"posix_spawn_file_actions_addclosefrom_np").is_some() {
+        Ok(())
+    } else {
+        Err(no_addclosefrom())
+    }
+}
+
+fn no_addclosefrom() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "libSystem has no posix_spawn_file_actions_addclosefrom_np (looked up at run time; \
+         its own answer is POSIX_SPAWN_CLOEXEC_DEFAULT)",
+    )
 }
 
 /// `posix_spawn_file_actions_addclosefrom_np(actions, from)` where libSystem has it.
-pub(crate) fn addclosefrom(
-    actions: &mut libc::posix_spawn_file_actions_t,
-    from: libc::c_int,
-) -> std::io::Result<()> {
-    let f = addclosefrom_fn().ok_or_else(|| addclosefrom_supported().unwrap_err())?;
-    // SAFETY: an initialised file-actions object.
-    match unsafe { f(actions, from) } {
-        0 => Ok(()),
-        rc => Err(std::io::Error::from_raw_os_error(rc)),
-    }
+pub(crate) fn addclosefrom(spawner: &mut super::Spawner, from: libc::c_int) -> std::io::Result<()> {
+    super::addclosefrom_or(spawner, from, no_addclosefrom)
 }
 
 /// `POSIX_SPAWN_CLOEXEC_DEFAULT`—posix_spawn closes every descriptor not
@@ -590,6 +629,17 @@ pub(crate) fn spawn_cloexec_default_flag() -> std::io::Result<libc::c_short> {
 /// process group's fate (it is killed on every path `fdwindow` survives).
 pub(crate) fn die_with_parent(_cmd: &mut std::process::Command) {}
 
+/// No code of this OS's own runs between fork and exec here.
+#[derive(Debug)]
+pub(crate) enum ChildHook {}
+
+impl ChildHook {
+    /// Never called: there is no value to call it on.
+    pub(crate) fn run(&self) -> std::io::Result<()> {
+        match *self {}
+    }
+}
+
 /// Calls `f` with every descriptor this process has open, listed by
 /// `proc_pidinfo(getpid(), PROC_PIDLISTFDS)` into a buffer on the stack (no
 /// allocation, no lock: a forked child may call it before exec; libproc's
@@ -604,19 +654,8 @@ pub(crate) fn each_open_fd(f: &mut dyn FnMut(RawFd)) -> io::Result<()> {
         proc_fd: -1,
         proc_fdtype: 0,
     }; 2048];
-    let bytes = std::mem::size_of_val(&buf) as libc::c_int;
-    // SAFETY: getpid cannot fail.
-    let pid = unsafe { libc::getpid() };
-    // SAFETY: buf has room for `bytes` bytes; proc_pidinfo writes at most that.
-    let n = unsafe {
-        libc::proc_pidinfo(
-            pid,
-            libc::PROC_PIDLISTFDS,
-            0,
-            buf.as_mut_ptr().cast(),
-            bytes,
-        )
-    };
+    let pid = rustix::process::getpid().as_raw_nonzero().get();
+    let n = list_fds_into(pid, Some(&mut buf));
     if n <= 0 {
         return Err(io::Error::last_os_error());
     }
@@ -638,28 +677,16 @@ const SOI_OPTIONS_OFFSET: usize = 188;
 /// socket's `so_options`, in which `listen(2)` sets `SO_ACCEPTCONN`
 /// (xnu `bsd/sys/socket.h`). No allocation: a forked child may call it.
 pub(crate) fn is_listening(fd: RawFd) -> bool {
-    // u64 elements: socket_fdinfo is 8-byte aligned; 2 KiB exceeds its size.
-    let mut buf = [0u64; 256];
-    let bytes = std::mem::size_of_val(&buf) as libc::c_int;
-    // SAFETY: getpid cannot fail.
-    let pid = unsafe { libc::getpid() };
-    // SAFETY: buf has room for `bytes` bytes; proc_pidfdinfo writes at most that.
-    let n = unsafe {
-        libc::proc_pidfdinfo(
-            pid,
-            fd,
-            PROC_PIDFDSOCKETINFO,
-            buf.as_mut_ptr().cast(),
-            bytes,
-        )
-    };
+    // 8-byte aligned, as socket_fdinfo is; 4 KiB exceeds its size. On the
+    // stack: no allocation.
+    let mut buf = FdinfoBuf([0; 4096]);
+    let pid = rustix::process::getpid().as_raw_nonzero().get();
+    let n = pidfdinfo_into(pid, fd, PROC_PIDFDSOCKETINFO, &mut buf);
     if n < (SOI_OPTIONS_OFFSET + 2) as libc::c_int {
         return false;
     }
-    // The short's two bytes, in native order, from the u64 that holds them.
-    let word = buf[SOI_OPTIONS_OFFSET / 8].to_ne_bytes();
-    let b = SOI_OPTIONS_OFFSET % 8;
-    let options = i16::from_ne_bytes([word[b], word[b + 1]]);
+    // The short's two bytes, in native order.
+    let options = i16::from_ne_bytes([buf.0[SOI_OPTIONS_OFFSET], buf.0[SOI_OPTIONS_OFFSET + 1]]);
     options & (libc::SO_ACCEPTCONN as i16) != 0
 }
 

@@ -10,6 +10,10 @@
 // Pure helpers the OS files use, compiled everywhere so they are tested here.
 mod compat;
 
+// The one `pre_exec`: the code a forked child runs before exec, the same on
+// every Unix (std's `CommandExt`), re-exported at the crate root.
+pub mod child_hook;
+
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]
@@ -103,7 +107,7 @@ mod no_scan {
     }
 
     /// Unsupported here: see `no_scan`.
-    pub(crate) fn object_of(_fd: std::os::fd::RawFd) -> std::io::Result<Object> {
+    pub(crate) fn object_of(_fd: std::os::fd::BorrowedFd<'_>) -> std::io::Result<Object> {
         no_scan()
     }
 
@@ -133,24 +137,20 @@ pub(crate) use no_scan::*;
 /// # References
 /// - <https://man7.org/linux/man-pages/man3/dlsym.3.html>
 pub(crate) fn has_function(name: &std::ffi::CStr) -> bool {
-    // SAFETY: dlsym with a NUL-terminated name; RTLD_DEFAULT searches every
-    // loaded image and the result is only compared with NULL.
-    !unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) }.is_null()
+    symbol(name).is_some()
 }
 
-/// `fstat(fd)`.
-#[cfg_attr(
-    not(any(target_os = "linux", target_os = "macos")),
-    expect(dead_code, reason = "only the Linux and macOS scanners read it")
-)]
-fn fstat(fd: std::os::fd::RawFd) -> std::io::Result<libc::stat> {
-    // SAFETY: an all-zero `stat` is a valid value to be overwritten.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: st is writable; a closed descriptor answers EBADF.
-    if unsafe { libc::fstat(fd, &mut st) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(st)
+/// `dlsym(RTLD_DEFAULT, name)`: the address of `name` in any image loaded
+/// into this process, or `None`. The one lookup every caller shares; turning
+/// the address into a typed function or object is the caller's (unsafe) step.
+///
+/// # References
+/// - <https://man7.org/linux/man-pages/man3/dlsym.3.html>
+/// - <https://developer.apple.com/library/archive/documentation/System/Conceptual/ManPages_iPhoneOS/man3/dlsym.3.html>
+pub(crate) fn symbol(name: &std::ffi::CStr) -> Option<std::ptr::NonNull<libc::c_void>> {
+    // SAFETY: dlsym with a NUL-terminated name; RTLD_DEFAULT searches every
+    // loaded image and only reads.
+    std::ptr::NonNull::new(unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) })
 }
 
 /// Takes ownership of a descriptor a call just returned, or its error (`-1`).

@@ -14,6 +14,28 @@ pub(crate) fn id_version(_os_release: &str, kernel_release: &str) -> String {
     kernel_release.to_owned()
 }
 
+/// A `struct sigaction` with `handler` (`SIG_DFL`, `SIG_IGN` or a function's
+/// address), `mask` and `flags`: built field by field, nothing left unset.
+/// The other Unixes' layouts differ, so the struct starts all-zero.
+pub(crate) fn sigaction_of(
+    handler: libc::sighandler_t,
+    mask: libc::sigset_t,
+    flags: libc::c_int,
+) -> libc::sigaction {
+    // SAFETY: all-zero is a valid `struct sigaction` (no handler, no flags),
+    // whose named fields are then set.
+    let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+    action.sa_sigaction = handler;
+    action.sa_mask = mask;
+    action.sa_flags = flags;
+    action
+}
+
+/// Not wired up here.
+pub(crate) fn load_average() -> Option<f64> {
+    None
+}
+
 /// No portable way to ask; CPUID and the kernel command line still may tell.
 pub(crate) fn hypervisor_present() -> bool {
     false
@@ -118,7 +140,7 @@ pub(crate) fn addclosefrom_supported() -> std::io::Result<()> {
 
 /// Not wired up here.
 pub(crate) fn addclosefrom(
-    _actions: &mut libc::posix_spawn_file_actions_t,
+    _spawner: &mut super::Spawner,
     _from: libc::c_int,
 ) -> std::io::Result<()> {
     Err(unsupported("posix_spawn_file_actions_addclosefrom_np"))
@@ -132,6 +154,17 @@ pub(crate) fn spawn_cloexec_default_flag() -> std::io::Result<libc::c_short> {
 /// No parent-death signal here: a VM of a killed `fdwindow vm` is left to its
 /// process group's fate (it is killed on every path `fdwindow` survives).
 pub(crate) fn die_with_parent(_cmd: &mut std::process::Command) {}
+
+/// No code of this OS's own runs between fork and exec here.
+#[derive(Debug)]
+pub(crate) enum ChildHook {}
+
+impl ChildHook {
+    /// Never called: there is no value to call it on.
+    pub(crate) fn run(&self) -> std::io::Result<()> {
+        match *self {}
+    }
+}
 
 /// Not known here: enumerating descriptors without allocation needs an OS
 /// interface fdwindow does not use on this OS.

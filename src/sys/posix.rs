@@ -53,52 +53,61 @@ fn spawn_rc(rc: libc::c_int, what: &str) -> io::Result<()> {
 }
 
 /// posix_spawn's file actions and attributes, initialised together and
-/// destroyed on every path out.
+/// destroyed on every path out. The storage is `MaybeUninit` (zeroed, which
+/// needs no `unsafe`) and only ever reached through pointers: the C objects
+/// are initialised by the `_init` calls in [`Spawner::new`], never read as
+/// Rust values.
 #[derive(Debug)]
 pub(crate) struct Spawner {
-    actions: libc::posix_spawn_file_actions_t,
-    attr: libc::posix_spawnattr_t,
+    actions: std::mem::MaybeUninit<libc::posix_spawn_file_actions_t>,
+    attr: std::mem::MaybeUninit<libc::posix_spawnattr_t>,
+    /// Whether the attributes were initialised: false only while [`Spawner::new`]
+    /// runs, so that a failed `posix_spawnattr_init` leaves Drop to destroy
+    /// the file actions alone.
+    attr_ready: bool,
 }
 
 impl Spawner {
     /// Empty file actions and default attributes.
     pub(crate) fn new() -> io::Result<Spawner> {
-        // SAFETY: all-zero storage for two plain C objects that the init
-        // calls below overwrite before any use.
-        let mut actions: libc::posix_spawn_file_actions_t = unsafe { std::mem::zeroed() };
+        let mut actions = std::mem::MaybeUninit::zeroed();
         // SAFETY: initialises the storage above in place.
-        let rc = unsafe { libc::posix_spawn_file_actions_init(&mut actions) };
+        let rc = unsafe { libc::posix_spawn_file_actions_init(actions.as_mut_ptr()) };
         spawn_rc(rc, "posix_spawn_file_actions_init")?;
-        // SAFETY: as for `actions`.
-        let mut attr: libc::posix_spawnattr_t = unsafe { std::mem::zeroed() };
-        // SAFETY: initialises the storage above in place.
-        let rc = unsafe { libc::posix_spawnattr_init(&mut attr) };
-        if let Err(e) = spawn_rc(rc, "posix_spawnattr_init") {
-            // SAFETY: initialised above, destroyed once.
-            unsafe { libc::posix_spawn_file_actions_destroy(&mut actions) };
-            return Err(e);
-        }
-        Ok(Spawner { actions, attr })
+        // From here Drop destroys the file actions on every way out.
+        let mut spawner = Spawner {
+            actions,
+            attr: std::mem::MaybeUninit::zeroed(),
+            attr_ready: false,
+        };
+        // SAFETY: initialises the attribute storage in place.
+        let rc = unsafe { libc::posix_spawnattr_init(spawner.attr.as_mut_ptr()) };
+        spawn_rc(rc, "posix_spawnattr_init")?;
+        spawner.attr_ready = true;
+        Ok(spawner)
     }
 
-    /// The file actions, for an OS's own additions (`addclosefrom_np`,
-    /// `addinherit_np`, `addchdir_np`).
-    pub(crate) fn actions(&mut self) -> &mut libc::posix_spawn_file_actions_t {
-        &mut self.actions
+    /// The file actions, initialised, for an OS's own additions
+    /// (`addclosefrom_np`, `addinherit_np`, `addchdir_np`): valid while
+    /// `self` lives and is not moved.
+    pub(crate) fn actions(&mut self) -> *mut libc::posix_spawn_file_actions_t {
+        self.actions.as_mut_ptr()
     }
 
     /// `posix_spawn_file_actions_adddup2(fd, target)`. `fd` must stay open
     /// until the spawn.
     pub(crate) fn dup2(&mut self, fd: RawFd, target: RawFd) -> io::Result<()> {
         // SAFETY: records an action in the initialised object; no pointer kept.
-        let rc = unsafe { libc::posix_spawn_file_actions_adddup2(&mut self.actions, fd, target) };
+        let rc = unsafe {
+            libc::posix_spawn_file_actions_adddup2(self.actions.as_mut_ptr(), fd, target)
+        };
         spawn_rc(rc, "posix_spawn_file_actions_adddup2")
     }
 
     /// `posix_spawnattr_setflags(flags)`.
     pub(crate) fn set_flags(&mut self, flags: libc::c_short) -> io::Result<()> {
         // SAFETY: sets a field of the initialised attributes object.
-        let rc = unsafe { libc::posix_spawnattr_setflags(&mut self.attr, flags) };
+        let rc = unsafe { libc::posix_spawnattr_setflags(self.attr.as_mut_ptr(), flags) };
         spawn_rc(rc, "posix_spawnattr_setflags")
     }
 
@@ -109,7 +118,7 @@ impl Spawner {
     )]
     pub(crate) fn set_sigmask(&mut self, set: &libc::sigset_t) -> io::Result<()> {
         // SAFETY: copies the set into the initialised attributes object.
-        let rc = unsafe { libc::posix_spawnattr_setsigmask(&mut self.attr, set) };
+        let rc = unsafe { libc::posix_spawnattr_setsigmask(self.attr.as_mut_ptr(), set) };
         spawn_rc(rc, "posix_spawnattr_setsigmask")
     }
 
@@ -120,7 +129,7 @@ impl Spawner {
     )]
     pub(crate) fn set_sigdefault(&mut self, set: &libc::sigset_t) -> io::Result<()> {
         // SAFETY: copies the set into the initialised attributes object.
-        let rc = unsafe { libc::posix_spawnattr_setsigdefault(&mut self.attr, set) };
+        let rc = unsafe { libc::posix_spawnattr_setsigdefault(self.attr.as_mut_ptr(), set) };
         spawn_rc(rc, "posix_spawnattr_setsigdefault")
     }
 
@@ -145,8 +154,8 @@ impl Spawner {
             call(
                 &mut pid,
                 program.as_ptr(),
-                &self.actions,
-                &self.attr,
+                self.actions.as_ptr(),
+                self.attr.as_ptr(),
                 argv.as_ptr(),
                 envp.as_ptr(),
             )
@@ -166,10 +175,88 @@ impl Spawner {
 impl Drop for Spawner {
     fn drop(&mut self) {
         // SAFETY: initialised in new, destroyed once.
-        unsafe { libc::posix_spawn_file_actions_destroy(&mut self.actions) };
-        // SAFETY: initialised in new, destroyed once.
-        unsafe { libc::posix_spawnattr_destroy(&mut self.attr) };
+        unsafe { libc::posix_spawn_file_actions_destroy(self.actions.as_mut_ptr()) };
+        if self.attr_ready {
+            // SAFETY: initialised in new (attr_ready says so), destroyed once.
+            unsafe { libc::posix_spawnattr_destroy(self.attr.as_mut_ptr()) };
+        }
     }
+}
+
+/// `posix_spawn_file_actions_addclosefrom_np`'s C type (glibc 2.34, FreeBSD
+/// 13.1; no libSystem through macOS 26).
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+type AddClosefrom =
+    unsafe extern "C" fn(*mut libc::posix_spawn_file_actions_t, libc::c_int) -> libc::c_int;
+
+/// The libc's `posix_spawn_file_actions_addclosefrom_np`, looked up once at
+/// run time (so the binary still runs on a libc without it: an older glibc,
+/// musl, every macOS so far), for every OS that may have it.
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+fn addclosefrom_fn() -> Option<AddClosefrom> {
+    static FN: std::sync::OnceLock<Option<AddClosefrom>> = std::sync::OnceLock::new();
+    *FN.get_or_init(|| {
+        let sym = super::symbol(c"posix_spawn_file_actions_addclosefrom_np")?;
+        // SAFETY: a symbol of that name is the function of glibc's and
+        // FreeBSD's documented signature, `int (posix_spawn_file_actions_t *, int)`.
+        Some(unsafe { std::mem::transmute::<*mut libc::c_void, AddClosefrom>(sym.as_ptr()) })
+    })
+}
+
+/// `posix_spawn_file_actions_addclosefrom_np(actions, from)` where this libc
+/// has it; `missing()` otherwise (each OS says why in its own words).
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+pub(crate) fn addclosefrom_or(
+    spawner: &mut Spawner,
+    from: libc::c_int,
+    missing: impl FnOnce() -> io::Error,
+) -> io::Result<()> {
+    let f = addclosefrom_fn().ok_or_else(missing)?;
+    // SAFETY: a Spawner's file actions are initialised while it lives; the
+    // call only appends an action to them.
+    match unsafe { f(spawner.actions(), from) } {
+        0 => Ok(()),
+        rc => Err(io::Error::from_raw_os_error(rc)),
+    }
+}
+
+/// `fcntl(fd, F_GETFD)` (`set` is `None`) or `fcntl(fd, F_SETFD, flags)` on
+/// a descriptor *number*: the flags read, or 0 after a set. The one raw call
+/// for descriptor flags here: safe for any number, since it reads or changes
+/// only that descriptor's close-on-exec flag and touches no memory (a closed
+/// number answers `EBADF`); rustix's `fcntl_getfd`/`fcntl_setfd` need a
+/// borrowed descriptor, which a bare number from a directory listing or a
+/// copied-in value is not. One system call, async-signal-safe, so a forked
+/// child may make it before exec.
+pub(crate) fn fd_flags_op(fd: RawFd, set: Option<libc::c_int>) -> io::Result<libc::c_int> {
+    // F_GETFD ignores its third argument; F_SETFD reads it as an int.
+    let (cmd, arg) = set.map_or((libc::F_GETFD, 0), |flags| (libc::F_SETFD, flags));
+    // SAFETY: both commands take at most an int argument and no pointer.
+    let rc = unsafe { libc::fcntl(fd, cmd, arg) };
+    if rc == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(rc)
+}
+
+/// `fcntl(fd, F_SETFD, flags)` on a descriptor *number* ([`fd_flags_op`]).
+pub(crate) fn set_fd_flags(fd: RawFd, flags: libc::c_int) -> io::Result<()> {
+    fd_flags_op(fd, Some(flags)).map(drop)
+}
+
+/// `getsockopt(fd, level, name)` for an `int` option, on a descriptor
+/// *number*: the value, or `None` on any error (`EBADF`, `ENOTSOCK`). One
+/// system call, async-signal-safe, no allocation, so a forked child may make
+/// it. Safe for any input: the kernel writes at most `len` bytes into a
+/// local `int` (rustix's sockopts need a borrowed descriptor, which a bare
+/// number from a directory listing is not).
+pub(crate) fn sockopt_int(fd: RawFd, level: libc::c_int, name: libc::c_int) -> Option<libc::c_int> {
+    let mut value: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `value` and `len` are valid for the kernel to write; `len`
+    // says how much room `value` has.
+    let rc = unsafe { libc::getsockopt(fd, level, name, (&raw mut value).cast(), &mut len) };
+    (rc == 0).then_some(value)
 }
 
 /// An all-zero `sigset_t`: plain data, for `sigfillset`, `sigemptyset` or

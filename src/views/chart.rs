@@ -316,6 +316,7 @@ mod tests {
             problem: None,
         };
         let report = ProbeReport {
+            left_out: Vec::new(),
             schema: SCHEMA_VERSION,
             hazard: SPAWN_WINDOW.into(),
             about: "a".into(),

@@ -22,7 +22,8 @@ DO NOT EDIT: run `make probe-linux` (or `make matrix`) instead. -->";
 // view live in the evidence's query module; re-exported under their old
 // paths (`fdwindow::matrix::arm_verdict`, …), which users' tests call.
 pub use crate::evidence::query::{
-    VALID_MEANS, arm_judgement, arm_verdict, cell_detail, cell_line, cell_text, count_text,
+    NOT_IN_DEFAULT, VALID_MEANS, arm_judgement, arm_verdict, cell_detail, cell_line, cell_text,
+    count_text,
 };
 
 /// A column of the matrix: a measured platform, or an OS's reported facts.
@@ -60,7 +61,12 @@ Windows: `fork-window` (a child held between fork and exec), `posix-spawn` (a ra
 posix_spawn; its trials are spawns), `inherited` (a descriptor without close-on-exec in an exec'd \
 child), `parked-call` (the creating thread parked right after a creating call while a child is \
 spawned), `in-process` (no child). `fork-window`, `inherited` and `parked-call` are deterministic; \
-`posix-spawn` is statistical; an `in-process` arm says which it is. Measured cells come from \
+`posix-spawn` is statistical; an `in-process` arm says which it is. A `posix-spawn` control \
+(role `control (rate)`) is a rate measurement: how often the hazard bites a process that spawns \
+children while it works. A default run races the controls and the mitigations that no deterministic \
+window tests; `fdwindow run --thorough` races every mitigation too, each until the rule above decides \
+it or its budget runs out, and a default run's matrix marks the others \
+\"not measured in a default run (`--thorough`)\". Measured cells come from \
 `results/<platform>.json`; *reported* cells come from the cited source and await a run on that OS.\n\n",
     );
 
@@ -151,6 +157,16 @@ spawned), `in-process` (no child). `fork-window`, `inherited` and `parked-call` 
                         .push((a.arm.as_str(), a.role, a.window, a.about.as_str()));
                 }
             }
+            // A cell a run left out on purpose still has its row, which says so.
+            for l in &r.left_out {
+                if !entry
+                    .1
+                    .iter()
+                    .any(|(arm, _, w, _)| *arm == l.arm && *w == l.window)
+                {
+                    entry.1.push((l.arm.as_str(), l.role, l.window, ""));
+                }
+            }
         }
     }
     let mut sources: Vec<&str> = Vec::new();
@@ -196,8 +212,17 @@ fn role_text(files: &[ResultsFile], hazard: &str, arm: &str, role: Role, window:
     let against = files
         .iter()
         .filter_map(|f| f.probes.get(hazard)?.find(arm, window))
-        .find_map(|a| a.against.clone());
+        .find_map(|a| a.against.clone())
+        .or_else(|| {
+            files
+                .iter()
+                .filter_map(|f| f.probes.get(hazard)?.left_out(arm, window))
+                .find_map(|l| l.against.clone())
+        });
     match (role, against) {
+        // A race control's cell is a rate: how often the hazard bites a
+        // process that spawns while it works.
+        (Role::Control, _) if window.is_race() => "control (rate)".to_owned(),
         (Role::Control, _) => "control".to_owned(),
         (Role::Mitigation | Role::Sham, Some(c)) => format!("{} (vs `{c}`)", role.id()),
         (Role::Mitigation | Role::Sham, None) => role.id().to_owned(),
@@ -245,21 +270,28 @@ fn render_arms(
         let _ = write!(out, "| `{arm}`{mark} | {role_text} | {} |", window.id());
         for c in columns {
             let text = match c {
-                Column::Measured(f) => f
+                Column::Measured(f) => match f
                     .probes
                     .get(hazard)
-                    .and_then(|r| find_arm(r, arm, *window).map(|a| (r, a)))
-                    .map_or_else(
-                        || "—".to_owned(),
-                        |(r, a)| {
-                            let text = cell_text(r, a);
-                            if a.emulated {
-                                format!("*emulated*: {text}")
-                            } else {
-                                text
-                            }
-                        },
-                    ),
+                    .filter(|r| r.left_out(arm, *window).is_some())
+                {
+                    Some(_) => NOT_IN_DEFAULT.to_owned(),
+                    None => f
+                        .probes
+                        .get(hazard)
+                        .and_then(|r| find_arm(r, arm, *window).map(|a| (r, a)))
+                        .map_or_else(
+                            || "—".to_owned(),
+                            |(r, a)| {
+                                let text = cell_text(r, a);
+                                if a.emulated {
+                                    format!("*emulated*: {text}")
+                                } else {
+                                    text
+                                }
+                            },
+                        ),
+                },
                 Column::Reported(os) => match find_reported(os, hazard, arm, *window) {
                     Some(rep) => {
                         let n = match sources.iter().position(|s| *s == rep.source) {
@@ -302,6 +334,13 @@ fn render_arms(
                     (None, None) => String::new(),
                 },
                 _ => String::new(),
+            };
+            let about = if about.is_empty() {
+                rows.iter()
+                    .find(|(a, _, _, text)| a == arm && !text.is_empty())
+                    .map_or("", |r| r.3)
+            } else {
+                about
             };
             let _ = writeln!(out, "- `{arm}`: {about}{tested}");
         }
@@ -450,6 +489,64 @@ fn find_reported(os: &str, hazard: &str, arm: &str, window: Window) -> Option<&'
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::{ArmReport, ProbeReport};
+    use crate::verdict::Outcome;
+
+    /// A race control is marked as a rate; a cell a default run left out
+    /// has its row, which says it was not measured and how to measure it.
+    #[test]
+    fn rates_and_cells_left_out_are_marked() {
+        use crate::platform::Platform;
+        use crate::report::{LeftOut, SCHEMA_VERSION};
+        let platform = Platform::detect();
+        let control = |window: Window| ArmReport {
+            arm: "close".into(),
+            role: Role::Control,
+            window,
+            kind: window.kind().unwrap(),
+            emulated: false,
+            about: "closes it".into(),
+            against: None,
+            sham: None,
+            avoids: None,
+            outcome: Outcome::observed(9, 300),
+        };
+        let report = ProbeReport {
+            schema: SCHEMA_VERSION,
+            hazard: "flock-survival".into(),
+            about: "x".into(),
+            fdwindow_version: "0".into(),
+            platform: platform.clone(),
+            started_at: "2026-01-01T00:00:00Z".into(),
+            elapsed_ms: 1,
+            arms: vec![control(Window::ForkWindow), control(Window::PosixSpawn)],
+            tables: vec![],
+            left_out: vec![LeftOut {
+                arm: "unlock-then-close".into(),
+                role: Role::Mitigation,
+                window: Window::PosixSpawn,
+                against: Some("close".into()),
+                why: "not measured in a default run".into(),
+            }],
+        };
+        let file = ResultsFile {
+            schema: SCHEMA_VERSION,
+            platform,
+            probes: [("flock-survival".to_owned(), report)].into(),
+        };
+        let md = render(&[file], &[]);
+        assert!(md.contains("| `close` | control | fork-window |"), "{md}");
+        assert!(
+            md.contains("| `close` | control (rate) | posix-spawn |"),
+            "{md}"
+        );
+        assert!(
+            md.contains(&format!(
+                "| `unlock-then-close` | mitigation (vs `close`) | posix-spawn | {NOT_IN_DEFAULT} |"
+            )),
+            "{md}"
+        );
+    }
 
     #[test]
     fn reported_claims_are_unique_and_about_known_oses() {

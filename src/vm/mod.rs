@@ -290,10 +290,15 @@ pub fn remove_stale_scratch(root: &Path) {
 }
 
 /// Whether `pid` names a process (`kill(2)` with signal 0: ESRCH if none).
+/// A number that is no process id (0, negative) is taken as existing, so
+/// nothing is removed on its account.
 fn process_exists(pid: libc::pid_t) -> bool {
-    // SAFETY: signal 0 sends nothing; it only checks that the pid exists.
-    let rc = unsafe { libc::kill(pid, 0) };
-    rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+    rustix::process::Pid::from_raw(pid).is_none_or(|pid| {
+        !matches!(
+            rustix::process::test_kill_process(pid),
+            Err(rustix::io::Errno::SRCH)
+        )
+    })
 }
 
 /// The kernel's config gaps, when it has a config to check; a kernel without
@@ -469,32 +474,19 @@ pub fn send(port: &Path, status: i32, results_dir: Option<&Path>) -> Result<(), 
 
 /// Puts a terminal into raw mode (termios(3), `cfmakeraw`): no `\n` to
 /// `\r\n` rewriting, no echo, eight-bit bytes as they are.
+/// rustix's `Termios::make_raw` sets the flags `cfmakeraw` sets.
 fn set_raw(port: &std::fs::File) -> std::io::Result<()> {
-    use std::os::fd::AsRawFd;
-    let fd = port.as_raw_fd();
-    // SAFETY: termios is plain data that tcgetattr fills.
-    let mut t: libc::termios = unsafe { std::mem::zeroed() };
-    // SAFETY: fd is open for the call; t is a valid termios.
-    if unsafe { libc::tcgetattr(fd, &mut t) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: t is a valid termios, changed in place.
-    unsafe { libc::cfmakeraw(&mut t) };
-    // SAFETY: fd is open; t is the valid termios just made.
-    if unsafe { libc::tcsetattr(fd, libc::TCSANOW, &t) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    use rustix::termios::{OptionalActions, tcgetattr, tcsetattr};
+    let mut t = tcgetattr(port)?;
+    t.make_raw();
+    tcsetattr(port, OptionalActions::Now, &t)?;
     Ok(())
 }
 
 /// Waits until every byte written to `port` has been sent (`tcdrain(3)`),
 /// so powering off cannot cut the frame short.
 fn drain(port: &std::fs::File) -> std::io::Result<()> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: the descriptor is open for the call.
-    if unsafe { libc::tcdrain(port.as_raw_fd()) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    rustix::termios::tcdrain(port)?;
     Ok(())
 }
 
