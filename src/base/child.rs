@@ -74,7 +74,7 @@ impl HeldChild {
         let mut cmd = quiet_command(TRUE_PROGRAM);
         // `park` works on descriptors that stay open in the parent until the
         // child has exec'd.
-        crate::child_hook::install(&mut cmd, crate::child_hook::Hook::Park(fds));
+        crate::child_hook::install(&mut cmd, fds);
         let spawner = std::thread::Builder::new()
             .name("fdwindow-hold".into())
             .spawn(move || {
@@ -135,6 +135,15 @@ pub(crate) struct ParkFds {
     release: RawFd,
     parent_ready: RawFd,
     parent_release: RawFd,
+}
+
+// SAFETY: `park` closes the child's copies of the parent-side pipe ends,
+// writes one byte and reads one byte on pipe numbers copied in before the
+// fork (close, write, read: async-signal-safe); it allocates nothing.
+unsafe impl crate::child_hook::ChildCode for ParkFds {
+    fn run(&self, child: &crate::child_hook::InChild) -> io::Result<()> {
+        park(*self, child)
+    }
 }
 
 /// Runs in the child between fork and exec: async-signal-safe calls only.

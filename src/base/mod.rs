@@ -10,6 +10,7 @@
 
 pub mod child;
 pub mod errno;
+pub mod interrupts;
 pub mod locks;
 pub mod scratch;
 pub mod sockets;

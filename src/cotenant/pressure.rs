@@ -457,7 +457,7 @@ fn fork_command(hold: Duration, drop: Option<DropClass>) -> Command {
         ts,
         held: !hold.is_zero(),
     };
-    crate::child_hook::install(&mut cmd, crate::child_hook::Hook::Pressure(hold));
+    crate::child_hook::install(&mut cmd, hold);
     cmd
 }
 
@@ -468,6 +468,23 @@ pub(crate) struct ChildHold {
     drop: Option<DropClass>,
     ts: rustix::thread::Timespec,
     held: bool,
+}
+
+// SAFETY: `hold_in_child` makes only open, getdents64, fstat, getsockopt and
+// close (in `close_all`) and nanosleep, on data copied in before the fork; it
+// allocates nothing.
+unsafe impl crate::child_hook::ChildCode for ChildHold {
+    fn run(&self, child: &crate::child_hook::InChild) -> io::Result<()> {
+        hold_in_child(self, child)
+    }
+}
+
+// SAFETY: `close_all` makes only open, getdents64, fstat, getsockopt and
+// close on the process's own descriptor numbers; it allocates nothing.
+unsafe impl crate::child_hook::ChildCode for DropClass {
+    fn run(&self, child: &crate::child_hook::InChild) -> io::Result<()> {
+        self.close_all(child)
+    }
 }
 
 /// Runs in a pressure child between fork and exec: closes `drop`'s class,
@@ -827,10 +844,7 @@ mod tests {
         // be reused by ls itself once the child closed it.
         let mut cmd = Command::new("/bin/sh");
         cmd.args(["-c", "ls -l /proc/self/fd/"]);
-        crate::child_hook::install(
-            &mut cmd,
-            crate::child_hook::Hook::CloseClass(DropClass::Listener),
-        );
+        crate::child_hook::install(&mut cmd, DropClass::Listener);
         let out = cmd.output().unwrap();
         let listing = String::from_utf8_lossy(&out.stdout);
         let file_line = format!(" {} -> ", file.as_raw_fd());

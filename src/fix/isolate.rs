@@ -117,7 +117,7 @@ pub fn run_isolated_exe(exe: &std::path::Path, child: &str, limit: Duration) -> 
     // of a group killed there) even if something still holds a pipe open.
     let (exit, (stdout, stderr, complete)) = std::thread::scope(|s| {
         let reader = s.spawn(move || read_until(out, err, deadline + READ_GRACE));
-        let exit = wait_group(&mut proc, deadline, crate::harness::interrupted);
+        let exit = wait_group(&mut proc, deadline, crate::base::interrupts::interrupted);
         let read = reader.join().unwrap_or_default();
         (exit, read)
     });

@@ -33,7 +33,6 @@ pub mod parked;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
@@ -250,35 +249,10 @@ impl Trial<'_> {
     }
 }
 
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::Relaxed);
-}
-
-/// Sets a flag on SIGINT, SIGTERM and SIGHUP (a closed terminal) instead of
-/// dying, so every child is reaped and every scratch path removed before the
-/// process exits.
-pub fn catch_interrupts() {
-    // No flags (no SA_RESTART: a blocking call returns EINTR, so a wait
-    // loop sees the flag); every signal blocked while the handler runs,
-    // which only stores to an atomic.
-    let action = crate::sys::sigaction_of(
-        on_signal as *const () as libc::sighandler_t,
-        crate::sys::full_sigset(),
-        0,
-    );
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: installs a handler that only stores to an atomic, which is
-        // async-signal-safe.
-        unsafe { libc::sigaction(sig, &action, std::ptr::null_mut()) };
-    }
-}
-
-/// Whether SIGINT, SIGTERM or SIGHUP arrived since [`catch_interrupts`].
-pub fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::Relaxed)
-}
+// The process's interrupt flag lives in the base, where the fix helpers
+// that stop at an interrupt can reach it; the harness is where probes and
+// the CLI look for it.
+pub use crate::base::interrupts::{catch_interrupts, interrupted};
 
 /// Trial settings; the defaults come from the probe's declaration.
 #[derive(Clone, Copy, Debug)]
@@ -1040,6 +1014,7 @@ fn block_trials(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::Ordering;
 
     #[test]
     fn a_hit_marks_each_overlapping_spawn_once() {

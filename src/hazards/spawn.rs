@@ -368,15 +368,6 @@ fn open_max() -> io::Result<RawFd> {
     })
 }
 
-/// `close(fd)` for every `fd` in `from..limit`, ignoring `EBADF`: the
-/// brute-force loop, one system call per number whether or not it is open.
-/// Async-signal-safe: only `close(2)`.
-pub(crate) fn close_every_fd(from: RawFd, limit: RawFd, child: &crate::child_hook::InChild) {
-    for fd in from..limit {
-        crate::child_hook::close(fd, child);
-    }
-}
-
 /// `posix_spawn(pid, path, file_actions, attrp, argv, envp)`—Spawn a process.
 ///
 /// stdio goes to `stdio` by `adddup2` file actions; `extra` adds the fix.

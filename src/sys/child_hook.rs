@@ -5,10 +5,17 @@
 //!
 //! `pre_exec` is `unsafe` because the hook runs in a copy of a multithreaded
 //! process in which only the forking thread exists: it may make only
-//! async-signal-safe calls (no allocation, no lock, no printing). Each
-//! variant of [`Hook`] below says which calls it makes; [`install`] is safe
-//! to call with any of them because that list is closed: a caller picks a
-//! hook, it cannot pass code of its own.
+//! async-signal-safe calls (no allocation, no lock, no printing). A hook is
+//! a value of a type that implements the `unsafe` trait [`ChildCode`]: the
+//! OS-level hooks here ([`Hook`], each variant naming its calls), the held
+//! child's park (`base::child`), and the pressure child's hold and class
+//! drop (`cotenant::pressure`). Each `unsafe impl` says which calls its
+//! `run` makes; [`install`] is safe to call with any of them because that
+//! set is closed within the crate (the trait is crate-private) and every
+//! member is audited where it is defined: a caller picks a hook, it cannot
+//! pass code of its own. The trait, rather than one enum naming every hook,
+//! keeps this module at the bottom layer: the hooks of higher layers
+//! implement it there, and this module imports none of them.
 //!
 //! # References
 //! - <https://doc.rust-lang.org/std/os/unix/process/trait.CommandExt.html#tymethod.pre_exec>
@@ -19,7 +26,19 @@ use std::os::fd::RawFd;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 
-/// One audited hook: the async-signal-safe calls each makes are named.
+/// Code that runs in a forked child between fork and exec.
+///
+/// # Safety
+///
+/// `run` makes only async-signal-safe calls (signal-safety(7)) on data
+/// copied in before the fork: it allocates nothing, takes no lock, prints
+/// nothing, and cannot panic. Each `unsafe impl` names the calls it makes.
+pub(crate) unsafe trait ChildCode: Send + Sync + 'static {
+    /// Runs in the child between fork and exec.
+    fn run(&self, child: &InChild) -> io::Result<()>;
+}
+
+/// The OS-level hooks: the async-signal-safe calls each makes are named.
 /// Everything a hook reads was copied in before the fork.
 #[derive(Debug)]
 pub(crate) enum Hook {
@@ -31,7 +50,7 @@ pub(crate) enum Hook {
     /// parent, before the spawn.
     CloseRangeFrom(RawFd),
     /// `close(2)` on every number in `from..limit`, errors ignored
-    /// ([`crate::spawn::close_every_fd`]).
+    /// ([`close_every_fd`]).
     CloseEvery {
         /// The first number closed.
         from: RawFd,
@@ -41,20 +60,6 @@ pub(crate) enum Hook {
     /// `fcntl(fd, F_SETFD, 0)`: the child inherits `fd` across exec
     /// ([`crate::sys::set_fd_flags`]).
     Inherit(RawFd),
-    /// The held child's park: `close`, `write` and `read` on pipe ends
-    /// ([`crate::child::park`]).
-    Park(crate::child::ParkFds),
-    /// A pressure child's window: closes the descriptors of a class (`open`,
-    /// `getdents64`, `fstat`, `getsockopt`, `close`), then holds with
-    /// `nanosleep` ([`crate::pressure::hold_in_child`]).
-    Pressure(crate::pressure::ChildHold),
-    /// Calls `close` on the descriptors of one class
-    /// ([`crate::pressure::DropClass::close_all`]).
-    #[cfg_attr(
-        not(all(test, target_os = "linux")),
-        expect(dead_code, reason = "pressure's Linux tests install it")
-    )]
-    CloseClass(crate::pressure::DropClass),
     /// An OS's own hook ([`crate::sys::ChildHook`]: on Linux the
     /// parent-death signal and `fix::spawn`'s close-on-exec pass).
     #[cfg_attr(
@@ -64,20 +69,20 @@ pub(crate) enum Hook {
     Sys(crate::sys::ChildHook),
 }
 
-impl Hook {
-    /// Runs in the child between fork and exec.
+// SAFETY: each variant makes only the async-signal-safe calls its
+// documentation lists (close_range, close, fcntl, and the OS's own hooks',
+// each listed at `ChildHook`), on numbers and flags copied in before the
+// fork; the match indexes nothing and nothing allocates.
+unsafe impl ChildCode for Hook {
     fn run(&self, child: &InChild) -> io::Result<()> {
         match self {
             Hook::ForkOnly => Ok(()),
             Hook::CloseRangeFrom(from) => crate::sys::close_range_from(*from),
             Hook::CloseEvery { from, limit } => {
-                crate::spawn::close_every_fd(*from, *limit, child);
+                close_every_fd(*from, *limit, child);
                 Ok(())
             }
             Hook::Inherit(fd) => crate::sys::set_fd_flags(*fd, 0),
-            Hook::Park(fds) => crate::child::park(*fds, child),
-            Hook::Pressure(hold) => crate::pressure::hold_in_child(hold, child),
-            Hook::CloseClass(class) => class.close_all(child),
             Hook::Sys(hook) => hook.run(),
         }
     }
@@ -101,6 +106,15 @@ pub(crate) fn close(fd: RawFd, _: &InChild) {
     unsafe { libc::close(fd) };
 }
 
+/// `close(fd)` for every `fd` in `from..limit`, ignoring `EBADF`: the
+/// brute-force loop, one system call per number whether or not it is open.
+/// Async-signal-safe: only `close(2)`.
+pub(crate) fn close_every_fd(from: RawFd, limit: RawFd, child: &InChild) {
+    for fd in from..limit {
+        close(fd, child);
+    }
+}
+
 /// Makes `cmd` fork and exec instead of calling `posix_spawn`, with nothing
 /// run in between: the fork path a benchmark compares.
 pub fn fork_only(cmd: &mut Command) {
@@ -117,10 +131,10 @@ pub fn inherit(cmd: &mut Command, fd: RawFd) {
 
 /// Makes `cmd`'s child run `hook` between fork and exec (and so makes std
 /// fork instead of calling `posix_spawn`).
-pub(crate) fn install(cmd: &mut Command, hook: Hook) {
-    // SAFETY: every variant of `Hook` makes only the async-signal-safe calls
-    // its documentation lists, on data copied in before the fork; none
-    // allocates, takes a lock, prints or panics (the match and the calls it
-    // makes index nothing unchecked). The closure only borrows `hook`.
+pub(crate) fn install(cmd: &mut Command, hook: impl ChildCode) {
+    // SAFETY: `hook` is a `ChildCode`, whose contract is that `run` makes
+    // only async-signal-safe calls on data copied in before the fork and
+    // allocates, locks, prints and panics not at all; every implementor is
+    // audited at its `unsafe impl`. The closure only borrows `hook`.
     unsafe { cmd.pre_exec(move || hook.run(&InChild(()))) };
 }

@@ -1,0 +1,36 @@
+//! The process's interrupt flag: SIGINT, SIGTERM and SIGHUP set a flag
+//! instead of killing the process, so that every loop that checks it (the
+//! harness's trials, the runner, `fix::isolate`'s wait) stops, reaps its
+//! children and removes its scratch paths before the process exits.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::Relaxed);
+}
+
+/// Sets a flag on SIGINT, SIGTERM and SIGHUP (a closed terminal) instead of
+/// dying, so every child is reaped and every scratch path removed before the
+/// process exits.
+pub fn catch_interrupts() {
+    // No flags (no SA_RESTART: a blocking call returns EINTR, so a wait
+    // loop sees the flag); every signal blocked while the handler runs,
+    // which only stores to an atomic.
+    let action = crate::sys::sigaction_of(
+        on_signal as *const () as libc::sighandler_t,
+        crate::sys::full_sigset(),
+        0,
+    );
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: installs a handler that only stores to an atomic, which is
+        // async-signal-safe.
+        unsafe { libc::sigaction(sig, &action, std::ptr::null_mut()) };
+    }
+}
+
+/// Whether SIGINT, SIGTERM or SIGHUP arrived since [`catch_interrupts`].
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::Relaxed)
+}
