@@ -157,14 +157,19 @@ it or its budget runs out, and a default run's matrix marks the others \
                         .push((a.arm.as_str(), a.role, a.window, a.about.as_str()));
                 }
             }
-            // A cell a run left out on purpose still has its row, which says so.
+            // A cell a run left out on purpose still has its row, which says
+            // so, beside the same arm's other windows.
             for l in &r.left_out {
-                if !entry
-                    .1
+                let rows = &mut entry.1;
+                if !rows
                     .iter()
                     .any(|(arm, _, w, _)| *arm == l.arm && *w == l.window)
                 {
-                    entry.1.push((l.arm.as_str(), l.role, l.window, ""));
+                    let at = rows
+                        .iter()
+                        .rposition(|(arm, ..)| *arm == l.arm)
+                        .map_or(rows.len(), |i| i + 1);
+                    rows.insert(at, (l.arm.as_str(), l.role, l.window, ""));
                 }
             }
         }
@@ -519,7 +524,17 @@ mod tests {
             platform: platform.clone(),
             started_at: "2026-01-01T00:00:00Z".into(),
             elapsed_ms: 1,
-            arms: vec![control(Window::ForkWindow), control(Window::PosixSpawn)],
+            arms: vec![
+                control(Window::ForkWindow),
+                ArmReport {
+                    arm: "unlock-then-close".into(),
+                    role: Role::Mitigation,
+                    against: Some("close".into()),
+                    outcome: Outcome::observed(0, 10),
+                    ..control(Window::ForkWindow)
+                },
+                control(Window::PosixSpawn),
+            ],
             tables: vec![],
             left_out: vec![LeftOut {
                 arm: "unlock-then-close".into(),
@@ -540,12 +555,15 @@ mod tests {
             md.contains("| `close` | control (rate) | posix-spawn |"),
             "{md}"
         );
-        assert!(
-            md.contains(&format!(
-                "| `unlock-then-close` | mitigation (vs `close`) | posix-spawn | {NOT_IN_DEFAULT} |"
-            )),
-            "{md}"
+        let left_out = format!(
+            "| `unlock-then-close` | mitigation (vs `close`) | posix-spawn | {NOT_IN_DEFAULT} |"
         );
+        let at = |row: &str| md.find(row).unwrap_or_else(|| panic!("no {row} in {md}"));
+        // The left-out row sits beside the arm's own rows, not after every other arm.
+        assert!(
+            at("| `unlock-then-close` | mitigation (vs `close`) | fork-window |") < at(&left_out)
+        );
+        assert!(at(&left_out) < at("| `close` | control (rate) | posix-spawn |"));
     }
 
     #[test]
