@@ -27,7 +27,9 @@
 //! busy process) and only the mitigations that no deterministic window
 //! decides; a thorough run races every mitigation, each until the report's
 //! own judgement decides it or its budget is spent. Every arm stops once its
-//! verdict is decided: trials beyond that are waste.
+//! verdict is decided: trials beyond that are waste. In a race window a fix
+//! whose verdict rests on its control's count races every block the control
+//! does, so the two always share their blocks.
 
 pub mod parked;
 
@@ -42,7 +44,9 @@ use crate::platform::Platform;
 use crate::report::{ArmReport, LeftOut, ProbeReport, SCHEMA_VERSION, Table, utc_now};
 use crate::scratch::Scratch;
 use crate::stats::MAX_TRIALS;
-use crate::verdict::{Judgement, Kind, MIN_DETERMINISTIC_TRIALS, Outcome, Role, Tallies, Window};
+use crate::verdict::{
+    Judgement, Kind, MIN_DETERMINISTIC_TRIALS, Outcome, Role, Tallies, Verdict, Window,
+};
 
 /// A probe: one hazard and the arms that meet it.
 #[derive(Debug)]
@@ -727,11 +731,14 @@ fn settled(probe: &Probe, cells: &Cells<'_>, i: usize, platform: &Platform) -> b
 }
 
 /// Which of a race window's cells (`window`) race another round after
-/// `rounds` rounds: a mitigation or sham while the report's judgement has
-/// not decided it (one stopped earlier races again when its control's later
-/// rounds undo its verdict, so every verdict holds on the final counts); a
-/// control for a default run's [`RACE_BLOCKS`] rounds, and after that while
-/// any arm still racing is judged against it. A faulted cell stops.
+/// `rounds` rounds: a control for a default run's [`RACE_BLOCKS`] rounds,
+/// and after that while any arm judged against it is undecided; a sham while
+/// the report's judgement has not decided it (its verdict rests on its own
+/// count alone); a mitigation while undecided, and also in every round its
+/// control races unless a hit has made it `invalid` (or it `avoids`): a
+/// verdict that rests on the control's count (`valid`, `not-needed`) must
+/// rest on blocks the fix shared, so load drift in rounds it sat out cannot
+/// decide it (DESIGN.md: interleaved blocks). A faulted cell stops.
 fn still_racing(
     probe: &Probe,
     cells: &Cells<'_>,
@@ -739,32 +746,45 @@ fn still_racing(
     rounds: u32,
     platform: &Platform,
 ) -> Vec<usize> {
-    let undecided: Vec<usize> = window
+    let verdicts: Vec<(usize, Verdict)> = window
+        .iter()
+        .copied()
+        .filter(|&i| cells[i].2.fault.is_none() && cells[i].0.role != Role::Control)
+        .map(|i| (i, judge_now(probe, cells, i, platform).verdict))
+        .collect();
+    let verdict_of = |i: usize| verdicts.iter().find(|&&(j, _)| j == i).map(|&(_, v)| v);
+    let against = |i: usize| control_for(probe, cells[i].0, cells[i].1);
+    let racing_controls: Vec<&str> = window
         .iter()
         .copied()
         .filter(|&i| {
             let (arm, _, cell) = &cells[i];
-            cell.fault.is_none()
-                && arm.role != Role::Control
-                && !judge_now(probe, cells, i, platform).verdict.is_decided()
+            arm.role == Role::Control
+                && cell.fault.is_none()
+                && (rounds < RACE_BLOCKS
+                    || verdicts
+                        .iter()
+                        .any(|&(j, v)| !v.is_decided() && against(j) == Some(arm.id)))
         })
+        .map(|i| cells[i].0.id)
         .collect();
     window
         .iter()
         .copied()
         .filter(|&i| {
-            let (arm, window, cell) = &cells[i];
+            let (arm, _, cell) = &cells[i];
             if cell.fault.is_some() {
                 return false;
             }
-            match arm.role {
-                Role::Control => {
-                    rounds < RACE_BLOCKS
-                        || undecided
-                            .iter()
-                            .any(|&j| control_for(probe, cells[j].0, *window) == Some(arm.id))
+            match (arm.role, verdict_of(i)) {
+                (Role::Control, _) => racing_controls.contains(&arm.id),
+                (Role::Sham, Some(v)) => !v.is_decided(),
+                (Role::Mitigation, Some(v)) => {
+                    !v.is_decided()
+                        || (!matches!(v, Verdict::Invalid | Verdict::Avoids)
+                            && against(i).is_some_and(|c| racing_controls.contains(&c)))
                 }
-                Role::Mitigation | Role::Sham => undecided.contains(&i),
+                (Role::Sham | Role::Mitigation, None) => false,
             }
         })
         .collect()
@@ -1302,8 +1322,10 @@ mod tests {
         // A hit decides `m` invalid after one round; `n` (0 of 10 a round
         // against 10 of 10) is valid after one round too; the control still
         // measures its rate for a default run's rounds, then stops.
+        // `n`'s verdict rests on the control's count, so it shares every
+        // block the control races; `m`'s hit decides it alone.
         let (blocks, rounds) = race([(10, 10), (1, 10), (0, 10)], THOROUGH_RACE_ROUNDS);
-        assert_eq!(blocks, [RACE_BLOCKS, 1, 1]);
+        assert_eq!(blocks, [RACE_BLOCKS, 1, RACE_BLOCKS]);
         assert_eq!(rounds, RACE_BLOCKS);
         // A rare control: 1 hit in 100 a round. `m` hits and stops at once;
         // `n` needs about 10 control hits for p <= 0.001, so the control
@@ -1333,6 +1355,28 @@ mod tests {
             ],
         );
         assert!(!judge_now(&p, &earlier, 2, &platform).verdict.is_decided());
+    }
+
+    /// A fix judged against its control's count races every block the
+    /// control races: a fix stopped as `not-needed` while the control missed
+    /// must not turn `valid` on hits from rounds it sat out (load drift).
+    #[test]
+    fn a_fix_shares_every_block_its_verdict_rests_on() {
+        // The control misses its first 400 spawns (absent: `n` is
+        // not-needed), then hits 20 of 400 a round; `n` never hits.
+        let ((blocks, _), cells) = race_with(
+            |i, r| match (i, r) {
+                (0, 0) => (0, 400),
+                (0, _) => (20, 400),
+                (1, _) => (1, 400),
+                _ => (0, 400),
+            },
+            THOROUGH_RACE_ROUNDS,
+        );
+        assert_eq!(blocks[1], 1, "{blocks:?}");
+        assert_eq!(blocks[2], blocks[0], "{blocks:?}");
+        let count = |i: usize| (cells[i].2.hits, cells[i].2.trials);
+        assert_eq!(count(2).1, count(0).1, "{blocks:?}");
     }
 
     #[test]
