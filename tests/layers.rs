@@ -239,11 +239,6 @@ fn module_path(rel: &Path) -> Vec<String> {
 /// Every path that leaves the file: `crate::a::b…` and `super::…`, each as
 /// the absolute path of its first two segments, with the text it came from.
 fn paths_out(code: &str, here: &[String]) -> Vec<(Vec<String>, String)> {
-    let ident = |s: &str| -> usize {
-        s.bytes()
-            .position(|c| !(c.is_ascii_alphanumeric() || c == b'_'))
-            .unwrap_or(s.len())
-    };
     let inline = inline_modules(code);
     let mut out = Vec::new();
     for (at, _) in code
@@ -254,7 +249,7 @@ fn paths_out(code: &str, here: &[String]) -> Vec<(Vec<String>, String)> {
         if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':') {
             continue; // `foo::super::`, `$crate` is fine but `mycrate::` is not ours
         }
-        let (mut base, mut rest) = if code[at..].starts_with("crate::") {
+        let (base, rest) = if code[at..].starts_with("crate::") {
             (Vec::new(), &code[at + "crate::".len()..])
         } else {
             // `super::` inside an inline `mod name { … }` starts from it.
@@ -274,59 +269,73 @@ fn paths_out(code: &str, here: &[String]) -> Vec<(Vec<String>, String)> {
         };
         let line = code[..at].matches('\n').count() + 1;
         let mut heads: Vec<Vec<String>> = Vec::new();
-        let walk = |base: &mut Vec<String>, rest: &mut &str| {
-            // Up to two segments, then stop.
-            while base.len() < 2 {
-                let n = ident(rest);
-                if n == 0 {
-                    break;
-                }
-                base.push(rest[..n].to_string());
-                *rest = &rest[n..];
-                match rest.strip_prefix("::") {
-                    Some(r) => *rest = r,
-                    None => break,
-                }
-            }
-        };
-        if let Some(group) = rest.strip_prefix('{').map(str::to_string) {
-            // `crate::{a, b::{c, d}}`: the first segment of each entry at depth 1.
-            let mut depth = 1;
-            let mut entry = String::new();
-            let mut entries = Vec::new();
-            for ch in group.chars() {
-                match ch {
-                    '{' => depth += 1,
-                    '}' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            entries.push(std::mem::take(&mut entry));
-                            break;
-                        }
-                    }
-                    ',' if depth == 1 => entries.push(std::mem::take(&mut entry)),
-                    _ => {}
-                }
-                if depth >= 1 && !(ch == ',' && depth == 1) {
-                    entry.push(ch);
-                }
-            }
-            for e in entries {
-                let mut b = base.clone();
-                let mut r = e.trim();
-                walk(&mut b, &mut r);
-                heads.push(b);
-            }
-        } else {
-            walk(&mut base, &mut rest);
-            heads.push(base);
-        }
+        expand(base, rest, &mut heads);
         for h in heads {
             let text = format!("line {line}: {}", h.join("::"));
             out.push((h, text));
         }
     }
     out
+}
+
+/// The paths that `rest` (the text after `crate::` or the `super::`s)
+/// names from `base`, each cut at two segments: a `{…}` group met before the
+/// second segment, as in `crate::{a, b}` or `crate::views::{matrix, chart}`,
+/// gives one path per entry (nested groups too).
+fn expand(mut base: Vec<String>, rest: &str, heads: &mut Vec<Vec<String>>) {
+    let ident = |s: &str| -> usize {
+        s.bytes()
+            .position(|c| !(c.is_ascii_alphanumeric() || c == b'_'))
+            .unwrap_or(s.len())
+    };
+    let mut rest = rest.trim_start();
+    while base.len() < 2 {
+        if let Some(group) = rest.strip_prefix('{') {
+            for entry in group_entries(group) {
+                expand(base.clone(), &entry, heads);
+            }
+            return;
+        }
+        let n = ident(rest);
+        if n == 0 {
+            break;
+        }
+        base.push(rest[..n].to_string());
+        rest = &rest[n..];
+        match rest.trim_start().strip_prefix("::") {
+            Some(r) => rest = r.trim_start(),
+            None => break,
+        }
+    }
+    heads.push(base);
+}
+
+/// The entries of a `{…}` group (the text after its `{`), split at its
+/// top-level commas, up to its closing brace.
+fn group_entries(group: &str) -> Vec<String> {
+    let mut depth = 1;
+    let mut entry = String::new();
+    let mut entries = Vec::new();
+    for ch in group.chars() {
+        match ch {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    break;
+                }
+            }
+            ',' if depth == 1 => {
+                entries.push(std::mem::take(&mut entry));
+                continue;
+            }
+            _ => {}
+        }
+        entry.push(ch);
+    }
+    entries.push(entry);
+    entries.retain(|e| !e.trim().is_empty());
+    entries
 }
 
 /// Each inline `mod name { … }` of the file: its name and its byte range,
@@ -732,6 +741,41 @@ fn a_view_importing_another_view_fails() {
             |f| f.file == "src/views/advise.rs" && f.why.contains("must not import each other")
         ),
         "advise importing the matrix renderer was not caught: {findings:?}"
+    );
+}
+
+/// A group after a folder (`crate::views::{matrix, chart}`) names each of
+/// its files, so a view cannot reach another view through one.
+#[test]
+fn a_group_after_a_folder_names_each_file() {
+    let (lib_rs, sources) = library_sources();
+    for extra in [
+        "\nuse crate::views::{chart, matrix::render};\n",
+        "\nuse crate::{views::{matrix}, evidence::query};\n",
+    ] {
+        let findings = check(&lib_rs, &with_file(&sources, "views/advise.rs", extra));
+        assert!(
+            findings.iter().any(|f| f.file == "src/views/advise.rs"
+                && f.import.contains("views::matrix")
+                && f.why.contains("must not import each other")),
+            "adding `{}` to src/views/advise.rs was not caught: {findings:?}",
+            extra.trim()
+        );
+    }
+    let sources = with_file(
+        &sources,
+        "evidence/results.rs",
+        "\nuse crate::evidence::{costs::CostsFile};\n",
+    );
+    let sources = with_file(
+        &sources,
+        "evidence/costs.rs",
+        "\nuse crate::evidence::{results};\n",
+    );
+    let findings = check(&lib_rs, &sources);
+    assert!(
+        findings.iter().any(|f| f.why.starts_with("import circle")),
+        "a costs <-> results circle through grouped imports was not caught: {findings:?}"
     );
 }
 
