@@ -277,6 +277,27 @@ impl ProbeReport {
                 ));
             }
         }
+        // A left-out cell is one the harness did not race on purpose: a
+        // mitigation or sham in a race window, never a control, never a cell
+        // the report also measured, once. `fdwindow check` lists a claim on
+        // one as not measured, so an entry that broke these rules could hide
+        // a measured cell, or a control, from the check.
+        let mut left = std::collections::BTreeSet::new();
+        for l in &self.left_out {
+            let at = format!("left-out arm {} in window {}", l.arm, l.window.id());
+            if self.find(&l.arm, l.window).is_some() {
+                return Err(format!("{at}: the report also measured it"));
+            }
+            if !l.window.is_race() {
+                return Err(format!("{at}: only a race window leaves arms out"));
+            }
+            if l.role == Role::Control {
+                return Err(format!("{at}: a run races every control"));
+            }
+            if !left.insert((&l.arm, l.window)) {
+                return Err(format!("{at}: listed twice"));
+            }
+        }
         for t in &self.tables {
             if let Some(row) = t.rows.iter().find(|r| r.len() != t.columns.len()) {
                 return Err(format!(
@@ -404,6 +425,43 @@ pub fn utc_from_unix(secs: u64) -> String {
 mod tests {
     use super::*;
     use crate::verdict::Tallies;
+
+    /// A left-out entry cannot hide a measured cell or a control from the
+    /// check: only a mitigation or sham of a race window, once, not measured.
+    #[test]
+    fn left_out_cells_are_only_unraced_fixes() {
+        let mut file = sample();
+        let report = file.probes.values_mut().next().unwrap();
+        let entry = |arm: &str, role, window| LeftOut {
+            arm: arm.into(),
+            role,
+            window,
+            against: None,
+            why: "not measured in a default run".into(),
+        };
+        report.left_out = vec![entry("a", Role::Mitigation, Window::PosixSpawn)];
+        assert_eq!(report.validate(), Ok(()));
+        for (bad, says) in [
+            (
+                entry("a", Role::Mitigation, Window::ForkWindow),
+                "also measured",
+            ),
+            (
+                entry("z", Role::Mitigation, Window::ForkWindow),
+                "race window",
+            ),
+            (
+                entry("close", Role::Control, Window::PosixSpawn),
+                "every control",
+            ),
+            (entry("a", Role::Mitigation, Window::PosixSpawn), "twice"),
+        ] {
+            let mut r = report.clone();
+            r.left_out.push(bad.clone());
+            let e = r.validate().unwrap_err();
+            assert!(e.contains(says), "{bad:?}: {e}");
+        }
+    }
 
     #[test]
     fn dates() {
