@@ -83,6 +83,34 @@ fn match_keeps_pressure_out_of_other_executables() {
     assert_eq!(named["pressured_processes"], 2);
 }
 
+/// A summary that cannot be written (stdout is `/dev/full`) ends the run
+/// with status 1, and the built-in injector's private file is gone all the
+/// same.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_failed_summary_write_leaves_no_injector_behind() {
+    let s = common::scratch("stress-full");
+    let tmp = s.dir().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = fdwindow()
+        .args(["stress", "--runs", "1", "--", "/usr/bin/true"])
+        .env("TMPDIR", &tmp)
+        .stdout(full)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("write to stdout"), "{}", stderr(&out));
+    let left: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "left in the temp folder: {left:?}");
+}
+
 #[test]
 fn bad_pressure_specs_are_usage_errors() {
     let out = fdwindow()

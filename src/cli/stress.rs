@@ -440,6 +440,10 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
         "interrupted": fdwindow::harness::interrupted(),
         "arms": [alone.json("alone"), pressured.json("pressure")],
     });
+    // The injector's private file goes before the output: `emit` ends the
+    // process at once when stdout fails (EPIPE, a full disk), which would
+    // skip the guard's drop and leave the library in the temp folder.
+    drop(injector);
     crate::emit(&(serde_json::to_string_pretty(&summary).expect("plain JSON") + "\n"));
     Ok(if fdwindow::harness::interrupted() {
         ExitCode::from(130)
