@@ -44,7 +44,7 @@ enum Cmd {
         #[arg(long)]
         probes: Option<PathBuf>,
         /// Most trials per arm in deterministic and in-process windows (a
-        /// cell stops at 7 once its verdict is decided).
+        /// deterministic cell stops at 7 once its verdict is decided).
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
         trials: Option<u64>,
         /// Milliseconds per arm in the posix-spawn race (a default run's

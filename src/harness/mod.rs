@@ -57,7 +57,7 @@ pub struct Probe {
     pub about: &'static str,
     /// The most trials per arm in a deterministic window (fork-window,
     /// inherited, parked-call) and in-process: enough to decide (7-10), no
-    /// more. A cell stops at 7 once its verdict is decided ([`run`]).
+    /// more. A deterministic cell stops at 7 once its verdict is decided ([`run`]).
     pub trials: u64,
     /// Time per arm in the posix-spawn race, split into interleaved blocks.
     pub race: Duration,
@@ -288,7 +288,7 @@ pub const THOROUGH_RACE_ROUNDS: u32 = 64;
 #[command(about = "An fdwindow probe: prints its report as JSON on stdout.")]
 struct ProbeArgs {
     /// Most trials per arm in a deterministic window (fork-window, inherited, parked-call,
-    /// in-process); a cell stops at 7 once its verdict is decided.
+    /// in-process); a deterministic cell stops at 7 once its verdict is decided.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     trials: Option<u64>,
     /// Milliseconds per arm in the posix-spawn race.
@@ -716,17 +716,23 @@ fn judge_now(probe: &Probe, cells: &Cells<'_>, i: usize, platform: &Platform) ->
 
 /// Whether a trial-counted cell (not a race) has what its verdict needs, so
 /// further trials are waste: a deterministic control once it is all hits or
-/// none (7/7 against a fix's 0/7 is p = 2.9e-4); a mitigation or sham once
-/// the report's judgement is decided. A statistical control runs all its
-/// trials: its rate is the measurement its fixes are judged against.
+/// none (7/7 against a fix's 0/7 is p = 2.9e-4); a deterministic mitigation
+/// or sham once the report's judgement is decided. A statistical control
+/// runs all its trials: its rate is the measurement its fixes are judged
+/// against. A statistical mitigation or sham stops early only at a hit
+/// (`invalid`, `present`: no later trial can undo it); its `valid` or
+/// `absent` rests on 0 hits, which every further trial could still break,
+/// so it runs all its trials too.
 fn settled(probe: &Probe, cells: &Cells<'_>, i: usize, platform: &Platform) -> bool {
     let (arm, window, cell) = &cells[i];
+    let deterministic = window.kind().or(arm.kind) == Some(Kind::Deterministic);
     match arm.role {
-        Role::Control => {
-            window.kind().or(arm.kind) == Some(Kind::Deterministic)
-                && (cell.hits == 0 || cell.hits == cell.trials)
+        Role::Control => deterministic && (cell.hits == 0 || cell.hits == cell.trials),
+        Role::Mitigation | Role::Sham => {
+            let verdict = judge_now(probe, cells, i, platform).verdict;
+            verdict.is_decided()
+                && (deterministic || matches!(verdict, Verdict::Invalid | Verdict::Present))
         }
-        Role::Mitigation | Role::Sham => judge_now(probe, cells, i, platform).verdict.is_decided(),
     }
 }
 
@@ -1217,6 +1223,52 @@ mod tests {
         let r = run(&probe(PARTIAL), settings(10, false), &[]).unwrap();
         assert_eq!(count(&r, 0).trials, 10);
         assert_eq!(count(&r, 1).trials, 10);
+    }
+
+    /// A statistical fix with 0 hits runs all its trials: a later trial
+    /// could still hit, so `valid` after the few trials Fisher needs would
+    /// rest on less evidence than the cap asks for; a hit (invalid) stops it.
+    #[test]
+    fn statistical_fixes_stop_early_only_at_a_hit() {
+        use crate::verdict::Window::InProcess;
+        static ARMS: &[Arm] = &[
+            Arm {
+                id: "c",
+                windows: &[InProcess],
+                trial: hit,
+                kind: Some(Kind::Statistical),
+                ..ARM
+            },
+            Arm {
+                id: "m",
+                role: Role::Mitigation,
+                windows: &[InProcess],
+                trial: ok,
+                kind: Some(Kind::Statistical),
+                ..ARM
+            },
+            Arm {
+                id: "leaky",
+                role: Role::Mitigation,
+                windows: &[InProcess],
+                trial: hit,
+                kind: Some(Kind::Statistical),
+                ..ARM
+            },
+        ];
+        let p = Probe {
+            hazard: "env-race",
+            ..probe(ARMS)
+        };
+        let r = run(&p, settings(40, false), &[]).unwrap();
+        let count = |i: usize| r.arms[i].outcome.count().unwrap();
+        assert_eq!((count(0).hits, count(0).trials), (40, 40));
+        assert_eq!((count(1).hits, count(1).trials), (0, 40));
+        assert_eq!(
+            r.judgement(&r.arms[1]).verdict,
+            crate::verdict::Verdict::Valid
+        );
+        assert_eq!(count(2).trials, MIN_DETERMINISTIC_TRIALS);
     }
 
     /// Cells of a race window with set counts, for the stopping rule.
