@@ -336,7 +336,7 @@ fn run_probe(hazard: &str, opts: &RunOptions, scratch: &Path) -> Result<ProbeRep
     if opts.thorough {
         cmd.arg("--thorough");
     }
-    // The probe starts no race block after four fifths of its timeout, so a
+    // The probe starts no race round after four fifths of its timeout, so a
     // thorough run's adaptive races report rather than being killed.
     let deadline_ms = (opts.timeout.as_millis() * 4 / 5).max(1);
     cmd.arg("--deadline-ms").arg(deadline_ms.to_string());

@@ -270,8 +270,10 @@ pub struct Settings {
     /// race windows ([`races`]), each raced until its verdict is decided or
     /// [`THOROUGH_RACE_ROUNDS`] blocks have run.
     pub thorough: bool,
-    /// When to stop starting race blocks, so the probe reports before its
-    /// runner's timeout kills it (`--deadline-ms`, from the probe's start).
+    /// When to stop starting race rounds (a round is one block of each
+    /// racing arm, so the last may end a round's length after it), so the
+    /// probe reports before its runner's timeout kills it (`--deadline-ms`,
+    /// from the probe's start).
     pub deadline: Option<Instant>,
 }
 
@@ -301,8 +303,9 @@ struct ProbeArgs {
     /// every mitigation, not only those no deterministic window tests.
     #[arg(long)]
     thorough: bool,
-    /// Start no race block later than this many milliseconds after the
-    /// probe started (the runner passes most of its timeout).
+    /// Start no race round (one block of each racing arm) later than this
+    /// many milliseconds after the probe started (the runner passes most of
+    /// its timeout).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
     deadline_ms: Option<u64>,
 }
