@@ -448,16 +448,7 @@ fn true_command() -> Command {
 /// instead of calling posix_spawn; this one sleeps `hold` in the window.
 fn fork_command(hold: Duration, drop: Option<DropClass>) -> Command {
     let mut cmd = true_command();
-    let ts = rustix::thread::Timespec {
-        tv_sec: hold.as_secs().min(i64::MAX as u64) as _,
-        tv_nsec: hold.subsec_nanos() as _,
-    };
-    let hold = ChildHold {
-        drop,
-        ts,
-        held: !hold.is_zero(),
-    };
-    crate::child_hook::install(&mut cmd, hold);
+    crate::child_hook::install(&mut cmd, ChildHold::new(hold, drop));
     cmd
 }
 
@@ -470,20 +461,26 @@ pub(crate) struct ChildHold {
     held: bool,
 }
 
+impl ChildHold {
+    /// Close `drop`'s class (if any), then sleep `hold` (none if zero).
+    fn new(hold: Duration, drop: Option<DropClass>) -> ChildHold {
+        ChildHold {
+            drop,
+            ts: rustix::thread::Timespec {
+                tv_sec: hold.as_secs().min(i64::MAX as u64) as _,
+                tv_nsec: hold.subsec_nanos() as _,
+            },
+            held: !hold.is_zero(),
+        }
+    }
+}
+
 // SAFETY: `hold_in_child` makes only open, getdents64, fstat, getsockopt and
 // close (in `close_all`) and nanosleep, on data copied in before the fork; it
 // allocates nothing.
 unsafe impl crate::child_hook::ChildCode for ChildHold {
     fn run(&self, child: &crate::child_hook::InChild) -> io::Result<()> {
         hold_in_child(self, child)
-    }
-}
-
-// SAFETY: `close_all` makes only open, getdents64, fstat, getsockopt and
-// close on the process's own descriptor numbers; it allocates nothing.
-unsafe impl crate::child_hook::ChildCode for DropClass {
-    fn run(&self, child: &crate::child_hook::InChild) -> io::Result<()> {
-        self.close_all(child)
     }
 }
 
@@ -844,7 +841,8 @@ mod tests {
         // be reused by ls itself once the child closed it.
         let mut cmd = Command::new("/bin/sh");
         cmd.args(["-c", "ls -l /proc/self/fd/"]);
-        crate::child_hook::install(&mut cmd, DropClass::Listener);
+        let drop_listeners = ChildHold::new(Duration::ZERO, Some(DropClass::Listener));
+        crate::child_hook::install(&mut cmd, drop_listeners);
         let out = cmd.output().unwrap();
         let listing = String::from_utf8_lossy(&out.stdout);
         let file_line = format!(" {} -> ", file.as_raw_fd());
