@@ -18,7 +18,9 @@ use serde::{Deserialize, Serialize};
 use crate::platform::Platform;
 
 /// The schema version this build writes and the only one it reads.
-pub const TIMING_SCHEMA: u32 = 1;
+///
+/// 2: each run also records the milliseconds of every cell (`cells`).
+pub const TIMING_SCHEMA: u32 = 2;
 
 pub use crate::results::TIMING_PREFIX;
 

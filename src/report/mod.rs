@@ -34,7 +34,10 @@ use crate::verdict::{
 /// trials are counted in `broken_trials`.
 /// 3: the platform names the full kernel release, uname's version, the
 /// upstream version of a distribution's ABI name and the virtualization.
-pub const SCHEMA_VERSION: u32 = 3;
+/// 4: a probe report lists the cells a default run left out (`left_out`:
+/// race-window mitigations that only `--thorough` measures), and each arm in
+/// its tallies the milliseconds it ran (`time-ms`).
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// The command that regenerates a results folder, named when an older file is refused.
 pub const REGENERATE: &str = "make probe-linux (or: fdwindow run)";
