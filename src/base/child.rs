@@ -13,7 +13,7 @@
 //! out: release, drop during a panic, or the parent's death (the child then
 //! reads end-of-file on its pipe and exits).
 
-use std::io::{self, PipeWriter, Read, Write};
+use std::io::{self, PipeReader, PipeWriter, Read, Write};
 use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::Arc;
@@ -66,21 +66,23 @@ impl HeldChild {
         let (mut ready_r, ready_w) = io::pipe()?;
         let (release_r, release_w) = io::pipe()?;
         let fds = ParkFds {
-            ready: ready_w.as_raw_fd(),
-            release: release_r.as_raw_fd(),
             parent_ready: ready_r.as_raw_fd(),
             parent_release: release_w.as_raw_fd(),
+            ready: ready_w,
+            release: release_r,
         };
         let mut cmd = quiet_command(TRUE_PROGRAM);
-        // `park` works on descriptors that stay open in the parent until the
-        // child has exec'd.
+        // The hook owns the child's pipe ends, and `cmd` owns the hook: they
+        // stay open in the parent until `cmd` goes, after the spawn.
         crate::child_hook::install(&mut cmd, fds);
         let spawner = std::thread::Builder::new()
             .name("fdwindow-hold".into())
             .spawn(move || {
                 let spawned = cmd.spawn();
-                // Only now may the pipe ends go: the child had its copies.
-                drop((ready_w, release_r));
+                // Only now may the child's pipe ends close in the parent (so
+                // that `ready_r` sees end-of-file if the child dies): the
+                // child had its copies.
+                drop(cmd);
                 spawned?.wait()
             })?;
         let mut held = HeldChild {
@@ -128,42 +130,52 @@ impl Drop for HeldChild {
     }
 }
 
-/// The pipe ends the held child parks on, as numbers copied in before the fork.
-#[derive(Clone, Copy, Debug)]
+/// The pipe ends the held child parks on: its own ends, owned here (the
+/// hook, and so the `Command` that holds it, keeps them open in the parent
+/// until the spawn is over), and the numbers of the parent's ends, which the
+/// child closes.
+#[derive(Debug)]
 pub(crate) struct ParkFds {
-    ready: RawFd,
-    release: RawFd,
+    ready: PipeWriter,
+    release: PipeReader,
     parent_ready: RawFd,
     parent_release: RawFd,
 }
 
-// SAFETY: `park` closes the child's copies of the parent-side pipe ends,
-// writes one byte and reads one byte on pipe numbers copied in before the
-// fork (close, write, read: async-signal-safe); it allocates nothing.
+// SAFETY: `park` makes three kinds of call, each one async-signal-safe
+// system call (signal-safety(7)) that allocates nothing: `close` on the
+// child's copies of the parent-side ends (numbers copied in before the fork,
+// `child_hook::close`), then `rustix::io::write` of one byte from a constant
+// and `rustix::io::read` of one byte into a local array, on pipe ends the
+// hook owns. In rustix 1.1.6 both are a single call and nothing else: on
+// Linux (`backend/linux_raw/io/syscalls.rs`) the raw `write`/`read` system
+// call through inline assembly, the result checked in a register; on Apple
+// (`backend/libc/io/syscalls.rs`) libc's `write`/`read`, with `errno` read
+// through the `errno` crate. `read` into `&mut [u8; 1]` (`buffer.rs`) only
+// passes the array's pointer and length. Errors come back as values.
 unsafe impl crate::child_hook::ChildCode for ParkFds {
     fn run(&self, child: &crate::child_hook::InChild) -> io::Result<()> {
-        park(*self, child)
+        park(self, child)
     }
 }
 
 /// Runs in the child between fork and exec: async-signal-safe calls only.
-/// Plain syscalls on descriptor numbers the child inherited; a failure only
-/// shortens the hold, which the parent then sees as end-of-file.
-pub(crate) fn park(fds: ParkFds, child: &crate::child_hook::InChild) -> io::Result<()> {
+/// A failure only shortens the hold, which the parent then sees as
+/// end-of-file.
+pub(crate) fn park(fds: &ParkFds, child: &crate::child_hook::InChild) -> io::Result<()> {
     // The child's copies of the parent-side pipe ends.
     for fd in [fds.parent_ready, fds.parent_release] {
         crate::child_hook::close(fd, child);
     }
-    let byte = 1u8;
-    // SAFETY: writes one byte from a local to the inherited pipe.
-    unsafe { libc::write(fds.ready, (&raw const byte).cast(), 1) };
-    let mut buf = 0u8;
+    // Ignored, as before: had it failed, the parent's wait for the byte
+    // would time out.
+    let _ = rustix::io::write(&fds.ready, &[1]);
+    let mut buf = [0u8; 1];
     loop {
-        // SAFETY: reads at most one byte into a local.
-        let n = unsafe { libc::read(fds.release, (&raw mut buf).cast(), 1) };
-        // `last_os_error` only reads errno: no allocation.
-        if n >= 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-            return Ok(());
+        match rustix::io::read(&fds.release, &mut buf) {
+            Err(rustix::io::Errno::INTR) => continue,
+            // A byte, end-of-file (the parent died), or an error: go on to exec.
+            _ => return Ok(()),
         }
     }
 }

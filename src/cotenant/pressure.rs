@@ -170,24 +170,42 @@ impl DropClass {
         DropClass::ALL.into_iter().find(|c| c.id() == id)
     }
 
-    /// The class of descriptor `fd`, `None` for anything else (terminals,
-    /// directories, event descriptors). Async-signal-safe.
-    pub fn of(fd: std::os::fd::RawFd) -> Option<DropClass> {
-        // SAFETY: stat is plain data that fstat fills.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        // SAFETY: `st` is valid for fstat to write.
-        if unsafe { libc::fstat(fd, &mut st) } != 0 {
-            return None;
-        }
-        match st.st_mode & libc::S_IFMT {
-            libc::S_IFREG => Some(DropClass::File),
-            libc::S_IFIFO => Some(DropClass::Pipe),
-            libc::S_IFSOCK => match crate::sys::sockopt_int(fd, libc::SOL_SOCKET, libc::SO_TYPE)? {
-                libc::SOCK_DGRAM => Some(DropClass::Datagram),
-                _ if crate::sys::is_listening(fd) => Some(DropClass::Listener),
-                libc::SOCK_STREAM | libc::SOCK_SEQPACKET => Some(DropClass::Stream),
-                _ => None,
-            },
+    /// The class of the open descriptor `fd`, `None` for anything else
+    /// (terminals, directories, event descriptors).
+    ///
+    /// Async-signal-safe, so a forked child may call it: `fstat`, then for a
+    /// socket `getsockopt` (and, on macOS, `proc_pidfdinfo`), all into the
+    /// stack. `rustix::fs::fstat` (checked in rustix 1.1.6,
+    /// `backend/*/fs/syscalls.rs`) is one `fstat` and a copy on the backends
+    /// this crate builds with: the raw system call on 64-bit Linux, libc's
+    /// `fstat` (in POSIX's async-signal-safe list) on Apple. Only on 32-bit
+    /// and mips64 Linux does it try `statx` first; rustix's own backend
+    /// there makes only system calls and keeps whether `statx` works in a
+    /// static atomic, but its libc backend (`rustix_use_libc`, or a target
+    /// linux_raw does not support) finds `statx` with `dlsym` the first
+    /// time, which is not async-signal-safe: such a build would have to
+    /// call `fstat` some other way.
+    ///
+    /// # References
+    /// - <https://pubs.opengroup.org/onlinepubs/9799919799/functions/fstat.html>
+    /// - <https://man7.org/linux/man-pages/man7/signal-safety.7.html>
+    pub fn of(fd: std::os::fd::BorrowedFd<'_>) -> Option<DropClass> {
+        use rustix::fs::FileType;
+        use std::os::fd::AsRawFd;
+        let st = rustix::fs::fstat(fd).ok()?;
+        let fd = fd.as_raw_fd();
+        match FileType::from_raw_mode(st.st_mode) {
+            FileType::RegularFile => Some(DropClass::File),
+            FileType::Fifo => Some(DropClass::Pipe),
+            FileType::Socket => {
+                let ty = crate::sys::sockopt_int(fd, libc::SOL_SOCKET, libc::SO_TYPE)?;
+                match ty {
+                    libc::SOCK_DGRAM => Some(DropClass::Datagram),
+                    _ if crate::sys::is_listening(fd) => Some(DropClass::Listener),
+                    libc::SOCK_STREAM | libc::SOCK_SEQPACKET => Some(DropClass::Stream),
+                    _ => None,
+                }
+            }
             _ => None,
         }
     }
@@ -197,7 +215,19 @@ impl DropClass {
     /// (the [`crate::child_hook::InChild`] proof).
     pub(crate) fn close_all(self, child: &crate::child_hook::InChild) -> io::Result<()> {
         crate::sys::each_open_fd(&mut |fd| {
-            if fd > 2 && (self == DropClass::All || DropClass::of(fd) == Some(self)) {
+            if fd <= 2 {
+                return;
+            }
+            let ours = self == DropClass::All || {
+                // SAFETY: `fd` (above 2, so not -1) is a descriptor the walk
+                // just found open in this process, and it stays open until
+                // `of` returns: this forked child runs one thread, and the
+                // only closes here are `close_all`'s own, each of a number
+                // the walk has already passed (it yields each number once).
+                let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+                DropClass::of(borrowed) == Some(self)
+            };
+            if ours {
                 crate::child_hook::close(fd, child);
             }
         })
@@ -448,16 +478,7 @@ fn true_command() -> Command {
 /// instead of calling posix_spawn; this one sleeps `hold` in the window.
 fn fork_command(hold: Duration, drop: Option<DropClass>) -> Command {
     let mut cmd = true_command();
-    let ts = rustix::thread::Timespec {
-        tv_sec: hold.as_secs().min(i64::MAX as u64) as _,
-        tv_nsec: hold.subsec_nanos() as _,
-    };
-    let hold = ChildHold {
-        drop,
-        ts,
-        held: !hold.is_zero(),
-    };
-    crate::child_hook::install(&mut cmd, hold);
+    crate::child_hook::install(&mut cmd, ChildHold::new(hold, drop));
     cmd
 }
 
@@ -470,20 +491,26 @@ pub(crate) struct ChildHold {
     held: bool,
 }
 
+impl ChildHold {
+    /// Close `drop`'s class (if any), then sleep `hold` (none if zero).
+    fn new(hold: Duration, drop: Option<DropClass>) -> ChildHold {
+        ChildHold {
+            drop,
+            ts: rustix::thread::Timespec {
+                tv_sec: hold.as_secs().min(i64::MAX as u64) as _,
+                tv_nsec: hold.subsec_nanos() as _,
+            },
+            held: !hold.is_zero(),
+        }
+    }
+}
+
 // SAFETY: `hold_in_child` makes only open, getdents64, fstat, getsockopt and
 // close (in `close_all`) and nanosleep, on data copied in before the fork; it
 // allocates nothing.
 unsafe impl crate::child_hook::ChildCode for ChildHold {
     fn run(&self, child: &crate::child_hook::InChild) -> io::Result<()> {
         hold_in_child(self, child)
-    }
-}
-
-// SAFETY: `close_all` makes only open, getdents64, fstat, getsockopt and
-// close on the process's own descriptor numbers; it allocates nothing.
-unsafe impl crate::child_hook::ChildCode for DropClass {
-    fn run(&self, child: &crate::child_hook::InChild) -> io::Result<()> {
-        self.close_all(child)
     }
 }
 
@@ -820,22 +847,20 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn descriptors_are_classified_in_the_process_itself() {
-        use std::os::fd::AsRawFd;
+        use std::os::fd::{AsFd, AsRawFd};
         let _serial = crate::test_serial();
         let file = tempfile::tempfile().unwrap();
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let stream = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         let (reader, _writer) = std::io::pipe().unwrap();
-        assert_eq!(DropClass::of(file.as_raw_fd()), Some(DropClass::File));
-        assert_eq!(
-            DropClass::of(listener.as_raw_fd()),
-            Some(DropClass::Listener)
-        );
-        assert_eq!(DropClass::of(stream.as_raw_fd()), Some(DropClass::Stream));
-        assert_eq!(DropClass::of(udp.as_raw_fd()), Some(DropClass::Datagram));
-        assert_eq!(DropClass::of(reader.as_raw_fd()), Some(DropClass::Pipe));
-        assert_eq!(DropClass::of(-1), None);
+        let dir = std::fs::File::open("/").unwrap();
+        assert_eq!(DropClass::of(file.as_fd()), Some(DropClass::File));
+        assert_eq!(DropClass::of(listener.as_fd()), Some(DropClass::Listener));
+        assert_eq!(DropClass::of(stream.as_fd()), Some(DropClass::Stream));
+        assert_eq!(DropClass::of(udp.as_fd()), Some(DropClass::Datagram));
+        assert_eq!(DropClass::of(reader.as_fd()), Some(DropClass::Pipe));
+        assert_eq!(DropClass::of(dir.as_fd()), None);
         // In a forked child: close the listeners, then list what is left in
         // /proc/self/fd from the exec'd shell (inheritable copies only).
         crate::locks::set_cloexec(&file, false).unwrap();
@@ -844,7 +869,8 @@ mod tests {
         // be reused by ls itself once the child closed it.
         let mut cmd = Command::new("/bin/sh");
         cmd.args(["-c", "ls -l /proc/self/fd/"]);
-        crate::child_hook::install(&mut cmd, DropClass::Listener);
+        let drop_listeners = ChildHold::new(Duration::ZERO, Some(DropClass::Listener));
+        crate::child_hook::install(&mut cmd, drop_listeners);
         let out = cmd.output().unwrap();
         let listing = String::from_utf8_lossy(&out.stdout);
         let file_line = format!(" {} -> ", file.as_raw_fd());

@@ -16,7 +16,7 @@ use socket2::{Domain, Socket, Type};
 use std::ffi::CString;
 use std::fs::File;
 use std::io::{self, Write};
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -198,29 +198,16 @@ impl Maker {
                 let (r, w) = if atomic {
                     sys::pipe2_cloexec().map_err(unsupported)??
                 } else {
-                    let mut fds = [-1; 2];
-                    // SAFETY: fds has room for both ends.
-                    check_rc(unsafe { libc::pipe(fds.as_mut_ptr()) })?;
-                    (owned(fds[0])?, owned(fds[1])?)
+                    sys::pipe_inheritable()?
                 };
                 made.fds.extend([r, w]);
             }
             Call::Dup => {
                 let source = self.source.as_ref().expect("dup maker has a source");
-                let cmd = if atomic {
-                    libc::F_DUPFD_CLOEXEC
-                } else {
-                    libc::F_DUPFD
-                };
-                // SAFETY: fcntl duplicating a borrowed, open descriptor.
-                made.fds
-                    .push(owned(unsafe { libc::fcntl(source.as_raw_fd(), cmd, 3) })?);
+                made.fds.push(sys::dup_from(source.as_fd(), 3, atomic)?);
             }
             Call::Open => {
-                let flags = libc::O_RDONLY | if atomic { libc::O_CLOEXEC } else { 0 };
-                // SAFETY: open with a NUL-terminated path.
-                made.fds
-                    .push(owned(unsafe { libc::open(c"/dev/null".as_ptr(), flags) })?);
+                made.fds.push(sys::open_dev_null(atomic)?);
             }
         }
         Ok(made)
@@ -273,18 +260,6 @@ fn flag_unknown(e: io::Error, atomic: bool) -> io::Error {
 /// An error that says the OS lacks the call (`ErrorKind::Unsupported`).
 fn unsupported(reason: &str) -> io::Error {
     io::Error::new(io::ErrorKind::Unsupported, reason.to_owned())
-}
-
-fn check_rc(rc: libc::c_int) -> io::Result<()> {
-    if rc < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
-}
-
-fn owned(rc: libc::c_int) -> io::Result<OwnedFd> {
-    sys::owned(rc)
 }
 
 /// The descriptors this process has open without close-on-exec: what any

@@ -8,8 +8,8 @@
 //! async-signal-safe calls (no allocation, no lock, no printing). A hook is
 //! a value of a type that implements the `unsafe` trait [`ChildCode`]: the
 //! OS-level hooks here ([`Hook`], each variant naming its calls), the held
-//! child's park (`base::child`), and the pressure child's hold and class
-//! drop (`cotenant::pressure`). Each `unsafe impl` says which calls its
+//! child's park (`base::child`), and the pressure child's class drop and
+//! hold (`cotenant::pressure`). Each `unsafe impl` says which calls its
 //! `run` makes; [`install`] is safe to call with any of them because that
 //! set is closed within the crate (the trait is crate-private) and every
 //! member is audited where it is defined: a caller picks a hook, it cannot

@@ -3,7 +3,7 @@
 
 use std::io;
 
-use super::owned;
+use super::FreshFd;
 use std::os::fd::{OwnedFd, RawFd};
 
 pub(crate) const OS_ID: Option<&str> = Some("linux");
@@ -185,7 +185,7 @@ pub(crate) fn accept4_cloexec(fd: RawFd) -> Result<io::Result<OwnedFd>, &'static
             libc::SOCK_CLOEXEC,
         )
     };
-    Ok(owned(rc))
+    Ok(FreshFd::checked(rc).map(FreshFd::own))
 }
 
 /// `pipe2(fds, O_CLOEXEC)` (Linux 2.6.27).
@@ -193,10 +193,7 @@ pub(crate) fn pipe2_cloexec() -> Result<io::Result<(OwnedFd, OwnedFd)>, &'static
     let mut fds = [-1; 2];
     // SAFETY: fds has room for the two descriptors pipe2 writes.
     let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
-    if rc < 0 {
-        return Ok(Err(io::Error::last_os_error()));
-    }
-    Ok(owned(fds[0]).and_then(|r| Ok((r, owned(fds[1])?))))
+    Ok(FreshFd::pair(rc, fds))
 }
 
 /// `close_range(first, ~0U, 0)`—Close every descriptor from `first` up (Linux 5.9).

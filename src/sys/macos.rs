@@ -2,7 +2,7 @@
 
 use std::io;
 
-use super::owned;
+use super::FreshFd;
 use std::os::fd::{OwnedFd, RawFd};
 
 pub(crate) const OS_ID: Option<&str> = Some("macos");
@@ -238,10 +238,7 @@ pub(crate) fn pipe2_cloexec() -> Result<io::Result<(OwnedFd, OwnedFd)>, &'static
     let mut fds = [-1; 2];
     // SAFETY: fds has room for the two descriptors pipe2 writes.
     let rc = unsafe { pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
-    if rc < 0 {
-        return Ok(Err(io::Error::last_os_error()));
-    }
-    Ok(owned(fds[0]).and_then(|r| Ok((r, owned(fds[1])?))))
+    Ok(FreshFd::pair(rc, fds))
 }
 
 /// The descriptors `pid` has open, with their types:

@@ -153,12 +153,54 @@ pub(crate) fn symbol(name: &std::ffi::CStr) -> Option<std::ptr::NonNull<libc::c_
     std::ptr::NonNull::new(unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) })
 }
 
-/// Takes ownership of a descriptor a call just returned, or its error (`-1`).
-pub(crate) fn owned(rc: libc::c_int) -> std::io::Result<std::os::fd::OwnedFd> {
-    if rc < 0 {
-        Err(std::io::Error::last_os_error())
-    } else {
-        // SAFETY: a descriptor the kernel just returned, owned by no one else.
-        Ok(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(rc) })
+/// A descriptor that a creating call made inside `sys` has just returned,
+/// on its way to becoming an [`OwnedFd`](std::os::fd::OwnedFd): the one
+/// place in the crate that takes ownership of a bare number.
+///
+/// # Invariant
+///
+/// A `FreshFd` holds a number that the kernel returned a moment ago, in this
+/// process, as a new descriptor (a call's `-1` has already become its error
+/// through [`FreshFd::checked`] or [`FreshFd::pair`]), and that nothing else
+/// owns: no `OwnedFd`, `File` or socket was made from it and nobody closed
+/// it. That is the contract of `OwnedFd::from_raw_fd` (an open descriptor
+/// with no other owner), so [`FreshFd::own`] is safe. The type enforces it
+/// by where it can be made: the field is private and so are the
+/// constructors, so only code in `sys` and its per-OS modules can build one,
+/// and it does so only with the result of the call it just made; code
+/// outside `sys` gets the `OwnedFd`, never the number in between.
+#[derive(Debug)]
+struct FreshFd(libc::c_int);
+
+impl FreshFd {
+    /// The result of a call that returns a new descriptor or `-1` with
+    /// `errno` set (`open`, `accept4`, `fcntl(F_DUPFD)`), made just now:
+    /// `errno` is read before anything else can change it.
+    fn checked(rc: libc::c_int) -> std::io::Result<FreshFd> {
+        if rc < 0 {
+            Err(std::io::Error::last_os_error())
+        } else {
+            Ok(FreshFd(rc))
+        }
+    }
+
+    /// The two descriptors a pipe call just wrote into `fds`, if it
+    /// succeeded (`rc` is its result: `0`, or `-1` with `errno` set).
+    fn pair(
+        rc: libc::c_int,
+        fds: [libc::c_int; 2],
+    ) -> std::io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+        if rc < 0 {
+            Err(std::io::Error::last_os_error())
+        } else {
+            Ok((FreshFd(fds[0]).own(), FreshFd(fds[1]).own()))
+        }
+    }
+
+    /// Takes ownership: the crate's one `from_raw_fd`.
+    fn own(self) -> std::os::fd::OwnedFd {
+        // SAFETY: the type's invariant: a descriptor the kernel just created
+        // in this process, open, and owned by nothing else.
+        unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(self.0) }
     }
 }

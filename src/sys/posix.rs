@@ -12,7 +12,7 @@
 
 use std::ffi::{CStr, CString};
 use std::io;
-use std::os::fd::{BorrowedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::time::Duration;
 
 /// A NULL-terminated array of C strings that owns them: argv or envp for
@@ -218,6 +218,56 @@ pub(crate) fn addclosefrom_or(
         0 => Ok(()),
         rc => Err(io::Error::from_raw_os_error(rc)),
     }
+}
+
+// The creating calls the close-on-exec probe makes in two steps (or, for
+// dup and open, with the atomic flag). They stay on libc rather than rustix
+// on purpose: on Linux rustix makes raw system calls, which the parked-call
+// interposer (an LD_PRELOAD shim wrapping libc's names, `shims/parked_call.c`)
+// cannot see, and the probe measures what happens while that interposer holds
+// the calling thread right after the call.
+
+/// `pipe(fds)`: a pipe without close-on-exec, the first of the two steps
+/// (the caller sets `FD_CLOEXEC` afterwards, as code without `pipe2` must).
+/// Through libc, so the parked-call interposer sees it.
+///
+/// # References
+/// - <https://pubs.opengroup.org/onlinepubs/9799919799/functions/pipe.html>
+pub(crate) fn pipe_inheritable() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [-1; 2];
+    // SAFETY: fds has room for the two descriptors pipe writes.
+    let rc = unsafe { libc::pipe(fds.as_mut_ptr()) };
+    super::FreshFd::pair(rc, fds)
+}
+
+/// `fcntl(fd, F_DUPFD, min)`, or `F_DUPFD_CLOEXEC` with `cloexec`: a copy of
+/// `fd` at the lowest free number from `min` up. Through libc, so the
+/// parked-call interposer sees it.
+///
+/// # References
+/// - <https://pubs.opengroup.org/onlinepubs/9799919799/functions/fcntl.html>
+pub(crate) fn dup_from(fd: BorrowedFd<'_>, min: RawFd, cloexec: bool) -> io::Result<OwnedFd> {
+    let cmd = if cloexec {
+        libc::F_DUPFD_CLOEXEC
+    } else {
+        libc::F_DUPFD
+    };
+    // SAFETY: both commands take an int argument and no pointer; `fd` is
+    // borrowed, so open for the call.
+    let rc = unsafe { libc::fcntl(fd.as_raw_fd(), cmd, min) };
+    super::FreshFd::checked(rc).map(super::FreshFd::own)
+}
+
+/// `open("/dev/null", O_RDONLY)`, with `O_CLOEXEC` where `cloexec`. Through
+/// libc, so the parked-call interposer sees it.
+///
+/// # References
+/// - <https://pubs.opengroup.org/onlinepubs/9799919799/functions/open.html>
+pub(crate) fn open_dev_null(cloexec: bool) -> io::Result<OwnedFd> {
+    let flags = libc::O_RDONLY | if cloexec { libc::O_CLOEXEC } else { 0 };
+    // SAFETY: a NUL-terminated path; without O_CREAT open reads no mode.
+    let rc = unsafe { libc::open(c"/dev/null".as_ptr(), flags) };
+    super::FreshFd::checked(rc).map(super::FreshFd::own)
 }
 
 /// `fcntl(fd, F_GETFD)` (`set` is `None`) or `fcntl(fd, F_SETFD, flags)` on
