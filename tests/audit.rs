@@ -109,3 +109,27 @@ fn audit_flags_exactly_the_exposed_fixture_tests() {
     assert_eq!(report["pressured_runs"], report["pressure_started_runs"]);
     assert!(report["pressured_runs"].as_u64().unwrap() >= 10);
 }
+
+/// A report that cannot be written (stdout is `/dev/full`) is a one-line
+/// error and exit 1, and the injector's private file and the report folder
+/// are gone: the write comes after they are removed (it may end the process).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_failed_report_write_leaves_nothing_behind() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = fdwindow()
+        .env("TMPDIR", tmp.path())
+        .args(["audit", "--runs", "1", "--", "/bin/echo", "test a ... ok"])
+        .stdout(std::fs::File::create("/dev/full").unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("error: write to stdout"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+    let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}

@@ -988,7 +988,7 @@ const LINUX: &[Claim] = &[
         window: Some(Window::Inherited),
         verdict: Verdict::Valid,
         or: None,
-        reason: "close_range(3, ~0) in pre_exec closes every inherited descriptor above stdio before exec",
+        reason: "close_range(3, ~0) in pre_exec closes every inherited descriptor above stdio before exec; it also closes std's exec-error pipe, so a failed exec goes unreported (fix::spawn uses CLOSE_RANGE_CLOEXEC instead)",
         refs: &[CLOSE_RANGE_MAN],
         reported: false,
         range: None,

@@ -124,7 +124,8 @@ impl SpawnPath {
                  vfork(2)'s kernel path (Rust cannot call vfork() itself soundly: it returns twice)."
             }
             SpawnPath::CloseRangeInChild => {
-                "std Command::spawn with a pre_exec calling close_range(3, ~0U, 0) (fork, then exec)."
+                "std Command::spawn with a pre_exec calling close_range(3, ~0U, 0) (fork, then exec). It also closes \
+                 std's exec-error pipe, so a failed exec goes unreported: fix::spawn uses CLOSE_RANGE_CLOEXEC."
             }
             SpawnPath::CloseEveryFdInChild => {
                 "std Command::spawn with a pre_exec calling close(fd) for every fd from 3 up to the \

@@ -706,14 +706,19 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
         "junit" => report::junit(&audit, &files),
         _ => report::markdown(&audit, &files),
     };
-    print!("{text}");
-    Ok(if audit.interrupted {
+    // `emit` may end the process on a failed write (a closed pipe,
+    // `>/dev/full`), skipping drops: remove the private files first.
+    let exit = if audit.interrupted {
         ExitCode::from(130)
     } else if audit.records.values().any(Record::exposed) {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
-    })
+    };
+    drop(report_dir);
+    drop(injector);
+    crate::emit(&text);
+    Ok(exit)
 }
 
 /// libtest's arguments to run exactly one test, ignored or not.
