@@ -170,7 +170,11 @@ pub fn run(opts: &RunOptions) -> Result<RunSummary, RunError> {
         }
     })?;
     // Re-read under the lock: another run may have written since we started.
-    let current = results::load(&results_path).map_err(|e| RunError::Usage(e.to_string()))?;
+    // The older-schema file this full run replaces is still there: replace it.
+    let current = match results::load(&results_path) {
+        Err(e) if replaces_older(&e) => None,
+        other => other.map_err(|e| RunError::Usage(e.to_string()))?,
+    };
     let (merged, notes) = merge_own(current, before.as_ref(), measured, &platform);
     for note in notes {
         eprintln!("fdwindow: {note}");

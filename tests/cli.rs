@@ -538,3 +538,26 @@ fn verdict_per_window_and_check_on_the_committed_results() {
         "{text}"
     );
 }
+
+/// The refusal of an older schema names `fdwindow run`: a full run then
+/// replaces that file (its first read and its re-read under the folder lock
+/// both accept it), where a partial run refuses it untouched.
+#[test]
+fn a_full_run_replaces_an_older_schema_file() {
+    let s = scratch("cli-older");
+    let dir = s.dir().join("results");
+    let file = quick_results(&dir);
+    let good = fs::read_to_string(&file).unwrap();
+    let schema = format!("\"schema\": {}", fdwindow::report::SCHEMA_VERSION);
+    let older = good.replace(&schema, "\"schema\": 1");
+    fs::write(&file, &older).unwrap();
+    let out = fdwindow()
+        .args(["run", "--trials", "1", "--race-ms", "4", "--results"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let now = fs::read_to_string(&file).unwrap();
+    assert!(now.contains(&schema), "not replaced: {now}");
+    assert!(!now.contains("\"schema\": 1,"), "{now}");
+}
