@@ -41,7 +41,7 @@ PRESSURE_RUNS ?= 100
 # README's timing section.
 timing:
 	$(CARGO) build --release --locked --bins --examples
-	./target/release/examples/run_timing --runs 5 --results $(RESULTS)
+	./target/release/examples/run_timing --runs 5 --idle 0.5 --results $(RESULTS)
 	./target/release/fdwindow matrix --results $(RESULTS)
 
 pressure:

@@ -2,10 +2,11 @@
 //! `results/timing-<platform-id>.json` (see `fdwindow::timing`).
 //!
 //! ```text
-//! cargo build --release --bins && cargo run --release --example run_timing -- [--runs N] [--results DIR]
+//! cargo build --release --bins && cargo run --release --example run_timing -- [--runs N] [--results DIR] [--idle LOAD]
 //! ```
 //!
-//! 1. N times: note the 1-minute load average, run `fdwindow run --results
+//! 1. N times: with `--idle`, wait until the 1-minute load average is at most
+//!    LOAD (`make timing` asks for 0.5, the budget's "idle"); note the load, run `fdwindow run --results
 //!    <scratch>` (a fresh folder, so the committed results are untouched),
 //!    time it, and read each probe's elapsed time from its report.
 //! 2. N times per arm of the last run: `probe-<hazard> --arm <arm>`, timed.
@@ -34,6 +35,7 @@ fn main() -> ExitCode {
 fn run() -> Result<(), String> {
     let mut runs = 5u32;
     let mut results = PathBuf::from("results");
+    let mut idle: Option<f64> = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -45,9 +47,17 @@ fn run() -> Result<(), String> {
                     .ok_or("--runs takes a count from 1 to 100")?
             }
             "--results" => results = args.next().ok_or("--results takes a folder")?.into(),
+            "--idle" => {
+                idle = Some(
+                    args.next()
+                        .and_then(|v| v.parse().ok())
+                        .filter(|l: &f64| (0.01..=64.0).contains(l))
+                        .ok_or("--idle takes a load average from 0.01 to 64")?,
+                )
+            }
             other => {
                 return Err(format!(
-                    "unknown argument {other:?}; usage: run_timing [--runs N] [--results DIR]"
+                    "unknown argument {other:?}; usage: run_timing [--runs N] [--results DIR] [--idle LOAD]"
                 ));
             }
         }
@@ -74,6 +84,9 @@ fn run() -> Result<(), String> {
             .prefix("fdwindow-timing-")
             .tempdir()
             .map_err(|e| e.to_string())?;
+        if let Some(limit) = idle {
+            wait_for_idle(limit)?;
+        }
         let load = load_average();
         eprintln!("run {}/{runs} (load {load:.2}) …", i + 1);
         let started = Instant::now();
@@ -169,4 +182,26 @@ fn read_results(dir: &Path) -> Result<ResultsFile, String> {
 /// The 1-minute load average (getloadavg(3)'s first value).
 fn load_average() -> f64 {
     fdwindow::platform::load_average().unwrap_or(f64::NAN)
+}
+
+/// Waits until the 1-minute load average is at most `limit` (the previous
+/// run's own load decays with it), polling every 2 s for at most 5 minutes:
+/// a machine that stays busy is an error, not a slower measurement.
+fn wait_for_idle(limit: f64) -> Result<(), String> {
+    let deadline = Instant::now() + std::time::Duration::from_secs(300);
+    loop {
+        let load = load_average();
+        if load.is_nan() {
+            return Err("--idle: this OS gives no load average".into());
+        }
+        if load <= limit {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "the load average stayed above {limit} for 5 minutes (now {load:.2}): not idle"
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_secs(2));
+    }
 }

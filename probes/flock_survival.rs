@@ -25,7 +25,7 @@ static PROBE: Probe = Probe {
     hazard: "flock-survival",
     about: "Checks whether a flock released by closing its descriptor stays held by a child's copy.",
     trials: 10,
-    race: Duration::from_millis(250),
+    race: Duration::from_millis(150),
     arms: &[
         Arm {
             id: "close",

@@ -45,7 +45,7 @@ static PROBE: Probe = Probe {
     hazard: "listener-survival",
     about: "Checks whether a listener the parent retired still completes connections through a child's copy.",
     trials: 10,
-    race: Duration::from_millis(300),
+    race: Duration::from_millis(150),
     arms: &[
         Arm {
             id: "close",

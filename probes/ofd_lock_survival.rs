@@ -20,7 +20,7 @@ static PROBE: Probe = Probe {
     hazard: "ofd-lock-survival",
     about: "Checks whether an OFD lock released by closing its descriptor stays held by a child's copy.",
     trials: 10,
-    race: Duration::from_millis(250),
+    race: Duration::from_millis(150),
     arms: &[
         Arm {
             id: "close",

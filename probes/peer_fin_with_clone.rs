@@ -41,7 +41,7 @@ static PROBE: Probe = Probe {
     hazard: "peer-fin-with-clone",
     about: "Checks whether closing a TCP stream that has a second descriptor (dup or child's copy) leaves the peer without end-of-file.",
     trials: 10,
-    race: Duration::from_millis(300),
+    race: Duration::from_millis(150),
     arms: &[
         Arm {
             id: "drop",

@@ -41,7 +41,7 @@ static PROBE: Probe = Probe {
     hazard: "port-pick",
     about: "Checks whether a port picked by binding port 0 and dropping the socket is still held by a child's copy when the server binds it.",
     trials: 10,
-    race: Duration::from_millis(300),
+    race: Duration::from_millis(150),
     arms: &[
         Arm {
             id: "pick-then-drop",
