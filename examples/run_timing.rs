@@ -5,8 +5,8 @@
 //! cargo build --release --bins && cargo run --release --example run_timing -- [--runs N] [--results DIR] [--idle LOAD]
 //! ```
 //!
-//! 1. N times: with `--idle`, wait until the 1-minute load average is at most
-//!    LOAD (`make timing` asks for 0.5, the budget's "idle"); note the load, run `fdwindow run --results
+//! 1. N times: with `--idle`, wait until the 1-minute load average is
+//!    below LOAD (`make timing` asks for 0.5, the budget's "idle"); note the load, run `fdwindow run --results
 //!    <scratch>` (a fresh folder, so the committed results are untouched),
 //!    time it, and read each probe's elapsed time from its report.
 //! 2. N times per arm of the last run: `probe-<hazard> --arm <arm>`, timed.
@@ -184,7 +184,7 @@ fn load_average() -> f64 {
     fdwindow::platform::load_average().unwrap_or(f64::NAN)
 }
 
-/// Waits until the 1-minute load average is at most `limit` (the previous
+/// Waits until the 1-minute load average is below `limit` (the previous
 /// run's own load decays with it), polling every 2 s for at most 5 minutes:
 /// a machine that stays busy is an error, not a slower measurement.
 fn wait_for_idle(limit: f64) -> Result<(), String> {
@@ -194,7 +194,7 @@ fn wait_for_idle(limit: f64) -> Result<(), String> {
         if load.is_nan() {
             return Err("--idle: this OS gives no load average".into());
         }
-        if load <= limit {
+        if load < limit {
             return Ok(());
         }
         if Instant::now() >= deadline {
