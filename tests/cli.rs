@@ -148,7 +148,7 @@ fn run_then_ask_for_verdicts() {
 }
 
 #[test]
-fn corrupt_and_future_results_are_refused_and_left_untouched() {
+fn corrupt_and_future_results_are_refused_untouched_and_older_replaced_by_a_full_run() {
     let s = scratch("cli-bad");
     let dir = s.dir().join("results");
     let file = quick_results(&dir);
@@ -187,6 +187,18 @@ fn corrupt_and_future_results_are_refused_and_left_untouched() {
             needle,
         );
     }
+    // The refusal of an older schema names `fdwindow run`: a full run then
+    // replaces that file (its first read and its re-read under the folder
+    // lock both accept it), where the partial runs above left it untouched.
+    fs::write(&file, &older).unwrap();
+    let out = fdwindow()
+        .args(["run", "--trials", "1", "--race-ms", "4", "--results"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let now = fs::read_to_string(&file).unwrap();
+    assert!(now.contains(&schema), "not replaced: {now}");
 }
 
 #[test]
@@ -537,27 +549,4 @@ fn verdict_per_window_and_check_on_the_committed_results() {
             && l.contains("measured invalid 1/10")),
         "{text}"
     );
-}
-
-/// The refusal of an older schema names `fdwindow run`: a full run then
-/// replaces that file (its first read and its re-read under the folder lock
-/// both accept it), where a partial run refuses it untouched.
-#[test]
-fn a_full_run_replaces_an_older_schema_file() {
-    let s = scratch("cli-older");
-    let dir = s.dir().join("results");
-    let file = quick_results(&dir);
-    let good = fs::read_to_string(&file).unwrap();
-    let schema = format!("\"schema\": {}", fdwindow::report::SCHEMA_VERSION);
-    let older = good.replace(&schema, "\"schema\": 1");
-    fs::write(&file, &older).unwrap();
-    let out = fdwindow()
-        .args(["run", "--trials", "1", "--race-ms", "4", "--results"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    let now = fs::read_to_string(&file).unwrap();
-    assert!(now.contains(&schema), "not replaced: {now}");
-    assert!(!now.contains("\"schema\": 1,"), "{now}");
 }
