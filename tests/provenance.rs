@@ -198,7 +198,9 @@ fn bad_input_gets_one_line_and_exit_2() {
     assert!(out.stderr.is_empty(), "{}", stderr(&out));
 }
 
-/// Starts a long run and waits (on its stderr, not a clock) until its probe runs.
+/// Starts a long run and waits (on its stderr, not a clock) until its probe
+/// runs: spawn-window's sweep at a million samples per point, which no
+/// verdict stops early (a probe of decided cells stops at 7 trials).
 fn long_run(dir: &Path, tmp: &Path) -> std::process::Child {
     let mut child = fdwindow()
         .args([
@@ -206,7 +208,7 @@ fn long_run(dir: &Path, tmp: &Path) -> std::process::Child {
             "--trials",
             "1000000",
             "--only",
-            "flock-survival",
+            "spawn-window",
             "--results",
         ])
         .arg(dir)
@@ -218,7 +220,7 @@ fn long_run(dir: &Path, tmp: &Path) -> std::process::Child {
         .unwrap();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let first = lines.next().unwrap().unwrap();
-    assert!(first.contains("probing flock-survival"), "{first}");
+    assert!(first.contains("probing spawn-window"), "{first}");
     // Keep draining, so the run never blocks on a full pipe.
     std::thread::spawn(move || lines.for_each(drop));
     child
