@@ -549,15 +549,20 @@ pub(crate) fn spawn_cloexec_default_flag() -> std::io::Result<libc::c_short> {
 /// that was itself killed. The signal follows the creating *thread*, so call
 /// this only for children spawned from a thread that outlives them.
 pub(crate) fn die_with_parent(cmd: &mut std::process::Command) {
-    crate::child_hook::install(cmd, crate::child_hook::Hook::Sys(ChildHook::DieWithParent));
+    let parent = rustix::process::getpid();
+    crate::child_hook::install(
+        cmd,
+        crate::child_hook::Hook::Sys(ChildHook::DieWithParent(parent)),
+    );
 }
 
 /// Linux's own code for a child between fork and exec
 /// ([`crate::child_hook`]): each variant names its async-signal-safe calls.
 #[derive(Debug)]
 pub(crate) enum ChildHook {
-    /// `prctl(PR_SET_PDEATHSIG, SIGKILL)`: one raw system call.
-    DieWithParent,
+    /// `prctl(PR_SET_PDEATHSIG, SIGKILL)`, then `getppid()` against the
+    /// parent's pid taken before the fork: two raw system calls.
+    DieWithParent(rustix::process::Pid),
     /// `fix::spawn`'s pass: `close_range(3, ~0U, CLOSE_RANGE_CLOEXEC)` or the
     /// walk (`open`, `getdents64`, `fcntl`, `close`), then `fcntl(F_SETFD, 0)`
     /// on each kept descriptor; nothing at all for the probe's sham.
@@ -575,7 +580,7 @@ impl ChildHook {
     /// Runs in the child between fork and exec.
     pub(crate) fn run(&self) -> io::Result<()> {
         match self {
-            ChildHook::DieWithParent => set_pdeathsig(),
+            ChildHook::DieWithParent(parent) => set_pdeathsig(*parent),
             ChildHook::Isolate { sham: true, .. } => Ok(()),
             ChildHook::Isolate { walk, keep, .. } => {
                 cloexec_above_stdio(*walk)?;
@@ -586,9 +591,16 @@ impl ChildHook {
 }
 
 /// Runs in the child between fork and exec: async-signal-safe calls only
-/// (rustix's `prctl` is one raw system call).
-fn set_pdeathsig() -> std::io::Result<()> {
+/// (rustix's `prctl` and `getppid` are raw system calls; the error is built
+/// from a number, without allocating). A parent that died between the fork
+/// and the `prctl` sends no signal, so the child checks that it still has
+/// the parent it was forked from (prctl(2) suggests this) and does not exec
+/// otherwise.
+fn set_pdeathsig(parent: rustix::process::Pid) -> std::io::Result<()> {
     rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
+    if rustix::process::getppid() != Some(parent) {
+        return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+    }
     Ok(())
 }
 
