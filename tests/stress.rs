@@ -187,7 +187,11 @@ fn killing_stress_stops_the_pressure_in_the_command() {
     // as match= excludes it) it starts two pressured sleeps: a grandchild of
     // stress in the background, and the command itself by exec.
     let script = r#"[ -z "$FDWINDOW_PRESSURE" ] || { sleep 1000 & exec sleep 1001; }"#;
+    // A killed stress cannot remove its injector's private file and its
+    // pressure reports: they go to a folder this test removes.
+    let tmp = tempfile::tempdir().unwrap();
     let mut stress = fdwindow()
+        .env("TMPDIR", tmp.path())
         .arg("stress")
         .args(["--runs", "1", "--timeout", "600", "--match", "sleep"])
         .args(["--pressure", "threads=2,hold=20ms,path=fork"])
