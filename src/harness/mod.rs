@@ -222,26 +222,15 @@ impl Trial<'_> {
     pub fn during_window<T>(&mut self, act: impl FnOnce() -> Result<T, Fault>) -> Result<T, Fault> {
         match self.window {
             Window::ForkWindow => {
-                let held = HeldChild::hold().map_err(|e| match e.kind() {
-                    // The child never reached the window in time: this trial
-                    // cannot be confirmed, which is not a setup failure.
-                    io::ErrorKind::TimedOut => {
-                        Fault::NotConfirmed(format!("hold a child in the fork window: {e}"))
-                    }
-                    _ => Fault::Broken(format!("hold a child in the fork window: {e}")),
-                })?;
+                let held = HeldChild::hold()
+                    .map_err(|e| holder_fault("hold a child in the fork window", e))?;
                 let result = act();
                 held.release().ctx("release the held child")?;
                 result
             }
             Window::Inherited => {
-                let child = InheritingChild::spawn().map_err(|e| match e.kind() {
-                    // The child never echoed in time: its exec is not confirmed.
-                    io::ErrorKind::TimedOut => {
-                        Fault::NotConfirmed(format!("spawn the inheriting child: {e}"))
-                    }
-                    _ => Fault::Broken(format!("spawn the inheriting child: {e}")),
-                })?;
+                let child = InheritingChild::spawn()
+                    .map_err(|e| holder_fault("spawn the inheriting child", e))?;
                 let result = act();
                 child.release().ctx("release the inheriting child")?;
                 result
@@ -250,6 +239,17 @@ impl Trial<'_> {
             // creating call; there is nothing to open here.
             Window::PosixSpawn | Window::ParkedCall | Window::InProcess => act(),
         }
+    }
+}
+
+/// A window's holder that failed to start: a child that never reached the
+/// window (or never echoed its exec) in time leaves the trial unconfirmed,
+/// which is not a setup failure; any other error is.
+fn holder_fault(what: &str, e: io::Error) -> Fault {
+    if e.kind() == io::ErrorKind::TimedOut {
+        Fault::NotConfirmed(format!("{what}: {e}"))
+    } else {
+        Fault::Broken(format!("{what}: {e}"))
     }
 }
 
