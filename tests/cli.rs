@@ -7,7 +7,7 @@ use std::fs;
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
-use common::{fdwindow, probes_dir, scratch, stderr};
+use common::{assert_no_scratch_left, fdwindow, probes_dir, scratch, stderr};
 
 fn assert_usage_error(args: &[&str], needle: &str) {
     let out = fdwindow().args(args).output().unwrap();
@@ -265,11 +265,7 @@ fn a_timed_out_probe_keeps_the_previous_results() {
         after.probes, before.probes,
         "the old report must survive a failed probe"
     );
-    assert_eq!(
-        fs::read_dir(&tmp).unwrap().count(),
-        0,
-        "scratch left behind"
-    );
+    assert_no_scratch_left(&tmp);
 }
 
 #[test]
@@ -306,11 +302,7 @@ fn ctrl_c_stops_the_run_and_changes_nothing() {
         !dir.join("MATRIX.md").exists(),
         "an interrupted run wrote results"
     );
-    assert_eq!(
-        fs::read_dir(&tmp).unwrap().count(),
-        0,
-        "scratch left behind"
-    );
+    assert_no_scratch_left(&tmp);
 }
 
 #[test]

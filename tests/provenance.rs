@@ -10,7 +10,7 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use common::{fdwindow, scratch, stderr};
+use common::{assert_no_scratch_left, fdwindow, scratch, stderr};
 use fdwindow::report::ResultsFile;
 
 /// A quick run of `hazard` into `dir`, scratch under `tmp`.
@@ -97,11 +97,7 @@ fn concurrent_runs_of_different_probes_both_land() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(
-        fs::read_dir(&tmp).unwrap().count(),
-        0,
-        "scratch left behind"
-    );
+    assert_no_scratch_left(&tmp);
 }
 
 #[test]
@@ -302,11 +298,7 @@ fn the_next_run_sweeps_a_killed_runs_scratch() {
     let out = quick("posix-lock-drop", &dir, &tmp).output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(left(), 0, "the next run left the dead run's folder");
-    assert_eq!(
-        fs::read_dir(&tmp).unwrap().count(),
-        0,
-        "scratch left behind"
-    );
+    assert_no_scratch_left(&tmp);
 }
 
 /// Copies the committed results folder and README into `to`.

@@ -41,6 +41,16 @@ pub fn scratch(label: &str) -> Scratch {
     Scratch::new(label).unwrap()
 }
 
+/// Asserts that a run's private temporary folder (its TMPDIR) is empty:
+/// the run removed its scratch on its way out.
+pub fn assert_no_scratch_left(tmp: &Path) {
+    assert_eq!(
+        std::fs::read_dir(tmp).unwrap().count(),
+        0,
+        "scratch left behind"
+    );
+}
+
 /// stderr as text.
 pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
