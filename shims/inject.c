@@ -81,7 +81,11 @@
 #include <string.h>
 #include <dlfcn.h>
 #include <poll.h>
+#include <stddef.h>
 #include <sys/socket.h>
+#include <sys/un.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -107,7 +111,22 @@
 
 enum spawn_path { PATH_FORK, PATH_SPAWN, PATH_MIX };
 /* The class of descriptor fork children close before their hold (drop=). */
-enum drop_class { DROP_NONE, DROP_FILE, DROP_LISTENER, DROP_STREAM, DROP_DGRAM, DROP_PIPE, DROP_ALL };
+enum drop_class {
+    DROP_NONE,
+    DROP_FILE,
+    DROP_LISTENER,
+    DROP_BOUND,
+    DROP_STREAM,
+    DROP_DGRAM,
+    DROP_PIPE,
+    DROP_ALL
+};
+/* The ids of the classes in spec strings, in enum order. */
+static const char *const CLASS_IDS[] = {"none",  "file",  "listener", "bound",
+                                        "stream", "dgram", "pipe",     "all"};
+/* close-hold=: at most this many held copies start per second, so a test that
+ * closes thousands of descriptors (a port scan) is slowed, never stalled. */
+#define CLOSE_HOLDS_PER_S 100
 
 struct spec {
     unsigned threads;
@@ -117,6 +136,7 @@ struct spec {
     uint64_t for_ns;
     const char *match; /* NULL: any executable */
     enum drop_class drop;
+    enum drop_class close_hold; /* DROP_NONE: no close interposition */
     int ctl; /* the controller pipe's read end, -1 for none */
 };
 
@@ -152,6 +172,18 @@ static uint64_t now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
+}
+
+/* close(2) for this library's own descriptors, never held by close-hold=:
+ * on Linux the system call itself (async-signal-safe, and it bypasses the
+ * interposed close below); on macOS a call from this image is not
+ * interposed, so it is libc's. */
+static int sys_close(int fd) {
+#ifdef __APPLE__
+    return close(fd);
+#else
+    return (int)syscall(SYS_close, fd);
+#endif
 }
 
 /* Waits on `cond` (S.mu held) for at most `ns`; spurious wakeups are fine,
@@ -252,6 +284,7 @@ static int parse_spec(char *text, struct spec *spec) {
         .for_ns = 600 * NS_PER_S,
         .match = NULL,
         .drop = DROP_NONE,
+        .close_hold = DROP_NONE,
         .ctl = -1,
     };
     char *save = NULL;
@@ -289,14 +322,13 @@ static int parse_spec(char *text, struct spec *spec) {
                 r = fail("path=%s: expected fork, spawn or mix%s", value, "");
         } else if (strcmp(key, "match") == 0 && *value)
             r = (spec->match = value, 0);
-        else if (strcmp(key, "drop") == 0) {
-            static const char *const ids[] = {"none", "file", "listener", "stream",
-                                               "dgram", "pipe", "all"};
-            r = fail("drop=%s: expected none, file, listener, stream, dgram, pipe or all%s",
-                     value, "");
+        else if (strcmp(key, "drop") == 0 || strcmp(key, "close-hold") == 0) {
+            enum drop_class *out = key[0] == 'd' ? &spec->drop : &spec->close_hold;
+            r = fail("%s=%s: expected none, file, listener, bound, stream, dgram, pipe or all",
+                     key, value);
             for (int i = 0; i <= DROP_ALL; i++)
-                if (strcmp(value, ids[i]) == 0)
-                    r = (spec->drop = (enum drop_class)i, 0);
+                if (strcmp(value, CLASS_IDS[i]) == 0)
+                    r = (*out = (enum drop_class)i, 0);
         } else if (strcmp(key, "ctl") == 0) {
             unsigned fd = 0;
             size_t n = strlen(value);
@@ -312,7 +344,7 @@ static int parse_spec(char *text, struct spec *spec) {
                 spec->ctl = (int)fd;
         } else
             r = fail("unknown key \"%s\"; keys: threads, hold, path, max-alive, for, match, "
-                     "drop, ctl%s",
+                     "drop, close-hold, ctl%s",
                      key, "");
         if (r)
             return r;
@@ -426,8 +458,47 @@ static int cloexec_pipe(int fds[2]) {
 
 /* ---- drop=: a fork child closes one class of descriptor ---- */
 
+/* Whether the socket `fd` has a local name another socket could want: an
+ * inet port other than 0, a Unix path or abstract name. Async-signal-safe. */
+static int has_name(int fd) {
+    struct sockaddr_storage a;
+    socklen_t len = sizeof a;
+    memset(&a, 0, sizeof a);
+    if (getsockname(fd, (struct sockaddr *)&a, &len) != 0)
+        return 0;
+    switch (a.ss_family) {
+    case AF_INET:
+        return ((struct sockaddr_in *)&a)->sin_port != 0;
+    case AF_INET6:
+        return ((struct sockaddr_in6 *)&a)->sin6_port != 0;
+    case AF_UNIX: {
+        /* An unnamed Unix socket's name is the family alone (or, on macOS,
+         * an empty path); Linux's abstract names start with a NUL byte. */
+        socklen_t base = (socklen_t)offsetof(struct sockaddr_un, sun_path);
+        const char *path = ((struct sockaddr_un *)&a)->sun_path;
+#ifdef __APPLE__
+        return len > base && path[0] != '\0';
+#else
+        return len > base && (path[0] != '\0' || len > base + 1);
+#endif
+    }
+    default:
+        return 0;
+    }
+}
+
 /* The class of `fd`, or DROP_NONE for anything else (terminals, directories,
- * event descriptors). Async-signal-safe: fstat, getsockopt, proc_pidfdinfo. */
+ * event descriptors). Async-signal-safe: fstat, getsockopt, getsockname,
+ * getpeername, proc_pidfdinfo.
+ *
+ * A socket's class is what a held copy of it keeps alive: a listening socket
+ * keeps accepting (listener); a connected stream keeps the connection open, so
+ * the peer sees no FIN (stream); an unconnected, unlistened stream socket or
+ * any datagram socket with a name keeps that name taken, a port or a Unix
+ * path or abstract name (bound). A connected datagram socket keeps its port
+ * too, so it is bound as well: for datagrams only the name matters, there is
+ * no end-of-stream a copy could delay. dgram is left for unnamed datagram
+ * sockets (a socketpair's). */
 static enum drop_class class_of(int fd) {
     struct stat st;
     if (fstat(fd, &st) != 0)
@@ -443,7 +514,7 @@ static enum drop_class class_of(int fd) {
     if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0)
         return DROP_NONE;
     if (type == SOCK_DGRAM)
-        return DROP_DGRAM;
+        return has_name(fd) ? DROP_BOUND : DROP_DGRAM;
     if (type != SOCK_STREAM && type != SOCK_SEQPACKET)
         return DROP_NONE;
 #ifdef __APPLE__
@@ -458,26 +529,34 @@ static enum drop_class class_of(int fd) {
     if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0)
         listening = 0;
 #endif
-    return listening ? DROP_LISTENER : DROP_STREAM;
+    if (listening)
+        return DROP_LISTENER;
+    struct sockaddr_storage peer;
+    socklen_t plen = sizeof peer;
+    if (getpeername(fd, (struct sockaddr *)&peer, &plen) == 0)
+        return DROP_STREAM;
+    return has_name(fd) ? DROP_BOUND : DROP_STREAM;
 }
 
-/* Whether a fork child closes `fd` under `drop`: never 0-2 (its /dev/null)
- * nor the two descriptors it still needs (`keep_a`, `keep_b`). */
-static int drops(enum drop_class drop, int fd, int keep_a, int keep_b) {
-    if (fd <= 2 || fd == keep_a || fd == keep_b)
+/* Whether a fork child closes `fd` under `drop`: never below `lowest` (a
+ * pressure child's 0-2 are its /dev/null) nor the two descriptors it still
+ * needs (`keep_a`, `keep_b`). */
+static int drops(enum drop_class drop, int fd, int lowest, int keep_a, int keep_b) {
+    if (fd < lowest || fd == keep_a || fd == keep_b)
         return 0;
     return drop == DROP_ALL || class_of(fd) == drop;
 }
 
-/* In a fork child: closes every descriptor of class `drop` but `keep_a` and
- * `keep_b`. Only system calls, no allocation (the buffers are on the stack). */
-static void drop_descriptors(enum drop_class drop, int keep_a, int keep_b) {
+/* In a fork child: closes every descriptor from `lowest` up of class `drop`
+ * but `keep_a` and `keep_b`. Only system calls, no allocation (the buffers
+ * are on the stack). */
+static void drop_descriptors(enum drop_class drop, int lowest, int keep_a, int keep_b) {
 #ifdef __APPLE__
     struct proc_fdinfo fds[1024];
     int n = proc_pidinfo(getpid(), PROC_PIDLISTFDS, 0, fds, (int)sizeof fds);
     for (int i = 0; n > 0 && i < n / (int)sizeof fds[0]; i++)
-        if (drops(drop, fds[i].proc_fd, keep_a, keep_b))
-            close(fds[i].proc_fd);
+        if (drops(drop, fds[i].proc_fd, lowest, keep_a, keep_b))
+            sys_close(fds[i].proc_fd);
 #else
     /* getdents64 on /proc/self/fd: procfs keeps its place by descriptor
      * number, so closing while reading skips nothing. */
@@ -502,12 +581,12 @@ static void drop_descriptors(enum drop_class drop, int keep_a, int keep_b) {
             int fd = 0, digits = 0;
             for (; *name >= '0' && *name <= '9' && digits < 9; name++, digits++)
                 fd = fd * 10 + (*name - '0');
-            if (digits > 0 && *name == '\0' && fd != dir && drops(drop, fd, keep_a, keep_b))
-                close(fd);
+            if (digits > 0 && *name == '\0' && fd != dir && drops(drop, fd, lowest, keep_a, keep_b))
+                sys_close(fd);
             at += reclen;
         }
     }
-    close(dir);
+    sys_close(dir);
 #endif
 }
 
@@ -526,8 +605,8 @@ static int spawn_fork(pid_t *out) {
     pid_t pid = fork();
     if (pid < 0) {
         e = errno;
-        close(fds[0]);
-        close(fds[1]);
+        sys_close(fds[0]);
+        sys_close(fds[1]);
         return e;
     }
     if (pid == 0) {
@@ -540,7 +619,7 @@ static int spawn_fork(pid_t *out) {
         /* Right after the fork, before the hold: the exec-error pipe and
          * /dev/null stay. */
         if (S.spec.drop != DROP_NONE)
-            drop_descriptors(S.spec.drop, fds[1], S.devnull);
+            drop_descriptors(S.spec.drop, 3, fds[1], S.devnull);
         if (hold.tv_sec || hold.tv_nsec) {
             struct timespec rem;
             /* EINTR: sleep what is left. Sleeping is the purpose, not
@@ -554,13 +633,13 @@ static int spawn_fork(pid_t *out) {
         (void)w;
         _exit(127);
     }
-    close(fds[1]);
+    sys_close(fds[1]);
     int child_errno = 0;
     ssize_t n;
     do
         n = read(fds[0], &child_errno, sizeof child_errno);
     while (n < 0 && errno == EINTR);
-    close(fds[0]);
+    sys_close(fds[0]);
     if (n == (ssize_t)sizeof child_errno) {
         /* exec failed: reap the child, report its errno. */
         while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
@@ -746,6 +825,246 @@ static void stop(void) {
     pthread_mutex_unlock(&S.mu);
 }
 
+/* ---- close-hold=: a copy of each closed descriptor of one class ---- */
+
+/* With close-hold=CLASS the injector starts no spawning threads. Instead it
+ * interposes close(2): before a descriptor of CLASS is closed, a forked child
+ * that keeps only that descriptor (it closes every other one, stdio too)
+ * holds it for `hold`, then exits. The host's close then goes through as
+ * usual, but the open file, listener or name lives on in the child: the very
+ * window fork pressure opens by chance, built on purpose, so a test that
+ * depends on the descriptor being gone fails on its first run. Bounded: at
+ * most max-alive held children at once and CLOSE_HOLDS_PER_S new ones a
+ * second (a close past either goes through unheld and is counted as
+ * skipped); each child exits after its hold, and an atexit hook kills and
+ * reaps those still holding. With drop=all too, each child drops the
+ * descriptor as well (the sham: the same forks, no copy). Each held copy appends `held PID CLASS WHAT` to
+ * the report (WHAT: the file's path, `tcp 127.0.0.1:PORT`, `unix PATH`,
+ * `pipe INODE`), so the audit can name what the failing test depended on.
+ * Rust's File, TcpListener, OwnedFd and friends close through libc's close,
+ * so their drops are held too. */
+static struct {
+    int active;
+    pid_t pids[1024];
+    unsigned n;       /* held children not yet reaped (pids[0..n]) */
+    unsigned pending; /* slots taken by closes still forking */
+    uint64_t second_ns;
+    unsigned this_second;
+    uint64_t held, skipped;
+} H;
+
+typedef int (*close_fn)(int);
+static close_fn real_close; /* libc's close, found in the constructor */
+
+/* Reaps held children that have exited (all of them, waiting, if `wait`);
+ * S.mu held. ECHILD counts as reaped (a host that reaps with waitpid(-1)). */
+static void reap_holds(int wait) {
+    for (unsigned i = 0; i < H.n;) {
+        int status;
+        pid_t r = waitpid(H.pids[i], &status, wait ? 0 : WNOHANG);
+        if (r == H.pids[i] || (r < 0 && errno == ECHILD)) {
+            H.pids[i] = H.pids[--H.n];
+            continue;
+        }
+        if (r < 0 && errno == EINTR)
+            continue;
+        i++;
+    }
+}
+
+/* What `fd` is, for the report: a path, an address, a pipe's inode. */
+static void describe(int fd, enum drop_class c, char *out, size_t size) {
+    struct sockaddr_storage a;
+    socklen_t len = sizeof a;
+    memset(&a, 0, sizeof a);
+    snprintf(out, size, "?");
+    if (c == DROP_FILE || c == DROP_PIPE) {
+#ifdef __APPLE__
+        char path[PATH_MAX];
+        if (c == DROP_FILE && fcntl(fd, F_GETPATH, path) == 0) {
+            snprintf(out, size, "%s", path);
+            return;
+        }
+#else
+        char link[64], path[PATH_MAX];
+        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(link, path, sizeof path - 1);
+        if (n > 0) {
+            path[n] = '\0';
+            snprintf(out, size, "%s", path);
+            return;
+        }
+#endif
+        struct stat st;
+        if (fstat(fd, &st) == 0)
+            snprintf(out, size, "inode %llu", (unsigned long long)st.st_ino);
+        return;
+    }
+    int type = 0;
+    socklen_t tlen = sizeof type;
+    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tlen);
+    const char *proto = type == SOCK_DGRAM ? "udp" : "tcp";
+    if (getsockname(fd, (struct sockaddr *)&a, &len) != 0)
+        return;
+    char ip[INET6_ADDRSTRLEN];
+    if (a.ss_family == AF_INET) {
+        struct sockaddr_in *in = (struct sockaddr_in *)&a;
+        inet_ntop(AF_INET, &in->sin_addr, ip, sizeof ip);
+        snprintf(out, size, "%s %s:%u", proto, ip, (unsigned)ntohs(in->sin_port));
+    } else if (a.ss_family == AF_INET6) {
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&a;
+        inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof ip);
+        snprintf(out, size, "%s [%s]:%u", proto, ip, (unsigned)ntohs(in6->sin6_port));
+    } else if (a.ss_family == AF_UNIX) {
+        socklen_t base = (socklen_t)offsetof(struct sockaddr_un, sun_path);
+        const char *path = ((struct sockaddr_un *)&a)->sun_path;
+        if (len > base + 1 && path[0] == '\0')
+            snprintf(out, size, "unix @%.*s", (int)(len - base - 1), path + 1);
+        else
+            snprintf(out, size, "unix %s", len > base && path[0] ? path : "(unnamed)");
+    }
+}
+
+/* Forks a child that keeps only `fd` for the hold, then exits. Returns its
+ * pid, or -1. The parent goes on (to its close) only once the child has
+ * dropped everything else (with drop=all, `fd` too): the child closes the
+ * write end of a pipe last and the parent reads its end-of-file. So the
+ * sham's child holds nothing by the time the test checks, however soon, and
+ * the held child holds exactly the closed descriptor. On Linux a raw clone:
+ * no atfork handlers run in a process that may be anywhere in its own code,
+ * and the child makes system calls only. */
+static pid_t hold_fork(int fd) {
+    struct timespec hold = {(time_t)(S.spec.hold_ns / NS_PER_S),
+                            (long)(S.spec.hold_ns % NS_PER_S)};
+    int ready[2];
+    if (cloexec_pipe(ready) != 0)
+        return -1;
+#ifdef __APPLE__
+    pid_t pid = fork();
+#else
+    pid_t pid = (pid_t)syscall(SYS_clone, (long)SIGCHLD, 0L, 0L, 0L, 0L);
+#endif
+    if (pid == 0) {
+        /* The child: async-signal-safe calls only (signal-safety(7)). With
+         * drop=all it keeps nothing, the closed descriptor included: the
+         * sham, which forks at the same moments and holds no copy. */
+        drop_descriptors(DROP_ALL, 0, S.spec.drop == DROP_ALL ? -1 : fd, ready[1]);
+        sys_close(ready[1]);
+        struct timespec rem;
+        /* Sleeping is the purpose: the hold is how long the copy lives. */
+        while (nanosleep(&hold, &rem) == -1 && errno == EINTR)
+            hold = rem;
+        _exit(0);
+    }
+    sys_close(ready[1]);
+    if (pid > 0) {
+        char byte;
+        while (read(ready[0], &byte, 1) < 0 && errno == EINTR) {
+        }
+    }
+    sys_close(ready[0]);
+    return pid;
+}
+
+/* Holds a copy of `fd` (of class `c`) in a child, unless a bound says no. */
+static void hold_copy(int fd, enum drop_class c) {
+    char what[PATH_MAX + 64];
+    describe(fd, c, what, sizeof what);
+    pthread_mutex_lock(&S.mu);
+    reap_holds(0);
+    uint64_t now = now_ns();
+    if (now - H.second_ns >= NS_PER_S) {
+        H.second_ns = now;
+        H.this_second = 0;
+    }
+    int room = H.n + H.pending < S.spec.max_alive && H.this_second < CLOSE_HOLDS_PER_S;
+    if (!room) {
+        H.skipped++;
+        pthread_mutex_unlock(&S.mu);
+        return;
+    }
+    H.pending++;
+    H.this_second++;
+    pthread_mutex_unlock(&S.mu);
+    int saved = errno;
+    pid_t pid = hold_fork(fd);
+    errno = saved;
+    pthread_mutex_lock(&S.mu);
+    H.pending--;
+    if (pid > 0) {
+        H.pids[H.n++] = pid;
+        H.held++;
+        if (S.report_fd >= 0) {
+            char line[PATH_MAX + 128];
+            int n = snprintf(line, sizeof line, "held %d %s %s\n", (int)S.pid, CLASS_IDS[c], what);
+            if (n > 0) {
+                if ((size_t)n >= sizeof line)
+                    n = sizeof line - 1;
+                ssize_t w = write(S.report_fd, line, (size_t)n);
+                (void)w;
+            }
+        }
+    } else {
+        H.skipped++;
+    }
+    pthread_mutex_unlock(&S.mu);
+}
+
+/* Every close in the host comes here (this library defines the symbol;
+ * libc's own internal closes do not). In the process that armed close-hold,
+ * a descriptor of the chosen class is held first; everywhere else (the
+ * children, a process without close-hold) it is libc's close. */
+#ifdef __APPLE__
+static int fdw_close(int fd)
+#else
+int close(int fd)
+#endif
+{
+    if (H.active && fd > 2 && getpid() == S.pid) {
+        int saved = errno;
+        enum drop_class c = class_of(fd);
+        errno = saved;
+        if (c != DROP_NONE && (S.spec.close_hold == DROP_ALL || c == S.spec.close_hold))
+            hold_copy(fd, c);
+    }
+#ifdef __APPLE__
+    return close(fd);
+#else
+    return real_close ? real_close(fd) : sys_close(fd);
+#endif
+}
+
+#ifdef __APPLE__
+/* dyld's __interpose section sends the host's calls of close to fdw_close;
+ * close called from this image is the real one. */
+__attribute__((used)) static const struct {
+    const void *replacement;
+    const void *replacee;
+} fdw_interpose_close __attribute__((section("__DATA,__interpose"))) = {
+    (const void *)(unsigned long)&fdw_close, (const void *)(unsigned long)&close};
+#endif
+
+/* At exit: the held children are killed and reaped, and the counts reported. */
+static void stop_holds(void) {
+    if (!H.active || getpid() != S.pid)
+        return;
+    pthread_mutex_lock(&S.mu);
+    H.active = 0;
+    for (unsigned i = 0; i < H.n; i++)
+        kill(H.pids[i], SIGKILL);
+    reap_holds(1);
+    if (S.report_fd >= 0) {
+        char line[128];
+        int n = snprintf(line, sizeof line, "holds %d %llu %llu\n", (int)S.pid,
+                         (unsigned long long)H.held, (unsigned long long)H.skipped);
+        if (n > 0) {
+            ssize_t w = write(S.report_fd, line, (size_t)n);
+            (void)w;
+        }
+    }
+    pthread_mutex_unlock(&S.mu);
+}
+
 /* Removes this library from the preload variable's colon-separated list, in
  * place (the constructor runs before main; nothing else reads it yet). */
 static void remove_from_preload(const char *var) {
@@ -799,7 +1118,7 @@ __attribute__((constructor)) static void start(void) {
     /* Above 2, so that dup2 onto 0-2 always makes a new, inheritable copy. */
     if (fd >= 0) {
         S.devnull = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-        close(fd);
+        sys_close(fd);
     }
     S.threads = calloc(spec.threads, sizeof *S.threads);
     if (e || S.devnull < 0 || !S.threads) {
@@ -808,7 +1127,7 @@ __attribute__((constructor)) static void start(void) {
         fprintf(stderr, "fdwindow-inject: cannot start pressure: %s\n", strerror(e));
         /* Nothing of a pressure that never started stays in the host. */
         if (S.devnull >= 0)
-            close(S.devnull);
+            sys_close(S.devnull);
         S.devnull = -1;
         free(S.threads);
         S.threads = NULL;
@@ -836,6 +1155,19 @@ __attribute__((constructor)) static void start(void) {
     S.started_ns = now_ns();
     S.since_ns = S.started_ns;
     S.deadline_ns = S.started_ns + spec.for_ns;
+    if (spec.close_hold != DROP_NONE) {
+        /* The deterministic mode: no spawning threads, close is held. */
+#ifndef __APPLE__
+        real_close = (close_fn)dlsym(RTLD_NEXT, "close");
+#endif
+        H.second_ns = S.started_ns;
+        H.active = 1;
+        pthread_mutex_lock(&S.mu);
+        report_line(now_ns()); /* reached, whatever ends the process */
+        pthread_mutex_unlock(&S.mu);
+        atexit(stop_holds);
+        return;
+    }
     /* New threads inherit the creator's mask: block everything here so the
      * spawning threads never take a signal meant for the host (GNU timeout
      * hung waiting for a SIGCHLD that a spawning thread had taken), then
@@ -870,7 +1202,7 @@ __attribute__((constructor)) static void start(void) {
         fprintf(stderr, "fdwindow-inject: cannot start pressure: %s\n", strerror(e));
         if (stopped) {
             /* Every thread joined: nothing uses these any more. */
-            close(S.devnull);
+            sys_close(S.devnull);
             S.devnull = -1;
         }
         return;

@@ -224,6 +224,10 @@ pub(crate) fn read_report(path: &Path) -> RunPressure {
         let (Some(pid), Some(spawns), Some(elapsed)) = (f.next(), f.next(), f.next()) else {
             continue;
         };
+        // close-hold's `held …` and `holds …` lines are the audit's to read.
+        if pid.parse::<u32>().is_err() {
+            continue;
+        }
         let spawns = spawns.parse::<u64>().unwrap_or(0);
         let elapsed = elapsed.parse::<f64>().unwrap_or(0.0);
         let e = last.entry(pid).or_default();
@@ -617,7 +621,7 @@ mod tests {
         std::fs::write(
             &path,
             "10 0 0.000100 0.000000 a\n11 0 0.000200 0.000000 b c\n10 40 0.400000 0.2 a\n\
-             bad line\n10 90 0.900000 0.5 a\n",
+             bad line\nheld 10 file /tmp/x\nholds 10 1 0\n10 90 0.900000 0.5 a\n",
         )
         .unwrap();
         let r = read_report(&path);

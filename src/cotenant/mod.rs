@@ -10,5 +10,6 @@
 //! The `fdwindow stress` and `fdwindow audit` commands that drive it from
 //! outside live with the command line (`src/cli/`).
 
+pub mod detect;
 pub mod preload;
 pub mod pressure;

@@ -132,9 +132,15 @@ pub enum DropClass {
     File,
     /// Listening stream sockets.
     Listener,
-    /// Stream sockets that are not listening (connected or not yet).
+    /// Sockets that hold a name and nothing more: a stream socket bound but
+    /// neither listening nor connected, or a datagram socket with a name (a
+    /// port, a Unix path or abstract name). A held copy keeps the name taken
+    /// (port-pick, a Unix name rebound); for a datagram socket the name is
+    /// all a copy can keep, so a named one is `bound`, not `dgram`.
+    Bound,
+    /// Stream sockets that are connected, or neither bound nor listening.
     Stream,
-    /// Datagram sockets.
+    /// Datagram sockets without a name (a socketpair's).
     Datagram,
     /// Pipes and FIFOs.
     Pipe,
@@ -144,9 +150,10 @@ pub enum DropClass {
 
 impl DropClass {
     /// Every class, the sham last.
-    pub const ALL: [DropClass; 6] = [
+    pub const ALL: [DropClass; 7] = [
         DropClass::File,
         DropClass::Listener,
+        DropClass::Bound,
         DropClass::Stream,
         DropClass::Datagram,
         DropClass::Pipe,
@@ -158,6 +165,7 @@ impl DropClass {
         match self {
             DropClass::File => "file",
             DropClass::Listener => "listener",
+            DropClass::Bound => "bound",
             DropClass::Stream => "stream",
             DropClass::Datagram => "dgram",
             DropClass::Pipe => "pipe",
@@ -199,9 +207,16 @@ impl DropClass {
             FileType::Fifo => Some(DropClass::Pipe),
             FileType::Socket => {
                 let ty = crate::sys::sockopt_int(fd, libc::SOL_SOCKET, libc::SO_TYPE)?;
+                let named = || crate::sys::has_socket_name(fd);
                 match ty {
+                    libc::SOCK_DGRAM if named() => Some(DropClass::Bound),
                     libc::SOCK_DGRAM => Some(DropClass::Datagram),
                     _ if crate::sys::is_listening(fd) => Some(DropClass::Listener),
+                    libc::SOCK_STREAM | libc::SOCK_SEQPACKET
+                        if !crate::sys::has_socket_peer(fd) && named() =>
+                    {
+                        Some(DropClass::Bound)
+                    }
                     libc::SOCK_STREAM | libc::SOCK_SEQPACKET => Some(DropClass::Stream),
                     _ => None,
                 }
@@ -635,7 +650,8 @@ fn leave_window(shared: &Shared) {
 /// | `max-alive` | children alive at once | 64 |
 /// | `for` | the threads stop after this long | `600s` |
 /// | `match` | start only in a process whose executable's file name matches this glob (`*` only) | any |
-/// | `drop` | fork+exec children close this [`DropClass`] right after the fork: `file`, `listener`, `stream`, `dgram`, `pipe`, `all` | `none` |
+/// | `drop` | fork+exec children close this [`DropClass`] right after the fork: `file`, `listener`, `bound`, `stream`, `dgram`, `pipe`, `all` | `none` |
+/// | `close-hold` | the injector only: no spawning threads; each close of a descriptor of this [`DropClass`] is first held by a child for `hold` ([`Spec::close_hold`]) | `none` |
 /// | `ctl` | the read end of the controller's pipe: the injector stops at its end-of-file | none |
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct Spec {
@@ -649,6 +665,13 @@ pub struct Spec {
     /// controller (`fdwindow stress`, `fdwindow audit`) is gone, killed
     /// included. Only the injector reads it; [`Pressure`] ignores it.
     pub controller: Option<i32>,
+    /// `close-hold=CLASS`: the injector's deterministic mode. It starts no
+    /// spawning threads; instead, before the process closes a descriptor of
+    /// this class, a forked child that keeps only that descriptor holds it
+    /// for [`Config::hold`] (at most [`Config::max_alive`] at once and 100
+    /// new ones a second). Only the injector can do this (it interposes
+    /// `close`); [`Pressure`] ignores it.
+    pub close_hold: Option<DropClass>,
 }
 
 impl Spec {
@@ -698,19 +721,24 @@ impl FromStr for Spec {
                             as i32,
                     )
                 }
-                "drop" => {
-                    c.drop = match value {
+                "drop" | "close-hold" => {
+                    let class = match value {
                         "none" => None,
                         _ => Some(DropClass::from_id(value).ok_or_else(|| {
                             format!(
-                                "drop={value}: expected none, file, listener, stream, dgram, pipe or all"
+                                "{key}={value}: expected none, file, listener, bound, stream, dgram, pipe or all"
                             )
                         })?),
+                    };
+                    if key == "drop" {
+                        c.drop = class;
+                    } else {
+                        spec.close_hold = class;
                     }
                 }
                 _ => {
                     return Err(format!(
-                        "unknown key {key:?}; keys: threads, hold, path, max-alive, for, match, drop, ctl"
+                        "unknown key {key:?}; keys: threads, hold, path, max-alive, for, match, drop, close-hold, ctl"
                     ));
                 }
             }
@@ -736,6 +764,9 @@ impl fmt::Display for Spec {
         )?;
         if let Some(d) = c.drop {
             write!(f, ",drop={}", d.id())?;
+        }
+        if let Some(d) = self.close_hold {
+            write!(f, ",close-hold={}", d.id())?;
         }
         if let Some(fd) = self.controller {
             write!(f, ",ctl={fd}")?;

@@ -309,6 +309,54 @@ pub(crate) fn sockopt_int(fd: RawFd, level: libc::c_int, name: libc::c_int) -> O
     (rc == 0).then_some(value)
 }
 
+/// Whether the socket `fd` has a local name another socket could want: an
+/// inet port other than 0, a Unix path or (Linux) abstract name.
+/// `getsockname(2)` into the stack: async-signal-safe, safe for any number.
+pub(crate) fn has_socket_name(fd: RawFd) -> bool {
+    // SAFETY: sockaddr_storage is plain data; all-zero is a valid value.
+    let mut addr: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    // SAFETY: `addr` and `len` are valid for the kernel to write; `len` says
+    // how much room `addr` has.
+    let rc = unsafe { libc::getsockname(fd, (&raw mut addr).cast(), &mut len) };
+    if rc != 0 {
+        return false;
+    }
+    match i32::from(addr.ss_family) {
+        libc::AF_INET => {
+            // SAFETY: the kernel wrote a sockaddr_in for AF_INET; storage
+            // is large and aligned enough for any address.
+            let a = unsafe { &*(&raw const addr).cast::<libc::sockaddr_in>() };
+            a.sin_port != 0
+        }
+        libc::AF_INET6 => {
+            // SAFETY: as above, a sockaddr_in6 for AF_INET6.
+            let a = unsafe { &*(&raw const addr).cast::<libc::sockaddr_in6>() };
+            a.sin6_port != 0
+        }
+        libc::AF_UNIX => {
+            // An unnamed Unix socket's name is the family alone (macOS: an
+            // empty path); an abstract name starts with a NUL byte.
+            let base = std::mem::offset_of!(libc::sockaddr_un, sun_path) as libc::socklen_t;
+            // SAFETY: as above, a sockaddr_un for AF_UNIX.
+            let a = unsafe { &*(&raw const addr).cast::<libc::sockaddr_un>() };
+            len > base && (a.sun_path[0] != 0 || (cfg!(target_os = "linux") && len > base + 1))
+        }
+        _ => false,
+    }
+}
+
+/// Whether the socket `fd` is connected (`getpeername(2)` succeeds).
+/// Async-signal-safe, safe for any number.
+pub(crate) fn has_socket_peer(fd: RawFd) -> bool {
+    // SAFETY: sockaddr_storage is plain data; all-zero is a valid value.
+    let mut addr: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    // SAFETY: `addr` and `len` are valid for the kernel to write.
+    let rc = unsafe { libc::getpeername(fd, (&raw mut addr).cast(), &mut len) };
+    rc == 0
+}
+
 /// An all-zero `sigset_t`: plain data, for `sigfillset`, `sigemptyset` or
 /// `pthread_sigmask` to fill.
 pub(crate) fn blank_sigset() -> libc::sigset_t {

@@ -3,27 +3,24 @@
 
 use std::fmt::Write as _;
 
-use fdwindow::pressure::DropClass;
+use fdwindow::cotenant::detect::{self, Pairs, SIGN_FAILURES, Tally};
 use fdwindow::report::ResultsFile;
-use fdwindow::stats::Count;
+use fdwindow::report::stats::Count;
 
-use super::{ALPHA, Audit, Record, Tally, hazards_of};
+use super::diagnose::{Cause, Diagnosis, ids};
+use super::{Audit, Word};
 
-/// The hazards for a diagnosis's classes, deduplicated, in order.
-fn hazards(r: &Record) -> Vec<&'static str> {
-    let mut out: Vec<&'static str> = Vec::new();
-    for c in r.diagnosis.iter().flat_map(|d| &d.classes) {
-        for h in hazards_of(*c) {
-            if !out.contains(h) {
-                out.push(h);
-            }
-        }
-    }
-    out
+/// The rule as the report states it; the one [`detect::Pairs::decided`] applies.
+fn rule() -> String {
+    format!(
+        "exposed: {SIGN_FAILURES} failures under pressure before any alone, in interleaved \
+         `--exact` reruns (sign test p <= 2^-{SIGN_FAILURES} = {:.1e}, at every look)",
+        detect::false_rate()
+    )
 }
 
-/// One line of advice per hazard: the fixes this machine's results call
-/// valid, or where to look when there are none.
+/// One line of advice per hazard: the fixes these results call valid, or
+/// where to look when there are none.
 fn advice(files: &[ResultsFile], hazard: &str) -> String {
     let os = fdwindow::platform::Platform::detect().os;
     match fdwindow::advise::advise(files, &[], hazard, &os) {
@@ -43,10 +40,6 @@ fn advice(files: &[ResultsFile], hazard: &str) -> String {
     }
 }
 
-fn held(r: &Record) -> Option<&str> {
-    r.diagnosis.as_ref().map(|d| d.held.as_str())
-}
-
 fn tally_json(t: Tally) -> serde_json::Value {
     let ci = Count::new(t.bad(), t.runs).wilson();
     serde_json::json!({
@@ -61,59 +54,82 @@ fn tally_text(t: Tally) -> String {
     if t.runs == 0 {
         return "–".into();
     }
-    let ci = Count::new(t.bad(), t.runs).wilson();
     let timeouts = if t.timeouts > 0 {
         format!(", {} timed out", t.timeouts)
     } else {
         String::new()
     };
-    format!(
-        "{}/{}{timeouts} ({:.0}–{:.0}%)",
-        t.bad(),
-        t.runs,
-        ci.low * 100.0,
-        ci.high * 100.0
-    )
+    format!("{}/{}{timeouts}", t.bad(), t.runs)
+}
+
+fn pairs_json(p: &Pairs) -> serde_json::Value {
+    serde_json::json!({
+        "alone": tally_json(p.alone),
+        "pressure": tally_json(p.pressure),
+        "p": p.p(),
+        "spawns": p.spawns,
+        "unpressured": p.unpressured,
+        "confirmed_rate90": detect::confirmed_rate90(p.pressure.runs),
+    })
+}
+
+fn diagnosis_json(d: &Diagnosis) -> serde_json::Value {
+    serde_json::json!({
+        "cause": match &d.cause {
+            Cause::Held(c) => format!("held {}", ids(c)),
+            Cause::Load => "load".into(),
+            Cause::Unexplained => "unexplained".into(),
+        },
+        "summary": d.summary(),
+        "seconds": d.seconds,
+        "holds": d.classes.iter().map(|c| serde_json::json!({
+            "class": c.class.id(),
+            "failures": c.tally.bad(),
+            "runs": c.tally.runs,
+            "held": c.held,
+            "skipped": c.skipped,
+            "what": c.what,
+            "first_failure": c.first_failure,
+        })).collect::<Vec<_>>(),
+        "load": d.load.map(|[control, sham]| serde_json::json!({
+            "pressure": tally_json(control),
+            "sham": tally_json(sham),
+        })),
+    })
+}
+
+/// The hazard and candidates of a test.
+fn hazard(a: &Audit, t: usize) -> (Option<&'static str>, Vec<&'static str>) {
+    match a.diagnoses.get(&t) {
+        Some(d) => (d.hazard, d.candidates.clone()),
+        None => (None, Vec::new()),
+    }
 }
 
 /// The JSON report.
 pub fn json(a: &Audit, files: &[ResultsFile]) -> String {
     let tests: Vec<serde_json::Value> = a
-        .records
+        .tests
         .iter()
-        .map(|((bin, name), r)| {
-            let hz = hazards(r);
+        .enumerate()
+        .map(|(t, case)| {
+            let (hz, candidates) = hazard(a, t);
             let advice: serde_json::Map<String, serde_json::Value> = hz
                 .iter()
                 .map(|h| ((*h).to_owned(), advice(files, h).into()))
                 .collect();
             serde_json::json!({
-                "binary": a.binaries[*bin],
-                "name": name,
-                "alone": tally_json(r.suite[0]),
-                "pressure": tally_json(r.suite[1]),
-                "exact": (r.exact[0].runs + r.exact[1].runs > 0).then(|| serde_json::json!({
-                    "alone": tally_json(r.exact[0]),
-                    "pressure": tally_json(r.exact[1]),
-                    "p": r.p_exact(),
-                    "seconds": r.rerun_seconds,
-                })),
-                "p": r.p(),
-                "exposed": r.exposed(),
-                "held": held(r),
-                "hazards": hz,
+                "binary": a.binaries[case.binary],
+                "name": case.name,
+                "verdict": a.verdict(t).id(),
+                "hazard": hz,
+                "candidates": candidates,
+                "screen": tally_json(a.detection.screen[t]),
+                "screen_unattributed": case.unattributed,
+                "reruns": a.detection.pairs.get(&t).map(pairs_json),
+                "diagnosis": a.diagnoses.get(&t).map(diagnosis_json),
                 "advice": advice,
-                "message": r.message,
-                "diagnosis": r.diagnosis.as_ref().map(|d| serde_json::json!({
-                    "rounds": d.rounds,
-                    "seconds": d.seconds,
-                    "variants": d.variants.iter().map(|(v, t)| serde_json::json!({
-                        "drop": v.map_or("none", DropClass::id),
-                        "failures": t.failures,
-                        "runs": t.runs,
-                        "timeouts": t.timeouts,
-                    })).collect::<Vec<_>>(),
-                })),
+                "message": case.message,
             })
         })
         .collect();
@@ -122,112 +138,172 @@ pub fn json(a: &Audit, files: &[ResultsFile]) -> String {
         "platform": fdwindow::platform::Platform::detect(),
         "fdwindow_version": env!("CARGO_PKG_VERSION"),
         "pressure": a.spec.to_string(),
-        "alpha": ALPHA,
-        "runs_per_arm": a.rounds,
-        "seconds": {
-            "suite": a.phases[0],
-            "reruns": a.phases[1],
-            "diagnosis": a.phases[2],
-            "total": a.phases.iter().sum::<f64>(),
+        "rule": {
+            "sign_failures": SIGN_FAILURES,
+            "false_rate": detect::false_rate(),
+            "text": rule(),
         },
+        "budget_seconds": a.budget.as_secs_f64(),
+        "seconds": {
+            "screen": a.detection.seconds[0],
+            "reruns": a.detection.seconds[1],
+            "diagnosis": a.diagnosis_seconds,
+            "total": a.seconds(),
+        },
+        "screen_runs": a.binaries.iter().zip(&a.detection.screen_runs).map(|(b, n)| serde_json::json!({
+            "binary": b,
+            "pressured_runs": n,
+            "seen_rate90": detect::seen_rate90(*n),
+        })).collect::<Vec<_>>(),
         "pressured_runs": a.pressured.0,
         "pressure_started_runs": a.pressured.1,
         "warnings": a.warnings,
         "interrupted": a.interrupted,
-        "exposed": a.records.values().filter(|r| r.exposed()).count(),
+        "exposed": a.exposed(),
         "tests": tests,
     });
     serde_json::to_string_pretty(&summary).expect("plain JSON") + "\n"
 }
 
-/// The markdown report: every test that failed anywhere, then the advice.
+/// The markdown report: coverage, every test that failed anywhere, then each
+/// exposed or undecided test's diagnosis and advice.
 pub fn markdown(a: &Audit, files: &[ResultsFile]) -> String {
     let mut out = String::new();
-    let exposed = a.records.values().filter(|r| r.exposed()).count();
     let _ = writeln!(
         out,
-        "# fdwindow audit\n\n`{}`: {} tests in {} binaries, {} runs per arm, pressure `{}`; \
-         {exposed} exposed (one-sided Fisher p <= {ALPHA}). Took {:.1} s (suite {:.1} s, \
-         reruns {:.1} s, diagnosis {:.1} s).\n",
+        "# fdwindow audit\n\n`{}`: {} tests in {} binaries, pressure `{}`, budget {:.0} s; \
+         {} exposed. Took {:.1} s (screen {:.1} s, reruns {:.1} s, diagnosis {:.1} s).\n\n\
+         Rule: {}.\n",
         a.command.join(" "),
-        a.records.len(),
+        a.tests.len(),
         a.binaries.len(),
-        a.rounds,
         a.spec,
-        a.phases.iter().sum::<f64>(),
-        a.phases[0],
-        a.phases[1],
-        a.phases[2]
+        a.budget.as_secs_f64(),
+        a.exposed(),
+        a.seconds(),
+        a.detection.seconds[0],
+        a.detection.seconds[1],
+        a.diagnosis_seconds,
+        rule()
+    );
+    let least = a.detection.screen_runs.iter().copied().min().unwrap_or(0);
+    let _ = writeln!(
+        out,
+        "Coverage: the screen ran each binary at least {least} times under pressure, so a test \
+         failing at least {:.1}% of pressured runs had a 90% chance to be seen; rarer ones may \
+         have been missed (a larger `--budget` sees rarer ones).\n",
+        100.0 * detect::seen_rate90(least)
     );
     for w in &a.warnings {
         let _ = writeln!(out, "> warning: {w}\n");
     }
-    let failing: Vec<_> = a
-        .records
-        .iter()
-        .filter(|(_, r)| r.suite.iter().chain(&r.exact).any(|t| t.bad() > 0))
+    let failing: Vec<usize> = (0..a.tests.len())
+        .filter(|&t| a.verdict(t) != Word::NotExposed)
         .collect();
     if failing.is_empty() {
-        let _ = writeln!(out, "No test failed in any run.");
+        let _ = writeln!(out, "No test failed in the screen.");
         return out;
     }
     let _ = writeln!(
         out,
-        "| binary | test | alone | pressure | --exact alone | --exact pressure | p | exposed | held | hazards |\n|---|---|---|---|---|---|---|---|---|---|"
+        "| binary | test | screen (pressure) | --exact alone | --exact pressure | spawns | p | verdict | cause |\n|---|---|---|---|---|---|---|---|---|"
     );
-    for ((bin, name), r) in &failing {
+    for &t in &failing {
+        let case = &a.tests[t];
+        let pairs = a.detection.pairs.get(&t).copied().unwrap_or_default();
+        let cause = a
+            .diagnoses
+            .get(&t)
+            .map(Diagnosis::summary)
+            .unwrap_or_default();
         let _ = writeln!(
             out,
-            "| {} | `{name}` | {} | {} | {} | {} | {:.1e} | {} | {} | {} |",
-            a.binaries[*bin],
-            tally_text(r.suite[0]),
-            tally_text(r.suite[1]),
-            tally_text(r.exact[0]),
-            tally_text(r.exact[1]),
-            r.p(),
-            if r.exposed() { "**yes**" } else { "no" },
-            held(r).unwrap_or(""),
-            hazards(r).join(", ")
+            "| {} | `{}` | {} | {} | {} | {} | {:.1e} | {} | {cause} |",
+            a.binaries[case.binary],
+            case.name,
+            tally_text(a.detection.screen[t]),
+            tally_text(pairs.alone),
+            tally_text(pairs.pressure),
+            pairs.spawns,
+            pairs.p(),
+            match a.verdict(t) {
+                Word::Exposed => "**exposed**",
+                w => w.id(),
+            },
         );
     }
     let _ = writeln!(
         out,
         "\n{} other tests never failed.\n",
-        a.records.len() - failing.len()
+        a.tests.len() - failing.len()
     );
-    for ((bin, name), r) in failing.iter().filter(|(_, r)| r.exposed()) {
-        let _ = writeln!(out, "## `{name}` ({})\n", a.binaries[*bin]);
-        if let Some(m) = &r.message {
+    for &t in &failing {
+        let Some(d) = a.diagnoses.get(&t) else {
+            continue;
+        };
+        let case = &a.tests[t];
+        let _ = writeln!(
+            out,
+            "## `{}` ({}): {}\n",
+            case.name,
+            a.binaries[case.binary],
+            a.verdict(t).id()
+        );
+        if let Some(m) = &case.message {
             let _ = writeln!(out, "First failure: {m}\n");
         }
-        match held(r) {
-            Some("load") => {
-                let _ = writeln!(
-                    out,
-                    "Failures persisted with every descriptor dropped in the pressure's children: \
-                     the cause is load (CPU, memory, fork cost), not a held descriptor; or the \
-                     test checks within a child's first moments, before any drop can act.\n"
-                );
+        let pairs = a.detection.pairs.get(&t).copied().unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "Under realistic pressure: {} of {} `--exact` runs failed (alone {} of {}).",
+            pairs.pressure.bad(),
+            pairs.pressure.runs,
+            pairs.alone.bad(),
+            pairs.alone.runs
+        );
+        let _ = writeln!(out, "Diagnosis: {}.\n", d.summary());
+        for c in &d.classes {
+            if c.tally.bad() == 0 && c.held == 0 {
+                continue;
             }
-            Some("several classes") => {
-                let _ = writeln!(
-                    out,
-                    "Dropping every descriptor cleared the failures, but no single class did: \
-                     several classes are held.\n"
-                );
-            }
-            Some(h) if !hazards(r).is_empty() => {
-                let _ = writeln!(out, "Held: {h}. Hazards it can be:\n");
-                for hz in hazards(r) {
-                    let _ = writeln!(out, "- `{hz}`: {}", advice(files, hz));
+            let _ = writeln!(
+                out,
+                "- a held copy of each closed `{}` ({} held{}): failed {}{}{}",
+                c.class.id(),
+                c.held,
+                if c.skipped > 0 {
+                    format!(", {} let through by the bounds", c.skipped)
+                } else {
+                    String::new()
+                },
+                tally_text(c.tally),
+                c.first_failure
+                    .map(|r| format!(", first at run {r}"))
+                    .unwrap_or_default(),
+                if c.what.is_empty() {
+                    String::new()
+                } else {
+                    format!("; held: {}", c.what.join(", "))
                 }
-                out.push('\n');
-            }
-            Some(h) => {
-                let _ = writeln!(out, "Diagnosis: {h}.\n");
-            }
-            None => {}
+            );
         }
+        if let Some([control, sham]) = d.load {
+            let _ = writeln!(
+                out,
+                "- fork pressure: failed {}; the same with its children holding nothing: {}",
+                tally_text(control),
+                tally_text(sham)
+            );
+        }
+        out.push('\n');
+        for h in d
+            .hazard
+            .iter()
+            .chain(d.candidates.iter().filter(|c| Some(**c) != d.hazard))
+        {
+            let _ = writeln!(out, "- `{h}`: {}", advice(files, h));
+        }
+        out.push('\n');
     }
     out
 }
@@ -248,35 +324,39 @@ fn xml(text: &str) -> String {
 
 /// JUnit XML: one failing testcase per exposed test.
 pub fn junit(a: &Audit, files: &[ResultsFile]) -> String {
-    let exposed: Vec<_> = a.records.iter().filter(|(_, r)| r.exposed()).collect();
+    let exposed: Vec<usize> = (0..a.tests.len())
+        .filter(|&t| a.verdict(t) == Word::Exposed)
+        .collect();
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         out,
         "<testsuites name=\"fdwindow audit\" tests=\"{n}\" failures=\"{n}\">\n  <testsuite name=\"fdwindow audit\" tests=\"{n}\" failures=\"{n}\" time=\"{:.3}\">",
-        a.phases.iter().sum::<f64>(),
+        a.seconds(),
         n = exposed.len()
     );
-    for ((bin, name), r) in exposed {
-        let hz = hazards(r);
+    for t in exposed {
+        let case = &a.tests[t];
+        let pairs = a.detection.pairs.get(&t).copied().unwrap_or_default();
+        let d = a.diagnoses.get(&t);
         let summary = format!(
-            "fails under fork pressure: alone {}, pressure {}, p {:.1e}; held: {}",
-            tally_text(r.suite[0]),
-            tally_text(r.suite[1]),
-            r.p(),
-            held(r).unwrap_or("not diagnosed")
+            "fails under fork pressure: --exact alone {}, pressure {}, p {:.1e}; {}",
+            tally_text(pairs.alone),
+            tally_text(pairs.pressure),
+            pairs.p(),
+            d.map_or_else(|| "not diagnosed".into(), Diagnosis::summary)
         );
         let mut body = summary.clone();
-        if let Some(m) = &r.message {
+        if let Some(m) = &case.message {
             let _ = write!(body, "\nfirst failure: {m}");
         }
-        for h in &hz {
+        for h in d.iter().flat_map(|d| &d.candidates) {
             let _ = write!(body, "\n{h}: {}", advice(files, h));
         }
         let _ = writeln!(
             out,
             "    <testcase classname=\"{}\" name=\"{}\">\n      <failure message=\"{}\" type=\"exposed\">{}</failure>\n    </testcase>",
-            xml(&a.binaries[*bin]),
-            xml(name),
+            xml(&a.binaries[case.binary]),
+            xml(&case.name),
             xml(&summary),
             xml(&body)
         );

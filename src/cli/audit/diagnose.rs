@@ -1,0 +1,570 @@
+//! The diagnosis: which held descriptor breaks a test, found by building the
+//! window on purpose.
+//!
+//! 1. For each class of descriptor ([`CLASSES`]) the test reruns (`--exact`)
+//!    [`ROUNDS`] times under the injector's `close-hold=CLASS`: before the
+//!    test closes a descriptor of that class, a forked child that keeps only
+//!    that descriptor holds it for `--hold`. No spawning threads run, so
+//!    nothing else differs between the classes. A test that depends on that
+//!    class being gone fails at once, usually on every run.
+//! 2. A class is named when its copies made the test fail in at least half
+//!    its runs (and twice at least), more often than in the runs of any
+//!    class of which the test closed nothing (those runs are controls: the
+//!    injector was there, nothing was held), and its sham fails less than
+//!    half as often: the same forks at the same closes with `drop=all`, so
+//!    the child keeps nothing. A test broken by the fork itself (its
+//!    copy-on-write faults, its CPU) fails the sham too, and is not named. Failures under other classes
+//!    are listed as residual. The injector's report says what each copy held
+//!    (a path, an address), which picks the hazard: a Unix name or an inet
+//!    port, a lock or an executable being written.
+//! 3. An exposed test that no class breaks is checked for load: pairs of
+//!    `--exact` runs under fork-path pressure, its children holding
+//!    everything, and the same pressure whose children drop every descriptor
+//!    at once (the sham). `load` needs at least [`LOAD_MIN`] sham failures
+//!    and a sham not significantly below the plain pressure (one-sided
+//!    Fisher p > 0.05): one failure is never load.
+//!
+//! What the deterministic mode shows ("this test breaks when a child holds
+//! the descriptor it closed") is kept apart from the rate observed under
+//! realistic pressure (detection's reruns); the report gives both.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use fdwindow::cotenant::detect::Tally;
+use fdwindow::cotenant::pressure::{DropClass, SpawnPath, Spec};
+use fdwindow::harness;
+use fdwindow::report::stats::{Count, fisher_less};
+
+use super::discover::Binary;
+use super::progress::Progress;
+use super::{Runner, TestCase, exact_args, seen};
+
+/// The classes the deterministic mode holds, one at a time.
+pub const CLASSES: [DropClass; 6] = [
+    DropClass::File,
+    DropClass::Listener,
+    DropClass::Bound,
+    DropClass::Stream,
+    DropClass::Datagram,
+    DropClass::Pipe,
+];
+
+/// Runs of each class.
+pub const ROUNDS: u64 = 3;
+
+/// Sham failures that `load` needs at least.
+pub const LOAD_MIN: u64 = 5;
+
+/// Pairs of the load check at most.
+const LOAD_PAIRS: u64 = 200;
+
+/// The time a diagnosis gets even when the budget is spent.
+pub const MIN_TIME: Duration = Duration::from_secs(20);
+
+/// Held children at once in the deterministic mode.
+const HELD_AT_ONCE: usize = 16;
+
+/// What the injector's close-hold mode reported for one run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Holds {
+    /// Each held copy: its class id and what it was.
+    pub held: Vec<(String, String)>,
+    /// Closes the bounds let through unheld.
+    pub skipped: u64,
+}
+
+/// Reads the `held PID CLASS WHAT` and `holds PID HELD SKIPPED` lines of an
+/// injector report.
+pub fn read_holds(path: &Path) -> Holds {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut h = Holds::default();
+    for line in text.lines() {
+        let mut f = line.splitn(4, ' ');
+        match (f.next(), f.next(), f.next(), f.next()) {
+            (Some("held"), Some(_pid), Some(class), what) => {
+                h.held
+                    .push((class.to_owned(), what.unwrap_or("").to_owned()));
+            }
+            (Some("holds"), Some(_pid), Some(_held), Some(skipped)) => {
+                h.skipped += skipped.trim().parse::<u64>().unwrap_or(0);
+            }
+            _ => {}
+        }
+    }
+    h
+}
+
+/// One class's runs.
+#[derive(Clone, Debug)]
+pub struct ClassRuns {
+    /// The class held.
+    pub class: DropClass,
+    /// The test's runs under it.
+    pub tally: Tally,
+    /// Copies held over those runs.
+    pub held: u64,
+    /// Closes let through unheld (the injector's bounds).
+    pub skipped: u64,
+    /// What was held, distinct, at most [`WHAT_KEPT`].
+    pub what: Vec<String>,
+    /// The run (from 1) of the first failure.
+    pub first_failure: Option<u64>,
+}
+
+/// Distinct held objects kept per class.
+const WHAT_KEPT: usize = 5;
+
+/// Why the test fails.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Cause {
+    /// Held copies of these classes break it.
+    Held(Vec<DropClass>),
+    /// Pressure breaks it as often when its children hold nothing.
+    Load,
+    /// Neither.
+    Unexplained,
+}
+
+/// The diagnosis of one test.
+#[derive(Clone, Debug)]
+pub struct Diagnosis {
+    /// Per class, in [`CLASSES`] order.
+    pub classes: Vec<ClassRuns>,
+    /// The sham's runs of each class the rule named before its sham.
+    pub shams: Vec<(DropClass, Tally)>,
+    /// The load check's pairs: plain fork pressure, the sham; `None` if not run.
+    pub load: Option<[Tally; 2]>,
+    /// The cause.
+    pub cause: Cause,
+    /// The hazard named, if one.
+    pub hazard: Option<&'static str>,
+    /// The hazards it can be.
+    pub candidates: Vec<&'static str>,
+    /// Seconds spent.
+    pub seconds: f64,
+}
+
+impl Diagnosis {
+    /// Whether the cause is load.
+    pub fn is_load(&self) -> bool {
+        self.cause == Cause::Load
+    }
+
+    /// Runs made.
+    pub fn runs(&self) -> u64 {
+        let holds: u64 = self.classes.iter().map(|c| c.tally.runs).sum();
+        let shams: u64 = self.shams.iter().map(|(_, t)| t.runs).sum();
+        holds + shams + self.load.map_or(0, |l| l[0].runs + l[1].runs)
+    }
+
+    /// One phrase: the hazard, load, or the candidates.
+    pub fn summary(&self) -> String {
+        match (&self.cause, self.hazard) {
+            (Cause::Held(classes), Some(h)) => {
+                format!("vulnerable (deterministic) to a held {}: {h}", ids(classes))
+            }
+            (Cause::Held(classes), None) => format!(
+                "vulnerable (deterministic) to a held {}: no known hazard",
+                ids(classes)
+            ),
+            (Cause::Load, _) => "load: fails as often when the pressure holds nothing".into(),
+            (Cause::Unexplained, _) if self.candidates.is_empty() => {
+                "no held class reproduced it".into()
+            }
+            (Cause::Unexplained, _) => format!(
+                "no held class reproduced it; candidates {}",
+                self.candidates.join(", ")
+            ),
+        }
+    }
+}
+
+/// `file+listener`.
+pub fn ids(classes: &[DropClass]) -> String {
+    classes.iter().map(|c| c.id()).collect::<Vec<_>>().join("+")
+}
+
+/// The classes named by the rule in the module doc, most failures first.
+pub fn named(classes: &[ClassRuns]) -> Vec<DropClass> {
+    let background = classes
+        .iter()
+        .filter(|c| c.held == 0)
+        .map(|c| c.tally.bad())
+        .max()
+        .unwrap_or(0);
+    let mut found: Vec<&ClassRuns> = classes
+        .iter()
+        .filter(|c| {
+            let bad = c.tally.bad();
+            c.held > 0 && bad >= 2 && 2 * bad >= c.tally.runs && bad > background
+        })
+        .collect();
+    found.sort_by_key(|c| std::cmp::Reverse(c.tally.bad()));
+    found.into_iter().map(|c| c.class).collect()
+}
+
+/// Whether a class's sham (the same forks, no copy kept) fails less than
+/// half as often as the class: only then did the copy, not the fork, break
+/// the test.
+pub fn sham_clears(held: Tally, sham: Tally) -> bool {
+    sham.runs > 0 && 2 * sham.bad() * held.runs < held.bad() * sham.runs
+}
+
+/// Whether the load check's counts say load: see the module doc.
+pub fn is_load(control: Tally, sham: Tally) -> bool {
+    let count = |t: Tally| Count::new(t.bad(), t.runs);
+    sham.bad() >= LOAD_MIN && fisher_less(count(sham), count(control)) > 0.05
+}
+
+/// Whether the failure message speaks of a name in use (a bind that failed).
+fn addr_in_use(message: &str) -> bool {
+    [
+        "Address already in use",
+        "os error 98",
+        "EADDRINUSE",
+        "AddrInUse",
+    ]
+    .iter()
+    .any(|m| message.contains(m))
+}
+
+/// Whether the failure message speaks of ETXTBSY.
+fn text_busy(message: &str) -> bool {
+    ["Text file busy", "os error 26", "ETXTBSY"]
+        .iter()
+        .any(|m| message.contains(m))
+}
+
+/// The hazard a held class names, and the hazards it can be, from what was
+/// held (a Unix name or an inet address) and the failure message.
+pub fn hazard_of(
+    class: DropClass,
+    what: &[String],
+    message: &str,
+) -> (Option<&'static str>, &'static [&'static str]) {
+    let unix = what.iter().any(|w| w.starts_with("unix "));
+    match class {
+        DropClass::File if text_busy(message) => (Some("etxtbsy"), &["etxtbsy"]),
+        DropClass::File => (
+            Some("flock-survival"),
+            &["flock-survival", "ofd-lock-survival", "etxtbsy"],
+        ),
+        DropClass::Listener if unix => {
+            (Some("unix-listener-survival"), &["unix-listener-survival"])
+        }
+        // A port picked with a listener: the copy keeps it listening, and
+        // the test's own bind of the port is what failed.
+        DropClass::Listener if addr_in_use(message) => {
+            (Some("port-pick"), &["port-pick", "listener-survival"])
+        }
+        DropClass::Listener => (
+            Some("listener-survival"),
+            &["listener-survival", "port-pick"],
+        ),
+        DropClass::Bound if unix => (Some("unix-listener-survival"), &["unix-listener-survival"]),
+        DropClass::Bound => (Some("port-pick"), &["port-pick"]),
+        DropClass::Stream => (Some("peer-fin-with-clone"), &["peer-fin-with-clone"]),
+        DropClass::Datagram => (None, &["port-pick"]),
+        DropClass::Pipe => (Some("pipe-eof"), &["pipe-eof"]),
+        DropClass::All => (None, &[]),
+    }
+}
+
+/// Diagnoses one test; `exposed` adds the load check when no class breaks it.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one call site, each a distinct input"
+)]
+pub fn diagnose(
+    runner: &mut Runner,
+    bin: &Binary,
+    case: &TestCase,
+    spec: &Spec,
+    hold: Duration,
+    exposed: bool,
+    end: Instant,
+    progress: &mut Progress,
+) -> Result<Diagnosis, String> {
+    let t0 = Instant::now();
+    let mut classes: Vec<ClassRuns> = CLASSES
+        .iter()
+        .map(|&class| ClassRuns {
+            class,
+            tally: Tally::default(),
+            held: 0,
+            skipped: 0,
+            what: Vec::new(),
+            first_failure: None,
+        })
+        .collect();
+    let mut message = case.message.clone().unwrap_or_default();
+    'rounds: for round in 1..=ROUNDS {
+        for c in &mut classes {
+            if harness::interrupted() || Instant::now() >= end {
+                break 'rounds;
+            }
+            let mut s = spec.clone();
+            s.config.hold = hold;
+            s.config.max_alive = HELD_AT_ONCE;
+            s.close_hold = Some(c.class);
+            let label = format!("hold-{}", c.class.id());
+            let result = runner.run(bin, &exact_args(&case.name), Some(&s), &label)?;
+            if let Some((seen, msg)) = seen(&result, &case.name) {
+                c.tally.add(seen);
+                if c.tally.bad() > 0 && c.first_failure.is_none() {
+                    c.first_failure = Some(c.tally.runs);
+                    if let Some(m) = msg {
+                        message = m;
+                    }
+                }
+            }
+            c.held += result.holds.held.len() as u64;
+            c.skipped += result.holds.skipped;
+            for (_, what) in result.holds.held {
+                if c.what.len() < WHAT_KEPT && !c.what.contains(&what) {
+                    c.what.push(what);
+                }
+            }
+        }
+        progress.update(&format!(
+            "  diagnosing {}: round {round}/{ROUNDS} of held copies",
+            case.name
+        ));
+    }
+    // The sham of each class named so far: the same forks at the same
+    // closes, its children keeping nothing. A test that fails as often is
+    // broken by the forks themselves (copy-on-write, CPU), not by the copy.
+    let mut found = named(&classes);
+    let mut shams = Vec::new();
+    for &class in &found {
+        let mut t = Tally::default();
+        for _ in 0..ROUNDS {
+            if harness::interrupted() || Instant::now() >= end {
+                break;
+            }
+            let mut s = spec.clone();
+            s.config.hold = hold;
+            s.config.max_alive = HELD_AT_ONCE;
+            s.config.drop = Some(DropClass::All);
+            s.close_hold = Some(class);
+            let label = format!("hold-{}-sham", class.id());
+            let result = runner.run(bin, &exact_args(&case.name), Some(&s), &label)?;
+            if let Some((seen, _)) = seen(&result, &case.name) {
+                t.add(seen);
+            }
+        }
+        shams.push((class, t));
+    }
+    found.retain(|class| {
+        let held = classes.iter().find(|c| c.class == *class).expect("tried");
+        let sham = shams.iter().find(|(c, _)| c == class).expect("run").1;
+        sham_clears(held.tally, sham)
+    });
+    let mut d = Diagnosis {
+        shams,
+        load: None,
+        cause: Cause::Unexplained,
+        hazard: None,
+        candidates: Vec::new(),
+        seconds: 0.0,
+        classes,
+    };
+    if !found.is_empty() {
+        for (i, class) in found.iter().enumerate() {
+            let runs = d.classes.iter().find(|c| c.class == *class).expect("tried");
+            let (hazard, candidates) = hazard_of(*class, &runs.what, &message);
+            if i == 0 {
+                d.hazard = hazard;
+            }
+            for h in candidates {
+                if !d.candidates.contains(h) {
+                    d.candidates.push(h);
+                }
+            }
+        }
+        d.cause = Cause::Held(found);
+    } else {
+        // Candidates: the classes that broke it now and then.
+        for c in d.classes.iter().filter(|c| c.tally.bad() > 0 && c.held > 0) {
+            for h in hazard_of(c.class, &c.what, &message).1 {
+                if !d.candidates.contains(h) {
+                    d.candidates.push(h);
+                }
+            }
+        }
+        if exposed {
+            let load = load_check(runner, bin, case, spec, end, progress)?;
+            if is_load(load[0], load[1]) {
+                // The forks break it whatever they hold: no hazard to fix.
+                d.cause = Cause::Load;
+                d.candidates.clear();
+            }
+            d.load = Some(load);
+        }
+    }
+    d.seconds = t0.elapsed().as_secs_f64();
+    Ok(d)
+}
+
+/// Pairs of fork-path pressure and its sham (children drop everything).
+fn load_check(
+    runner: &mut Runner,
+    bin: &Binary,
+    case: &TestCase,
+    spec: &Spec,
+    end: Instant,
+    progress: &mut Progress,
+) -> Result<[Tally; 2], String> {
+    let mut control = spec.clone();
+    control.config.path = SpawnPath::ForkExec;
+    let mut sham = control.clone();
+    sham.config.drop = Some(DropClass::All);
+    let mut t = [Tally::default(); 2];
+    let mut pairs = 0;
+    while pairs < LOAD_PAIRS
+        && Instant::now() < end
+        && !harness::interrupted()
+        && t[0].bad() + t[1].bad() < 4 * LOAD_MIN
+    {
+        for (i, s) in [&control, &sham].into_iter().enumerate() {
+            let label = if i == 0 { "load-control" } else { "load-sham" };
+            let result = runner.run(bin, &exact_args(&case.name), Some(s), label)?;
+            if let Some((seen, _)) = seen(&result, &case.name) {
+                t[i].add(seen);
+            }
+        }
+        pairs += 1;
+        progress.update(&format!(
+            "  load check {}: pressure {}/{}, its children holding nothing {}/{}",
+            case.name,
+            t[0].bad(),
+            t[0].runs,
+            t[1].bad(),
+            t[1].runs
+        ));
+    }
+    Ok(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runs(class: DropClass, bad: u64, n: u64, held: u64) -> ClassRuns {
+        ClassRuns {
+            class,
+            tally: Tally {
+                failures: bad,
+                runs: n,
+                timeouts: 0,
+            },
+            held,
+            skipped: 0,
+            what: Vec::new(),
+            first_failure: (bad > 0).then_some(1),
+        }
+    }
+
+    #[test]
+    fn a_class_is_named_over_residual_failures() {
+        let classes = [
+            runs(DropClass::File, 3, 3, 6),
+            runs(DropClass::Listener, 1, 3, 2),
+            runs(DropClass::Pipe, 0, 3, 0),
+        ];
+        assert_eq!(named(&classes), [DropClass::File]);
+    }
+
+    #[test]
+    fn failures_without_a_held_copy_name_nothing() {
+        // The file class held nothing: its failures are the background, and
+        // the listener's as many are not above it.
+        let classes = [
+            runs(DropClass::File, 2, 3, 0),
+            runs(DropClass::Listener, 2, 3, 4),
+        ];
+        assert!(named(&classes).is_empty());
+        // One failure in three is not enough.
+        assert!(named(&[runs(DropClass::Listener, 1, 3, 4)]).is_empty());
+    }
+
+    #[test]
+    fn a_sham_failing_as_often_clears_nothing() {
+        let t = |bad, runs| Tally {
+            failures: bad,
+            runs,
+            timeouts: 0,
+        };
+        assert!(sham_clears(t(3, 3), t(0, 3)));
+        assert!(sham_clears(t(3, 3), t(1, 3)));
+        assert!(!sham_clears(t(3, 3), t(2, 3)));
+        assert!(!sham_clears(t(3, 3), t(0, 0)), "a sham that did not run");
+    }
+
+    #[test]
+    fn load_needs_persisting_failures() {
+        let t = |bad, runs| Tally {
+            failures: bad,
+            runs,
+            timeouts: 0,
+        };
+        // One failure in each arm: never load.
+        assert!(!is_load(t(1, 14), t(1, 14)));
+        assert!(is_load(t(8, 20), t(6, 20)));
+        // The sham far below the control: descriptors matter, not load.
+        assert!(!is_load(t(18, 20), t(5, 40)));
+    }
+
+    #[test]
+    fn held_names_pick_the_hazard() {
+        let unix = vec!["unix /tmp/s.sock".to_owned()];
+        let tcp = vec!["tcp 127.0.0.1:4000".to_owned()];
+        assert_eq!(
+            hazard_of(DropClass::Bound, &unix, "").0,
+            Some("unix-listener-survival")
+        );
+        assert_eq!(hazard_of(DropClass::Bound, &tcp, "").0, Some("port-pick"));
+        assert_eq!(
+            hazard_of(
+                DropClass::Listener,
+                &tcp,
+                "Address already in use (os error 98)"
+            )
+            .0,
+            Some("port-pick")
+        );
+        assert_eq!(
+            hazard_of(DropClass::Listener, &tcp, "").0,
+            Some("listener-survival")
+        );
+        assert_eq!(
+            hazard_of(DropClass::File, &[], "Text file busy (os error 26)").0,
+            Some("etxtbsy")
+        );
+        assert_eq!(
+            hazard_of(DropClass::File, &[], "would block").0,
+            Some("flock-survival")
+        );
+    }
+
+    #[test]
+    fn holds_are_read_from_the_report() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r");
+        std::fs::write(
+            &path,
+            "10 0 0.1 0 a\nheld 10 bound tcp 127.0.0.1:80\nheld 10 file /tmp/a b\nholds 10 2 3\n",
+        )
+        .unwrap();
+        let h = read_holds(&path);
+        assert_eq!(
+            h.held,
+            [
+                ("bound".into(), "tcp 127.0.0.1:80".into()),
+                ("file".into(), "/tmp/a b".into())
+            ]
+        );
+        assert_eq!(h.skipped, 3);
+    }
+}

@@ -1,0 +1,461 @@
+//! The audit's detection rule, apart from any process: which tests of a suite
+//! fail more under fork pressure than alone.
+//!
+//! 1. **Screen.** Each test binary runs again and again under pressure,
+//!    round-robin, for its share of the budget ([`SCREEN_SHARE`]) or
+//!    `--runs`/`--duration`. Any test that fails once is a suspect. Real
+//!    exposures fail 1–4% of runs, so the screen is long and runs under
+//!    pressure only: about 230 pressured runs see a 1% test fail at least once
+//!    with 90% probability.
+//! 2. **Confirmation.** Each suspect reruns in its own process (`--exact`), in
+//!    pairs of one run alone and one under pressure, round-robin over the
+//!    suspects, until the budget's confirmation share ends. The sign rule
+//!    decides each: [`SIGN_FAILURES`] pressured failures before any failure
+//!    alone is `exposed`; a failure alone is `fails-alone` (the test is flaky
+//!    or broken without pressure and is reported as such, never as exposed).
+//!
+//! Why the sign rule holds its error rate at every look: if pressure does not
+//! change a test's failure rate `q`, the two runs of a pair are alike, so a
+//! pair with exactly one failure has it in either run with probability ½, and
+//! a pair with two has a failure alone. The first `K` failing pairs all fail
+//! under pressure only with probability `((1-q)/(2-q))^K <= 2^-K`, whenever
+//! the count is looked at and however long it runs: no correction for looks.
+//! `K = 10` gives 9.8e-4. Load drift falls on both runs of a pair alike.
+//!
+//! Everything here is generic over [`Bench`], which runs (or simulates) the
+//! runs, so the simulations in `tests/audit_rule.rs` run the shipped code.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Pressured failures before any failure alone that make a test `exposed`.
+pub const SIGN_FAILURES: u64 = 10;
+
+/// The rule's false-exposure bound, `2^-SIGN_FAILURES` (9.8e-4).
+pub fn false_rate() -> f64 {
+    0.5f64.powi(SIGN_FAILURES as i32)
+}
+
+/// The share of the budget the screen takes by default.
+pub const SCREEN_SHARE: f64 = 0.55;
+/// The share of the budget kept for the diagnosis after the confirmation.
+pub const DIAGNOSIS_SHARE: f64 = 0.1;
+/// The audit's budget by default: the whole audit, screen to diagnosis.
+pub const DEFAULT_BUDGET: Duration = Duration::from_secs(150);
+
+/// What one run says about one test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Seen {
+    /// It passed.
+    Ok,
+    /// It failed, or the binary died before it reported.
+    Failed,
+    /// The run was killed at its timeout before the test reported.
+    TimedOut,
+}
+
+/// One arm's count for one test.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Runs that reported a failure (or died before reporting).
+    pub failures: u64,
+    /// Runs in which the test reported, failed to, or timed out.
+    pub runs: u64,
+    /// Runs killed at their timeout before the test reported.
+    pub timeouts: u64,
+}
+
+impl Tally {
+    /// Failures and timeouts: what the rule counts as bad runs.
+    pub fn bad(self) -> u64 {
+        self.failures + self.timeouts
+    }
+
+    /// Counts one run.
+    pub fn add(&mut self, seen: Seen) {
+        self.runs += 1;
+        match seen {
+            Seen::Ok => {}
+            Seen::Failed => self.failures += 1,
+            Seen::TimedOut => self.timeouts += 1,
+        }
+    }
+}
+
+/// A test's verdict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// The sign rule: [`SIGN_FAILURES`] pressured failures before any alone.
+    Exposed,
+    /// It failed alone in its reruns: flaky or broken without pressure.
+    FailsAlone,
+    /// It failed in the screen; its reruns did not decide before the budget.
+    Undecided,
+    /// It never failed in the screen.
+    NotExposed,
+}
+
+impl Verdict {
+    /// The word in reports.
+    pub fn id(self) -> &'static str {
+        match self {
+            Verdict::Exposed => "exposed",
+            Verdict::FailsAlone => "fails-alone",
+            Verdict::Undecided => "undecided",
+            Verdict::NotExposed => "not-exposed",
+        }
+    }
+}
+
+/// A suspect's interleaved `--exact` reruns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pairs {
+    /// The runs alone.
+    pub alone: Tally,
+    /// The runs under pressure.
+    pub pressure: Tally,
+    /// Children the pressure started while the pressured reruns ran (from
+    /// the injector's report): a pressured run with none was not tested.
+    pub spawns: u64,
+    /// Pressured reruns in which the injector never started.
+    pub unpressured: u64,
+}
+
+impl Pairs {
+    /// The decision so far, `None` while undecided.
+    pub fn decided(&self) -> Option<Verdict> {
+        if self.alone.bad() > 0 {
+            Some(Verdict::FailsAlone)
+        } else if self.pressure.bad() >= SIGN_FAILURES {
+            Some(Verdict::Exposed)
+        } else {
+            None
+        }
+    }
+
+    /// The one-sided sign test's p: the chance, were pressure harmless, that
+    /// at least this many of the failures fell under pressure (`2^-k` with
+    /// `k` pressured failures and none alone). The rule's `exposed` is
+    /// exactly `p <= 2^-SIGN_FAILURES` with no failure alone.
+    pub fn p(&self) -> f64 {
+        let (a, b) = (self.alone.bad(), self.pressure.bad());
+        if a == 0 {
+            // Exactly, so the rule's threshold compares equal.
+            return 0.5f64.powi(b.min(2000) as i32);
+        }
+        let n = a + b;
+        // P(Bin(n, 1/2) >= b), in logs to stay finite for large n.
+        let ln_half_n = -(n as f64) * std::f64::consts::LN_2;
+        let ln_choose = |k: u64| {
+            crate::report::stats::ln_gamma(n as f64 + 1.0)
+                - crate::report::stats::ln_gamma(k as f64 + 1.0)
+                - crate::report::stats::ln_gamma((n - k) as f64 + 1.0)
+        };
+        (b..=n)
+            .map(|k| (ln_choose(k) + ln_half_n).exp())
+            .sum::<f64>()
+            .min(1.0)
+    }
+}
+
+/// How long the screen runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScreenStop {
+    /// [`SCREEN_SHARE`] of the budget.
+    Share,
+    /// This many pressured runs of each binary (`--runs`).
+    Runs(u64),
+    /// This long (`--duration`), at least one run of each binary.
+    For(Duration),
+}
+
+/// The audit's budget and its overrides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// The whole audit, screen to diagnosis.
+    pub budget: Duration,
+    /// When the screen stops.
+    pub screen: ScreenStop,
+    /// The confirmation's own limit (`--rerun-budget`); by default it runs
+    /// until [`DIAGNOSIS_SHARE`] of the budget is left.
+    pub rerun_budget: Option<Duration>,
+    /// At most this many pairs per suspect.
+    pub max_pairs: u64,
+}
+
+impl Default for Plan {
+    fn default() -> Plan {
+        Plan {
+            budget: DEFAULT_BUDGET,
+            screen: ScreenStop::Share,
+            rerun_budget: None,
+            max_pairs: 1_000_000,
+        }
+    }
+}
+
+/// One `--exact` run's result.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Rerun {
+    /// The test's word; `None` when it did not run (filtered, ignored).
+    pub seen: Option<Seen>,
+    /// Children the pressure started during the run (0 alone).
+    pub spawns: u64,
+    /// Whether pressure started in the run (false alone).
+    pub pressured: bool,
+}
+
+/// Progress, for a [`Bench`] to show.
+#[derive(Clone, Copy, Debug)]
+pub enum Event<'a> {
+    /// A screen round ended: runs of each binary so far, tests failed so far.
+    Screen {
+        /// Rounds (pressured runs of each binary).
+        rounds: u64,
+        /// Tests that failed at least once.
+        suspects: usize,
+    },
+    /// The confirmation starts with these suspects.
+    Confirming {
+        /// Suspects, by test index.
+        suspects: &'a [usize],
+    },
+    /// A pair of one suspect ended.
+    Pair {
+        /// The test.
+        test: usize,
+        /// Its pairs so far.
+        pairs: &'a Pairs,
+    },
+}
+
+/// Runs the audit's runs: the real one (processes) or a simulation.
+pub trait Bench {
+    /// Why a run could not be started.
+    type Error;
+    /// Time since the audit began.
+    fn elapsed(&self) -> Duration;
+    /// Whether to stop now (Ctrl-C).
+    fn interrupted(&self) -> bool {
+        false
+    }
+    /// One pressured run of binary `binary`: each reporting test's word,
+    /// by test index.
+    fn screen(&mut self, binary: usize) -> Result<Vec<(usize, Seen)>, Self::Error>;
+    /// One `--exact` run of test `test`, alone or under pressure.
+    fn rerun(&mut self, test: usize, pressured: bool) -> Result<Rerun, Self::Error>;
+    /// Shows progress.
+    fn progress(&mut self, _event: Event<'_>) {}
+}
+
+/// What detection found.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Detection {
+    /// Per test: the screen's pressured runs.
+    pub screen: Vec<Tally>,
+    /// Per binary: pressured runs made in the screen.
+    pub screen_runs: Vec<u64>,
+    /// The suspects' reruns, by test index.
+    pub pairs: BTreeMap<usize, Pairs>,
+    /// Seconds spent: screen, confirmation.
+    pub seconds: [f64; 2],
+    /// Whether an interruption cut it short.
+    pub interrupted: bool,
+}
+
+impl Detection {
+    /// A test's verdict.
+    pub fn verdict(&self, test: usize) -> Verdict {
+        match self.pairs.get(&test) {
+            Some(p) => p.decided().unwrap_or(Verdict::Undecided),
+            None if self.screen[test].bad() > 0 => Verdict::Undecided,
+            None => Verdict::NotExposed,
+        }
+    }
+}
+
+/// The smallest per-run failure rate that `runs` runs see at least once
+/// with 90% probability: `1 - 0.1^(1/runs)` (1 without runs).
+pub fn seen_rate90(runs: u64) -> f64 {
+    if runs == 0 {
+        return 1.0;
+    }
+    1.0 - 0.1f64.powf(1.0 / runs as f64)
+}
+
+/// The smallest per-run failure rate at which `pairs` pairs would have
+/// reached [`SIGN_FAILURES`] pressured failures with 90% probability (a test
+/// that never fails alone); 1 when even certain failure could not.
+pub fn confirmed_rate90(pairs: u64) -> f64 {
+    if pairs < SIGN_FAILURES {
+        return 1.0;
+    }
+    // P(Bin(pairs, r) >= K) rises with r: bisect.
+    let reach = |r: f64| {
+        let mut below = 0.0; // P(X < K)
+        let mut term = (1.0 - r).powf(pairs as f64); // P(X = 0)
+        for k in 0..SIGN_FAILURES {
+            below += term;
+            term *= (pairs - k) as f64 / (k + 1) as f64 * r / (1.0 - r);
+        }
+        1.0 - below
+    };
+    let (mut lo, mut hi) = (0.0, 1.0 - 1e-12);
+    for _ in 0..60 {
+        let mid = (lo + hi) / 2.0;
+        if reach(mid) >= 0.9 {
+            hi = mid
+        } else {
+            lo = mid
+        }
+    }
+    hi
+}
+
+/// Runs detection: the screen, then the confirmation, within `plan`.
+pub fn detect<B: Bench>(
+    bench: &mut B,
+    test_binaries: &[usize],
+    binaries: usize,
+    plan: &Plan,
+) -> Result<Detection, B::Error> {
+    let mut d = Detection {
+        screen: vec![Tally::default(); test_binaries.len()],
+        screen_runs: vec![0; binaries],
+        ..Detection::default()
+    };
+    let screen_end = match plan.screen {
+        ScreenStop::Share => Some(plan.budget.mul_f64(SCREEN_SHARE)),
+        ScreenStop::For(t) => Some(t),
+        ScreenStop::Runs(_) => None,
+    };
+    let mut rounds = 0;
+    loop {
+        let done = match plan.screen {
+            ScreenStop::Runs(n) => rounds >= n,
+            _ => rounds > 0 && screen_end.is_some_and(|end| bench.elapsed() >= end),
+        };
+        if done || binaries == 0 || bench.interrupted() {
+            break;
+        }
+        for b in 0..binaries {
+            for (test, seen) in bench.screen(b)? {
+                d.screen[test].add(seen);
+            }
+            d.screen_runs[b] += 1;
+            if bench.interrupted() {
+                break;
+            }
+        }
+        rounds += 1;
+        let suspects = d.screen.iter().filter(|t| t.bad() > 0).count();
+        bench.progress(Event::Screen { rounds, suspects });
+    }
+    d.seconds[0] = bench.elapsed().as_secs_f64();
+
+    let suspects: Vec<usize> = (0..d.screen.len())
+        .filter(|&t| d.screen[t].bad() > 0)
+        .collect();
+    let start = bench.elapsed();
+    let end = match plan.rerun_budget {
+        Some(b) => start + b,
+        None => plan.budget.mul_f64(1.0 - DIAGNOSIS_SHARE),
+    };
+    if !suspects.is_empty() {
+        bench.progress(Event::Confirming {
+            suspects: &suspects,
+        });
+    }
+    for &t in &suspects {
+        d.pairs.insert(t, Pairs::default());
+    }
+    loop {
+        let open: Vec<usize> = suspects
+            .iter()
+            .copied()
+            .filter(|t| {
+                let p = &d.pairs[t];
+                p.decided().is_none() && p.pressure.runs < plan.max_pairs
+            })
+            .collect();
+        if open.is_empty() || bench.elapsed() >= end || bench.interrupted() {
+            break;
+        }
+        for t in open {
+            let alone = bench.rerun(t, false)?;
+            let pressured = bench.rerun(t, true)?;
+            let p = d.pairs.get_mut(&t).expect("inserted above");
+            // A pair counts only whole: the rule's ½ needs both runs.
+            if let (Some(a), Some(b)) = (alone.seen, pressured.seen) {
+                p.alone.add(a);
+                p.pressure.add(b);
+                p.spawns += pressured.spawns;
+                p.unpressured += u64::from(!pressured.pressured);
+            }
+            let p = *p;
+            bench.progress(Event::Pair { test: t, pairs: &p });
+            if bench.elapsed() >= end || bench.interrupted() {
+                break;
+            }
+        }
+    }
+    d.seconds[1] = (bench.elapsed() - start).as_secs_f64();
+    d.interrupted = bench.interrupted();
+    Ok(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(bad: u64, runs: u64) -> Tally {
+        Tally {
+            failures: bad,
+            runs,
+            timeouts: 0,
+        }
+    }
+
+    #[test]
+    fn the_sign_rule_decides_at_ten_and_at_one_alone() {
+        let mut p = Pairs {
+            pressure: t(9, 500),
+            alone: t(0, 500),
+            ..Pairs::default()
+        };
+        assert_eq!(p.decided(), None);
+        assert!((p.p() - 0.5f64.powi(9)).abs() < 1e-12, "{}", p.p());
+        p.pressure = t(10, 501);
+        assert_eq!(p.decided(), Some(Verdict::Exposed));
+        assert!((p.p() - false_rate()).abs() < 1e-12);
+        assert!(false_rate() <= 0.001);
+        p.alone = t(1, 501);
+        assert_eq!(p.decided(), Some(Verdict::FailsAlone));
+        // 1 alone against 9 pressured: (1 + 10) / 2^10, above the threshold.
+        p.pressure = t(9, 501);
+        assert!((p.p() - 11.0 / 1024.0).abs() < 1e-12, "{}", p.p());
+    }
+
+    /// The exact false-exposure rate of an unaffected test failing `q` per
+    /// run in both arms: the first K failing pairs all fail under pressure
+    /// only. It never exceeds 2^-K.
+    #[test]
+    fn the_false_rate_is_at_most_two_to_the_minus_k_for_any_rate() {
+        for q in [1e-4f64, 0.01, 0.05, 0.3, 0.9] {
+            let one = q * (1.0 - q) / (1.0 - (1.0 - q) * (1.0 - q));
+            let rate = one.powi(SIGN_FAILURES as i32);
+            assert!(rate <= false_rate(), "q {q}: {rate}");
+        }
+    }
+
+    #[test]
+    fn detectable_rates() {
+        // 230 runs see a 1% test with 90% probability.
+        assert!(seen_rate90(230) < 0.0101 && seen_rate90(230) > 0.0099);
+        assert_eq!(seen_rate90(0), 1.0);
+        assert_eq!(confirmed_rate90(9), 1.0);
+        // 10 failures in 1000 pairs at 90%: about 1.5%.
+        let r = confirmed_rate90(1000);
+        assert!(r > 0.013 && r < 0.017, "{r}");
+    }
+}
