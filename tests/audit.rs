@@ -68,6 +68,8 @@ fn audit_flags_exactly_the_exposed_fixture_tests() {
     assert_eq!(
         exposed,
         [
+            "abstract_name_rebinds",
+            "bound_port_rebinds",
             "dropped_listener_refuses",
             "lock_released_by_close",
             "picked_port_binds"
@@ -81,6 +83,8 @@ fn audit_flags_exactly_the_exposed_fixture_tests() {
         ("lock_released_by_close", "file", "flock-survival"),
         ("dropped_listener_refuses", "listener", "listener-survival"),
         ("picked_port_binds", "listener", "port-pick"),
+        ("bound_port_rebinds", "bound", "port-pick"),
+        ("abstract_name_rebinds", "bound", "unix-listener-survival"),
     ] {
         let t = find(name);
         assert_eq!(t["hazard"], hazard, "{name}: {t}");

@@ -889,7 +889,31 @@ mod tests {
         assert_eq!(DropClass::of(file.as_fd()), Some(DropClass::File));
         assert_eq!(DropClass::of(listener.as_fd()), Some(DropClass::Listener));
         assert_eq!(DropClass::of(stream.as_fd()), Some(DropClass::Stream));
-        assert_eq!(DropClass::of(udp.as_fd()), Some(DropClass::Datagram));
+        // A name and nothing more is `bound`: a named datagram socket, a
+        // stream socket bound but neither listening nor connected, a Unix
+        // abstract name; an unnamed datagram socket is `dgram`, an unbound
+        // stream socket `stream`.
+        assert_eq!(DropClass::of(udp.as_fd()), Some(DropClass::Bound));
+        let tcp = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        assert_eq!(DropClass::of(tcp.as_fd()), Some(DropClass::Stream));
+        tcp.bind(
+            &"127.0.0.1:0"
+                .parse::<std::net::SocketAddr>()
+                .unwrap()
+                .into(),
+        )
+        .unwrap();
+        assert_eq!(DropClass::of(tcp.as_fd()), Some(DropClass::Bound));
+        let name = format!("fdwindow-class-{}", std::process::id());
+        let addr =
+            <std::os::unix::net::SocketAddr as std::os::linux::net::SocketAddrExt>::from_abstract_name(
+                name.as_bytes(),
+            )
+            .unwrap();
+        let named = std::os::unix::net::UnixDatagram::bind_addr(&addr).unwrap();
+        assert_eq!(DropClass::of(named.as_fd()), Some(DropClass::Bound));
+        let (pair, _other) = std::os::unix::net::UnixDatagram::pair().unwrap();
+        assert_eq!(DropClass::of(pair.as_fd()), Some(DropClass::Datagram));
         assert_eq!(DropClass::of(reader.as_fd()), Some(DropClass::Pipe));
         assert_eq!(DropClass::of(dir.as_fd()), None);
         // In a forked child: close the listeners, then list what is left in
