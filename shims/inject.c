@@ -854,7 +854,9 @@ static struct {
 } H;
 
 typedef int (*close_fn)(int);
-static close_fn real_close; /* libc's close, found in the constructor */
+static close_fn real_close; /* the next close (libc's), found in the constructor */
+/* Set while this thread is inside the close wrapper's hold. */
+static __thread int in_hold;
 
 /* Reaps held children that have exited (all of them, waiting, if `wait`);
  * S.mu held. ECHILD counts as reaped (a host that reaps with waitpid(-1)). */
@@ -927,8 +929,10 @@ static void describe(int fd, enum drop_class c, char *out, size_t size) {
 
 /* Forks a child that keeps only `fd` for the hold, then exits. Returns its
  * pid, or -1. The parent goes on (to its close) only once the child has
- * dropped everything else (with drop=all, `fd` too): the child closes the
- * write end of a pipe last and the parent reads its end-of-file. So the
+ * dropped everything else (with drop=all, `fd` too): the child writes one
+ * byte on a pipe and the parent reads one byte (or end-of-file, if the child
+ * died), never waiting for the end-of-file a process the host forked
+ * meanwhile could delay by keeping the write end. So the
  * sham's child holds nothing by the time the test checks, however soon, and
  * the held child holds exactly the closed descriptor. On Linux a raw clone:
  * no atfork handlers run in a process that may be anywhere in its own code,
@@ -949,6 +953,9 @@ static pid_t hold_fork(int fd) {
          * drop=all it keeps nothing, the closed descriptor included: the
          * sham, which forks at the same moments and holds no copy. */
         drop_descriptors(DROP_ALL, 0, S.spec.drop == DROP_ALL ? -1 : fd, ready[1]);
+        char byte = 1;
+        ssize_t w = write(ready[1], &byte, 1);
+        (void)w;
         sys_close(ready[1]);
         struct timespec rem;
         /* Sleeping is the purpose: the hold is how long the copy lives. */
@@ -1020,12 +1027,30 @@ static int fdw_close(int fd)
 int close(int fd)
 #endif
 {
-    if (H.active && fd > 2 && getpid() == S.pid) {
+    if (H.active && fd > 2 && !in_hold && getpid() == S.pid) {
         int saved = errno;
-        enum drop_class c = class_of(fd);
+        /* close is async-signal-safe, so a signal handler may call it: every
+         * signal stays blocked while this thread holds S.mu, and a close
+         * from within the hold (there is none, but a host's handler could
+         * run before the mask) goes through unheld. */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, &old);
+        in_hold = 1;
+        if (fd == S.report_fd) {
+            /* The host closes the report (a close-everything loop): later
+             * lines must not land in whatever it opens next. */
+            pthread_mutex_lock(&S.mu);
+            S.report_fd = -1;
+            pthread_mutex_unlock(&S.mu);
+        } else {
+            enum drop_class c = class_of(fd);
+            if (c != DROP_NONE && (S.spec.close_hold == DROP_ALL || c == S.spec.close_hold))
+                hold_copy(fd, c);
+        }
+        in_hold = 0;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
         errno = saved;
-        if (c != DROP_NONE && (S.spec.close_hold == DROP_ALL || c == S.spec.close_hold))
-            hold_copy(fd, c);
     }
 #ifdef __APPLE__
     return close(fd);
@@ -1050,6 +1075,8 @@ static void stop_holds(void) {
         return;
     pthread_mutex_lock(&S.mu);
     H.active = 0;
+    /* Those already gone first: a pid reaped elsewhere may be reused. */
+    reap_holds(0);
     for (unsigned i = 0; i < H.n; i++)
         kill(H.pids[i], SIGKILL);
     reap_holds(1);
@@ -1096,6 +1123,12 @@ static void remove_from_preload(const char *var) {
 }
 
 __attribute__((constructor)) static void start(void) {
+#ifndef __APPLE__
+    /* Every process this library is loaded into closes through the wrapper:
+     * the next definition (a later preload, a sanitizer's, libc's) takes
+     * over from here, armed or not. */
+    real_close = (close_fn)dlsym(RTLD_NEXT, "close");
+#endif
     const char *text = getenv(ENV_VAR);
     if (!text)
         return;
@@ -1157,9 +1190,6 @@ __attribute__((constructor)) static void start(void) {
     S.deadline_ns = S.started_ns + spec.for_ns;
     if (spec.close_hold != DROP_NONE) {
         /* The deterministic mode: no spawning threads, close is held. */
-#ifndef __APPLE__
-        real_close = (close_fn)dlsym(RTLD_NEXT, "close");
-#endif
         H.second_ns = S.started_ns;
         H.active = 1;
         pthread_mutex_lock(&S.mu);

@@ -80,7 +80,8 @@ fn audits(rates: &[(f64, f64)], audits: u64, seed: u64) -> [u64; 4] {
         };
         let tests = vec![0; rates.len()];
         let d = detect::detect(&mut sim, &tests, 1, &Plan::default()).unwrap();
-        // The whole detection fits the budget's detection share.
+        // Detection ends within the budget (the screen stops at its share,
+        // the reruns before the diagnosis's tenth; a pair may run over).
         assert!(
             sim.clock <= Plan::default().budget + Duration::from_secs(1),
             "{:?}",
@@ -108,7 +109,7 @@ fn suite(test: (f64, f64)) -> Vec<(f64, f64)> {
 fn a_one_percent_test_is_flagged_in_nine_of_ten_default_audits() {
     let [exposed, alone, undecided, missed] = audits(&suite((0.0, 0.01)), 10_000, 1);
     eprintln!("1% test: flagged {exposed}, undecided {undecided}, not seen {missed} of 10000");
-    assert_eq!(alone, 0);
+    assert_eq!(alone, 0, "it never fails alone");
     assert!(
         exposed >= 9_000,
         "flagged {exposed} of 10000 (undecided {undecided}, missed by the screen {missed})"
@@ -144,4 +145,43 @@ fn a_test_failing_more_alone_is_never_flagged() {
     let [exposed, alone, ..] = audits(&suite((0.05, 0.01)), 2_000, 7);
     assert_eq!(exposed, 0);
     assert!(alone > 1_500, "{alone}");
+}
+
+/// A suite with several suspects sharing the confirmation: the 1% test
+/// beside three tests failing 3% in both arms (decided `fails-alone` within a
+/// few dozen pairs) and one failing 20% under pressure. The 1% test keeps
+/// its power; the unaffected ones are flagged no more than the rule allows.
+#[test]
+fn suspects_share_the_confirmation_without_losing_power() {
+    let rates = [
+        (0.0, 0.01),
+        (0.03, 0.03),
+        (0.03, 0.03),
+        (0.03, 0.03),
+        (0.0, 0.2),
+    ];
+    let mut flagged = [0u64; 5];
+    let n: u64 = 2_000;
+    for i in 0..n {
+        let mut sim = Sim {
+            rates: rates.to_vec(),
+            clock: Duration::ZERO,
+            rng: Rng(77 ^ i.wrapping_mul(0xA24B_AED4_963E_E407)),
+        };
+        let plan = Plan {
+            seed: i,
+            ..Plan::default()
+        };
+        let d = detect::detect(&mut sim, &[0; 5], 1, &plan).unwrap();
+        for (t, f) in flagged.iter_mut().enumerate() {
+            *f += u64::from(d.verdict(t) == Verdict::Exposed);
+        }
+    }
+    eprintln!("flagged of {n}: {flagged:?}");
+    assert!(flagged[0] * 10 >= n * 9, "{flagged:?}");
+    assert!(
+        flagged[1] + flagged[2] + flagged[3] <= 3 * n / 1000,
+        "{flagged:?}"
+    );
+    assert_eq!(flagged[4], n, "{flagged:?}");
 }

@@ -486,7 +486,13 @@ fn verdict_per_window_and_check_on_the_committed_results() {
         .min()
         .expect("a committed results file of a Linux machine");
     let out = fdwindow()
-        .args(["verdict", "flock-survival", "close", "--platform", &platform])
+        .args([
+            "verdict",
+            "flock-survival",
+            "close",
+            "--platform",
+            &platform,
+        ])
         .arg("--results")
         .arg(&committed)
         .output()

@@ -263,6 +263,10 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
         .pressure
         .parse()
         .map_err(|e| format!("--pressure: {e}"))?;
+    if spec.close_hold.is_some() {
+        // It starts no spawning threads: stress would compare nothing.
+        return Err("--pressure: close-hold= is the audit's diagnosis, not pressure".into());
+    }
     if args.exe_match.is_some() {
         spec.exe_match = args.exe_match.clone();
     }

@@ -165,7 +165,7 @@ pub fn discover(command: &[String]) -> Result<Vec<Binary>, String> {
 /// Runs a build command, its progress on our stderr; its stdout.
 fn build(mut cmd: Command) -> Result<String, String> {
     let shown = format!("{cmd:?}");
-    eprintln!("fdwindow audit: building: {shown}");
+    super::progress::line(&format!("fdwindow audit: building: {shown}"));
     let out = cmd
         .stdin(Stdio::null())
         .stderr(Stdio::inherit())

@@ -401,7 +401,7 @@ impl Bench for SuiteBench<'_> {
             .collect();
         let runs: Vec<(Vec<String>, Option<usize>)> = if bin.per_test {
             mine.iter()
-                .map(|&t| (exact_args(&self.tests[t].name), Some(t)))
+                .map(|&t| (exact_args(bin, &self.tests[t].name), Some(t)))
                 .collect()
         } else {
             vec![(bin.args.clone(), None)]
@@ -440,7 +440,9 @@ impl Bench for SuiteBench<'_> {
             "rerun-alone"
         };
         let spec = pressured.then_some(self.spec);
-        let result = self.runner.run(bin, &exact_args(&case.name), spec, label)?;
+        let result = self
+            .runner
+            .run(bin, &exact_args(bin, &case.name), spec, label)?;
         let found = seen(&result, &case.name);
         let case = &mut self.tests[t];
         if let Some((_, msg)) = &found
@@ -571,6 +573,10 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
         },
         rerun_budget: args.rerun_budget,
         max_pairs: args.max_reruns,
+        // The pair order's coin: any seed will do, a new one each audit.
+        seed: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64),
     };
     let mut progress = Progress::new();
     progress.step(&format!(
@@ -618,9 +624,10 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
         order.extend(
             (0..audit.tests.len()).filter(|&t| audit.detection.verdict(t) == Verdict::Undecided),
         );
-        // At least a short diagnosis even past the budget: an exposed test
-        // without a cause is half an answer.
-        let end = started + args.budget.max(started.elapsed() + diagnose::MIN_TIME);
+        // An exposed test gets at least a short diagnosis, even past the
+        // budget: without a cause it is half an answer. An undecided one
+        // only what the budget has left.
+        let end = started + args.budget;
         for t in order {
             if harness::interrupted() {
                 break;
@@ -629,6 +636,11 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
             if !exposed && Instant::now() >= end {
                 break;
             }
+            let end = if exposed {
+                end.max(Instant::now() + diagnose::MIN_TIME)
+            } else {
+                end
+            };
             let case = &audit.tests[t];
             let d = diagnose::diagnose(
                 &mut runner,
@@ -637,7 +649,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
                 &spec,
                 args.hold,
                 exposed,
-                end.max(Instant::now() + diagnose::MIN_TIME),
+                end,
                 &mut progress,
             )?;
             progress.step(&format!(
@@ -661,7 +673,30 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
             audit.pressured.1, audit.pressured.0
         ));
     }
+    let pairs = &audit.detection.pairs;
+    if !pairs.is_empty() && pairs.values().all(|p| p.alone.runs + p.dropped == 0) {
+        audit.warnings.push(
+            "the screen left no time for the --exact reruns: every suspect is undecided \
+             (a larger --budget, or fewer --runs)"
+                .into(),
+        );
+    }
+    let spent = started.elapsed();
+    if spent > args.budget + diagnose::MIN_TIME {
+        audit.warnings.push(format!(
+            "took {:.0} s of a {:.0} s budget: each exposed test's diagnosis gets at least {} s",
+            spent.as_secs_f64(),
+            args.budget.as_secs_f64(),
+            diagnose::MIN_TIME.as_secs()
+        ));
+    }
     for (t, p) in &audit.detection.pairs {
+        if p.pressure.runs == 0 && p.dropped > 0 {
+            audit.warnings.push(format!(
+                "{}: its --exact reruns never reported it ({} pairs)",
+                audit.tests[*t].name, p.dropped
+            ));
+        }
         if p.unpressured > 0 {
             audit.warnings.push(format!(
                 "{}: pressure never started in {} of its {} pressured reruns",
@@ -691,7 +726,15 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
     Ok(exit)
 }
 
-/// libtest's arguments to run exactly one test, ignored or not.
-fn exact_args(test: &str) -> Vec<String> {
-    vec![test.to_owned(), "--exact".into()]
+/// libtest's arguments to run exactly one test of `bin`, keeping the
+/// user's choice of ignored tests (`--ignored`, `--include-ignored`).
+fn exact_args(bin: &Binary, test: &str) -> Vec<String> {
+    let mut args = vec![test.to_owned(), "--exact".into()];
+    args.extend(
+        bin.args
+            .iter()
+            .filter(|a| *a == "--ignored" || *a == "--include-ignored")
+            .cloned(),
+    );
+    args
 }

@@ -14,7 +14,8 @@ use super::{Audit, Word};
 fn rule() -> String {
     format!(
         "exposed: {SIGN_FAILURES} failures under pressure before any alone, in interleaved \
-         `--exact` reruns (sign test p <= 2^-{SIGN_FAILURES} = {:.1e}, at every look)",
+         `--exact` reruns (sign test p <= 2^-{SIGN_FAILURES} = {:.1e} per unaffected test, at \
+         every look)",
         detect::false_rate()
     )
 }
@@ -191,7 +192,7 @@ pub fn markdown(a: &Audit, files: &[ResultsFile]) -> String {
         out,
         "Coverage: the screen ran each binary at least {least} times under pressure, so a test \
          failing at least {:.1}% of pressured runs had a 90% chance to be seen; rarer ones may \
-         have been missed (a larger `--budget` sees rarer ones).\n",
+         have been missed (a longer screen, `--budget` or `--runs`, sees rarer ones).\n",
         100.0 * detect::seen_rate90(least)
     );
     for w in &a.warnings {
@@ -211,11 +212,25 @@ pub fn markdown(a: &Audit, files: &[ResultsFile]) -> String {
     for &t in &failing {
         let case = &a.tests[t];
         let pairs = a.detection.pairs.get(&t).copied().unwrap_or_default();
-        let cause = a
+        let mut cause = a
             .diagnoses
             .get(&t)
             .map(Diagnosis::summary)
             .unwrap_or_default();
+        if a.verdict(t) == Word::Undecided {
+            let why = format!(
+                "{} of {SIGN_FAILURES} pressured failures in {} pairs (a rate of {:.1}% would \
+                 reach {SIGN_FAILURES} there with 90% probability)",
+                pairs.pressure.bad(),
+                pairs.pressure.runs,
+                100.0 * detect::confirmed_rate90(pairs.pressure.runs)
+            );
+            cause = if cause.is_empty() {
+                why
+            } else {
+                format!("{why}; {cause}")
+            };
+        }
         let _ = writeln!(
             out,
             "| {} | `{}` | {} | {} | {} | {} | {:.1e} | {} | {cause} |",
