@@ -129,6 +129,22 @@ bench-quick:
 	FDWINDOW_RESULTS=$(RESULTS) $(CARGO) bench --locked --bench bench_main -- --quick
 	$(CARGO) run --release --locked --bin fdwindow -- matrix --results $(RESULTS)
 
+# The labelled flake benchmark of `fdwindow audit` (benches/flakes/README.md):
+# its own cargo package, never built by `make test` or .ci/run, whose flakes it
+# would turn red. Per test binary, reruns, stress-ng (Shaker's four settings),
+# `fdwindow stress` and `fdwindow audit` under one budget each; writes
+# $(RESULTS)/audit-bench-<platform>.json. FDWINDOW names the fdwindow binary
+# (the default one is built first); BENCH_AUDIT_ARGS passes run.py options
+# (--budget SECONDS, --arms reruns,shaker,stress,audit, --no-10x, --only NAME).
+FDWINDOW ?= ./target/release/fdwindow
+FLAKES_TARGET_DIR ?= $(CURDIR)/target/flakes
+BENCH_AUDIT_ARGS ?=
+.PHONY: bench-audit
+bench-audit:
+	@if [ "$(FDWINDOW)" = ./target/release/fdwindow ]; then $(CARGO) build --release --locked --bin fdwindow; fi
+	CARGO_TARGET_DIR=$(FLAKES_TARGET_DIR) python3 benches/flakes/run.py --cargo $(CARGO) \
+		--fdwindow $(FDWINDOW) --results $(RESULTS) $(BENCH_AUDIT_ARGS)
+
 clean:
 	$(CARGO) clean
 	rm -rf target/macos-check

@@ -9,6 +9,7 @@
 //! of an arm in a window, its counts as text, one word for an arm over its
 //! windows ([`query`]). The [`views`](crate::views) lay those answers out.
 
+pub mod audit_bench;
 pub mod costs;
 pub mod knowledge;
 pub mod pressure_file;

@@ -174,15 +174,23 @@ pub const PRESSURE_PREFIX: &str = "pressure-";
 /// A timing file's name starts with this; [`load_dir`] skips such files.
 pub const TIMING_PREFIX: &str = "timing-";
 
+/// An audit benchmark file's name starts with this; [`load_dir`] skips such files.
+pub const AUDIT_BENCH_PREFIX: &str = "audit-bench-";
+
 /// Whether `path` is named as one of the folder's other kinds (costs,
-/// pressure, timing), each with a schema of its own. The folder owns the
+/// pressure, timing, audit benchmark), each with a schema of its own. The folder owns the
 /// names, so that this module needs none of the modules that read those kinds.
 fn is_other_kind(path: &Path) -> bool {
     path.file_name().is_some_and(|n| {
         let n = n.to_string_lossy();
-        [COSTS_PREFIX, PRESSURE_PREFIX, TIMING_PREFIX]
-            .iter()
-            .any(|prefix| n.starts_with(prefix))
+        [
+            COSTS_PREFIX,
+            PRESSURE_PREFIX,
+            TIMING_PREFIX,
+            AUDIT_BENCH_PREFIX,
+        ]
+        .iter()
+        .any(|prefix| n.starts_with(prefix))
     })
 }
 

@@ -28,6 +28,8 @@ pub struct Inputs {
     pub pressure: Vec<PressureFile>,
     /// Every timing file (`make timing`).
     pub timing: Vec<crate::timing::TimingFile>,
+    /// Every audit benchmark file (`make bench-audit`).
+    pub audit_bench: Vec<crate::evidence::audit_bench::AuditBench>,
     /// MATRIX.md as rendered now from the same folder, whose
     /// `flock-survival` table the README quotes. The caller renders it (the
     /// runner's `render_outputs`): no view calls another.
@@ -46,6 +48,7 @@ impl Inputs {
                 path: dir.to_owned(),
                 problem,
             })?,
+            audit_bench: crate::evidence::audit_bench::load_dir(dir)?,
             matrix,
         })
     }
@@ -114,7 +117,89 @@ pub const SECTIONS: &[Section] = &[
         name: "timing",
         render: timing,
     },
+    Section {
+        name: "audit-bench",
+        render: audit_bench,
+    },
 ];
+
+/// The labelled flake benchmark: each arm's share of the exposed tests found
+/// under one budget per binary, its false flags, and the audit's diagnosis
+/// as true cause × named hazard.
+fn audit_bench(inputs: &Inputs) -> String {
+    let Some(b) = inputs
+        .audit_bench
+        .iter()
+        .max_by(|a, b| a.measured_at.cmp(&b.measured_at))
+    else {
+        return no_data("audit benchmark (`make bench-audit`)");
+    };
+    let d = &b.doc;
+    let text = |v: &serde_json::Value| match v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Null => "–".into(),
+        serde_json::Value::Number(n) => n
+            .as_f64()
+            .map_or_else(|| n.to_string(), |x| format!("{x:.1} s")),
+        other => other.to_string(),
+    };
+    let mut out = format!(
+        "On `{}`, measured {} by `{}` ({}). Per test binary, every arm had the same \
+wall-clock budget: the audit's own time on that binary unless the command gives `--budget`. \
+An arm finds a test when {}.\n\n| arm | exposed tests found | time to find 85% | false flags |\n|---|---|---|---|\n",
+        b.platform,
+        b.measured_at,
+        b.command,
+        text(&d["fdwindow_version"]),
+        d["found_rule"]
+            .as_object()
+            .map(|m| m
+                .iter()
+                .map(|(arm, rule)| format!("{arm}: {}", text(rule)))
+                .collect::<Vec<_>>()
+                .join("; "))
+            .unwrap_or_default()
+    );
+    if let Some(summary) = d["summary"].as_object() {
+        for (arm, s) in summary {
+            if s.is_null() {
+                continue;
+            }
+            let _ = writeln!(
+                out,
+                "| {arm} | {} | {} | {} |",
+                text(&s["exposed_found"]),
+                text(&s["time_to_85pct_s"]),
+                text(&s["false_flags"])
+            );
+        }
+    }
+    if let Some(rows) = d["audit_confusion"].as_object() {
+        let mut cols: Vec<&str> = Vec::new();
+        for row in rows.values().filter_map(|r| r.as_object()) {
+            for c in row.keys() {
+                if !cols.contains(&c.as_str()) {
+                    cols.push(c);
+                }
+            }
+        }
+        let _ = write!(
+            out,
+            "\nThe audit's word for each test (rows: the true cause; columns: the hazard it \
+named for an exposed test, else its verdict):\n\n| true cause | {} |\n|---|{}\n",
+            cols.join(" | "),
+            "---|".repeat(cols.len())
+        );
+        for (cause, row) in rows {
+            let cells: Vec<String> = cols
+                .iter()
+                .map(|c| row[*c].as_u64().map_or(String::new(), |n| n.to_string()))
+                .collect();
+            let _ = writeln!(out, "| {cause} | {} |", cells.join(" | "));
+        }
+    }
+    out
+}
 
 /// Where a default run spends its time, per measured platform.
 fn timing(inputs: &Inputs) -> String {
@@ -495,6 +580,7 @@ mod tests {
             costs: Vec::new(),
             pressure: Vec::new(),
             timing: Vec::new(),
+            audit_bench: Vec::new(),
             matrix: String::new(),
         }
     }

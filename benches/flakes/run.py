@@ -1,0 +1,455 @@
+#!/usr/bin/env python3
+"""`make bench-audit`: the labelled flake benchmark of issue 24 (item 4).
+
+For each test binary of benches/flakes and one wall-clock budget B per
+binary (default: the audit's own measured duration on that binary), four
+arms:
+
+  reruns   plain reruns of the binary for B;
+  shaker   the binary rerun under each of the four stress-ng configurations
+           the Shaker paper (ICSME 2020) chose, B/4 each:
+           stress-ng --cpu W --cpu-load L --vm V --vm-bytes B% with
+           (W, L, V, B) = (2, 2, 1, 21), (1, 58, 1, 33), (1, 61, 1, 73), (1, 34, 1, 37);
+  stress   `fdwindow stress --duration B` at its default pressure (runs
+           alternate alone and pressured, so half of B is pressured);
+  audit    `fdwindow audit --format json -- BINARY` at its defaults.
+
+Reruns and shaker run again at 10 x B (reruns-10x, shaker-10x). In the first
+three arms a test is found when it failed at least once in the arm (for
+stress: in a pressured run; the time of its first failure is kept); in the
+audit when its verdict is "exposed". Per arm: the share of the exposed tests
+found, the time to find 85% of them, the false flags among the expected not
+exposed, and for the audit the confusion matrix of true cause x named
+hazard. Written to RESULTS/audit-bench-<platform>.json.
+
+    python3 benches/flakes/run.py [--fdwindow PATH] [--budget SECONDS]
+        [--arms reruns,shaker,stress,audit] [--no-10x] [--only BINARY]...
+        [--results DIR]
+
+Run from the repository root (`make bench-audit` does). --fdwindow defaults
+to $FDWINDOW or ./target/release/fdwindow. Without --budget the audit arm
+must run (it sets each binary's budget). stress-ng must be installed for the
+shaker arms (Debian: apt-get install stress-ng).
+"""
+
+import argparse
+import datetime
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import benchlib as B  # noqa: E402
+
+SCHEMA = 1
+SHAKER = [(2, 2, 1, 21), (1, 58, 1, 33), (1, 61, 1, 73), (1, 34, 1, 37)]
+ARMS = ["reruns", "shaker", "stress", "audit"]
+FIND_SHARE = 0.85
+
+
+def log(msg):
+    print(f"bench-audit: {msg}", file=sys.stderr, flush=True)
+
+
+class Tally:
+    """Per-test failures over whole-binary runs, with the time of each
+    test's first failure since the arm started."""
+
+    def __init__(self, tests):
+        self.tests = {t: {"failures": 0, "runs": 0, "first_failure_s": None} for t in tests}
+        self.runs = 0
+        self.runs_failed = 0
+        self.timeouts = 0
+        self.unknown = set()
+
+    def record(self, outcomes, at_s):
+        self.runs += 1
+        if any(o == "FAILED" for o in outcomes.values()):
+            self.runs_failed += 1
+        for t, o in outcomes.items():
+            if t not in self.tests:
+                self.unknown.add(t)
+                continue
+            e = self.tests[t]
+            e["runs"] += 1
+            if o == "FAILED":
+                e["failures"] += 1
+                if e["first_failure_s"] is None:
+                    e["first_failure_s"] = round(at_s, 3)
+
+    def doc(self):
+        d = {"runs": self.runs, "runs_with_a_failure": self.runs_failed,
+             "timeouts": self.timeouts, "tests": self.tests}
+        if self.unknown:
+            d["unlabelled_tests"] = sorted(self.unknown)
+        return d
+
+
+def run_once(binary, timeout_s):
+    """One plain run of a libtest binary: ({test: outcome}, timed_out)."""
+    proc = subprocess.Popen([str(binary)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, errors="replace", start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout_s)
+        return B.parse_run_output(out.splitlines()), False
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        return B.parse_run_output(out.splitlines()), True
+
+
+def rerun_for(binary, tests, seconds, timeout_s, tally=None, t0=None):
+    """Reruns the binary until `seconds` have passed (no run starts after)."""
+    tally = tally or Tally(tests)
+    t0 = time.monotonic() if t0 is None else t0
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        outcomes, timed_out = run_once(binary, timeout_s)
+        if timed_out:
+            tally.timeouts += 1
+        tally.record(outcomes, time.monotonic() - t0)
+    return tally
+
+
+def start_stress_ng(stress_ng, w, load, v, vm_pct, seconds):
+    cmd = [stress_ng, "--cpu", str(w), "--cpu-load", str(load), "--vm", str(v),
+           "--vm-bytes", f"{vm_pct}%", "--timeout", f"{int(seconds) + 30}s", "--quiet"]
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True), cmd
+
+
+def stop_group(proc, grace_s=1):
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    # stress-ng's workers are in its group; make sure none is left.
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def shaker_arm(stress_ng, binary, tests, seconds, timeout_s):
+    """B/4 of reruns under each Shaker configuration: one tally over all
+    four, and one per configuration. The arm's clock runs only while the
+    binary runs under a configuration: stress-ng's start (a moment for its
+    workers to load the machine) and its stop (seconds, for a large --vm)
+    are outside the budget and the first-failure times."""
+    tally = Tally(tests)
+    arm_clock = 0.0
+    configs = []
+    for (w, load, v, pct) in SHAKER:
+        proc, cmd = start_stress_ng(stress_ng, w, load, v, pct, seconds / 4)
+        try:
+            time.sleep(0.5)
+            own = Tally(tests)
+            slice_start = time.monotonic()
+            slice_end = slice_start + seconds / 4
+            while time.monotonic() < slice_end:
+                outcomes, timed_out = run_once(binary, timeout_s)
+                at = arm_clock + time.monotonic() - slice_start
+                if timed_out:
+                    tally.timeouts += 1
+                    own.timeouts += 1
+                tally.record(outcomes, at)
+                own.record(outcomes, at)
+            arm_clock += time.monotonic() - slice_start
+            alive = proc.poll() is None
+        finally:
+            stop_group(proc)
+        configs.append({"stress_ng": cmd, "stress_ng_ran_throughout": alive,
+                        "runs": own.runs, "runs_with_a_failure": own.runs_failed,
+                        "failed_tests": sorted(t for t, e in own.tests.items() if e["failures"])})
+    d = tally.doc()
+    d["configurations"] = configs
+    d["clock_s"] = round(arm_clock, 3)
+    return d
+
+
+def stress_arm(fdwindow, binary, tests, seconds, timeout_s):
+    tally_p = Tally(tests)
+    tally_a = Tally(tests)
+    t0 = time.monotonic()
+    summary, per_run, rc, own = B.stress(fdwindow, binary, duration_s=seconds,
+                                         timeout_s=timeout_s)
+    for (run, arm), entry in sorted(per_run.items(), key=lambda kv: kv[1]["ended_s"] or 0):
+        (tally_p if arm == "pressure" else tally_a).record(entry["tests"], entry["ended_s"] or 0)
+    d = tally_p.doc()
+    d["alone_runs"] = tally_a.doc()
+    d["wall_s"] = round(time.monotonic() - t0, 3)
+    d["exit_status"] = rc
+    if summary is None:
+        d["error"] = f"fdwindow stress exited {rc} with no summary: " + " / ".join(own[-5:])
+        log("  " + d["error"])
+    else:
+        d["pressure"] = summary.get("pressure")
+        d["pressure_spawns"] = summary.get("pressure_spawns")
+        d["pressure_overlap_share"] = summary.get("pressure_overlap_share")
+        d["summary_arms"] = summary.get("arms")
+    return d
+
+
+def audit_arm(fdwindow, binary, extra, timeout_s):
+    cmd = [str(fdwindow), "audit", "--format", "json", *extra, "--", str(binary)]
+    log("  " + " ".join(cmd))
+    t0 = time.monotonic()
+    # Its progress goes to our stderr; its JSON comes on stdout.
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, errors="replace")
+    try:
+        out, _ = proc.communicate(timeout=timeout_s)
+        rc = proc.returncode
+    except subprocess.TimeoutExpired:
+        # SIGTERM stops an audit cleanly (its runs killed, pressure ended).
+        proc.terminate()
+        try:
+            proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+        out, rc = "", None
+    wall = time.monotonic() - t0
+    d = {"command": cmd, "exit_status": rc, "wall_s": round(wall, 3)}
+    try:
+        report = json.loads(out)
+    except ValueError:
+        d["error"] = "no JSON on stdout" if rc is not None else f"timed out after {timeout_s} s"
+        return d, wall
+    total = (report.get("seconds") or {}).get("total")
+    d["seconds_total"] = total
+    d["tests"] = {}
+    for t in report.get("tests", []):
+        d["tests"][t.get("name")] = {k: t.get(k) for k in ("verdict", "hazard", "candidates")}
+    return d, (total if isinstance(total, (int, float)) and total > 0 else wall)
+
+
+def found_times(arm_doc, arm):
+    """{test: time of first failure (s) or None} for the tests the arm found."""
+    if arm == "audit":
+        return {t: arm_doc.get("seconds_total") or arm_doc.get("wall_s")
+                for t, e in arm_doc.get("tests", {}).items() if e.get("verdict") == "exposed"}
+    return {t: e["first_failure_s"] for t, e in arm_doc.get("tests", {}).items()
+            if e["failures"] > 0}
+
+
+def summarise(binaries, arm):
+    """The arm's figures over every binary it ran on."""
+    exposed, quiet, times, ran = [], [], [], 0
+    false_flags, found = [], []
+    for b in binaries:
+        if arm not in b["arms"] or "error" in b["arms"][arm]:
+            continue
+        ran += 1
+        hits = found_times(b["arms"][arm], arm)
+        for t in b["tests"]:
+            key = f"{b['binary']}::{t['name']}"
+            if B.is_exposed(t):
+                exposed.append(key)
+                if t["name"] in hits:
+                    found.append(key)
+                    times.append(hits[t["name"]])
+            else:
+                quiet.append(key)
+                if t["name"] in hits:
+                    false_flags.append(key)
+    if not ran:
+        return None
+    need = -(-int(FIND_SHARE * 1000) * len(exposed) // 1000)  # ceil(0.85 n)
+    times.sort()
+    t85 = times[need - 1] if need and len(times) >= need else None
+    d = {
+        "binaries": ran,
+        "exposed_found": f"{len(found)}/{len(exposed)}",
+        "share_found": len(found) / len(exposed) if exposed else None,
+        "time_to_85pct_s": t85,
+        "time_to_85pct_means": "first-failure times pooled over the binaries, each from the "
+                               "start of its own arm (for the audit: its total time)",
+        "false_flags": f"{len(false_flags)}/{len(quiet)}",
+        "false_flagged": false_flags,
+        "not_found": [k for k in exposed if k not in found],
+    }
+    if arm == "stress":
+        # What a user of stress would call exposed: failed under pressure
+        # and never in the same session's runs alone.
+        never_alone = set()
+        for b in binaries:
+            a = b["arms"].get(arm)
+            if not a:
+                continue
+            alone = a.get("alone_runs", {}).get("tests", {})
+            for t, e in a["tests"].items():
+                if e["failures"] and not alone.get(t, {}).get("failures"):
+                    never_alone.add(f"{b['binary']}::{t}")
+        d["exposed_found_never_alone"] = f"{len([k for k in found if k in never_alone])}/{len(exposed)}"
+        d["false_flags_never_alone"] = f"{len([k for k in false_flags if k in never_alone])}/{len(quiet)}"
+    return d
+
+
+def confusion(binaries):
+    rows = {}
+    for b in binaries:
+        a = b["arms"].get("audit")
+        if not a or "error" in a:
+            continue
+        for t in b["tests"]:
+            e = a["tests"].get(t["name"])
+            if e is None:
+                col = "missing"
+            elif e.get("verdict") == "exposed":
+                col = e.get("hazard") or "exposed, no hazard named"
+            else:
+                col = e.get("verdict") or "no verdict"
+            row = rows.setdefault(t["cause"], {})
+            row[col] = row.get(col, 0) + 1
+    return rows or None
+
+
+def main():
+    ap = argparse.ArgumentParser(description="The labelled flake benchmark of fdwindow audit")
+    ap.add_argument("--fdwindow", default=os.environ.get("FDWINDOW", "./target/release/fdwindow"))
+    ap.add_argument("--budget", type=float, help="seconds per binary (default: the audit's own)")
+    ap.add_argument("--arms", default=",".join(ARMS))
+    ap.add_argument("--no-10x", action="store_true", help="skip reruns and shaker at 10 x B")
+    ap.add_argument("--only", action="append", help="a binary (repeatable)")
+    ap.add_argument("--results", default="results")
+    ap.add_argument("--out", help="the results file (default RESULTS/audit-bench-<platform>.json)")
+    ap.add_argument("--audit-arg", action="append", default=[],
+                    help="an extra argument for fdwindow audit (repeatable)")
+    ap.add_argument("--run-timeout", type=int, default=60, help="seconds per run of a binary")
+    ap.add_argument("--audit-timeout", type=int, default=1800, help="seconds per audit")
+    ap.add_argument("--stress-ng", default=shutil.which("stress-ng"))
+    ap.add_argument("--cargo", default="cargo", help="the cargo that builds the test binaries")
+    args = ap.parse_args()
+
+    arms = [a.strip() for a in args.arms.split(",") if a.strip()]
+    for a in arms:
+        if a not in ARMS:
+            sys.exit(f"unknown arm {a!r}; arms: {', '.join(ARMS)}")
+    if args.budget is None and "audit" not in arms:
+        sys.exit("without --budget the audit arm must run: it sets each binary's budget")
+    if args.budget is not None and args.budget <= 0:
+        sys.exit("--budget must be positive")
+    if "shaker" in arms and not args.stress_ng:
+        sys.exit("the shaker arm needs stress-ng (apt-get install stress-ng), "
+                 "or leave it out with --arms")
+    fdwindow = Path(args.fdwindow).resolve()
+    if not os.access(fdwindow, os.X_OK):
+        sys.exit(f"no fdwindow binary at {fdwindow} (--fdwindow or FDWINDOW)")
+
+    labels = B.load_labels()
+    bins = B.build(cargo=args.cargo, quiet=True)
+    chosen = [b for b in labels["binaries"] if not args.only or b["binary"] in args.only]
+    for b in chosen:
+        if b["binary"] not in bins:
+            sys.exit(f"no test binary {b['binary']} was built")
+    platform = B.platform_id(fdwindow)
+    version = subprocess.run([str(fdwindow), "--version"], stdout=subprocess.PIPE,
+                             text=True).stdout.strip()
+    sng_version = None
+    if args.stress_ng:
+        sng_version = subprocess.run([args.stress_ng, "--version"], stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True).stdout.strip()
+    started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    t_all = time.monotonic()
+    results = []
+    for b in chosen:
+        name, binary = b["binary"], bins[b["binary"]]
+        tests = [t["name"] for t in b["tests"]]
+        entry = {"binary": name, "tests": b["tests"], "arms": {},
+                 "loadavg_before": B.loadavg()}
+        log(f"{name}:")
+        budget = args.budget
+        if "audit" in arms:
+            log(f"  audit (its own budget){'' if budget is None else '; budget B fixed'}")
+            doc, took = audit_arm(fdwindow, binary, args.audit_arg, args.audit_timeout)
+            entry["arms"]["audit"] = doc
+            if budget is None:
+                if "error" in doc:
+                    log(f"  the audit failed ({doc['error']}): no budget for {name}; skipped")
+                    results.append(entry)
+                    continue
+                budget = took
+        entry["budget_s"] = round(budget, 3)
+        entry["budget_from"] = "--budget" if args.budget is not None else "the audit's seconds.total"
+        plan = []
+        if "reruns" in arms:
+            plan.append(("reruns", 1))
+        if "shaker" in arms:
+            plan.append(("shaker", 1))
+        if "stress" in arms:
+            plan.append(("stress", 1))
+        if not args.no_10x:
+            if "reruns" in arms:
+                plan.append(("reruns-10x", 10))
+            if "shaker" in arms:
+                plan.append(("shaker-10x", 10))
+        for arm, k in plan:
+            secs = budget * k
+            log(f"  {arm}: {secs:.1f} s")
+            t0 = time.monotonic()
+            if arm.startswith("reruns"):
+                doc = rerun_for(binary, tests, secs, args.run_timeout).doc()
+            elif arm.startswith("shaker"):
+                doc = shaker_arm(args.stress_ng, binary, tests, secs, args.run_timeout)
+            else:
+                doc = stress_arm(fdwindow, binary, tests, secs, args.run_timeout)
+            doc["budget_s"] = round(secs, 3)
+            doc.setdefault("wall_s", round(time.monotonic() - t0, 3))
+            failed = sorted(t for t, e in doc["tests"].items() if e["failures"])
+            log(f"    {doc['runs']} runs; failed: {', '.join(failed) or 'none'}")
+            entry["arms"][arm] = doc
+        entry["loadavg_after"] = B.loadavg()
+        results.append(entry)
+
+    arm_names = [a for a in ["reruns", "shaker", "stress", "audit", "reruns-10x", "shaker-10x"]
+                 if any(a in r["arms"] for r in results)]
+    doc = {
+        "schema": SCHEMA,
+        "about": "The labelled flake benchmark of fdwindow audit (benches/flakes, issue 24 item 4), "
+                 "written by benches/flakes/run.py. Every figure is measured.",
+        "command": "python3 benches/flakes/run.py " + " ".join(sys.argv[1:]),
+        "measured_at": started,
+        "wall_s": round(time.monotonic() - t_all, 3),
+        "platform": platform,
+        "fdwindow": str(fdwindow),
+        "fdwindow_version": version,
+        "stress_ng": sng_version,
+        "shaker_configurations": [
+            {"cpu": w, "cpu_load": l, "vm": v, "vm_bytes_percent": p} for (w, l, v, p) in SHAKER],
+        "found_rule": {
+            "reruns, shaker": "failed in at least one run of the arm",
+            "stress": "failed in at least one pressured run (runs alone are kept apart)",
+            "audit": "verdict exposed",
+        },
+        "summary": {a: summarise(results, a) for a in arm_names},
+        "audit_confusion": confusion(results),
+        "binaries": results,
+    }
+    out = Path(args.out) if args.out else Path(args.results) / f"audit-bench-{platform}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(out.suffix + ".tmp")
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=2)
+        f.write("\n")
+    os.replace(tmp, out)
+    for a in arm_names:
+        s = doc["summary"][a]
+        if s:
+            log(f"{a:11s} found {s['exposed_found']}, 85% at {s['time_to_85pct_s']} s, "
+                f"false flags {s['false_flags']}")
+    log(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
