@@ -54,6 +54,9 @@ pub const CLASSES: [DropClass; 6] = [
 /// Runs of each class.
 pub const ROUNDS: u64 = 3;
 
+/// Runs of a named class and of its sham, for [`Diagnosis::decisive`].
+pub const DECIDE_RUNS: u64 = 7;
+
 /// Sham failures that `load` needs at least.
 pub const LOAD_MIN: u64 = 5;
 
@@ -156,6 +159,30 @@ pub struct Diagnosis {
 }
 
 impl Diagnosis {
+    /// Whether the held-copy window decides on its own that a copy breaks
+    /// the test: a named class whose copies fail against its sham (the same
+    /// forks, no copy) at one-sided Fisher p <= 0.001, with at least
+    /// [`DECIDE_RUNS`] runs each: the rule the matrix's deterministic cells
+    /// use (7/7 against 0/7 gives 2.9e-4).
+    pub fn decisive(&self) -> bool {
+        let Cause::Held(classes) = &self.cause else {
+            return false;
+        };
+        classes.iter().any(|class| {
+            let held = self.classes.iter().find(|c| c.class == *class);
+            let sham = self.shams.iter().find(|(c, _)| c == class).map(|s| s.1);
+            match (held, sham) {
+                (Some(h), Some(sham)) => {
+                    let count = |t: Tally| Count::new(t.bad(), t.runs);
+                    h.tally.runs >= DECIDE_RUNS
+                        && sham.runs >= DECIDE_RUNS
+                        && fisher_less(count(sham), count(h.tally)) <= 0.001
+                }
+                _ => false,
+            }
+        })
+    }
+
     /// Whether the cause is load.
     pub fn is_load(&self) -> bool {
         self.cause == Cause::Load
@@ -371,22 +398,38 @@ pub fn diagnose(
     // closes, its children keeping nothing. A test that fails as often is
     // broken by the forks themselves (copy-on-write, CPU), not by the copy.
     let mut found = named(&classes);
+    // Each class named so far, and its sham, alternately, until both have
+    // DECIDE_RUNS runs: enough for the held copy against its sham to reach
+    // the project's deterministic rule (7/7 against 0/7: Fisher p = 2.9e-4).
     let mut shams = Vec::new();
     for &class in &found {
         let mut t = Tally::default();
-        for _ in 0..ROUNDS {
-            if harness::interrupted() || Instant::now() >= end {
-                break;
-            }
-            let mut s = spec.clone();
-            s.config.hold = hold;
-            s.config.max_alive = HELD_AT_ONCE;
-            s.config.drop = Some(DropClass::All);
-            s.close_hold = Some(class);
-            let label = format!("hold-{}-sham", class.id());
-            let result = runner.run(bin, &exact_args(bin, &case.name), Some(&s), &label)?;
-            if let Some((seen, _)) = seen(&result, &case.name) {
-                t.add(seen);
+        let at = classes
+            .iter()
+            .position(|c| c.class == class)
+            .expect("tried");
+        while t.runs < DECIDE_RUNS && !harness::interrupted() && Instant::now() < end {
+            for sham in [true, false] {
+                if !sham && classes[at].tally.runs >= DECIDE_RUNS {
+                    continue;
+                }
+                let mut s = spec.clone();
+                s.config.hold = hold;
+                s.config.max_alive = HELD_AT_ONCE;
+                s.close_hold = Some(class);
+                if sham {
+                    s.config.drop = Some(DropClass::All);
+                }
+                let label = format!("hold-{}{}", class.id(), if sham { "-sham" } else { "" });
+                let result = runner.run(bin, &exact_args(bin, &case.name), Some(&s), &label)?;
+                let Some((seen, _)) = seen(&result, &case.name) else {
+                    continue;
+                };
+                if sham {
+                    t.add(seen);
+                } else {
+                    classes[at].tally.add(seen);
+                }
             }
         }
         shams.push((class, t));

@@ -317,12 +317,29 @@ impl Audit {
     /// The test's verdict: detection's, with `load` where the diagnosis
     /// found that pressure breaks it without any held descriptor.
     pub fn verdict(&self, test: usize) -> Word {
+        let diagnosis = self.diagnoses.get(&test);
+        let held = diagnosis.is_some_and(|d| matches!(d.cause, diagnose::Cause::Held(_)));
         match self.detection.verdict(test) {
-            Verdict::Exposed if self.diagnoses.get(&test).is_some_and(Diagnosis::is_load) => {
-                Word::Load
-            }
+            Verdict::Exposed if diagnosis.is_some_and(Diagnosis::is_load) => Word::Load,
+            // The sign rule says pressure breaks it; with a diagnosis that
+            // found no held descriptor behind it, it is not a descriptor
+            // hazard (CPU, memory, timing), and is reported apart.
+            Verdict::Exposed if diagnosis.is_some() && !held => Word::PressureOnly,
             Verdict::Exposed => Word::Exposed,
             Verdict::FailsAlone => Word::FailsAlone,
+            // Failed under pressure in the screen, never alone in its
+            // reruns, and the held-copy window decides on its own that a
+            // copy of the descriptor it closes breaks it.
+            Verdict::Undecided
+                if diagnosis.is_some_and(Diagnosis::decisive)
+                    && self
+                        .detection
+                        .pairs
+                        .get(&test)
+                        .is_none_or(|p| p.alone.bad() == 0) =>
+            {
+                Word::Exposed
+            }
             Verdict::Undecided => Word::Undecided,
             Verdict::NotExposed => Word::NotExposed,
         }
@@ -344,8 +361,13 @@ impl Audit {
 /// A test's word in the report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Word {
-    /// Fails more under pressure (the sign rule), not from load alone.
+    /// A held copy of a descriptor breaks it: it fails more under pressure
+    /// (the sign rule) and its diagnosis names the descriptor, or it failed
+    /// under pressure, never alone, and the held-copy window decides.
     Exposed,
+    /// Fails more under pressure (the sign rule), but no held descriptor
+    /// reproduced it and the load check did not decide.
+    PressureOnly,
     /// Fails more under pressure, and as often when the pressure's children
     /// hold nothing: CPU, memory or fork cost, not a held descriptor.
     Load,
@@ -362,6 +384,7 @@ impl Word {
     pub fn id(self) -> &'static str {
         match self {
             Word::Exposed => "exposed",
+            Word::PressureOnly => "pressure-only",
             Word::Load => "load",
             Word::FailsAlone => "fails-alone",
             Word::Undecided => "undecided",

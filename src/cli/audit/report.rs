@@ -82,6 +82,7 @@ fn diagnosis_json(d: &Diagnosis) -> serde_json::Value {
             Cause::Unexplained => "unexplained".into(),
         },
         "summary": d.summary(),
+        "decisive": d.decisive(),
         "seconds": d.seconds,
         "holds": d.classes.iter().map(|c| serde_json::json!({
             "class": c.class.id(),
