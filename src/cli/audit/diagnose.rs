@@ -364,10 +364,7 @@ pub fn diagnose(
             if round > 1 && c.held == 0 {
                 continue;
             }
-            let mut s = spec.clone();
-            s.config.hold = hold;
-            s.config.max_alive = HELD_AT_ONCE;
-            s.close_hold = Some(c.class);
+            let s = hold_spec(spec, hold, c.class, false);
             let label = format!("hold-{}", c.class.id());
             let result = runner.run(bin, &exact_args(bin, &case.name), Some(&s), &label)?;
             if let Some((seen, msg)) = seen(&result, &case.name) {
@@ -413,13 +410,7 @@ pub fn diagnose(
                 if !sham && classes[at].tally.runs >= DECIDE_RUNS {
                     continue;
                 }
-                let mut s = spec.clone();
-                s.config.hold = hold;
-                s.config.max_alive = HELD_AT_ONCE;
-                s.close_hold = Some(class);
-                if sham {
-                    s.config.drop = Some(DropClass::All);
-                }
+                let s = hold_spec(spec, hold, class, sham);
                 let label = format!("hold-{}{}", class.id(), if sham { "-sham" } else { "" });
                 let result = runner.run(bin, &exact_args(bin, &case.name), Some(&s), &label)?;
                 let Some((seen, _)) = seen(&result, &case.name) else {
@@ -497,11 +488,17 @@ pub fn diagnose(
     Ok(d)
 }
 
-/// A seed from the clock.
-fn t0_seed() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
+/// The close-hold spec of one class over `spec`; with `sham` its children
+/// keep no copy (`drop=all`).
+fn hold_spec(spec: &Spec, hold: Duration, class: DropClass, sham: bool) -> Spec {
+    let mut s = spec.clone();
+    s.config.hold = hold;
+    s.config.max_alive = HELD_AT_ONCE;
+    s.close_hold = Some(class);
+    if sham {
+        s.config.drop = Some(DropClass::All);
+    }
+    s
 }
 
 /// Pairs of fork-path pressure and its sham (children drop everything).
@@ -520,7 +517,7 @@ fn load_check(
     let mut t = [Tally::default(); 2];
     let mut pairs = 0;
     // The order within each pair is a coin flip, as in the reruns.
-    let mut coin = Coin::new(u64::from(std::process::id()) ^ t0_seed());
+    let mut coin = Coin::new(u64::from(std::process::id()) ^ super::clock_seed());
     while pairs < LOAD_PAIRS
         && Instant::now() < end
         && !harness::interrupted()

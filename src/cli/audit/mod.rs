@@ -597,9 +597,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
         rerun_budget: args.rerun_budget,
         max_pairs: args.max_reruns,
         // The pair order's coin: any seed will do, a new one each audit.
-        seed: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64),
+        seed: clock_seed(),
     };
     let mut progress = Progress::new();
     progress.step(&format!(
@@ -747,6 +745,13 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
     drop(injector);
     crate::emit(&text);
     Ok(exit)
+}
+
+/// A seed from the clock, for the coins that order pairs.
+fn clock_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 /// libtest's arguments to run exactly one test of `bin`, keeping the
