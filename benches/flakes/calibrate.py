@@ -20,6 +20,7 @@ import datetime
 import hashlib
 import json
 import os
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -49,6 +50,8 @@ def main():
     ap.add_argument("--out", default=str(B.HERE / "calibration.json"))
     ap.add_argument("--timeout", type=int, default=60, help="seconds per run")
     ap.add_argument("--cargo", default="cargo", help="the cargo that builds the test binaries")
+    ap.add_argument("--pressure", default="",
+                    help="fdwindow stress --pressure (default: stress's own default)")
     args = ap.parse_args()
 
     fdwindow = Path(args.fdwindow).resolve()
@@ -68,7 +71,7 @@ def main():
                  "default pressure, measured by calibrate.py (stress --show-output, libtest's "
                  "per-test lines per run and arm). Target for exposed tests: 0.5%-5% under "
                  "pressure, ~0% alone.",
-        "command": "python3 benches/flakes/calibrate.py " + " ".join(sys.argv[1:]),
+        "command": "python3 benches/flakes/calibrate.py " + shlex.join(sys.argv[1:]),
         "measured_at": started,
         "fdwindow": str(fdwindow),
         "fdwindow_version": version,
@@ -84,7 +87,8 @@ def main():
         load_before = B.loadavg()
         t0 = time.monotonic()
         summary, per_run, rc, own = B.stress(fdwindow, bins[name], runs=args.runs,
-                                        timeout_s=args.timeout)
+                                        timeout_s=args.timeout,
+                                        extra=["--pressure", args.pressure])
         took = time.monotonic() - t0
         if summary is None:
             sys.exit(f"fdwindow stress gave no summary for {name} (exit {rc}):\n"

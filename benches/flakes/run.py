@@ -14,6 +14,21 @@ arms:
            alternate alone and pressured, so half of B is pressured);
   audit    `fdwindow audit --format json -- BINARY` at its defaults.
 
+Two more measurements, not under B:
+
+  hold        the audit's deterministic mode on its own: every test, run
+              alone with `--exact` under the injector's close-hold=CLASS
+              (each closed descriptor of CLASS held in a child for 100 ms),
+              3 runs per class, and 3 runs of the sham (same forks, the
+              child keeps nothing) for each class that failed. Per test:
+              the runs to its first failure under its labelled class, and
+              the classes that make it vulnerable (failed in at least 2 of
+              3 runs, its sham in none).
+  controlled  N default audits (--controlled, 20) of tests/controlled.rs, a
+              suite whose one test fails in 1 of 100 pressured runs and
+              never alone: how many flag it (detection's verdict), and how
+              many flag one of its three tests with nothing to break.
+
 Reruns and shaker run again at 10 x B (reruns-10x, shaker-10x). In the first
 three arms a test is found when it failed at least once in the arm (for
 stress: in a pressured run; the time of its first failure is kept); in the
@@ -36,6 +51,7 @@ import argparse
 import datetime
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -48,7 +64,13 @@ import benchlib as B  # noqa: E402
 
 SCHEMA = 1
 SHAKER = [(2, 2, 1, 21), (1, 58, 1, 33), (1, 61, 1, 73), (1, 34, 1, 37)]
-ARMS = ["reruns", "shaker", "stress", "audit"]
+ARMS = ["reruns", "shaker", "stress", "audit", "hold"]
+# The injector's close-hold classes (shims/inject.c CLASS_IDS, bar none/all).
+HOLD_CLASSES = ["file", "listener", "bound", "stream", "dgram", "pipe"]
+HOLD_RUNS = 3
+HOLD_SPEC = "hold=100ms,max-alive=16,close-hold={}"
+# An audit verdict that means detection flagged the test.
+FLAGGED = {"exposed", "pressure-only", "load"}
 FIND_SHARE = 0.85
 
 
@@ -230,8 +252,91 @@ def audit_arm(fdwindow, binary, extra, timeout_s):
     d["seconds_total"] = total
     d["tests"] = {}
     for t in report.get("tests", []):
-        d["tests"][t.get("name")] = {k: t.get(k) for k in ("verdict", "hazard", "candidates")}
+        d["tests"][t.get("name")] = {k: t.get(k) for k in
+                                     ("verdict", "hazard", "candidates", "screen", "reruns")}
     return d, (total if isinstance(total, (int, float)) and total > 0 else wall)
+
+
+def run_exact(binary, test, env, timeout_s):
+    """One `BINARY TEST --exact` run: (outcome or None, timed out, seconds)."""
+    t0 = time.monotonic()
+    proc = subprocess.Popen([str(binary), test, "--exact"], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, errors="replace",
+                            start_new_session=True, env=env)
+    try:
+        out, _ = proc.communicate(timeout=timeout_s)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        timed_out = True
+    outcome = B.parse_run_output(out.splitlines()).get(test)
+    if timed_out:
+        outcome = "TIMEOUT"
+    return outcome, round(time.monotonic() - t0, 3)
+
+
+def hold_arm(injector, preload_var, binary, labelled, timeout_s):
+    """The deterministic close-hold mode, test by test and class by class."""
+    base = {k: v for k, v in os.environ.items() if k != "FDWINDOW_PRESSURE"}
+
+    def runs(test, spec, n):
+        env = dict(base, **{preload_var: str(injector), "FDWINDOW_PRESSURE": spec})
+        return [run_exact(binary, test, env, timeout_s) for _ in range(n)]
+
+    tests = {}
+    for t in labelled:
+        classes = {}
+        for cls in HOLD_CLASSES:
+            held = runs(t["name"], HOLD_SPEC.format(cls), HOLD_RUNS)
+            bad = [o not in ("ok", "ignored") for o, _ in held]
+            e = {"outcomes": [o for o, _ in held], "seconds": [s for _, s in held],
+                 "first_failure_run": bad.index(True) + 1 if any(bad) else None}
+            if any(bad):
+                sham = runs(t["name"], HOLD_SPEC.format(cls) + ",drop=all", HOLD_RUNS)
+                e["sham_outcomes"] = [o for o, _ in sham]
+                e["sham_seconds"] = [s for _, s in sham]
+            e["vulnerable"] = (sum(bad) >= 2 and "sham_outcomes" in e
+                               and all(o in ("ok", "ignored") for o in e["sham_outcomes"]))
+            classes[cls] = e
+        own = classes.get(t["class"])
+        tests[t["name"]] = {
+            "label_class": t["class"],
+            "classes": classes,
+            "vulnerable_to": [c for c, e in classes.items() if e["vulnerable"]],
+            "first_failure_run_own_class": own["first_failure_run"] if own else None,
+            "max_run_s": max(x for e in classes.values()
+                             for x in e["seconds"] + e.get("sham_seconds", [])),
+        }
+    return {"spec": HOLD_SPEC.format("CLASS"), "runs_per_class": HOLD_RUNS,
+            "vulnerable_rule": "failed in at least 2 of 3 runs, its sham in none",
+            "tests": tests}
+
+
+def controlled_audits(fdwindow, binary, n, timeout_s):
+    """N default audits of the controlled suite."""
+    audits = []
+    for i in range(n):
+        log(f"  controlled audit {i + 1}/{n}")
+        doc, _ = audit_arm(fdwindow, binary, [], timeout_s)
+        audits.append(doc)
+    target = "fails_one_pressured_run_in_a_hundred"
+    flagged = [a for a in audits if (a.get("tests", {}).get(target) or {}).get("verdict") in FLAGGED]
+    others = sum(1 for a in audits for t, e in a.get("tests", {}).items()
+                 if t != target and (e or {}).get("verdict") in FLAGGED)
+    return {
+        "binary": "controlled",
+        "test": target,
+        "pattern": "fails in 1 of 100 runs under pressure (FDWINDOW_PRESSURE set), never alone; "
+                   "three tests with nothing to break",
+        "flagged_means": "verdict " + ", ".join(sorted(FLAGGED)) + " (detection said exposed)",
+        "audits": n,
+        "flagged": len(flagged),
+        "others_flagged": others,
+        "others_tested": sum(len(a.get("tests", {})) - 1 for a in audits if a.get("tests")),
+        "errors": sum(1 for a in audits if "error" in a),
+        "runs": audits,
+    }
 
 
 def found_times(arm_doc, arm):
@@ -330,14 +435,19 @@ def main():
     ap.add_argument("--audit-timeout", type=int, default=1800, help="seconds per audit")
     ap.add_argument("--stress-ng", default=shutil.which("stress-ng"))
     ap.add_argument("--cargo", default="cargo", help="the cargo that builds the test binaries")
+    ap.add_argument("--controlled", type=int, default=20,
+                    help="default audits of the controlled 1%% suite (0: none)")
     args = ap.parse_args()
 
     arms = [a.strip() for a in args.arms.split(",") if a.strip()]
     for a in arms:
         if a not in ARMS:
             sys.exit(f"unknown arm {a!r}; arms: {', '.join(ARMS)}")
-    if args.budget is None and "audit" not in arms:
+    needs_budget = any(a in arms for a in ("reruns", "shaker", "stress"))
+    if args.budget is None and needs_budget and "audit" not in arms:
         sys.exit("without --budget the audit arm must run: it sets each binary's budget")
+    if args.controlled < 0:
+        sys.exit("--controlled must be 0 or more")
     if args.budget is not None and args.budget <= 0:
         sys.exit("--budget must be positive")
     if "shaker" in arms and not args.stress_ng:
@@ -362,6 +472,29 @@ def main():
                                      stderr=subprocess.STDOUT, text=True).stdout.strip()
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     t_all = time.monotonic()
+    injector = preload_var = None
+    scratch = None
+    if "hold" in arms:
+        scratch = Path(subprocess.run(["mktemp", "-d", "/tmp/fdwindow-bench-XXXXXX"],
+                                      stdout=subprocess.PIPE, text=True, check=True).stdout.strip())
+        injector = scratch / "inject.so"
+        got = subprocess.run([str(fdwindow), "preload", "inject", "--out", str(injector)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if got.returncode != 0:
+            shutil.rmtree(scratch, ignore_errors=True)
+            sys.exit(f"fdwindow preload inject failed: {got.stderr.strip()}")
+        preload_var = "DYLD_INSERT_LIBRARIES" if sys.platform == "darwin" else "LD_PRELOAD"
+    try:
+        results, controlled = measure(args, arms, chosen, bins, fdwindow, injector, preload_var)
+    finally:
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
+    write(args, arms, results, controlled, fdwindow, platform, version, sng_version, started,
+          t_all)
+
+
+def measure(args, arms, chosen, bins, fdwindow, injector, preload_var):
+    """Every arm on every chosen binary, then the controlled audits."""
     results = []
     for b in chosen:
         name, binary = b["binary"], bins[b["binary"]]
@@ -380,7 +513,7 @@ def main():
                     results.append(entry)
                     continue
                 budget = took
-        entry["budget_s"] = round(budget, 3)
+        entry["budget_s"] = None if budget is None else round(budget, 3)
         entry["budget_from"] = "--budget" if args.budget is not None else "the audit's seconds.total"
         plan = []
         if "reruns" in arms:
@@ -409,16 +542,65 @@ def main():
             failed = sorted(t for t, e in doc["tests"].items() if e["failures"])
             log(f"    {doc['runs']} runs; failed: {', '.join(failed) or 'none'}")
             entry["arms"][arm] = doc
+        if "hold" in arms:
+            log("  hold: close-hold per class")
+            entry["arms"]["hold"] = hold_arm(injector, preload_var, binary, b["tests"],
+                                             args.run_timeout)
         entry["loadavg_after"] = B.loadavg()
         results.append(entry)
+    controlled = None
+    if args.controlled:
+        if "controlled" not in bins:
+            sys.exit("no test binary controlled was built")
+        log(f"controlled: {args.controlled} default audits")
+        controlled = controlled_audits(fdwindow, bins["controlled"], args.controlled,
+                                       args.audit_timeout)
+        log(f"  flagged in {controlled['flagged']}/{controlled['audits']}; "
+            f"others flagged {controlled['others_flagged']}/{controlled['others_tested']}")
+    return results, controlled
 
-    arm_names = [a for a in ["reruns", "shaker", "stress", "audit", "reruns-10x", "shaker-10x"]
+
+def hold_summary(binaries):
+    """Per labelled class: runs to the first failure of each exposed test
+    under its own class; and the expected not exposed called vulnerable."""
+    per_class, vulnerable, missed = {}, [], []
+    ran = False
+    for b in binaries:
+        h = b["arms"].get("hold")
+        if not h:
+            continue
+        ran = True
+        for t in b["tests"]:
+            e = h["tests"].get(t["name"])
+            if e is None:
+                continue
+            key = f"{b['binary']}::{t['name']}"
+            if B.is_exposed(t):
+                per_class.setdefault(t["class"], []).append(
+                    {"test": key, "first_failure_run": e["first_failure_run_own_class"],
+                     "vulnerable_to": e["vulnerable_to"]})
+                if t["class"] not in e["vulnerable_to"]:
+                    missed.append(key)
+            elif e["vulnerable_to"]:
+                vulnerable.append({"test": key, "vulnerable_to": e["vulnerable_to"]})
+    if not ran:
+        return None
+    slowest = max((e["max_run_s"] for b in binaries if b["arms"].get("hold")
+                   for e in b["arms"]["hold"]["tests"].values()), default=None)
+    return {"per_class": per_class, "exposed_not_vulnerable_to_own_class": missed,
+            "not_exposed_called_vulnerable": vulnerable, "slowest_run_s": slowest}
+
+
+def write(args, arms, results, controlled, fdwindow, platform, version, sng_version, started,
+          t_all):
+    arm_names = [a for a in ["reruns", "shaker", "stress", "audit", "reruns-10x", "shaker-10x",
+                             "hold"]
                  if any(a in r["arms"] for r in results)]
     doc = {
         "schema": SCHEMA,
         "about": "The labelled flake benchmark of fdwindow audit (benches/flakes, issue 24 item 4), "
                  "written by benches/flakes/run.py. Every figure is measured.",
-        "command": "python3 benches/flakes/run.py " + " ".join(sys.argv[1:]),
+        "command": "python3 benches/flakes/run.py " + shlex.join(sys.argv[1:]),
         "measured_at": started,
         "wall_s": round(time.monotonic() - t_all, 3),
         "platform": platform,
@@ -432,7 +614,9 @@ def main():
             "stress": "failed in at least one pressured run (runs alone are kept apart)",
             "audit": "verdict exposed",
         },
-        "summary": {a: summarise(results, a) for a in arm_names},
+        "summary": {a: summarise(results, a) for a in arm_names if a != "hold"},
+        "hold_summary": hold_summary(results),
+        "controlled": controlled,
         "audit_confusion": confusion(results),
         "binaries": results,
     }
@@ -444,7 +628,7 @@ def main():
         f.write("\n")
     os.replace(tmp, out)
     for a in arm_names:
-        s = doc["summary"][a]
+        s = doc["summary"].get(a)
         if s:
             log(f"{a:11s} found {s['exposed_found']}, 85% at {s['time_to_85pct_s']} s, "
                 f"false flags {s['false_flags']}")

@@ -198,7 +198,80 @@ named for an exposed test, else its verdict):\n\n| true cause | {} |\n|---|{}\n"
             let _ = writeln!(out, "| {cause} | {} |", cells.join(" | "));
         }
     }
+    audit_bench_hold(&d["hold_summary"], &mut out);
+    let c = &d["controlled"];
+    if c.is_object() {
+        let _ = writeln!(
+            out,
+            "\nDetection on real processes: of {} default audits of `{}` ({}), {} flagged `{}` \
+({}); its tests with nothing to break were flagged {} times in {}.",
+            text(&c["audits"]),
+            text(&c["binary"]),
+            text(&c["pattern"]),
+            text(&c["flagged"]),
+            text(&c["test"]),
+            text(&c["flagged_means"]),
+            text(&c["others_flagged"]),
+            text(&c["others_tested"])
+        );
+    }
     out
+}
+
+/// The deterministic close-hold mode: runs to each exposed test's first
+/// failure under its own class, and the expected not exposed it calls
+/// vulnerable.
+fn audit_bench_hold(h: &serde_json::Value, out: &mut String) {
+    let Some(per_class) = h["per_class"].as_object() else {
+        return;
+    };
+    out.push_str(
+        "\nThe deterministic mode alone (`close-hold=CLASS`: each closed descriptor of the class \
+held in a child for 100 ms; each test run alone with `--exact`, 3 runs per class, and 3 runs of \
+the sham, whose children keep nothing, for each class that failed; vulnerable: failed in at least \
+2 of 3, the sham in none):\n\n| class | exposed test | first failure under its class | vulnerable to |\n|---|---|---|---|\n",
+    );
+    for (class, tests) in per_class {
+        for t in tests.as_array().into_iter().flatten() {
+            let vulnerable: Vec<&str> = t["vulnerable_to"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|v| v.as_str())
+                .collect();
+            let _ = writeln!(
+                out,
+                "| {class} | {} | {} | {} |",
+                t["test"].as_str().unwrap_or("?"),
+                t["first_failure_run"]
+                    .as_u64()
+                    .map_or_else(|| "none in 3".to_owned(), |n| format!("run {n}")),
+                if vulnerable.is_empty() {
+                    "–".to_owned()
+                } else {
+                    vulnerable.join(", ")
+                }
+            );
+        }
+    }
+    let called: Vec<String> = h["not_exposed_called_vulnerable"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|v| v["test"].as_str().unwrap_or("?").to_owned())
+        .collect();
+    let _ = writeln!(
+        out,
+        "\nExpected not exposed called vulnerable: {}. Slowest run: {}.",
+        if called.is_empty() {
+            "none".to_owned()
+        } else {
+            called.join(", ")
+        },
+        h["slowest_run_s"]
+            .as_f64()
+            .map_or_else(|| "–".to_owned(), |s| format!("{s:.2} s"))
+    );
 }
 
 /// Where a default run spends its time, per measured platform.
