@@ -152,3 +152,28 @@ fn a_failed_report_write_leaves_nothing_behind() {
     let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+/// A shell stand-in for a libtest binary with one passing test `a`.
+#[cfg(target_os = "linux")]
+const LIBTEST_STAND_IN: &str =
+    r#"case "$*" in *--list*) echo "a: test";; *) echo "test a ... ok";; esac"#;
+
+/// Progress goes to stderr; a closed stderr (`2>&1 | head -2` after `head`
+/// exits) loses the progress, never the report or the exit status.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_closed_stderr_loses_only_the_progress() {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = fdwindow()
+        .args(["audit", "--runs", "3", "--format", "json", "--"])
+        // A libtest stand-in: one test, `a`, that passes.
+        .args(["/bin/sh", "-c", LIBTEST_STAND_IN, "sh"])
+        .stderr(writer)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["tests"][0]["name"], "a", "{report}");
+    assert_eq!(report["tests"][0]["screen"]["runs"], 3, "{report}");
+}

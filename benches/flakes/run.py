@@ -22,8 +22,8 @@ Two more measurements, not under B:
               3 runs per class, and 3 runs of the sham (same forks, the
               child keeps nothing) for each class that failed. Per test:
               the runs to its first failure under its labelled class, and
-              the classes that make it vulnerable (failed in at least 2 of
-              3 runs, its sham in none).
+              the classes that make it vulnerable (held a copy, failed in
+              at least 2 of 3 runs, its sham in none).
   controlled  N default audits (--controlled, 20) of tests/controlled.rs, a
               suite whose one test fails in 1 of 100 pressured runs and
               never alone: how many flag it (detection's verdict), and how
@@ -280,23 +280,42 @@ def hold_arm(injector, preload_var, binary, labelled, timeout_s):
     """The deterministic close-hold mode, test by test and class by class."""
     base = {k: v for k, v in os.environ.items() if k != "FDWINDOW_PRESSURE"}
 
+    report = injector.with_name("holds.report")
+
     def runs(test, spec, n):
-        env = dict(base, **{preload_var: str(injector), "FDWINDOW_PRESSURE": spec})
-        return [run_exact(binary, test, env, timeout_s) for _ in range(n)]
+        """n runs; each (outcome, seconds, copies held: the report's `held` lines)."""
+        env = dict(base, **{preload_var: str(injector), "FDWINDOW_PRESSURE": spec,
+                            "FDWINDOW_PRESSURE_REPORT": str(report)})
+        out = []
+        for _ in range(n):
+            report.unlink(missing_ok=True)
+            outcome, secs = run_exact(binary, test, env, timeout_s)
+            try:
+                held = sum(1 for line in report.read_text(errors="replace").splitlines()
+                           if line.startswith("held "))
+            except OSError:
+                held = 0
+            out.append((outcome, secs, held))
+        report.unlink(missing_ok=True)
+        return out
 
     tests = {}
     for t in labelled:
         classes = {}
         for cls in HOLD_CLASSES:
             held = runs(t["name"], HOLD_SPEC.format(cls), HOLD_RUNS)
-            bad = [o not in ("ok", "ignored") for o, _ in held]
-            e = {"outcomes": [o for o, _ in held], "seconds": [s for _, s in held],
+            bad = [o not in ("ok", "ignored") for o, _, _ in held]
+            e = {"outcomes": [o for o, _, _ in held], "seconds": [s for _, s, _ in held],
+                 "copies_held": sum(h for _, _, h in held),
                  "first_failure_run": bad.index(True) + 1 if any(bad) else None}
             if any(bad):
                 sham = runs(t["name"], HOLD_SPEC.format(cls) + ",drop=all", HOLD_RUNS)
-                e["sham_outcomes"] = [o for o, _ in sham]
-                e["sham_seconds"] = [s for _, s in sham]
-            e["vulnerable"] = (sum(bad) >= 2 and "sham_outcomes" in e
+                e["sham_outcomes"] = [o for o, _, _ in sham]
+                e["sham_seconds"] = [s for _, s, _ in sham]
+            # As the audit's diagnosis names a class: only one whose runs
+            # held a copy, so a random failure under a class the test never
+            # closes is not a vulnerability.
+            e["vulnerable"] = (sum(bad) >= 2 and e["copies_held"] > 0 and "sham_outcomes" in e
                                and all(o in ("ok", "ignored") for o in e["sham_outcomes"]))
             classes[cls] = e
         own = classes.get(t["class"])
@@ -309,7 +328,7 @@ def hold_arm(injector, preload_var, binary, labelled, timeout_s):
                              for x in e["seconds"] + e.get("sham_seconds", [])),
         }
     return {"spec": HOLD_SPEC.format("CLASS"), "runs_per_class": HOLD_RUNS,
-            "vulnerable_rule": "failed in at least 2 of 3 runs, its sham in none",
+            "vulnerable_rule": "held a copy, failed in at least 2 of 3 runs, its sham in none",
             "tests": tests}
 
 
@@ -327,7 +346,7 @@ def controlled_audits(fdwindow, binary, n, timeout_s):
     return {
         "binary": "controlled",
         "test": target,
-        "pattern": "fails in 1 of 100 runs under pressure (FDWINDOW_PRESSURE set), never alone; "
+        "pattern": "fails in 1 of 100 runs under pressure (the injector mapped), never alone; "
                    "three tests with nothing to break",
         "flagged_means": "verdict " + ", ".join(sorted(FLAGGED)) + " (detection said exposed)",
         "audits": n,
