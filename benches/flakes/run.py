@@ -112,10 +112,11 @@ class Tally:
         return d
 
 
-def run_once(binary, timeout_s):
-    """One plain run of a libtest binary: ({test: outcome}, timed_out)."""
-    proc = subprocess.Popen([str(binary)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, errors="replace", start_new_session=True)
+def run_once(binary, timeout_s, args=(), env=None):
+    """One run of a libtest binary: ({test: outcome}, timed_out)."""
+    proc = subprocess.Popen([str(binary), *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, errors="replace",
+                            start_new_session=True, env=env)
     try:
         out, _ = proc.communicate(timeout=timeout_s)
         return B.parse_run_output(out.splitlines()), False
@@ -258,21 +259,10 @@ def audit_arm(fdwindow, binary, extra, timeout_s):
 
 
 def run_exact(binary, test, env, timeout_s):
-    """One `BINARY TEST --exact` run: (outcome or None, timed out, seconds)."""
+    """One `BINARY TEST --exact` run: (outcome or None, seconds)."""
     t0 = time.monotonic()
-    proc = subprocess.Popen([str(binary), test, "--exact"], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, errors="replace",
-                            start_new_session=True, env=env)
-    try:
-        out, _ = proc.communicate(timeout=timeout_s)
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
-        timed_out = True
-    outcome = B.parse_run_output(out.splitlines()).get(test)
-    if timed_out:
-        outcome = "TIMEOUT"
+    outcomes, timed_out = run_once(binary, timeout_s, [test, "--exact"], env)
+    outcome = "TIMEOUT" if timed_out else outcomes.get(test)
     return outcome, round(time.monotonic() - t0, 3)
 
 
