@@ -47,13 +47,14 @@
  * threads stop within one hold. Without ctl=, `for` bounds them.
  *
  * drop=CLASS makes each fork+exec child close every descriptor of one class
- * right after the fork, before its hold (file, listener, stream, dgram, pipe,
- * or all), classifying in the child itself: getdents64 on /proc/self/fd, fstat,
+ * right after the fork, before its hold (file, listener, bound, stream, dgram,
+ * pipe, or all), classifying in the child itself: getdents64 on /proc/self/fd, fstat,
  * getsockopt(SO_TYPE) and getsockopt(SO_ACCEPTCONN) on Linux;
  * proc_pidinfo(PROC_PIDLISTFDS) and proc_pidfdinfo(PROC_PIDFDSOCKETINFO) on
  * macOS, whose getsockopt has no SO_ACCEPTCONN. All are system calls without
- * allocation or locks, safe between fork and exec. `fdwindow audit` uses it to
- * find which class of descriptor a flaky test depends on.
+ * allocation or locks, safe between fork and exec. `fdwindow audit` uses drop=all
+ * as the sham of its close-hold diagnosis and its load check
+ * (children that keep nothing).
  *
  * This is C, not Rust, because every preload library fdwindow ships is built
  * the same way (build.rs, the cc crate): the parked-call interposer needs

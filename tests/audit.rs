@@ -163,13 +163,11 @@ const LIBTEST_STAND_IN: &str =
 #[cfg(target_os = "linux")]
 #[test]
 fn a_closed_stderr_loses_only_the_progress() {
-    let (reader, writer) = std::io::pipe().unwrap();
-    drop(reader);
     let out = fdwindow()
         .args(["audit", "--runs", "3", "--format", "json", "--"])
         // A libtest stand-in: one test, `a`, that passes.
         .args(["/bin/sh", "-c", LIBTEST_STAND_IN, "sh"])
-        .stderr(writer)
+        .stderr(common::closed_pipe())
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{out:?}");

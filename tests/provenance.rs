@@ -182,12 +182,10 @@ fn bad_input_gets_one_line_and_exit_2() {
             .unwrap();
         one_line_error(&out, 1, "write to stdout");
     }
-    let (reader, writer) = std::io::pipe().unwrap();
-    drop(reader);
     let out = fdwindow()
         .args(["summary", "--results"])
         .arg(&dir)
-        .stdout(writer)
+        .stdout(common::closed_pipe())
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(141), "{}", stderr(&out));
@@ -418,11 +416,9 @@ fn advice_shows_costs_only_where_the_interval_excludes_zero() {
 #[cfg(target_os = "linux")]
 #[test]
 fn stress_into_a_closed_pipe_exits_quietly() {
-    let (reader, writer) = std::io::pipe().unwrap();
-    drop(reader);
     let out = fdwindow()
         .args(["stress", "--runs", "1", "--", "/bin/true"])
-        .stdout(writer)
+        .stdout(common::closed_pipe())
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(141), "{}", stderr(&out));

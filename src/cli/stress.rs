@@ -245,8 +245,9 @@ pub(crate) fn read_report(path: &Path) -> RunPressure {
     }
 }
 
-/// Removes the injector's report file on every path out.
-struct ReportFile(PathBuf);
+/// Removes the injector's report file on every path out (stress's and the
+/// audit's runs).
+pub(crate) struct ReportFile(pub(crate) PathBuf);
 
 impl Drop for ReportFile {
     fn drop(&mut self) {

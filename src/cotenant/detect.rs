@@ -225,8 +225,8 @@ impl Coin {
     }
 }
 
-/// Pairs dropped in a row (one run did not report the test) after which a
-/// suspect is given up: its `--exact` runs do not run it.
+/// Pairs dropped (one run did not report the test) before any completed,
+/// after which a suspect is given up: its `--exact` runs do not run it.
 pub const DROPPED_PAIRS: u64 = 20;
 
 /// One `--exact` run's result.

@@ -146,7 +146,9 @@ fn audit_bench(inputs: &Inputs) -> String {
     let mut out = format!(
         "On `{}`, measured {} by `{}` ({}). Per test binary, every arm had the same \
 wall-clock budget: the audit's own time on that binary unless the command gives `--budget`. \
-An arm finds a test when {}.\n\n| arm | exposed tests found | time to find 85% | false flags |\n|---|---|---|---|\n",
+An arm finds a test when {}. An arm that also ran the tests alone is counted a second way too: \
+only tests that never failed alone.\n\n| arm | exposed tests found | time to find 85% | false flags \
+| found, never failing alone | false flags, never failing alone |\n|---|---|---|---|---|---|\n",
         b.platform,
         b.measured_at,
         b.command,
@@ -167,11 +169,19 @@ An arm finds a test when {}.\n\n| arm | exposed tests found | time to find 85% |
             }
             let _ = writeln!(
                 out,
-                "| {arm} | {} | {} | {} |",
+                "| {arm} | {} | {} | {} | {} | {} |",
                 text(&s["exposed_found"]),
                 text(&s["time_to_85pct_s"]),
-                text(&s["false_flags"])
+                text(&s["false_flags"]),
+                text(&s["exposed_found_never_alone"]),
+                text(&s["false_flags_never_alone"])
             );
+        }
+        if let Some(means) = summary
+            .values()
+            .find_map(|s| s["time_to_85pct_means"].as_str())
+        {
+            let _ = writeln!(out, "\nTime to find 85%: {means}.");
         }
     }
     if let Some(rows) = d["audit_confusion"].as_object() {
@@ -198,13 +208,14 @@ named for an exposed test, else its verdict):\n\n| true cause | {} |\n|---|{}\n"
             let _ = writeln!(out, "| {cause} | {} |", cells.join(" | "));
         }
     }
-    let rule = d["binaries"]
+    let hold = d["binaries"]
         .as_array()
         .into_iter()
         .flatten()
-        .find_map(|b| b["arms"]["hold"]["vulnerable_rule"].as_str())
-        .unwrap_or("–");
-    audit_bench_hold(&d["hold_summary"], rule, &mut out);
+        .map(|b| &b["arms"]["hold"])
+        .find(|h| h.is_object())
+        .unwrap_or(&serde_json::Value::Null);
+    audit_bench_hold(&d["hold_summary"], hold, &mut out);
     let count =
         |v: &serde_json::Value| v.as_u64().map_or_else(|| "–".to_owned(), |n| n.to_string());
     let c = &d["controlled"];
@@ -238,16 +249,21 @@ break were flagged {} times in {}.",
 /// The deterministic close-hold mode: runs to each exposed test's first
 /// failure under its own class, and the expected not exposed it calls
 /// vulnerable.
-fn audit_bench_hold(h: &serde_json::Value, rule: &str, out: &mut String) {
+fn audit_bench_hold(h: &serde_json::Value, arm: &serde_json::Value, out: &mut String) {
     let Some(per_class) = h["per_class"].as_object() else {
         return;
     };
+    let runs = arm["runs_per_class"]
+        .as_u64()
+        .map_or_else(|| "–".to_owned(), |n| n.to_string());
     let _ = write!(
         out,
-        "\nThe deterministic mode alone (`close-hold=CLASS`: each closed descriptor of the class \
-held in a child for 100 ms; each test run alone with `--exact`, 3 runs per class, and 3 runs of \
-the sham, whose children keep nothing, for each class that failed; vulnerable: {rule}):\n\n\
+        "\nThe deterministic mode alone (`{}`: each closed descriptor of the class held in a \
+child; each test run with `--exact`, {runs} runs per class, and {runs} runs of the sham, whose \
+children keep nothing, for each class that failed; vulnerable: {}):\n\n\
 | class | exposed test | first failure under its class | vulnerable to |\n|---|---|---|---|\n",
+        arm["spec"].as_str().unwrap_or("–"),
+        arm["vulnerable_rule"].as_str().unwrap_or("–"),
     );
     for (class, tests) in per_class {
         for t in tests.as_array().into_iter().flatten() {
@@ -263,7 +279,7 @@ the sham, whose children keep nothing, for each class that failed; vulnerable: {
                 t["test"].as_str().unwrap_or("?"),
                 t["first_failure_run"]
                     .as_u64()
-                    .map_or_else(|| "none in 3".to_owned(), |n| format!("run {n}")),
+                    .map_or_else(|| format!("none in {runs}"), |n| format!("run {n}")),
                 if vulnerable.is_empty() {
                     "–".to_owned()
                 } else {

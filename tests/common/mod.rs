@@ -51,6 +51,14 @@ pub fn assert_no_scratch_left(tmp: &Path) {
     );
 }
 
+/// The write end of a pipe whose read end is already closed: a write to it
+/// fails with EPIPE (or raises SIGPIPE), as after `| head` has exited.
+pub fn closed_pipe() -> std::io::PipeWriter {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    writer
+}
+
 /// stderr as text.
 pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()

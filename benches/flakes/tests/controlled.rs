@@ -3,7 +3,7 @@
 //! the process), never alone. It checks detection's power on
 //! real processes (issue 24: "20 real default audits of such a suite with a
 //! controlled 1% test: at least 16 flag it"), with the audit's real screen,
-//! reruns and timing; `controlled.py` runs the audits. No descriptor is
+//! reruns and timing; `run.py --controlled N` runs the audits. No descriptor is
 //! involved, so a diagnosis finds no held class: the flag is detection's.
 //!
 //! Not in labels.json: the labelled benchmark's arms do not run it.

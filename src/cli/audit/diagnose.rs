@@ -57,6 +57,10 @@ pub const ROUNDS: u64 = 3;
 /// Runs of a named class and of its sham, for [`Diagnosis::decisive`].
 pub const DECIDE_RUNS: u64 = 7;
 
+/// The one-sided Fisher p at most that makes the window decisive: the
+/// deterministic cells' rule, which 7/7 against 0/7 (p = 2.9e-4) meets.
+pub const WINDOW_P: f64 = 0.001;
+
 /// Sham failures that `load` needs at least.
 pub const LOAD_MIN: u64 = 5;
 
@@ -106,6 +110,8 @@ pub struct ClassRuns {
     pub class: DropClass,
     /// The test's runs under it.
     pub tally: Tally,
+    /// Runs started (a run that never reported the test is not in `tally`).
+    pub started: u64,
     /// Copies held over those runs.
     pub held: u64,
     /// Closes let through unheld (the injector's bounds).
@@ -148,6 +154,9 @@ pub struct Diagnosis {
     pub forks_break: Vec<DropClass>,
     /// The load check's pairs: plain fork pressure, the sham; `None` if not run.
     pub load: Option<[Tally; 2]>,
+    /// Classes the deadline left undecided: never run, or named with no
+    /// sham run. A diagnosis with any is incomplete, and says so.
+    pub cut_short: Vec<DropClass>,
     /// The cause.
     pub cause: Cause,
     /// The hazard named, if one.
@@ -165,22 +174,30 @@ impl Diagnosis {
     /// [`DECIDE_RUNS`] runs each: the rule the matrix's deterministic cells
     /// use (7/7 against 0/7 gives 2.9e-4).
     pub fn decisive(&self) -> bool {
+        self.window_p().is_some_and(|p| p <= WINDOW_P)
+    }
+
+    /// The smallest one-sided Fisher p of a named class's copies against
+    /// its sham, over the named classes with [`DECIDE_RUNS`] runs of each.
+    pub fn window_p(&self) -> Option<f64> {
         let Cause::Held(classes) = &self.cause else {
-            return false;
+            return None;
         };
-        classes.iter().any(|class| {
-            let held = self.classes.iter().find(|c| c.class == *class);
-            let sham = self.shams.iter().find(|(c, _)| c == class).map(|s| s.1);
-            match (held, sham) {
-                (Some(h), Some(sham)) => {
-                    let count = |t: Tally| Count::new(t.bad(), t.runs);
-                    h.tally.runs >= DECIDE_RUNS
-                        && sham.runs >= DECIDE_RUNS
-                        && fisher_less(count(sham), count(h.tally)) <= 0.001
-                }
-                _ => false,
-            }
-        })
+        let count = |t: Tally| Count::new(t.bad(), t.runs);
+        classes
+            .iter()
+            .filter_map(|class| {
+                let held = self.classes.iter().find(|c| c.class == *class)?.tally;
+                let sham = self.shams.iter().find(|(c, _)| c == class)?.1;
+                (held.runs >= DECIDE_RUNS && sham.runs >= DECIDE_RUNS)
+                    .then(|| fisher_less(count(sham), count(held)))
+            })
+            .min_by(f64::total_cmp)
+    }
+
+    /// Whether every class was tried and every named one met its sham.
+    pub fn complete(&self) -> bool {
+        self.cut_short.is_empty()
     }
 
     /// Whether the cause is load.
@@ -206,6 +223,10 @@ impl Diagnosis {
                 ids(classes)
             ),
             (Cause::Load, _) => "load: fails as often when the pressure holds nothing".into(),
+            (Cause::Unexplained, _) if !self.cut_short.is_empty() => format!(
+                "cut short by the budget: {} undecided (a larger `--budget` decides them)",
+                ids(&self.cut_short)
+            ),
             (Cause::Unexplained, _) if !self.forks_break.is_empty() => format!(
                 "the forks at its {} closes break it, holding a copy or not",
                 ids(&self.forks_break)
@@ -253,7 +274,7 @@ pub fn sham_clears(held: Tally, sham: Tally) -> bool {
 }
 
 /// Whether the load check's counts say load: see the module doc.
-pub fn is_load(control: Tally, sham: Tally) -> bool {
+pub fn says_load(control: Tally, sham: Tally) -> bool {
     let count = |t: Tally| Count::new(t.bad(), t.runs);
     sham.bad() >= LOAD_MIN
         && 2 * sham.bad() * control.runs >= control.bad() * sham.runs
@@ -344,6 +365,7 @@ pub fn diagnose(
         .map(|&class| ClassRuns {
             class,
             tally: Tally::default(),
+            started: 0,
             held: 0,
             skipped: 0,
             what: Vec::new(),
@@ -366,6 +388,7 @@ pub fn diagnose(
             }
             let s = hold_spec(spec, hold, c.class, false);
             let label = format!("hold-{}", c.class.id());
+            c.started += 1;
             let result = runner.run(bin, &exact_args(bin, &case.name), Some(&s), &label)?;
             if let Some((seen, msg)) = seen(&result, &case.name) {
                 c.tally.add(seen);
@@ -405,7 +428,12 @@ pub fn diagnose(
             .iter()
             .position(|c| c.class == class)
             .expect("tried");
-        while t.runs < DECIDE_RUNS && !harness::interrupted() && Instant::now() < end {
+        // Bounded in rounds too: a test that stops reporting (it crashes
+        // the binary) would otherwise rerun until the deadline.
+        for _ in 0..3 * DECIDE_RUNS {
+            if t.runs >= DECIDE_RUNS || harness::interrupted() || Instant::now() >= end {
+                break;
+            }
             for sham in [true, false] {
                 if !sham && classes[at].tally.runs >= DECIDE_RUNS {
                     continue;
@@ -426,21 +454,29 @@ pub fn diagnose(
         shams.push((class, t));
     }
     // Classes whose sham failed as often: the forks break the test there,
-    // not the copies, so they are neither named nor candidates.
+    // not the copies, so they are neither named nor candidates. A named
+    // class whose sham never ran (the deadline) is undecided, not cleared.
+    let sham_of = |class: DropClass| shams.iter().find(|(c, _)| *c == class).expect("run").1;
     let forks_break: Vec<DropClass> = found
         .iter()
         .copied()
-        .filter(|class| {
-            let held = classes.iter().find(|c| c.class == *class).expect("tried");
-            let sham = shams.iter().find(|(c, _)| c == class).expect("run").1;
-            !sham_clears(held.tally, sham)
+        .filter(|&class| {
+            let held = classes.iter().find(|c| c.class == class).expect("tried");
+            sham_of(class).runs > 0 && !sham_clears(held.tally, sham_of(class))
         })
         .collect();
-    found.retain(|class| !forks_break.contains(class));
+    let mut cut_short: Vec<DropClass> = classes
+        .iter()
+        .filter(|c| c.started == 0)
+        .map(|c| c.class)
+        .collect();
+    cut_short.extend(found.iter().copied().filter(|&c| sham_of(c).runs == 0));
+    found.retain(|class| !forks_break.contains(class) && !cut_short.contains(class));
     let mut d = Diagnosis {
         forks_break: forks_break.clone(),
         shams,
         load: None,
+        cut_short,
         cause: Cause::Unexplained,
         hazard: None,
         candidates: Vec::new(),
@@ -476,7 +512,7 @@ pub fn diagnose(
         }
         if exposed {
             let load = load_check(runner, bin, case, spec, end, progress)?;
-            if is_load(load[0], load[1]) {
+            if says_load(load[0], load[1]) {
                 // The forks break it whatever they hold: no hazard to fix.
                 d.cause = Cause::Load;
                 d.candidates.clear();
@@ -557,6 +593,7 @@ mod tests {
                 runs: n,
                 timeouts: 0,
             },
+            started: n,
             held,
             skipped: 0,
             what: Vec::new(),
@@ -610,12 +647,12 @@ mod tests {
             timeouts: 0,
         };
         // One failure in each arm: never load.
-        assert!(!is_load(t(1, 14), t(1, 14)));
-        assert!(is_load(t(8, 20), t(6, 20)));
+        assert!(!says_load(t(1, 14), t(1, 14)));
+        assert!(says_load(t(8, 20), t(6, 20)));
         // The sham far below the control: descriptors matter, not load.
-        assert!(!is_load(t(18, 20), t(5, 40)));
+        assert!(!says_load(t(18, 20), t(5, 40)));
         // Not significant, but the control fails about twice as often.
-        assert!(!is_load(t(13, 100), t(6, 100)));
+        assert!(!says_load(t(13, 100), t(6, 100)));
     }
 
     #[test]

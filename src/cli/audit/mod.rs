@@ -158,7 +158,9 @@ impl Runner {
         if let Some(dir) = &bin.cwd {
             cmd.current_dir(dir).env("CARGO_MANIFEST_DIR", dir);
         }
-        let report = spec.map(|_| TempFile(self.report_dir.join(format!("{}.pressure", self.seq))));
+        let report = spec.map(|_| {
+            crate::stress::ReportFile(self.report_dir.join(format!("{}.pressure", self.seq)))
+        });
         match (spec, &report) {
             (Some(spec), Some(report)) => {
                 cmd.env(self.preload_var, &self.preload)
@@ -273,15 +275,6 @@ fn seen(run: &RunResult, test: &str) -> Option<(Seen, Option<String>)> {
     }
 }
 
-/// Removes the injector's report file on every path out.
-struct TempFile(PathBuf);
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
 /// One test of the suite.
 #[derive(Clone, Debug)]
 pub struct TestCase {
@@ -326,16 +319,28 @@ impl Audit {
     /// The test's verdict: detection's, with `load` where the diagnosis
     /// found that pressure breaks it without any held descriptor.
     pub fn verdict(&self, test: usize) -> Word {
+        self.decision(test).0
+    }
+
+    /// The rule that made an exposed test exposed.
+    pub fn basis(&self, test: usize) -> Option<Basis> {
+        self.decision(test).1
+    }
+
+    fn decision(&self, test: usize) -> (Word, Option<Basis>) {
         let diagnosis = self.diagnoses.get(&test);
         let held = diagnosis.is_some_and(|d| matches!(d.cause, diagnose::Cause::Held(_)));
+        let complete = diagnosis.is_some_and(Diagnosis::complete);
         match self.detection.verdict(test) {
-            Verdict::Exposed if diagnosis.is_some_and(Diagnosis::is_load) => Word::Load,
-            // The sign rule says pressure breaks it; with a diagnosis that
-            // found no held descriptor behind it, it is not a descriptor
-            // hazard (CPU, memory, timing), and is reported apart.
-            Verdict::Exposed if diagnosis.is_some() && !held => Word::PressureOnly,
-            Verdict::Exposed => Word::Exposed,
-            Verdict::FailsAlone => Word::FailsAlone,
+            Verdict::Exposed if diagnosis.is_some_and(Diagnosis::is_load) => (Word::Load, None),
+            // The sign rule says pressure breaks it; with a complete
+            // diagnosis that found no held descriptor behind it, it is not
+            // a descriptor hazard (CPU, memory, timing), and is reported
+            // apart. One the budget cut short stays exposed: an experiment
+            // that did not finish clears nothing.
+            Verdict::Exposed if complete && !held => (Word::PressureOnly, None),
+            Verdict::Exposed => (Word::Exposed, Some(Basis::SignRule)),
+            Verdict::FailsAlone => (Word::FailsAlone, None),
             // Failed under pressure in the screen, never alone in its
             // reruns, and the held-copy window decides on its own that a
             // copy of the descriptor it closes breaks it.
@@ -345,12 +350,12 @@ impl Audit {
                         .detection
                         .pairs
                         .get(&test)
-                        .is_none_or(|p| p.alone.bad() == 0) =>
+                        .is_some_and(|p| p.alone.runs > 0 && p.alone.bad() == 0) =>
             {
-                Word::Exposed
+                (Word::Exposed, Some(Basis::HeldCopy))
             }
-            Verdict::Undecided => Word::Undecided,
-            Verdict::NotExposed => Word::NotExposed,
+            Verdict::Undecided => (Word::Undecided, None),
+            Verdict::NotExposed => (Word::NotExposed, None),
         }
     }
 
@@ -386,6 +391,26 @@ pub enum Word {
     Undecided,
     /// Never failed in the screen.
     NotExposed,
+}
+
+/// The rule by which a test is exposed; the report states both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Basis {
+    /// The sign rule of its interleaved reruns.
+    SignRule,
+    /// The held-copy window: failed under pressure, never alone in its
+    /// reruns, and its class's copies broke it against their sham.
+    HeldCopy,
+}
+
+impl Basis {
+    /// The id in reports.
+    pub fn id(self) -> &'static str {
+        match self {
+            Basis::SignRule => "sign-rule",
+            Basis::HeldCopy => "held-copy",
+        }
+    }
 }
 
 impl Word {
@@ -534,6 +559,18 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
     if args.budget.is_zero() {
         return Err("--budget must be longer than 0".into());
     }
+    // The injector refuses a hold as long as its deadline (`for`), and a
+    // hold as long as a run's timeout times every held run out.
+    let longest = spec.config.deadline.min(Duration::from_secs(args.timeout));
+    if args.hold.is_zero() || args.hold >= longest {
+        return Err(format!(
+            "--hold must be longer than 0 and shorter than {longest:?} (the pressure's `for` \
+             and `--timeout`, whichever is shorter)"
+        ));
+    }
+    // Before the injector is written to a temporary file: a Ctrl-C during
+    // the build then ends the audit through its guards, which remove it.
+    harness::catch_interrupts();
     let controller =
         crate::stress::Controller::new().map_err(|e| format!("controller pipe: {e}"))?;
     spec.controller = Some(controller.fd());
@@ -543,7 +580,11 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("--keep-failures {}: {e}", dir.display()))?;
     }
-    let binaries = discover::discover(&args.command)?;
+    let binaries = discover::discover(&args.command);
+    if harness::interrupted() {
+        return Ok(ExitCode::from(130));
+    }
+    let binaries = binaries?;
     if binaries.is_empty() {
         return Err("the command built no test binaries".into());
     }
@@ -567,7 +608,6 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
         reached_runs: 0,
         controller,
     };
-    harness::catch_interrupts();
     let mut tests: Vec<TestCase> = Vec::new();
     for (b, bin) in binaries.iter().enumerate() {
         let names = if bin.per_test {
@@ -805,6 +845,7 @@ mod tests {
             classes: vec![ClassRuns {
                 class: DropClass::Listener,
                 tally: tally(held, runs),
+                started: runs,
                 held: runs,
                 skipped: 0,
                 what: vec!["tcp 127.0.0.1:4000".into()],
@@ -815,6 +856,7 @@ mod tests {
             shams: vec![(DropClass::Listener, tally(sham, runs))],
             forks_break: Vec::new(),
             load: None,
+            cut_short: Vec::new(),
             cause: Cause::Held(vec![DropClass::Listener]),
             hazard: Some("listener-survival"),
             candidates: vec!["listener-survival"],
@@ -863,6 +905,7 @@ mod tests {
     fn the_sign_rule_with_a_held_class_is_exposed_and_without_one_is_not() {
         let signed = || Some(pairs(0, SIGN_FAILURES, 400));
         assert_eq!(audit(2, signed(), None).verdict(0), Word::Exposed);
+        assert_eq!(audit(2, signed(), None).basis(0), Some(Basis::SignRule));
         let named = Some(listener(3, 0, 3));
         assert_eq!(audit(2, signed(), named).verdict(0), Word::Exposed);
         let load = Some(with_cause(Cause::Load));
@@ -872,6 +915,13 @@ mod tests {
             audit(2, signed(), unexplained).verdict(0),
             Word::PressureOnly
         );
+        // A diagnosis the budget cut short clears nothing.
+        let cut = Diagnosis {
+            cut_short: vec![DropClass::Pipe],
+            ..with_cause(Cause::Unexplained)
+        };
+        assert!(cut.summary().contains("cut short"), "{}", cut.summary());
+        assert_eq!(audit(2, signed(), Some(cut)).verdict(0), Word::Exposed);
         // One failure short of the rule, and nothing decisive: undecided.
         let short = Some(pairs(0, SIGN_FAILURES - 1, 400));
         assert_eq!(audit(2, short, None).verdict(0), Word::Undecided);
@@ -886,8 +936,13 @@ mod tests {
             audit(1, Some(pairs(0, 2, 50)), decisive()).verdict(0),
             Word::Exposed
         );
-        // Suspect from the screen, no time for reruns.
-        assert_eq!(audit(1, None, decisive()).verdict(0), Word::Exposed);
+        assert_eq!(
+            audit(1, Some(pairs(0, 2, 50)), decisive()).basis(0),
+            Some(Basis::HeldCopy)
+        );
+        // Suspect from the screen, no time for reruns: never run alone,
+        // so it may fail alone too.
+        assert_eq!(audit(1, None, decisive()).verdict(0), Word::Undecided);
         // A failure alone outweighs the window.
         assert_eq!(
             audit(1, Some(pairs(1, 2, 50)), decisive()).verdict(0),
@@ -902,6 +957,30 @@ mod tests {
                 Word::Undecided
             );
         }
+    }
+
+    /// The report states each rule with the threshold it applies, and each
+    /// exposed row names its rule with a p that meets it.
+    #[test]
+    fn each_exposed_row_shows_the_rule_that_decided_it() {
+        let n = DECIDE_RUNS;
+        let signed = audit(2, Some(pairs(0, SIGN_FAILURES, 400)), None);
+        let md = report::markdown(&signed, &[]);
+        assert!(md.contains("sign test p <= 2^-10 = 9.8e-4"), "{md}");
+        assert!(md.contains("(7/7 against 0/7 gives 2.9e-4)"), "{md}");
+        assert!(md.contains("**exposed** (sign rule, p 9.8e-4)"), "{md}");
+        let held = audit(1, Some(pairs(0, 2, 50)), Some(listener(n, 0, n)));
+        let md = report::markdown(&held, &[]);
+        assert!(md.contains("**exposed** (held copy, p 2.9e-4)"), "{md}");
+        let json: serde_json::Value = serde_json::from_str(&report::json(&held, &[])).unwrap();
+        assert_eq!(json["tests"][0]["basis"], "held-copy");
+        assert_eq!(json["rule"]["held_copy"]["p_max"], diagnose::WINDOW_P);
+        let junit = report::junit(&held, &[]);
+        assert!(junit.contains("exposed (held copy, p 2.9e-4)"), "{junit}");
+        // Undecided: no basis, and the row says what the rule lacked.
+        let short = audit(1, Some(pairs(0, 2, 50)), None);
+        assert_eq!(short.basis(0), None);
+        assert!(report::markdown(&short, &[]).contains("| undecided |"));
     }
 
     #[test]

@@ -7,17 +7,52 @@ use fdwindow::cotenant::detect::{self, Pairs, SIGN_FAILURES, Tally};
 use fdwindow::report::ResultsFile;
 use fdwindow::report::stats::Count;
 
-use super::diagnose::{Cause, Diagnosis, ids};
-use super::{Audit, Word};
+use fdwindow::report::stats::fisher_less;
 
-/// The rule as the report states it; the one [`detect::Pairs::decided`] applies.
+use super::diagnose::{Cause, DECIDE_RUNS, Diagnosis, WINDOW_P, ids};
+use super::{Audit, Basis, Word};
+
+/// The sign rule as the report states it; the one [`detect::Pairs::decided`] applies.
 fn rule() -> String {
     format!(
-        "exposed: {SIGN_FAILURES} failures under pressure before any alone, in interleaved \
-         `--exact` reruns (sign test p <= 2^-{SIGN_FAILURES} = {:.1e} per unaffected test, at \
-         every look)",
+        "exposed by the sign rule: {SIGN_FAILURES} failures under pressure before any alone, in \
+         interleaved `--exact` reruns (sign test p <= 2^-{SIGN_FAILURES} = {:.1e} per unaffected \
+         test, at every look)",
         detect::false_rate()
     )
+}
+
+/// The held-copy rule as the report states it; the one [`Audit::basis`]
+/// and [`Diagnosis::decisive`] apply.
+fn held_copy_rule() -> String {
+    format!(
+        "exposed by a held copy: failed under pressure, never alone in its `--exact` reruns, and \
+         a held copy of a class of descriptor it closes broke it against that class's sham (the \
+         same forks, no copy) at one-sided Fisher p <= {WINDOW_P} with at least {DECIDE_RUNS} \
+         runs of each ({DECIDE_RUNS}/{DECIDE_RUNS} against 0/{DECIDE_RUNS} gives {:.1e}); this \
+         names a descriptor that breaks it, not how often realistic pressure does",
+        fisher_less(
+            Count::new(0, DECIDE_RUNS),
+            Count::new(DECIDE_RUNS, DECIDE_RUNS)
+        )
+    )
+}
+
+/// The verdict as a table cell: the word, and for an exposed test the
+/// rule that decided it and that rule's p.
+fn verdict_cell(a: &Audit, t: usize) -> String {
+    let pairs = a.detection.pairs.get(&t).copied().unwrap_or_default();
+    match a.basis(t) {
+        Some(Basis::SignRule) => format!("**exposed** (sign rule, p {:.1e})", pairs.p()),
+        Some(Basis::HeldCopy) => format!(
+            "**exposed** (held copy, p {:.1e})",
+            a.diagnoses
+                .get(&t)
+                .and_then(Diagnosis::window_p)
+                .unwrap_or(f64::NAN)
+        ),
+        None => a.verdict(t).id().into(),
+    }
 }
 
 /// One line of advice per hazard: the fixes these results call valid, or
@@ -83,6 +118,8 @@ fn diagnosis_json(d: &Diagnosis) -> serde_json::Value {
         },
         "summary": d.summary(),
         "decisive": d.decisive(),
+        "window_p": d.window_p(),
+        "cut_short": d.cut_short.iter().map(|c| c.id()).collect::<Vec<_>>(),
         "seconds": d.seconds,
         "holds": d.classes.iter().map(|c| serde_json::json!({
             "class": c.class.id(),
@@ -124,6 +161,7 @@ pub fn json(a: &Audit, files: &[ResultsFile]) -> String {
                 "binary": a.binaries[case.binary],
                 "name": case.name,
                 "verdict": a.verdict(t).id(),
+                "basis": a.basis(t).map(Basis::id),
                 "hazard": hz,
                 "candidates": candidates,
                 "screen": tally_json(a.detection.screen[t]),
@@ -144,6 +182,11 @@ pub fn json(a: &Audit, files: &[ResultsFile]) -> String {
             "sign_failures": SIGN_FAILURES,
             "false_rate": detect::false_rate(),
             "text": rule(),
+            "held_copy": {
+                "runs": DECIDE_RUNS,
+                "p_max": WINDOW_P,
+                "text": held_copy_rule(),
+            },
         },
         "budget_seconds": a.budget.as_secs_f64(),
         "seconds": {
@@ -175,7 +218,7 @@ pub fn markdown(a: &Audit, files: &[ResultsFile]) -> String {
         out,
         "# fdwindow audit\n\n`{}`: {} tests in {} binaries, pressure `{}`, budget {:.0} s; \
          {} exposed. Took {:.1} s (screen {:.1} s, reruns {:.1} s, diagnosis {:.1} s).\n\n\
-         Rule: {}.\n",
+         Rules: {}; or {}.\n",
         a.command.join(" "),
         a.tests.len(),
         a.binaries.len(),
@@ -186,7 +229,8 @@ pub fn markdown(a: &Audit, files: &[ResultsFile]) -> String {
         a.detection.seconds[0],
         a.detection.seconds[1],
         a.diagnosis_seconds,
-        rule()
+        rule(),
+        held_copy_rule()
     );
     let least = a.detection.screen_runs.iter().copied().min().unwrap_or(0);
     let _ = writeln!(
@@ -196,6 +240,15 @@ pub fn markdown(a: &Audit, files: &[ResultsFile]) -> String {
          have been missed (a longer screen, `--budget` or `--runs`, sees rarer ones).\n",
         100.0 * detect::seen_rate90(least)
     );
+    if let Some(fewest) = a.detection.pairs.values().map(|p| p.pressure.runs).min() {
+        let _ = writeln!(
+            out,
+            "Confirmation: the suspect with the fewest reruns had {fewest} pairs, enough for the \
+             sign rule to confirm, with 90% probability, a test failing at least {:.1}% of \
+             pressured `--exact` runs; a rarer one stays undecided unless a held copy decides it.\n",
+            100.0 * detect::confirmed_rate90(fewest)
+        );
+    }
     for w in &a.warnings {
         let _ = writeln!(out, "> warning: {w}\n");
     }
@@ -242,10 +295,7 @@ pub fn markdown(a: &Audit, files: &[ResultsFile]) -> String {
             tally_text(pairs.pressure),
             pairs.spawns,
             pairs.p(),
-            match a.verdict(t) {
-                Word::Exposed => "**exposed**",
-                w => w.id(),
-            },
+            verdict_cell(a, t),
         );
     }
     let _ = writeln!(
@@ -355,10 +405,10 @@ pub fn junit(a: &Audit, files: &[ResultsFile]) -> String {
         let pairs = a.detection.pairs.get(&t).copied().unwrap_or_default();
         let d = a.diagnoses.get(&t);
         let summary = format!(
-            "fails under fork pressure: --exact alone {}, pressure {}, p {:.1e}; {}",
+            "{}: --exact alone {}, pressure {}; {}",
+            verdict_cell(a, t).replace("**", ""),
             tally_text(pairs.alone),
             tally_text(pairs.pressure),
-            pairs.p(),
             d.map_or_else(|| "not diagnosed".into(), Diagnosis::summary)
         );
         let mut body = summary.clone();
