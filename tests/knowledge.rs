@@ -1,6 +1,8 @@
 //! The encoded knowledge holds against every committed measurement, and the
 //! check catches each way a measurement can stop supporting a claim.
 
+mod common;
+
 use std::path::Path;
 
 use fdwindow::knowledge::{Finding, check, claim_on, contradictions};
@@ -13,12 +15,7 @@ fn committed() -> Vec<ResultsFile> {
 }
 
 fn linux(files: &mut [ResultsFile]) -> &mut ResultsFile {
-    files
-        .iter_mut()
-        // This machine's, not a VM guest's: under TCG many cells are
-        // emulated, and no claim is held against those.
-        .find(|f| f.platform.os == "linux" && !f.platform.emulated())
-        .expect("a Linux results file")
+    common::fullest_linux(files)
 }
 
 #[test]

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use fdwindow::report::{ArmReport, ProbeReport};
+use fdwindow::report::{ArmReport, ProbeReport, ResultsFile};
 use fdwindow::scratch::Scratch;
 use fdwindow::verdict::{Verdict, Window};
 
@@ -57,6 +57,22 @@ pub fn closed_pipe() -> std::io::PipeWriter {
     let (reader, writer) = std::io::pipe().unwrap();
     drop(reader);
     writer
+}
+
+/// The Linux results file (this kind of machine's: not a VM guest's, whose
+/// emulated cells no claim uses) that measured the most cells: the template
+/// tests modify. A clone may hold a fresh `make probe-linux` run beside the
+/// committed files, and a default run measures fewer cells than a thorough
+/// one, so "the first Linux file" would depend on which files a clone holds.
+pub fn fullest_linux(files: &mut [ResultsFile]) -> &mut ResultsFile {
+    files
+        .iter_mut()
+        .filter(|f| f.platform.os == "linux" && !f.platform.emulated())
+        .max_by_key(|f| {
+            let cells: usize = f.probes.values().map(|p| p.arms.len()).sum();
+            (cells, f.platform.id.clone())
+        })
+        .expect("a Linux results file")
 }
 
 /// stderr as text.
