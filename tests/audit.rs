@@ -13,6 +13,9 @@ fn usage_errors_exit_2() {
         &["audit", "--pressure", "threads=0", "--", "/usr/bin/true"][..],
         &["audit", "--pressure", "drop=file", "--", "/usr/bin/true"],
         &["audit", "--format", "xml", "--", "/usr/bin/true"],
+        &["audit", "--hold", "0s", "--", "/usr/bin/true"],
+        &["audit", "--hold", "10m", "--", "/usr/bin/true"],
+        &["audit", "--budget", "0s", "--", "/usr/bin/true"],
     ] {
         let out = fdwindow().args(args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));

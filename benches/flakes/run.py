@@ -253,8 +253,10 @@ def audit_arm(fdwindow, binary, extra, timeout_s):
     d["seconds_total"] = total
     d["tests"] = {}
     for t in report.get("tests", []):
-        d["tests"][t.get("name")] = {k: t.get(k) for k in
-                                     ("verdict", "hazard", "candidates", "screen", "reruns")}
+        e = {k: t.get(k) for k in ("verdict", "basis", "hazard", "candidates", "screen", "reruns")}
+        dg = t.get("diagnosis")
+        e["diagnosis"] = dg and {k: dg.get(k) for k in ("summary", "window_p", "cut_short")}
+        d["tests"][t.get("name")] = e
     return d, (total if isinstance(total, (int, float)) and total > 0 else wall)
 
 
@@ -600,6 +602,15 @@ def hold_summary(binaries):
             "not_exposed_called_vulnerable": vulnerable, "slowest_run_s": slowest}
 
 
+def git_describe():
+    """The checkout the benchmark ran from: the binary's version says too little."""
+    try:
+        return subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
 def write(args, arms, results, controlled, fdwindow, platform, version, sng_version, started,
           t_all):
     arm_names = [a for a in ["reruns", "shaker", "stress", "audit", "reruns-10x", "shaker-10x",
@@ -615,6 +626,7 @@ def write(args, arms, results, controlled, fdwindow, platform, version, sng_vers
         "platform": platform,
         "fdwindow": str(fdwindow),
         "fdwindow_version": version,
+        "git_describe": git_describe(),
         "stress_ng": sng_version,
         "shaker_configurations": [
             {"cpu": w, "cpu_load": l, "vm": v, "vm_bytes_percent": p} for (w, l, v, p) in SHAKER],

@@ -146,8 +146,8 @@ fn audit_bench(inputs: &Inputs) -> String {
     let mut out = format!(
         "On `{}`, measured {} by `{}` ({}). Per test binary, every arm had the same \
 wall-clock budget: the audit's own time on that binary unless the command gives `--budget`. \
-An arm finds a test when {}. An arm that also ran the tests alone is counted a second way too: \
-only tests that never failed alone.\n\n| arm | exposed tests found | time to find 85% | false flags \
+An arm finds a test when {}. `fdwindow stress` also runs the binary alone, so its row is counted \
+a second way too: only tests that never failed alone.\n\n| arm | exposed tests found | time to find 85% | false flags \
 | found, never failing alone | false flags, never failing alone |\n|---|---|---|---|---|---|\n",
         b.platform,
         b.measured_at,
@@ -177,6 +177,7 @@ only tests that never failed alone.\n\n| arm | exposed tests found | time to fin
                 text(&s["false_flags_never_alone"])
             );
         }
+        let _ = writeln!(out, "{}", audit_bases(d));
         if let Some(means) = summary
             .values()
             .find_map(|s| s["time_to_85pct_means"].as_str())
@@ -223,27 +224,66 @@ named for an exposed test, else its verdict):\n\n| true cause | {} |\n|---|{}\n"
         // What the screens saw of the controlled test: a fixture that never
         // fails under pressure shows here, not as a weak detector.
         let (mut failed, mut runs) = (0, 0);
+        let mut verdicts = std::collections::BTreeMap::<&str, u64>::new();
         for a in c["runs"].as_array().into_iter().flatten() {
-            let screen = &a["tests"][c["test"].as_str().unwrap_or("")]["screen"];
-            failed += screen["failures"].as_u64().unwrap_or(0);
-            runs += screen["runs"].as_u64().unwrap_or(0);
+            let test = &a["tests"][c["test"].as_str().unwrap_or("")];
+            failed += test["screen"]["failures"].as_u64().unwrap_or(0);
+            runs += test["screen"]["runs"].as_u64().unwrap_or(0);
+            *verdicts
+                .entry(test["verdict"].as_str().unwrap_or("no report"))
+                .or_default() += 1;
         }
+        let verdicts: Vec<String> = verdicts.iter().map(|(v, n)| format!("{n} {v}")).collect();
         let _ = writeln!(
             out,
             "\nDetection on real processes: of {} default audits of `{}` ({}), {} flagged `{}` \
-({}); its screens saw it fail in {failed} of {runs} pressured runs; its tests with nothing to \
-break were flagged {} times in {}.",
+({}; its verdicts: {}); its screens saw it fail in {failed} of {runs} pressured runs; its tests \
+with nothing to break were flagged {} times in {}.",
             count(&c["audits"]),
             text(&c["binary"]),
             text(&c["pattern"]),
             count(&c["flagged"]),
             text(&c["test"]),
             text(&c["flagged_means"]),
+            verdicts.join(", "),
             count(&c["others_flagged"]),
             count(&c["others_tested"])
         );
     }
     out
+}
+
+/// How many of the audit arm's exposed verdicts each rule decided. A file
+/// written before the audit reported its `basis` holds the sign rule's p:
+/// the sign rule exposes a test exactly when its reruns reach 2^-10.
+fn audit_bases(d: &serde_json::Value) -> String {
+    let (mut sign, mut held) = (0, 0);
+    for b in d["binaries"].as_array().into_iter().flatten() {
+        for t in b["arms"]["audit"]["tests"]
+            .as_object()
+            .into_iter()
+            .flat_map(|m| m.values())
+        {
+            if t["verdict"] != "exposed" {
+                continue;
+            }
+            let by_sign = match t["basis"].as_str() {
+                Some(basis) => basis == "sign-rule",
+                None => t["reruns"]["p"]
+                    .as_f64()
+                    .is_some_and(|p| p <= crate::cotenant::detect::false_rate()),
+            };
+            if by_sign {
+                sign += 1;
+            } else {
+                held += 1;
+            }
+        }
+    }
+    format!(
+        "\nThe audit's exposed verdicts: {sign} by the sign rule, {held} by a held copy (the \
+deterministic window decided where the reruns by themselves had too few pressured failures for the sign rule)."
+    )
 }
 
 /// The deterministic close-hold mode: runs to each exposed test's first

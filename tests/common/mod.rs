@@ -59,8 +59,8 @@ pub fn closed_pipe() -> std::io::PipeWriter {
     writer
 }
 
-/// The Linux results file (this kind of machine's: not a VM guest's, whose
-/// emulated cells no claim uses) that measured the most cells: the template
+/// The Linux results file, not emulated (a TCG guest's race cells are, and
+/// no claim uses them), that measured the most cells: the template
 /// tests modify. A clone may hold a fresh `make probe-linux` run beside the
 /// committed files, and a default run measures fewer cells than a thorough
 /// one, so "the first Linux file" would depend on which files a clone holds.

@@ -266,6 +266,46 @@ pub fn named(classes: &[ClassRuns]) -> Vec<DropClass> {
     found.into_iter().map(|c| c.class).collect()
 }
 
+/// Splits the classes `named` before their shams into (named still: the
+/// sham clears them; the forks break the test: a full sham fails as often;
+/// cut short: what the deadline left undecided). Cut short are the classes
+/// never run, those stopped before [`ROUNDS`] while their runs still held
+/// copies (a class that held nothing keeps its one run by design), and named
+/// ones whose sham neither cleared them nor ran [`DECIDE_RUNS`] times: one
+/// sham failure never decides that the forks break a test.
+pub fn judge(
+    classes: &[ClassRuns],
+    named: &[DropClass],
+    shams: &[(DropClass, Tally)],
+) -> (Vec<DropClass>, Vec<DropClass>, Vec<DropClass>) {
+    let mut cut_short: Vec<DropClass> = classes
+        .iter()
+        .filter(|c| {
+            c.started == 0 || (c.held > 0 && c.started < ROUNDS && !named.contains(&c.class))
+        })
+        .map(|c| c.class)
+        .collect();
+    let (mut found, mut forks_break) = (Vec::new(), Vec::new());
+    for &class in named {
+        let held = classes
+            .iter()
+            .find(|c| c.class == class)
+            .map_or(Tally::default(), |c| c.tally);
+        let sham = shams
+            .iter()
+            .find(|(c, _)| *c == class)
+            .map_or(Tally::default(), |s| s.1);
+        if sham_clears(held, sham) {
+            found.push(class);
+        } else if sham.runs >= DECIDE_RUNS {
+            forks_break.push(class);
+        } else {
+            cut_short.push(class);
+        }
+    }
+    (found, forks_break, cut_short)
+}
+
 /// Whether a class's sham (the same forks, no copy kept) fails less than
 /// half as often as the class: only then did the copy, not the fork, break
 /// the test.
@@ -417,12 +457,12 @@ pub fn diagnose(
     // The sham of each class named so far: the same forks at the same
     // closes, its children keeping nothing. A test that fails as often is
     // broken by the forks themselves (copy-on-write, CPU), not by the copy.
-    let mut found = named(&classes);
+    let named_first = named(&classes);
     // Each class named so far, and its sham, alternately, until both have
     // DECIDE_RUNS runs: enough for the held copy against its sham to reach
     // the project's deterministic rule (7/7 against 0/7: Fisher p = 2.9e-4).
     let mut shams = Vec::new();
-    for &class in &found {
+    for &class in &named_first {
         let mut t = Tally::default();
         let at = classes
             .iter()
@@ -453,25 +493,7 @@ pub fn diagnose(
         }
         shams.push((class, t));
     }
-    // Classes whose sham failed as often: the forks break the test there,
-    // not the copies, so they are neither named nor candidates. A named
-    // class whose sham never ran (the deadline) is undecided, not cleared.
-    let sham_of = |class: DropClass| shams.iter().find(|(c, _)| *c == class).expect("run").1;
-    let forks_break: Vec<DropClass> = found
-        .iter()
-        .copied()
-        .filter(|&class| {
-            let held = classes.iter().find(|c| c.class == class).expect("tried");
-            sham_of(class).runs > 0 && !sham_clears(held.tally, sham_of(class))
-        })
-        .collect();
-    let mut cut_short: Vec<DropClass> = classes
-        .iter()
-        .filter(|c| c.started == 0)
-        .map(|c| c.class)
-        .collect();
-    cut_short.extend(found.iter().copied().filter(|&c| sham_of(c).runs == 0));
-    found.retain(|class| !forks_break.contains(class) && !cut_short.contains(class));
+    let (found, forks_break, cut_short) = judge(&classes, &named_first, &shams);
     let mut d = Diagnosis {
         forks_break: forks_break.clone(),
         shams,
@@ -637,6 +659,32 @@ mod tests {
         assert!(sham_clears(t(3, 3), t(1, 3)));
         assert!(!sham_clears(t(3, 3), t(2, 3)));
         assert!(!sham_clears(t(3, 3), t(0, 0)), "a sham that did not run");
+    }
+
+    /// What the deadline left undecided is cut short, never cleared: a class
+    /// stopped mid-rounds while holding copies, a named class whose sham ran
+    /// once and failed; a full sham failing as often is the forks.
+    #[test]
+    fn judge_cuts_short_what_the_deadline_left_undecided() {
+        let t = |bad, runs| Tally {
+            failures: bad,
+            runs,
+            timeouts: 0,
+        };
+        let file = runs(DropClass::File, 3, 3, 3);
+        let pipe = runs(DropClass::Pipe, 1, 1, 1); // held a copy, stopped after round 1
+        let stream = runs(DropClass::Stream, 0, 1, 0); // held nothing: one run by design
+        let mut never = runs(DropClass::Bound, 0, 0, 0);
+        never.started = 0;
+        let classes = [file, pipe, stream, never];
+        let named = [DropClass::File];
+        let (found, forks, cut) = judge(&classes, &named, &[(DropClass::File, t(1, 1))]);
+        assert_eq!((found, forks), (vec![], vec![]));
+        assert_eq!(cut, [DropClass::Pipe, DropClass::Bound, DropClass::File]);
+        let (found, forks, _) = judge(&classes, &named, &[(DropClass::File, t(0, 7))]);
+        assert_eq!((found, forks), (vec![DropClass::File], vec![]));
+        let (found, forks, _) = judge(&classes, &named, &[(DropClass::File, t(5, 7))]);
+        assert_eq!((found, forks), (vec![], vec![DropClass::File]));
     }
 
     #[test]

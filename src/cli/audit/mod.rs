@@ -980,7 +980,12 @@ mod tests {
         // Undecided: no basis, and the row says what the rule lacked.
         let short = audit(1, Some(pairs(0, 2, 50)), None);
         assert_eq!(short.basis(0), None);
-        assert!(report::markdown(&short, &[]).contains("| undecided |"));
+        let md = report::markdown(&short, &[]);
+        assert!(md.contains("| undecided |"), "{md}");
+        // What the reruns could confirm, from the undecided suspects only.
+        assert!(md.contains("the fewest reruns had 50 pairs"), "{md}");
+        let md = report::markdown(&signed, &[]);
+        assert!(!md.contains("Confirmation:"), "{md}");
     }
 
     #[test]

@@ -26,7 +26,8 @@ fn rule() -> String {
 /// and [`Diagnosis::decisive`] apply.
 fn held_copy_rule() -> String {
     format!(
-        "exposed by a held copy: failed under pressure, never alone in its `--exact` reruns, and \
+        "exposed by a held copy: failed under pressure, ran alone in its `--exact` reruns and never \
+         failed there, and \
          a held copy of a class of descriptor it closes broke it against that class's sham (the \
          same forks, no copy) at one-sided Fisher p <= {WINDOW_P} with at least {DECIDE_RUNS} \
          runs of each ({DECIDE_RUNS}/{DECIDE_RUNS} against 0/{DECIDE_RUNS} gives {:.1e}); this \
@@ -240,12 +241,20 @@ pub fn markdown(a: &Audit, files: &[ResultsFile]) -> String {
          have been missed (a longer screen, `--budget` or `--runs`, sees rarer ones).\n",
         100.0 * detect::seen_rate90(least)
     );
-    if let Some(fewest) = a.detection.pairs.values().map(|p| p.pressure.runs).min() {
+    // Over the suspects left undecided: those decided early (fails-alone
+    // after a few pairs) say nothing of what the reruns could confirm.
+    let undecided = a
+        .detection
+        .pairs
+        .iter()
+        .filter(|(t, _)| a.detection.verdict(**t) == detect::Verdict::Undecided);
+    if let Some(fewest) = undecided.map(|(_, p)| p.pressure.runs).min() {
         let _ = writeln!(
             out,
-            "Confirmation: the suspect with the fewest reruns had {fewest} pairs, enough for the \
-             sign rule to confirm, with 90% probability, a test failing at least {:.1}% of \
-             pressured `--exact` runs; a rarer one stays undecided unless a held copy decides it.\n",
+            "Confirmation: of the suspects the sign rule left undecided, the one with the fewest \
+             reruns had {fewest} pairs, enough for the sign rule to confirm, with 90% probability, \
+             a test failing at least {:.1}% of pressured `--exact` runs; a rarer one stays \
+             undecided unless a held copy decides it.\n",
             100.0 * detect::confirmed_rate90(fewest)
         );
     }
@@ -261,7 +270,7 @@ pub fn markdown(a: &Audit, files: &[ResultsFile]) -> String {
     }
     let _ = writeln!(
         out,
-        "| binary | test | screen (pressure) | --exact alone | --exact pressure | spawns | p | verdict | cause |\n|---|---|---|---|---|---|---|---|---|"
+        "| binary | test | screen (pressure) | --exact alone | --exact pressure | spawns | sign p | verdict | cause |\n|---|---|---|---|---|---|---|---|---|"
     );
     for &t in &failing {
         let case = &a.tests[t];
