@@ -164,6 +164,32 @@ def stop_group(proc, grace_s=1):
         pass
 
 
+def children(pid):
+    """The pids whose parent is pid (from /proc)."""
+    try:
+        return Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:  # a kernel without CONFIG_PROC_CHILDREN: scan every process
+        kids = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if fields[1] == str(pid):
+                kids.append(stat.parent.name)
+        return kids
+
+
+def wait_for_workers(proc, n, deadline_s=10.0):
+    """Until stress-ng has forked its n workers (or exited): a bounded poll
+    with backoff, not a guess at how long its start takes."""
+    end = time.monotonic() + deadline_s
+    delay = 0.002
+    while time.monotonic() < end and proc.poll() is None and len(children(proc.pid)) < n:
+        time.sleep(delay)
+        delay = min(2 * delay, 0.1)
+
+
 def shaker_arm(stress_ng, binary, tests, seconds, timeout_s):
     """B/4 of reruns under each Shaker configuration: one tally over all
     four, and one per configuration. The arm's clock runs only while the
@@ -176,7 +202,7 @@ def shaker_arm(stress_ng, binary, tests, seconds, timeout_s):
     for (w, load, v, pct) in SHAKER:
         proc, cmd = start_stress_ng(stress_ng, w, load, v, pct, seconds / 4)
         try:
-            time.sleep(0.5)
+            wait_for_workers(proc, w + v)
             own = Tally(tests)
             slice_start = time.monotonic()
             slice_end = slice_start + seconds / 4
