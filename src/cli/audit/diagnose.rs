@@ -154,8 +154,8 @@ pub struct Diagnosis {
     pub forks_break: Vec<DropClass>,
     /// The load check's pairs: plain fork pressure, the sham; `None` if not run.
     pub load: Option<[Tally; 2]>,
-    /// Classes the deadline left undecided: never run, or named with no
-    /// sham run. A diagnosis with any is incomplete, and says so.
+    /// Classes the deadline left undecided (see [`judge`]). A diagnosis
+    /// with any is incomplete, and says so.
     pub cut_short: Vec<DropClass>,
     /// The cause.
     pub cause: Cause,

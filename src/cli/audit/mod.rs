@@ -398,8 +398,9 @@ pub enum Word {
 pub enum Basis {
     /// The sign rule of its interleaved reruns.
     SignRule,
-    /// The held-copy window: failed under pressure, never alone in its
-    /// reruns, and its class's copies broke it against their sham.
+    /// The held-copy window: failed under pressure, ran alone in its reruns
+    /// and never failed there, and its class's copies broke it against
+    /// their sham.
     HeldCopy,
 }
 

@@ -39,21 +39,23 @@ fn held_copy_rule() -> String {
     )
 }
 
-/// The verdict as a table cell: the word, and for an exposed test the
-/// rule that decided it and that rule's p.
-fn verdict_cell(a: &Audit, t: usize) -> String {
-    let pairs = a.detection.pairs.get(&t).copied().unwrap_or_default();
-    match a.basis(t) {
-        Some(Basis::SignRule) => format!("**exposed** (sign rule, p {:.1e})", pairs.p()),
-        Some(Basis::HeldCopy) => format!(
-            "**exposed** (held copy, p {:.1e})",
+/// For an exposed test, the rule that decided it and that rule's p:
+/// `(held copy, p 2.9e-4)`.
+fn exposure(a: &Audit, t: usize) -> Option<String> {
+    let (rule, p) = match a.basis(t)? {
+        Basis::SignRule => (
+            "sign rule",
+            a.detection.pairs.get(&t).copied().unwrap_or_default().p(),
+        ),
+        Basis::HeldCopy => (
+            "held copy",
             a.diagnoses
                 .get(&t)
                 .and_then(Diagnosis::window_p)
-                .unwrap_or(f64::NAN)
+                .unwrap_or(f64::NAN),
         ),
-        None => a.verdict(t).id().into(),
-    }
+    };
+    Some(format!("({rule}, p {p:.1e})"))
 }
 
 /// One line of advice per hazard: the fixes these results call valid, or
@@ -304,7 +306,10 @@ pub fn markdown(a: &Audit, files: &[ResultsFile]) -> String {
             tally_text(pairs.pressure),
             pairs.spawns,
             pairs.p(),
-            verdict_cell(a, t),
+            match exposure(a, t) {
+                Some(why) => format!("**exposed** {why}"),
+                None => a.verdict(t).id().into(),
+            },
         );
     }
     let _ = writeln!(
@@ -414,8 +419,8 @@ pub fn junit(a: &Audit, files: &[ResultsFile]) -> String {
         let pairs = a.detection.pairs.get(&t).copied().unwrap_or_default();
         let d = a.diagnoses.get(&t);
         let summary = format!(
-            "{}: --exact alone {}, pressure {}; {}",
-            verdict_cell(a, t).replace("**", ""),
+            "exposed {}: --exact alone {}, pressure {}; {}",
+            exposure(a, t).unwrap_or_default(),
             tally_text(pairs.alone),
             tally_text(pairs.pressure),
             d.map_or_else(|| "not diagnosed".into(), Diagnosis::summary)
