@@ -7,4 +7,5 @@
 //! both ways and diagnoses each test that fails more under pressure.
 
 pub mod audit;
+pub mod discover;
 pub mod stress;

@@ -37,7 +37,7 @@ use fdwindow::cotenant::pressure::{DropClass, SpawnPath, Spec};
 use fdwindow::harness;
 use fdwindow::report::stats::{Count, fisher_less};
 
-use super::discover::Binary;
+use crate::cli::discover::Binary;
 use super::progress::Progress;
 use super::{Runner, TestCase, exact_args, seen};
 

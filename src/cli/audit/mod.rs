@@ -22,7 +22,6 @@
 //! interrupted.
 
 mod diagnose;
-mod discover;
 mod libtest;
 mod progress;
 mod report;
@@ -40,7 +39,7 @@ use fdwindow::cotenant::pressure::{self, ENV_VAR, Spec};
 use fdwindow::harness;
 
 use diagnose::Diagnosis;
-use discover::Binary;
+use crate::cli::discover::{self, Binary};
 use libtest::Outcome;
 use progress::Progress;
 

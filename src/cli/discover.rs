@@ -9,6 +9,7 @@
 //!   (`compiler-artifact`: `executable`, `profile.test`, `manifest_path`)
 //! - <https://nexte.st/docs/machine-readable/list/> (`rust-suites`, `binary-path`, `cwd`, `testcases`)
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -165,7 +166,8 @@ pub fn discover(command: &[String]) -> Result<Vec<Binary>, String> {
 /// Runs a build command, its progress on our stderr; its stdout.
 fn build(mut cmd: Command) -> Result<String, String> {
     let shown = format!("{cmd:?}");
-    super::progress::line(&format!("fdwindow audit: building: {shown}"));
+    // A closed stderr loses the line, never the build.
+    let _ = writeln!(std::io::stderr().lock(), "fdwindow: building: {shown}");
     let out = cmd
         .stdin(Stdio::null())
         .stderr(Stdio::inherit())
