@@ -3,7 +3,8 @@
 //! Exit status: 0 success, 1 a probe or a write failed (stdout included: a
 //! full disk), 2 bad input (unknown hazard, arm or platform, bad numbers,
 //! missing probe binaries, corrupt, older or future results files, an
-//! unwritable results folder), 130 interrupted (SIGINT, SIGTERM or SIGHUP),
+//! unwritable results folder), 128+N stopped by signal N (130 SIGINT, 143
+//! SIGTERM, 129 SIGHUP),
 //! 141 stdout closed by its reader (quietly, as a shell pipeline expects).
 
 use std::path::{Path, PathBuf};
@@ -361,7 +362,7 @@ fn run(
         Err(RunError::Usage(msg)) => Err(Usage(msg)),
         Err(RunError::Interrupted) => {
             eprintln!("interrupted: probes killed, results unchanged");
-            Ok(ExitCode::from(130))
+            Ok(fdwindow::base::interrupts::exit_code())
         }
         Err(RunError::Io(e)) => {
             eprintln!("error: {e}");
@@ -434,7 +435,7 @@ fn vm(
         Err(VmError::Usage(msg)) => Err(Usage(msg)),
         Err(VmError::Interrupted) => {
             eprintln!("interrupted: the VM was killed; kernels done before were merged");
-            Ok(ExitCode::from(130))
+            Ok(fdwindow::base::interrupts::exit_code())
         }
         Err(VmError::Failed(msg)) => {
             eprintln!("error: {msg}");
@@ -665,7 +666,7 @@ fn merge(inputs: &[PathBuf], dir: &Path) -> Result<ExitCode, Usage> {
         Ok(lock) => lock,
         Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
             eprintln!("interrupted: nothing merged");
-            return Ok(ExitCode::from(130));
+            return Ok(fdwindow::base::interrupts::exit_code());
         }
         Err(e) => {
             eprintln!("error: {e}");

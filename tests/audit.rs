@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{fdwindow, stderr};
+use common::{fdwindow, fixture_command, stderr};
 
 #[test]
 fn usage_errors_exit_2() {
@@ -27,35 +27,70 @@ fn usage_errors_exit_2() {
     }
 }
 
+/// The fixture's tests that a held copy breaks: what the audit must flag.
+const EXPOSED: [&str; 5] = [
+    "abstract_name_rebinds",
+    "bound_port_rebinds",
+    "dropped_listener_refuses",
+    "lock_released_by_close",
+    "picked_port_binds",
+];
+
+/// Every test of the fixture, in libtest's order.
+const FIXTURE_TESTS: [&str; 12] = [
+    "abstract_name_rebinds",
+    "arithmetic_holds",
+    "bound_port_rebinds",
+    "dropped_listener_refuses",
+    "file_round_trip",
+    "lock_released_by_close",
+    "lock_released_by_unlock",
+    "picked_port_binds",
+    "server_binds_port_zero",
+    "sorting_is_stable",
+    "text_formats",
+    "warm_rewrite_is_fault_free",
+];
+
+/// Runs `fdwindow audit ARGS -- COMMAND` with a JSON report: its exit
+/// status, report and stderr.
+fn audit_json(args: &[&str], command: &[String]) -> (Option<i32>, serde_json::Value, String) {
+    let out = fdwindow()
+        .arg("audit")
+        .args(args)
+        .args(["--format", "json", "--"])
+        .args(command)
+        .output()
+        .unwrap();
+    let report =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)));
+    (out.status.code(), report, stderr(&out))
+}
+
+/// The names of a report's tests with verdict `word`.
+fn with_verdict<'a>(report: &'a serde_json::Value, word: &str) -> Vec<&'a str> {
+    report["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["verdict"] == word)
+        .map(|t| t["name"].as_str().unwrap())
+        .collect()
+}
+
 // The injector is preloaded by LD_PRELOAD (Linux); the fixture's cost test
 // reads RUSAGE_THREAD, which is Linux's.
 #[cfg(target_os = "linux")]
 #[test]
 fn audit_flags_exactly_the_exposed_fixture_tests() {
-    use std::path::Path;
-    let exe = Path::new(env!("CARGO_BIN_EXE_fdwindow"));
-    let profile_dir = exe.parent().unwrap();
-    let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
-        Some("debug") | None => "dev",
-        Some(other) => other,
-    };
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let out = fdwindow()
-        // Ten screen runs; the exposed tests fail most pressured runs, so the
-        // rule decides them in about ten pairs. The budget is room for a
-        // loaded machine: the rule, not the budget, decides here.
-        .args([
-            "audit", "--runs", "10", "--budget", "900s", "--format", "json", "--",
-        ])
-        .args([&cargo, "test", "--quiet", "--example", "audit-fixture"])
-        .args(["--profile", profile, "--target-dir"])
-        .arg(profile_dir.parent().unwrap())
-        .output()
-        .unwrap();
+    // Ten screen runs; the exposed tests fail most pressured runs, so the
+    // rule decides them in about ten pairs. The budget is room for a
+    // loaded machine: the rule, not the budget, decides here.
+    let (code, report, err) =
+        audit_json(&["--runs", "10", "--budget", "900s"], &fixture_command(&[]));
     // Exit 1: some test is exposed.
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    let report: serde_json::Value =
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)));
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(report["schema"], "fdwindow-audit/1", "{report}");
     let tests = report["tests"].as_array().unwrap();
     let find = |name: &str| {
         tests
@@ -63,23 +98,12 @@ fn audit_flags_exactly_the_exposed_fixture_tests() {
             .find(|t| t["name"] == name)
             .unwrap_or_else(|| panic!("{name} missing: {report}"))
     };
-    let exposed: Vec<&str> = tests
-        .iter()
-        .filter(|t| t["verdict"] == "exposed")
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(
-        exposed,
-        [
-            "abstract_name_rebinds",
-            "bound_port_rebinds",
-            "dropped_listener_refuses",
-            "lock_released_by_close",
-            "picked_port_binds"
-        ],
-        "{}",
-        stderr(&out)
-    );
+    assert_eq!(with_verdict(&report, "exposed"), EXPOSED, "{err}");
+    // Named as nextest names the binary, each with its time alone.
+    for t in tests {
+        assert_eq!(t["binary"], "fdwindow::example/audit-fixture", "{t}");
+        assert!(t["time_s"].as_f64().is_some(), "{t}");
+    }
     let threshold = report["rule"]["false_rate"].as_f64().unwrap();
     assert!(threshold <= 0.001, "{report}");
     for (name, class, hazard) in [
@@ -132,6 +156,216 @@ fn audit_flags_exactly_the_exposed_fixture_tests() {
     assert!(report["pressured_runs"].as_u64().unwrap() >= 10);
 }
 
+/// Two shards of the fixture, audited apart and merged, hold every test
+/// once and flag what one unsharded audit flags ([`EXPOSED`]).
+#[cfg(target_os = "linux")]
+#[test]
+fn shards_merge_into_the_unsharded_verdicts() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut paths = Vec::new();
+    for shard in ["1/2", "2/2"] {
+        let (code, report, err) = audit_json(
+            &["--runs", "10", "--budget", "900s", "--partition", shard],
+            &fixture_command(&[]),
+        );
+        assert!(matches!(code, Some(0 | 1)), "{shard}: {err}");
+        assert_eq!(report["partition"]["total"], 2, "{report}");
+        let path = dir.path().join(format!("shard-{}.json", &shard[..1]));
+        std::fs::write(&path, serde_json::to_vec(&report).unwrap()).unwrap();
+        paths.push(path);
+    }
+    let merged = fdwindow()
+        .args(["audit", "merge", "--format", "json"])
+        .args(&paths)
+        .output()
+        .unwrap();
+    assert_eq!(merged.status.code(), Some(1), "{}", stderr(&merged));
+    let report: serde_json::Value = serde_json::from_slice(&merged.stdout).unwrap();
+    let mut names: Vec<&str> = report["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, FIXTURE_TESTS, "{report}");
+    assert_eq!(with_verdict(&report, "exposed"), EXPOSED, "{report}");
+    // A shard missing: exit 2, named.
+    let one = fdwindow()
+        .args(["audit", "merge"])
+        .arg(&paths[0])
+        .output()
+        .unwrap();
+    assert_eq!(one.status.code(), Some(2));
+    assert!(
+        stderr(&one).contains("missing shards: 2/2"),
+        "{}",
+        stderr(&one)
+    );
+    // The same shard twice, or a shard beside the merged report: exit 2.
+    let twice = fdwindow()
+        .args(["audit", "merge"])
+        .args([&paths[0], &paths[0]])
+        .output()
+        .unwrap();
+    assert_eq!(twice.status.code(), Some(2), "{}", stderr(&twice));
+}
+
+/// cargo's `TESTNAME` reaches the binaries: only the matching tests are
+/// audited, and a filter that matches none is nothing to audit.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_cargo_filter_selects_what_is_audited() {
+    let quick = ["--runs", "2", "--no-diagnose", "--budget", "900s"];
+    let (_, report, err) = audit_json(&quick, &fixture_command(&["lock_released"]));
+    let names: Vec<&str> = report["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["lock_released_by_close", "lock_released_by_unlock"],
+        "{err}"
+    );
+    // After `--`, libtest's own selection: --exact and --skip.
+    let (_, report, err) = audit_json(
+        &quick,
+        &fixture_command(&["--", "--exact", "text_formats", "file_round_trip"]),
+    );
+    assert_eq!(report["tests"].as_array().unwrap().len(), 2, "{err}");
+    // --skip of every test: nothing to audit.
+    let out = fdwindow()
+        .args(["audit"])
+        .args(quick)
+        .arg("--")
+        .args(fixture_command(&["--", "--skip", "_"]))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
+
+/// `cargo nextest run` is a runner too: its filterset selects the tests,
+/// its runner-only options are left out of the listing, and each test runs
+/// in its own process. Skipped, and says so, where nextest is missing.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_nextest_filterset_selects_what_is_audited() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let has_nextest = std::process::Command::new(&cargo)
+        .args(["nextest", "--version"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_nextest {
+        eprintln!("SKIPPED: cargo-nextest is not installed");
+        return;
+    }
+    let mut command = fixture_command(&["-E", "test(=text_formats) | test(=arithmetic_holds)"]);
+    // `cargo test` becomes `cargo nextest run --no-fail-fast`.
+    command.splice(
+        1..2,
+        [
+            "nextest".to_owned(),
+            "run".to_owned(),
+            "--no-fail-fast".to_owned(),
+        ],
+    );
+    command.retain(|a| a != "--quiet");
+    // nextest's `--profile` is its own; cargo's is `--cargo-profile`.
+    for a in &mut command {
+        if a == "--profile" {
+            *a = "--cargo-profile".into();
+        }
+    }
+    let (code, report, err) = audit_json(&["--runs", "2", "--no-diagnose"], &command);
+    assert_eq!(code, Some(0), "{err}");
+    let names: Vec<&str> = report["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["arithmetic_holds", "text_formats"], "{err}");
+    assert_eq!(report["tests"][0]["screen"]["runs"], 2, "{report}");
+}
+
+/// A filter that matches nothing, or a command with no tests, is exit 2
+/// with one line: never a green report about nothing.
+#[cfg(target_os = "linux")]
+#[test]
+fn nothing_to_audit_is_an_error() {
+    let mut commands: Vec<Vec<String>> = vec![
+        vec!["/bin/true".into()],
+        vec!["/bin/sh".into(), "-c".into(), "exit 127".into()],
+        vec!["/bin/sh".into(), "-c".into(), "echo junk".into()],
+    ];
+    commands.push(fixture_command(&["no_test_has_this_name"]));
+    for command in commands {
+        let out = fdwindow()
+            .args(["audit", "--runs", "1", "--"])
+            .args(&command)
+            .stdout(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{command:?}: {}", stderr(&out));
+        let text = stderr(&out);
+        let errors: Vec<&str> = text.lines().filter(|l| l.starts_with("error:")).collect();
+        assert_eq!(errors.len(), 1, "{command:?}: {}", stderr(&out));
+        assert!(
+            errors[0].contains("nothing to audit") || errors[0].contains("failed"),
+            "{command:?}: {}",
+            errors[0]
+        );
+    }
+}
+
+/// A results folder that cannot give advice is bad input when named;
+/// without one the advice says it comes from the encoded claims.
+#[cfg(target_os = "linux")]
+#[test]
+fn results_must_load_when_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("file");
+    std::fs::write(&file, "x").unwrap();
+    let truncated = dir.path().join("truncated");
+    std::fs::create_dir(&truncated).unwrap();
+    std::fs::write(truncated.join("linux-x.json"), "{\"platform\": {").unwrap();
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    for bad in [dir.path().join("missing"), file, truncated, empty] {
+        let out = fdwindow()
+            .args(["audit", "--results"])
+            .arg(&bad)
+            .args(["--", "/bin/sh", "-c", LIBTEST_STAND_IN, "sh"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains("--results"), "{}", stderr(&out));
+    }
+    // No --results, and no ./results where it runs: the encoded claims.
+    let out = fdwindow()
+        .current_dir(dir.path())
+        .args(["audit", "--runs", "1", "--"])
+        .args(["/bin/sh", "-c", LIBTEST_STAND_IN, "sh"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(md.contains("Advice from fdwindow's encoded claims"), "{md}");
+}
+
+#[test]
+fn bad_partitions_exit_2() {
+    for p in ["0/2", "3/2", "slice:1/2", "1"] {
+        let out = fdwindow()
+            .args(["audit", "--partition", p, "--", "/bin/true"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{p}: {}", stderr(&out));
+    }
+}
+
 /// A report that cannot be written (stdout is `/dev/full`) is a one-line
 /// error and exit 1, and the injector's private file and the report folder
 /// are gone: the write comes after they are removed (it may end the process).
@@ -141,7 +375,16 @@ fn a_failed_report_write_leaves_nothing_behind() {
     let tmp = tempfile::tempdir().unwrap();
     let out = fdwindow()
         .env("TMPDIR", tmp.path())
-        .args(["audit", "--runs", "1", "--", "/bin/echo", "test a ... ok"])
+        .args([
+            "audit",
+            "--runs",
+            "1",
+            "--",
+            "/bin/sh",
+            "-c",
+            LIBTEST_STAND_IN,
+            "sh",
+        ])
         .stdout(std::fs::File::create("/dev/full").unwrap())
         .output()
         .unwrap();
@@ -156,10 +399,10 @@ fn a_failed_report_write_leaves_nothing_behind() {
     assert!(left.is_empty(), "left behind: {left:?}");
 }
 
-/// A shell stand-in for a libtest binary with one passing test `a`.
+/// A shell stand-in for a libtest binary with one passing test `a`, not
+/// `#[ignore]`d (`--ignored --list` lists nothing).
 #[cfg(target_os = "linux")]
-const LIBTEST_STAND_IN: &str =
-    r#"case "$*" in *--list*) echo "a: test";; *) echo "test a ... ok";; esac"#;
+const LIBTEST_STAND_IN: &str = r#"case "$*" in *--ignored*--list*) ;; *--list*) echo "a: test";; *) echo "test a ... ok";; esac"#;
 
 /// Progress goes to stderr; a closed stderr (`2>&1 | head -2` after `head`
 /// exits) loses the progress, never the report or the exit status.

@@ -1,6 +1,8 @@
 //! `fdwindow stress` and the preload injector: trivial commands give 0/N and
 //! N/N, `--match` keeps pressure out of processes it does not name, and the
-//! injector reaches the processes it should.
+//! injector reaches the processes it should. The summary's schema, p and
+//! verdict, `--fail-if-exposed`, the exit status for pressure that never
+//! overlapped the command, and `--help`'s pressure keys.
 
 mod common;
 
@@ -17,10 +19,19 @@ fn stress(args: &[&str]) -> serde_json::Value {
 /// Runs `fdwindow stress` expecting exit status `code`; its JSON summary.
 #[cfg(target_os = "linux")]
 fn stress_exiting(args: &[&str], code: i32) -> serde_json::Value {
+    stress_output(args, code).0
+}
+
+/// Runs `fdwindow stress` expecting exit status `code`; its JSON summary and
+/// its stderr.
+#[cfg(target_os = "linux")]
+fn stress_output(args: &[&str], code: i32) -> (serde_json::Value, String) {
     // The injector built into fdwindow: no --injector, no other build step.
     let out = fdwindow().arg("stress").args(args).output().unwrap();
     assert_eq!(out.status.code(), Some(code), "{args:?}: {}", stderr(&out));
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)))
+    let summary =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)));
+    (summary, stderr(&out))
 }
 
 #[cfg(target_os = "linux")]
@@ -52,6 +63,11 @@ fn true_never_fails_and_false_always_fails_under_pressure() {
     assert_eq!(ok["pressured_processes"], 3);
     assert_eq!(ok["arms"][0]["wilson95"][0], 0.0);
     assert!(ok["arms"][1]["first_failure_run"].is_null());
+    // Versioned, with the comparison's p: nothing failed, nothing to tell.
+    assert_eq!(ok["schema"], "fdwindow-stress/1");
+    assert_eq!(ok["verdict"], "inconclusive");
+    assert_eq!(ok["p"], 1.0);
+    assert_eq!(ok["p_max"], 0.001);
 
     let bad = stress(&["--runs", "3", "--pressure", pressure, "--", "/bin/false"]);
     assert_eq!(
@@ -60,6 +76,132 @@ fn true_never_fails_and_false_always_fails_under_pressure() {
     );
     assert_eq!(bad["arms"][1]["first_failure_run"], 1);
     assert_eq!(bad["arms"][1]["wilson95"][1], 1.0);
+    // As many failures alone as under pressure: not exposed.
+    assert_eq!(bad["verdict"], "inconclusive");
+    assert_eq!(bad["p"], 1.0);
+}
+
+/// A shell that fails when it has more than one thread, i.e. exactly when
+/// the injector's pressure threads run in it (the shell itself is
+/// single-threaded). `$FDWINDOW_PRESSURE` cannot tell: a process in which
+/// pressure starts removes it from its environment before `main`.
+#[cfg(target_os = "linux")]
+const FAILS_UNDER_PRESSURE: &str = r#"set -- /proc/$$/task/*; [ $# -eq 1 ]"#;
+
+/// 12/12 under pressure against 0/12 alone: p = 1/C(24, 12), exposed;
+/// `--fail-if-exposed` makes that exit 4, and without it the exit is 0.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_command_failing_only_under_pressure_is_exposed() {
+    let args = |flag: Option<&'static str>| {
+        let mut a = vec!["--runs", "12"];
+        a.extend(flag);
+        a.extend(["--", "/bin/sh", "-c", FAILS_UNDER_PRESSURE]);
+        a
+    };
+    let (fail, err) = stress_output(&args(Some("--fail-if-exposed")), 4);
+    assert_eq!(
+        failures(&fail),
+        [("alone".into(), 0, 12), ("pressure".into(), 12, 12)]
+    );
+    assert_eq!(fail["schema"], "fdwindow-stress/1");
+    assert_eq!(fail["verdict"], "exposed");
+    let p = fail["p"].as_f64().unwrap();
+    assert!(p <= fail["p_max"].as_f64().unwrap(), "p {p}");
+    assert!((p * 2_704_156.0 - 1.0).abs() < 1e-6, "p {p}");
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("verdict: "))
+        .unwrap_or_default();
+    assert!(
+        line.starts_with("verdict: exposed (pressure 12/12 vs alone 0/12, one-sided Fisher p = ")
+            && line.ends_with(" <= 0.001)"),
+        "{err}"
+    );
+
+    let plain = stress_exiting(&args(None), 0);
+    assert_eq!(plain["verdict"], "exposed");
+    assert_eq!(plain["arms"][1]["failures"], 12);
+}
+
+/// A shell that execs at once: pressure starts in it and dies with its old
+/// image, so it overlaps none of the run (the exec'd `sleep` gets no preload:
+/// the shell removed it from its environment). Chosen by nobody (no
+/// `--match`, no `match=`), that is a usage error; chosen, only a warning.
+#[cfg(target_os = "linux")]
+#[test]
+fn pressure_that_never_overlapped_an_unmatched_command_exits_2() {
+    // 2 s against the microseconds the shell's pressure reports: the share is
+    // far under the 0.5% that prints as 0%, however loaded the machine.
+    let (summary, err) = stress_output(&["--runs", "1", "--", "/bin/sh", "-c", "exec sleep 2"], 2);
+    assert_eq!(summary["schema"], "fdwindow-stress/1");
+    assert_eq!(summary["pressured_runs"], 1, "{summary}");
+    let share = summary["pressure_overlap_share"].as_f64().unwrap();
+    assert!(share < 0.005, "share {share}");
+    let last = err.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("error: pressure never overlapped the command")
+            && last.contains("use --match GLOB to pressure the process that runs the tests"),
+        "{err}"
+    );
+    assert_eq!(
+        err.matches("never overlapped").count(),
+        1,
+        "one line, no warning beside it: {err}"
+    );
+
+    // The same command with the pressure's target chosen either way: the
+    // summary, the under-half warning, and exit 0.
+    for chosen in [["--match", "*"], ["--pressure", "match=*"]] {
+        let mut args = vec!["--runs", "1"];
+        args.extend(chosen);
+        args.extend(["--", "/bin/sh", "-c", "exec sleep 1"]);
+        let (summary, err) = stress_output(&args, 0);
+        assert_eq!(summary["pressured_runs"], 1, "{chosen:?}: {summary}");
+        assert!(
+            err.contains("warning: pressure overlapped under 50%"),
+            "{chosen:?}: {err}"
+        );
+        assert!(!err.contains("never overlapped"), "{chosen:?}: {err}");
+    }
+}
+
+/// `--help` lists every pressure key a user sets, says how long stress runs
+/// with neither `--runs` nor `--duration`, names every exit status, and shows
+/// no empty default.
+#[test]
+fn help_lists_the_pressure_keys_the_default_duration_and_the_exit_statuses() {
+    let out = fdwindow().args(["stress", "--help"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let help = String::from_utf8(out.stdout).unwrap();
+    for key in [
+        "threads=",
+        "hold=",
+        "path=",
+        "max-alive=",
+        "for=",
+        "match=",
+        "drop=",
+    ] {
+        let entry = help
+            .lines()
+            .find(|l| l.trim_start().starts_with(key))
+            .unwrap_or_else(|| panic!("{key} missing: {help}"));
+        assert!(!entry.trim_start()[key.len()..].is_empty(), "{entry}");
+    }
+    assert!(
+        help.contains("[default: 4]") && help.contains("[default: 1ms]"),
+        "{help}"
+    );
+    assert!(help.contains("60 s"), "{help}");
+    assert!(!help.contains("default: \"\""), "{help}");
+    for status in ["  0 ", "  1 ", "  2 ", "  4 ", "  128+N "] {
+        assert!(
+            help.lines().any(|l| l.starts_with(status)),
+            "exit status {status:?} missing: {help}"
+        );
+    }
+    assert!(help.contains("--fail-if-exposed"), "{help}");
 }
 
 #[cfg(target_os = "linux")]
@@ -79,6 +221,7 @@ fn match_keeps_pressure_out_of_other_executables() {
         1,
     );
     assert_eq!(none["pressured_processes"], 0);
+    assert_eq!(none["verdict"], "unpressured");
     let named = stress(&["--runs", "2", "--match", "tru*", "--", "/usr/bin/true"]);
     assert_eq!(named["pressured_processes"], 2);
 }
@@ -274,4 +417,37 @@ fn a_timed_out_run_counts_as_pressured_and_as_a_timeout() {
         assert_eq!(arm["failures"], 0, "{arm}");
         assert_eq!(arm["runs"], 1, "{arm}");
     }
+}
+
+/// `cargo test …` is built first, then each run runs its test binary: the
+/// pressure lands in the test binary (one pressured process per run, not
+/// cargo's), so the fixture's dropped listener fails under it and never alone.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_cargo_command_pressures_only_its_test_binaries() {
+    let out = fdwindow()
+        .args([
+            "stress",
+            "--runs",
+            "10",
+            "--pressure",
+            "threads=8,hold=5ms",
+            "--",
+        ])
+        .args(common::fixture_command(&["dropped_listener_refuses"]))
+        .output()
+        .unwrap();
+    assert!(matches!(out.status.code(), Some(0)), "{}", stderr(&out));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // One pressured process per pressured run: the test binary itself.
+    assert_eq!(summary["pressured_runs"], 10, "{summary}");
+    assert_eq!(summary["pressured_processes"], 10, "{summary}");
+    let arms = summary["arms"].as_array().unwrap();
+    assert_eq!(arms[0]["failures"], 0, "{summary}");
+    assert!(arms[1]["failures"].as_u64().unwrap() > 0, "{summary}");
+    assert!(
+        stderr(&out).contains("each run runs 1 test process"),
+        "{}",
+        stderr(&out)
+    );
 }

@@ -252,7 +252,7 @@ fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
 fn a_signal_kills_the_vm_and_removes_the_scratch() {
     for (signal, code) in [
         (libc::SIGINT, Some(130)),
-        (libc::SIGHUP, Some(130)),
+        (libc::SIGHUP, Some(129)),
         (libc::SIGKILL, None),
     ] {
         let root = scratch("vm-signal");

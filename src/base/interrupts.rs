@@ -3,12 +3,13 @@
 //! harness's trials, the runner, `fix::isolate`'s wait) stops, reaps its
 //! children and removes its scratch paths before the process exits.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicI32, Ordering};
 
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// The first signal that arrived, 0 for none.
+static INTERRUPTED: AtomicI32 = AtomicI32::new(0);
 
-extern "C" fn on_signal(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::Relaxed);
+extern "C" fn on_signal(sig: libc::c_int) {
+    let _ = INTERRUPTED.compare_exchange(0, sig, Ordering::Relaxed, Ordering::Relaxed);
 }
 
 /// Sets a flag on SIGINT, SIGTERM and SIGHUP (a closed terminal) instead of
@@ -32,5 +33,18 @@ pub fn catch_interrupts() {
 
 /// Whether SIGINT, SIGTERM or SIGHUP arrived since [`catch_interrupts`].
 pub fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::Relaxed)
+    INTERRUPTED.load(Ordering::Relaxed) != 0
+}
+
+/// The first of SIGINT, SIGTERM and SIGHUP that arrived, if any.
+pub fn signal() -> Option<i32> {
+    Some(INTERRUPTED.load(Ordering::Relaxed)).filter(|&s| s != 0)
+}
+
+/// The exit status of a process that a signal stopped: 128 plus the
+/// signal's number, the shells' convention (130 for SIGINT, 143 for
+/// SIGTERM, 129 for SIGHUP); 130 when none is recorded.
+pub fn exit_code() -> std::process::ExitCode {
+    let sig = signal().unwrap_or(libc::SIGINT);
+    std::process::ExitCode::from(u8::try_from(128 + sig).unwrap_or(130))
 }

@@ -8,4 +8,7 @@
 
 pub mod audit;
 pub mod discover;
+pub mod libtest;
+pub mod partition;
+pub mod pressure_help;
 pub mod stress;

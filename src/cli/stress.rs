@@ -21,8 +21,13 @@
 //! 6. The command holds the read end of a controller pipe ([`Controller`]):
 //!    if `fdwindow stress` dies, even by SIGKILL, the pressure in the command
 //!    stops within one hold.
+//! 7. The [`Verdict`]: `exposed` when the one-sided Fisher exact p that the
+//!    alone arm fails less often than the pressured one is at most
+//!    [`EXPOSED_P`], `unpressured` when no pressured process reported back,
+//!    `inconclusive` otherwise. Only `--fail-if-exposed` makes `exposed` an
+//!    exit status of its own ([`EXIT_EXPOSED`]).
 //!
-//! Progress goes to stderr; the summary, as JSON, to stdout.
+//! Progress goes to stderr; the summary, as JSON ([`STRESS_SCHEMA`]), to stdout.
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -32,23 +37,103 @@ use std::time::{Duration, Instant};
 use fdwindow::child::{GroupExit, wait_group};
 use fdwindow::preload;
 use fdwindow::pressure::{self, ENV_VAR, Spec};
-use fdwindow::stats::Count;
+use fdwindow::stats::{Count, fisher_less};
+
+use super::pressure_help::PRESSURE_KEYS;
+
+/// The JSON summary's `schema`. A change in any field's meaning (or a field
+/// removed or renamed) bumps the number; a new field does not.
+pub const STRESS_SCHEMA: &str = "fdwindow-stress/1";
+
+/// Exit status: the arms ran; any verdict, `exposed` too unless
+/// `--fail-if-exposed`.
+pub const EXIT_OK: u8 = 0;
+/// Exit status: no pressured process reported back, so the pressure arm was
+/// never under pressure (also: the summary could not be written to stdout).
+pub const EXIT_UNPRESSURED: u8 = 1;
+/// Exit status: bad input, or pressure that never overlapped a command given
+/// without `--match` (`main` turns [`run`]'s `Err` into it).
+pub const EXIT_USAGE: u8 = 2;
+/// Exit status: the verdict is `exposed` and `--fail-if-exposed` was given.
+pub const EXIT_EXPOSED: u8 = 4;
+/// Exit status: interrupted by SIGINT, SIGTERM or SIGHUP: this plus the
+/// signal's number, the shells' convention (130, 143, 129), as
+/// [`exit_code`](fdwindow::base::interrupts::exit_code) gives it.
+pub const EXIT_INTERRUPTED_BASE: u8 = 128;
+
+/// The largest one-sided Fisher p at which the verdict is `exposed`.
+pub const EXPOSED_P: f64 = 1e-3;
+
+/// How long stress runs with neither `--runs` nor `--duration`.
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(60);
 
 /// The variable the injector appends its per-process line to.
 const REPORT_VAR: &str = "FDWINDOW_PRESSURE_REPORT";
 
+/// `--runs`' help: it states [`DEFAULT_DURATION`].
+fn runs_help() -> String {
+    format!(
+        "Runs per arm. With neither --runs nor --duration, stress runs for {} s",
+        DEFAULT_DURATION.as_secs()
+    )
+}
+
+/// `--duration`'s help: it states [`DEFAULT_DURATION`].
+fn duration_help() -> String {
+    format!(
+        "Run for this long in all (both arms, alternating), e.g. 30s, 500ms. With neither \
+         --duration nor --runs, stress runs for {} s",
+        DEFAULT_DURATION.as_secs()
+    )
+}
+
+/// `--pressure`'s long help: every key with its default and unit.
+fn pressure_help() -> String {
+    format!(
+        "The fork pressure: comma-separated KEY=VALUE pairs, any subset, e.g.\n\
+         threads=8,hold=20ms,path=fork. Keys:\n\n{PRESSURE_KEYS}"
+    )
+}
+
+/// `--fail-if-exposed`'s help: it states [`EXIT_EXPOSED`].
+fn fail_if_exposed_help() -> String {
+    format!("Exit {EXIT_EXPOSED} when the verdict is exposed (without it, exposed exits {EXIT_OK})")
+}
+
+/// `--help`'s closing text: the verdicts and every exit status.
+fn after_help() -> String {
+    format!(
+        "Verdict (the summary's \"verdict\", and stderr's \"verdict:\" line):
+  exposed       the one-sided Fisher exact p that the alone arm fails less often than the
+                pressure arm is at most {EXPOSED_P} (the summary's \"p\" and \"p_max\")
+  unpressured   no pressured process reported back
+  inconclusive  otherwise
+
+Exit status:
+  {EXIT_OK:<7}the arms ran: inconclusive, or exposed without --fail-if-exposed
+  {EXIT_UNPRESSURED:<7}no pressured process reported back (--match named nothing, or the
+         loader ignored the preload); also when the summary cannot be written to stdout
+  {EXIT_USAGE:<7}bad input; or, for a command other than cargo test or cargo nextest run
+         given without --match (or match=), pressure that overlapped 0% of the pressured
+         runs' time
+  {EXIT_EXPOSED:<7}exposed, with --fail-if-exposed
+  {EXIT_INTERRUPTED_BASE}+N  interrupted by signal N: 130 SIGINT, 143 SIGTERM, 129 SIGHUP
+  141    stdout is a closed pipe: the summary could not be written"
+    )
+}
+
 /// The arguments of `fdwindow stress`.
 #[derive(clap::Args, Debug)]
+#[command(after_help = after_help())]
 pub struct StressArgs {
-    /// Runs per arm.
-    #[arg(long, conflicts_with = "duration", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    #[arg(long, help = runs_help(), conflicts_with = "duration", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     runs: Option<u64>,
-    /// Run for this long in all (both arms, alternating), e.g. 30s, 500ms.
-    #[arg(long, value_parser = pressure::parse_duration)]
+    #[arg(long, help = duration_help(), value_parser = pressure::parse_duration)]
     duration: Option<Duration>,
-    /// The pressure: threads=N,hold=D,path=fork|spawn|mix (see fdwindow::pressure::Spec).
-    #[arg(long, default_value = "")]
-    pressure: String,
+    /// The pressure, KEY=VALUE pairs: threads, hold, path, max-alive, for,
+    /// match, drop (--help lists each with its unit and default)
+    #[arg(long, value_name = "SPEC", long_help = pressure_help())]
+    pressure: Option<String>,
     /// Pressure only processes whose executable's file name matches this glob
     /// (`*` only), e.g. 'mycrate-*' for cargo's test binaries.
     #[arg(long = "match", value_name = "GLOB")]
@@ -66,6 +151,8 @@ pub struct StressArgs {
     /// Keep each failing or timed-out run's output in this folder (created if missing).
     #[arg(long, value_name = "DIR")]
     keep_failures: Option<PathBuf>,
+    #[arg(long, help = fail_if_exposed_help())]
+    fail_if_exposed: bool,
     /// The command and its arguments.
     #[arg(last = true, required = true, num_args = 1..)]
     command: Vec<String>,
@@ -165,6 +252,84 @@ impl Arm {
 /// the pressure barely overlapped the command.
 const OVERLAP_SHARE: f64 = 0.5;
 
+/// The share of the pressured runs' time under which the pressure never
+/// overlapped the command: the summary prints the share in whole percent,
+/// and this is where it reads 0%. A pressured process that execs at once
+/// (rustup's `cargo` proxy, `sh -c 'exec …'`) loses its threads with its old
+/// image and reports a few microseconds.
+const NO_OVERLAP_SHARE: f64 = 0.005;
+
+/// The error for pressure that never overlapped the command, one line.
+const NEVER_OVERLAPPED: &str = "pressure never overlapped the command (0% of the pressured runs' \
+     time: the pressured process exec'd or ended as pressure started); use --match GLOB to \
+     pressure the process that runs the tests";
+
+/// What the comparison of the two arms says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Verdict {
+    /// The one-sided Fisher p that the alone arm fails less often than the
+    /// pressure arm is at most [`EXPOSED_P`].
+    Exposed,
+    /// No pressured process reported back: the pressure arm compares nothing.
+    Unpressured,
+    /// Neither: too few failures under pressure to tell, or as many alone.
+    Inconclusive,
+}
+
+impl Verdict {
+    /// The word the summary and the stderr line use.
+    fn id(self) -> &'static str {
+        match self {
+            Verdict::Exposed => "exposed",
+            Verdict::Unpressured => "unpressured",
+            Verdict::Inconclusive => "inconclusive",
+        }
+    }
+
+    /// The verdict on the two arms' counts; `reached` is whether any
+    /// pressured process reported back.
+    fn of(alone: Count, pressured: Count, reached: bool) -> (Verdict, f64) {
+        let p = fisher_less(alone, pressured);
+        let verdict = if !reached && pressured.trials > 0 {
+            Verdict::Unpressured
+        } else if p <= EXPOSED_P {
+            Verdict::Exposed
+        } else {
+            Verdict::Inconclusive
+        };
+        (verdict, p)
+    }
+}
+
+/// A p for the stderr line: two decimals, or two digits in scientific
+/// notation under 0.01.
+fn p_text(p: f64) -> String {
+    if p >= 0.01 {
+        format!("{p:.2}")
+    } else {
+        format!("{p:.1e}")
+    }
+}
+
+/// The stderr line that states the verdict.
+fn verdict_line(verdict: Verdict, p: f64, alone: Count, pressured: Count) -> String {
+    let counts = format!(
+        "pressure {}/{} vs alone {}/{}",
+        pressured.hits, pressured.trials, alone.hits, alone.trials
+    );
+    match verdict {
+        Verdict::Unpressured => {
+            format!("verdict: unpressured ({counts}, but no pressured process reported back)")
+        }
+        Verdict::Exposed | Verdict::Inconclusive => format!(
+            "verdict: {} ({counts}, one-sided Fisher p = {} {} {EXPOSED_P})",
+            verdict.id(),
+            p_text(p),
+            if p <= EXPOSED_P { "<=" } else { ">" }
+        ),
+    }
+}
+
 /// The controller's pipe: `fdwindow stress` and `fdwindow audit` keep the
 /// write end (close-on-exec, so nothing they start keeps it), the pressured
 /// command gets the read end and its number in the spec (`ctl=`). When the
@@ -262,6 +427,8 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
     }
     let mut spec: Spec = args
         .pressure
+        .as_deref()
+        .unwrap_or_default()
         .parse()
         .map_err(|e| format!("--pressure: {e}"))?;
     if spec.close_hold.is_some() {
@@ -277,6 +444,8 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
     let injector = Injector::locate(args.injector.as_deref())?;
     let (preload_var, injector) = (injector.var, injector);
     let controller = Controller::new().map_err(|e| format!("controller pipe: {e}"))?;
+    // What the reader sees: the pressure without the controller's descriptor.
+    let shown = spec.to_string();
     spec.controller = Some(controller.fd());
     let report_path = |n: u64| {
         std::env::temp_dir().join(format!(
@@ -288,15 +457,22 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
         Ok(old) if !old.is_empty() => format!("{}:{old}", injector.path().display()),
         _ => injector.path().display().to_string(),
     };
-    let (program, rest) = args.command.split_first().expect("clap requires a command");
+    // `cargo test` and `cargo nextest run` are built first; each run then
+    // runs their test binaries (nextest's: one process per test), so that
+    // pressure reaches the tests and never cargo, rustc or nextest.
+    let steps = steps(&args.command)?;
+    let program = &args.command[0];
     if let Some(dir) = &args.keep_failures {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("--keep-failures {}: {e}", dir.display()))?;
     }
     let capture = args.show_output || args.keep_failures.is_some();
-    let make = |report: Option<&Path>| {
-        let mut cmd = Command::new(program);
-        cmd.args(rest).stdin(Stdio::null());
+    let make = |step: &Step, report: Option<&Path>| {
+        let mut cmd = Command::new(&step.program);
+        cmd.args(&step.args).stdin(Stdio::null());
+        if let Some(dir) = &step.cwd {
+            cmd.current_dir(dir).env("CARGO_MANIFEST_DIR", dir);
+        }
         if capture {
             cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         } else {
@@ -326,11 +502,11 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
     let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let (mut alone, mut pressured) = (Arm::default(), Arm::default());
     eprintln!(
-        "fdwindow stress: {} {} with pressure {spec}",
+        "fdwindow stress: {} {} with pressure {shown}",
         total.map_or_else(
             || format!(
                 "for {:.1} s,",
-                budget.unwrap_or(Duration::from_secs(60)).as_secs_f64()
+                budget.unwrap_or(DEFAULT_DURATION).as_secs_f64()
             ),
             |n| format!("{n} runs per arm,")
         ),
@@ -343,7 +519,7 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
         let more = match (total, budget) {
             (Some(n), _) => done < n,
             (None, Some(d)) => started.elapsed() < d,
-            (None, None) => started.elapsed() < Duration::from_secs(60),
+            (None, None) => started.elapsed() < DEFAULT_DURATION,
         };
         if !more || fdwindow::harness::interrupted() {
             break;
@@ -355,9 +531,10 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
                 if pressured_run { "pressure" } else { "alone" }
             );
             let report = pressured_run.then(|| ReportFile(report_path(arm.count.trials + 1)));
-            let (ended, took, output) =
-                run_once(make(report.as_ref().map(|r| r.0.as_path())), timeout)
-                    .map_err(|e| format!("{program}: {e}"))?;
+            let (ended, took, output) = run_steps(&steps, timeout, |step| {
+                make(step, report.as_ref().map(|r| r.0.as_path()))
+            })
+            .map_err(|e| format!("{program}: {e}"))?;
             if let Some(report) = &report {
                 // Written as pressure went: a run killed at --timeout counts too.
                 let got = read_report(&report.0);
@@ -425,18 +602,31 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
         pressured.count.trials,
         share * 100.0
     );
-    if pressured_time > Duration::ZERO && share < OVERLAP_SHARE {
+    let interrupted = fdwindow::harness::interrupted();
+    let (verdict, p) = Verdict::of(alone.count, pressured.count, processes > 0);
+    // Pressure that ran only in a process that exec'd or ended at once: the
+    // user did not choose what to pressure (no --match, no match=), and the
+    // command is not one whose test binaries stress could find.
+    let never_overlapped = verdict != Verdict::Unpressured
+        && !interrupted
+        && pressured_time > Duration::ZERO
+        && share < NO_OVERLAP_SHARE
+        && spec.exe_match.is_none()
+        && !crate::cli::discover::builds_tests(&args.command);
+    if pressured_time > Duration::ZERO && share < OVERLAP_SHARE && !never_overlapped {
         eprintln!(
             "warning: pressure overlapped under {:.0}% of the pressured runs' time: \
              short runs may have ended before pressure reached what they test",
             OVERLAP_SHARE * 100.0
         );
     }
+    eprintln!("{}", verdict_line(verdict, p, alone.count, pressured.count));
     let summary = serde_json::json!({
+        "schema": STRESS_SCHEMA,
         "command": args.command,
         "platform": fdwindow::platform::Platform::detect(),
         "fdwindow_version": env!("CARGO_PKG_VERSION"),
-        "pressure": spec.to_string(),
+        "pressure": shown,
         // The built-in injector's file is gone by the time anyone reads this.
         "injector": args.injector.as_ref().map_or_else(
             || "built-in".to_owned(),
@@ -446,25 +636,37 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
         "pressured_runs": runs_reached,
         "pressure_spawns": spawns,
         "pressure_overlap_share": share,
-        "interrupted": fdwindow::harness::interrupted(),
+        "interrupted": interrupted,
         "arms": [alone.json("alone"), pressured.json("pressure")],
+        "verdict": verdict.id(),
+        // One-sided Fisher exact p that the alone arm fails less often.
+        "p": p,
+        "p_max": EXPOSED_P,
     });
     // The injector's private file goes before the output: `emit` ends the
     // process at once when stdout fails (EPIPE, a full disk), which would
     // skip the guard's drop and leave the library in the temp folder.
     drop(injector);
     crate::emit(&(serde_json::to_string_pretty(&summary).expect("plain JSON") + "\n"));
-    Ok(if fdwindow::harness::interrupted() {
-        ExitCode::from(130)
-    } else if processes == 0 && pressured.count.trials > 0 {
-        // The "pressure" arm ran without pressure: its k/N compares nothing.
-        eprintln!(
-            "error: no pressured process reported back; the pressure arm was not under pressure"
-        );
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    })
+    if interrupted {
+        // EXIT_INTERRUPTED_BASE plus the signal that arrived first.
+        return Ok(fdwindow::base::interrupts::exit_code());
+    }
+    if never_overlapped {
+        // `main` prints it as one `error:` line and exits EXIT_USAGE.
+        return Err(NEVER_OVERLAPPED.into());
+    }
+    Ok(ExitCode::from(match verdict {
+        Verdict::Unpressured => {
+            // The "pressure" arm ran without pressure: its k/N compares nothing.
+            eprintln!(
+                "error: no pressured process reported back; the pressure arm was not under pressure"
+            );
+            EXIT_UNPRESSURED
+        }
+        Verdict::Exposed if args.fail_if_exposed => EXIT_EXPOSED,
+        Verdict::Exposed | Verdict::Inconclusive => EXIT_OK,
+    }))
 }
 
 /// Fails unless `path` is a shared library the loader could preload: an ELF
@@ -556,6 +758,75 @@ impl Injector {
     }
 }
 
+/// One process of a run.
+struct Step {
+    program: PathBuf,
+    args: Vec<String>,
+    cwd: Option<PathBuf>,
+}
+
+/// The processes of one run: the command itself, or, for `cargo test` and
+/// `cargo nextest run`, each test binary it builds (built here, once).
+fn steps(command: &[String]) -> Result<Vec<Step>, String> {
+    if !crate::cli::discover::builds_tests(command) {
+        return Ok(vec![Step {
+            program: command[0].clone().into(),
+            args: command[1..].to_vec(),
+            cwd: None,
+        }]);
+    }
+    let mut steps = Vec::new();
+    for bin in crate::cli::discover::discover(command)? {
+        if bin.per_test {
+            for test in &bin.tests {
+                steps.push(Step {
+                    program: bin.path.clone(),
+                    args: bin.exact_args(test),
+                    cwd: bin.cwd.clone(),
+                });
+            }
+        } else {
+            steps.push(Step {
+                program: bin.path.clone(),
+                args: bin.suite_args(),
+                cwd: bin.cwd.clone(),
+            });
+        }
+    }
+    eprintln!(
+        "fdwindow stress: each run runs {} test process{}",
+        steps.len(),
+        if steps.len() == 1 { "" } else { "es" }
+    );
+    Ok(steps)
+}
+
+/// Runs the steps of one run in turn, within one `timeout`, up to the
+/// first that fails: how the run ended, its time, and the output of all.
+fn run_steps(
+    steps: &[Step],
+    timeout: Duration,
+    make: impl Fn(&Step) -> Command,
+) -> std::io::Result<RunOutput> {
+    let start = Instant::now();
+    let mut output: Option<(String, String)> = None;
+    let mut ended = Ended::Passed;
+    for step in steps {
+        let left = timeout.saturating_sub(start.elapsed());
+        let (e, _, out) = run_once(make(step), left)?;
+        if let Some((o, err)) = out {
+            let all = output.get_or_insert_with(Default::default);
+            all.0.push_str(&o);
+            all.1.push_str(&err);
+        }
+        ended = e;
+        if e != Ended::Passed || fdwindow::harness::interrupted() {
+            break;
+        }
+    }
+    Ok((ended, start.elapsed(), output))
+}
+
 /// How one run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Ended {
@@ -635,5 +906,57 @@ mod tests {
         assert_eq!(r.longest, Duration::from_millis(900));
         let none = read_report(&dir.path().join("missing"));
         assert_eq!((none.processes, none.spawns), (0, 0));
+    }
+
+    #[test]
+    fn the_verdict_follows_fisher_p_and_whether_pressure_reached() {
+        let (alone, pressured) = (Count::new(0, 30), Count::new(26, 30));
+        let (verdict, p) = Verdict::of(alone, pressured, true);
+        assert_eq!(verdict, Verdict::Exposed);
+        assert_eq!(
+            verdict_line(verdict, p, alone, pressured),
+            format!(
+                "verdict: exposed (pressure 26/30 vs alone 0/30, one-sided Fisher p = {} <= 0.001)",
+                p_text(p)
+            )
+        );
+        assert!(p_text(p).contains("e-"), "{}", p_text(p));
+        // The same counts with no pressured process: the arm compared nothing.
+        assert_eq!(Verdict::of(alone, pressured, false).0, Verdict::Unpressured);
+        // As many failures alone, or too few runs to tell (0/3 against 3/3
+        // is p = 0.05), against failures alone that pressure still outnumbers.
+        for (alone, pressured, expected) in [
+            ((3, 3), (3, 3), Verdict::Inconclusive),
+            ((0, 3), (0, 3), Verdict::Inconclusive),
+            ((0, 3), (3, 3), Verdict::Inconclusive),
+            ((5, 30), (26, 30), Verdict::Exposed),
+        ] {
+            let (a, b) = (
+                Count::new(alone.0, alone.1),
+                Count::new(pressured.0, pressured.1),
+            );
+            let (v, p) = Verdict::of(a, b, true);
+            assert_eq!(v, expected, "{a:?} {b:?}: p {p}");
+        }
+        // 0/12 against 12/12, the integration test's counts: 1 / C(24, 12).
+        let (v, p) = Verdict::of(Count::new(0, 12), Count::new(12, 12), true);
+        assert_eq!(v, Verdict::Exposed);
+        assert!((p * 2_704_156.0 - 1.0).abs() < 1e-6, "{p}");
+        // No run at all (interrupted at once): nothing to call unpressured.
+        assert_eq!(
+            Verdict::of(Count::default(), Count::default(), false).0,
+            Verdict::Inconclusive
+        );
+    }
+
+    #[test]
+    fn the_verdict_ids_are_distinct_words() {
+        let all = [
+            Verdict::Exposed,
+            Verdict::Unpressured,
+            Verdict::Inconclusive,
+        ];
+        let ids: std::collections::BTreeSet<&str> = all.iter().map(|v| v.id()).collect();
+        assert_eq!(ids.len(), all.len());
     }
 }

@@ -481,7 +481,7 @@ pub fn main(probe: &Probe) -> ExitCode {
                 "{}: interrupted; children reaped, scratch removed",
                 probe.hazard
             );
-            ExitCode::from(130)
+            crate::base::interrupts::exit_code()
         }
         Err(RunError::Setup(e)) => {
             eprintln!("error: {}: {e}", probe.hazard);

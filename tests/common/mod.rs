@@ -99,3 +99,22 @@ pub fn arm<'a>(report: &'a ProbeReport, id: &str, window: Window) -> &'a ArmRepo
 pub fn verdict(report: &ProbeReport, id: &str, window: Window) -> Verdict {
     fdwindow::matrix::arm_verdict(report, arm(report, id, window))
 }
+
+/// `cargo test --example audit-fixture` built into this test run's own
+/// target folder and profile, then `extra` (a filter, `--`…).
+pub fn fixture_command(extra: &[&str]) -> Vec<String> {
+    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_fdwindow"));
+    let profile_dir = exe.parent().unwrap();
+    let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
+        Some("debug") | None => "dev",
+        Some(other) => other,
+    };
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd: Vec<String> = [&cargo, "test", "--quiet", "--example", "audit-fixture"]
+        .map(String::from)
+        .into();
+    cmd.extend(["--profile", profile, "--target-dir"].map(String::from));
+    cmd.push(profile_dir.parent().unwrap().display().to_string());
+    cmd.extend(extra.iter().map(|s| s.to_string()));
+    cmd
+}

@@ -37,9 +37,9 @@ use fdwindow::cotenant::pressure::{DropClass, SpawnPath, Spec};
 use fdwindow::harness;
 use fdwindow::report::stats::{Count, fisher_less};
 
-use crate::cli::discover::Binary;
 use super::progress::Progress;
-use super::{Runner, TestCase, exact_args, seen};
+use super::{Runner, TestCase, seen};
+use crate::cli::discover::Binary;
 
 /// The classes the deterministic mode holds, one at a time.
 pub const CLASSES: [DropClass; 6] = [
@@ -429,7 +429,7 @@ pub fn diagnose(
             let s = hold_spec(spec, hold, c.class, false);
             let label = format!("hold-{}", c.class.id());
             c.started += 1;
-            let result = runner.run(bin, &exact_args(bin, &case.name), Some(&s), &label)?;
+            let result = runner.run(bin, &bin.exact_args(&case.name), Some(&s), &label)?;
             if let Some((seen, msg)) = seen(&result, &case.name) {
                 c.tally.add(seen);
                 if c.tally.bad() > 0 && c.first_failure.is_none() {
@@ -480,7 +480,7 @@ pub fn diagnose(
                 }
                 let s = hold_spec(spec, hold, class, sham);
                 let label = format!("hold-{}{}", class.id(), if sham { "-sham" } else { "" });
-                let result = runner.run(bin, &exact_args(bin, &case.name), Some(&s), &label)?;
+                let result = runner.run(bin, &bin.exact_args(&case.name), Some(&s), &label)?;
                 let Some((seen, _)) = seen(&result, &case.name) else {
                     continue;
                 };
@@ -585,7 +585,7 @@ fn load_check(
         for i in order {
             let s = if i == 0 { &control } else { &sham };
             let label = if i == 0 { "load-control" } else { "load-sham" };
-            let result = runner.run(bin, &exact_args(bin, &case.name), Some(s), label)?;
+            let result = runner.run(bin, &bin.exact_args(&case.name), Some(s), label)?;
             if let Some((seen, _)) = seen(&result, &case.name) {
                 t[i].add(seen);
             }

@@ -22,14 +22,13 @@
 //! interrupted.
 
 mod diagnose;
-mod libtest;
 mod progress;
 mod report;
 
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, ExitCode, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
@@ -38,9 +37,11 @@ use fdwindow::cotenant::detect::{self, Bench, Detection, Plan, Rerun, ScreenStop
 use fdwindow::cotenant::pressure::{self, ENV_VAR, Spec};
 use fdwindow::harness;
 
-use diagnose::Diagnosis;
+use crate::cli::partition::Partition;
+
 use crate::cli::discover::{self, Binary};
-use libtest::Outcome;
+use crate::cli::libtest::{self, Outcome};
+use diagnose::Diagnosis;
 use progress::Progress;
 
 /// The screen's and reruns' pressure before `--pressure`'s keys: more
@@ -55,12 +56,38 @@ pub const PRESSURE: &str = "threads=8,hold=5ms,path=mix";
 /// The variable the injector appends its per-process lines to.
 const REPORT_VAR: &str = "FDWINDOW_PRESSURE_REPORT";
 
+/// The audit's exit statuses (besides 2, bad input, and 128+N, stopped by
+/// signal N).
+pub mod exit {
+    /// No test exposed, none failed alone.
+    pub const CLEAN: u8 = 0;
+    /// A test is exposed: a held copy of a descriptor breaks it.
+    pub const EXPOSED: u8 = 1;
+    /// No test exposed, but one failed alone: broken or flaky without pressure.
+    pub const FAILS_ALONE: u8 = 3;
+}
+
 /// The arguments of `fdwindow audit`.
 #[derive(clap::Args, Debug)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true,
+    after_help = "Exit status: 0 nothing exposed; 1 a test exposed; 3 none exposed but a test \
+                  failed alone (broken or flaky without pressure); 2 bad input or nothing to \
+                  audit; 128+N stopped by signal N (130 Ctrl-C, 143 SIGTERM)."
+)]
 pub struct AuditArgs {
-    /// Time for the whole audit (screen, reruns, diagnosis), e.g. 150s.
+    #[command(subcommand)]
+    merge: Option<AuditCommand>,
+    /// Time for the whole audit (screen, reruns, diagnosis), e.g. 150s; a
+    /// shard (`--partition`) gets all of it.
     #[arg(long, default_value = "150s", value_parser = pressure::parse_duration)]
     budget: Duration,
+    /// Audit one shard of the tests, as nextest shards them: count:K/N (or
+    /// K/N) deals each binary's tests round-robin, hash:K/N by a hash of the
+    /// name. `fdwindow audit merge` joins the shards' JSON reports.
+    #[arg(long, value_name = "K/N", value_parser = clap::value_parser!(Partition))]
+    partition: Option<Partition>,
     /// Screen with exactly this many pressured runs of each binary (instead
     /// of the budget's share).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100_000))]
@@ -68,9 +95,8 @@ pub struct AuditArgs {
     /// Screen for this long (at least one run of each binary), e.g. 60s.
     #[arg(long, value_parser = pressure::parse_duration, conflicts_with = "runs")]
     duration: Option<Duration>,
-    /// The pressure, over the audit's threads=8,hold=5ms,path=mix: keys
-    /// threads, hold, path, max-alive, for, match.
-    #[arg(long, default_value = "")]
+    /// The pressure, as key=value pairs over the audit's threads=8,hold=5ms,path=mix.
+    #[arg(long, default_value = "", hide_default_value = true, long_help = pressure_help())]
     pressure: String,
     /// Report format on stdout.
     #[arg(long, default_value = "md", value_parser = ["md", "json", "junit"])]
@@ -94,18 +120,56 @@ pub struct AuditArgs {
     /// A preload library to use instead of the injector built into fdwindow.
     #[arg(long)]
     injector: Option<PathBuf>,
-    /// Results folder read for the advice on each hazard.
-    #[arg(long, default_value = "results")]
-    results: PathBuf,
+    /// Results folder read for the advice on each hazard (default: ./results
+    /// if it holds results, else fdwindow's encoded claims, and the report
+    /// says which).
+    #[arg(long, value_name = "DIR")]
+    results: Option<PathBuf>,
     /// Copy each run's output to stderr, each line marked with its run and arm.
     #[arg(long)]
     show_output: bool,
     /// Keep each failing run's output in this folder (created if missing).
     #[arg(long, value_name = "DIR")]
     keep_failures: Option<PathBuf>,
-    /// A libtest binary, `cargo test …` or `cargo nextest run …`, with arguments.
+    /// A libtest binary, `cargo test …` or `cargo nextest run …`, with
+    /// arguments: filters, `--exact`, `--skip`, `-p`, `--test`, features and
+    /// nextest's `-E` all select what is audited.
     #[arg(last = true, required = true, num_args = 1..)]
     command: Vec<String>,
+}
+
+/// `--pressure`'s long help: the audit's defaults, then every key.
+fn pressure_help() -> String {
+    format!(
+        "The pressure, as comma-separated key=value pairs over the audit's {PRESSURE} (the \
+         diagnosis sets drop= and close-hold= itself). Keys:\n{}",
+        crate::cli::pressure_help::PRESSURE_KEYS
+    )
+}
+
+/// `fdwindow audit`'s subcommands.
+#[derive(clap::Subcommand, Debug)]
+enum AuditCommand {
+    /// Join the JSON reports of every shard of one `--partition`ed audit
+    /// into one report.
+    Merge(MergeArgs),
+}
+
+/// The arguments of `fdwindow audit merge`.
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Exit status: as the audit's (0, 1, 3) for the merged report; 2 when a \
+                        report is unreadable, of another schema, command, pressure, partition \
+                        scheme or fdwindow version, a shard or test appears twice, or a shard \
+                        is missing."
+)]
+struct MergeArgs {
+    /// Report format on stdout.
+    #[arg(long, default_value = "md", value_parser = ["md", "json", "junit"])]
+    format: String,
+    /// The shards' reports (`fdwindow audit --partition K/N --format json`).
+    #[arg(required = true, num_args = 1..)]
+    reports: Vec<PathBuf>,
 }
 
 /// How one run of a binary ended, with what it printed.
@@ -136,6 +200,8 @@ struct Runner {
     reached_runs: u64,
     /// Its end-of-file stops the pressure in every run if the audit dies.
     controller: crate::stress::Controller,
+    /// Lets the next run take libtest's unstable `--report-time`.
+    bootstrap: bool,
 }
 
 impl Runner {
@@ -156,6 +222,9 @@ impl Runner {
             .process_group(0);
         if let Some(dir) = &bin.cwd {
             cmd.current_dir(dir).env("CARGO_MANIFEST_DIR", dir);
+        }
+        if std::mem::take(&mut self.bootstrap) {
+            cmd.env("RUSTC_BOOTSTRAP", "1");
         }
         let report = spec.map(|_| {
             crate::stress::ReportFile(self.report_dir.join(format!("{}.pressure", self.seq)))
@@ -255,6 +324,14 @@ impl Runner {
     }
 }
 
+impl Runner {
+    /// The timing run of `args`: alone, allowed libtest's unstable options.
+    fn run_timed(&mut self, bin: &Binary, args: &[String]) -> Result<RunResult, String> {
+        self.bootstrap = true;
+        self.run(bin, args, None, "timing")
+    }
+}
+
 /// What a run says about `test`; `None` when it did not run (ignored, filtered).
 fn seen(run: &RunResult, test: &str) -> Option<(Seen, Option<String>)> {
     match run.parsed.outcomes.get(test) {
@@ -286,6 +363,8 @@ pub struct TestCase {
     /// Screen runs in which the binary timed out or died before this test
     /// reported (counted as bad: any test in flight may have caused it).
     pub unattributed: u64,
+    /// Its run time alone, from the timing run.
+    pub time: Option<f64>,
 }
 
 /// The whole audit's outcome, for the report.
@@ -296,6 +375,10 @@ pub struct Audit {
     pub spec: Spec,
     /// The budget the audit ran under.
     pub budget: Duration,
+    /// The shard audited.
+    pub partition: Option<Partition>,
+    /// Seconds of the timing run.
+    pub timing_seconds: f64,
     /// The binaries, by index.
     pub binaries: Vec<String>,
     /// The tests, by index (detection's indices).
@@ -358,16 +441,9 @@ impl Audit {
         }
     }
 
-    /// Tests the audit calls exposed.
-    pub fn exposed(&self) -> usize {
-        (0..self.tests.len())
-            .filter(|&t| self.verdict(t) == Word::Exposed)
-            .count()
-    }
-
     /// Total seconds.
     pub fn seconds(&self) -> f64 {
-        self.detection.seconds.iter().sum::<f64>() + self.diagnosis_seconds
+        self.timing_seconds + self.detection.seconds.iter().sum::<f64>() + self.diagnosis_seconds
     }
 }
 
@@ -458,10 +534,10 @@ impl Bench for SuiteBench<'_> {
             .collect();
         let runs: Vec<(Vec<String>, Option<usize>)> = if bin.per_test {
             mine.iter()
-                .map(|&t| (exact_args(bin, &self.tests[t].name), Some(t)))
+                .map(|&t| (bin.exact_args(&self.tests[t].name), Some(t)))
                 .collect()
         } else {
-            vec![(bin.args.clone(), None)]
+            vec![(bin.suite_args(), None)]
         };
         let mut out = Vec::new();
         for (args, only) in runs {
@@ -499,7 +575,7 @@ impl Bench for SuiteBench<'_> {
         let spec = pressured.then_some(self.spec);
         let result = self
             .runner
-            .run(bin, &exact_args(bin, &case.name), spec, label)?;
+            .run(bin, &bin.exact_args(&case.name), spec, label)?;
         let found = seen(&result, &case.name);
         let case = &mut self.tests[t];
         if let Some((_, msg)) = &found
@@ -550,6 +626,9 @@ impl Bench for SuiteBench<'_> {
 
 /// Runs `fdwindow audit`; `Err` is bad input (exit status 2).
 pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
+    if let Some(AuditCommand::Merge(m)) = &args.merge {
+        return merge(m);
+    }
     let mut spec: Spec = format!("{PRESSURE},{}", args.pressure)
         .parse()
         .map_err(|e| format!("--pressure: {e}"))?;
@@ -568,6 +647,9 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
              and `--timeout`, whichever is shorter)"
         ));
     }
+    // Before the build: a results folder that cannot give advice is bad
+    // input, found before minutes of audit.
+    let advisor = report::Advisor::choose(args.results.as_deref())?;
     // Before the injector is written to a temporary file: a Ctrl-C during
     // the build then ends the audit through its guards, which remove it.
     harness::catch_interrupts();
@@ -582,11 +664,21 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
     }
     let binaries = discover::discover(&args.command);
     if harness::interrupted() {
-        return Ok(ExitCode::from(130));
+        return Ok(fdwindow::base::interrupts::exit_code());
     }
-    let binaries = binaries?;
-    if binaries.is_empty() {
-        return Err("the command built no test binaries".into());
+    let mut binaries = binaries?;
+    if let Some(p) = args.partition {
+        for bin in &mut binaries {
+            bin.tests = p.shard(&bin.tests);
+            bin.partitioned = true;
+        }
+        binaries.retain(|b| !b.tests.is_empty());
+        if binaries.is_empty() {
+            return Err(format!(
+                "nothing to audit: shard {p} of `{}` holds no test (fewer tests than shards?)",
+                args.command.join(" ")
+            ));
+        }
     }
     let report_dir = tempfile::Builder::new()
         .prefix("fdwindow-audit-")
@@ -607,30 +699,21 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
         pressured_runs: 0,
         reached_runs: 0,
         controller,
+        bootstrap: false,
     };
-    let mut tests: Vec<TestCase> = Vec::new();
-    for (b, bin) in binaries.iter().enumerate() {
-        let names = if bin.per_test {
-            bin.tests.clone()
-        } else {
-            let mut list_args = bin.args.clone();
-            list_args.extend(["--list".into(), "--format".into(), "terse".into()]);
-            let out = Command::new(&bin.path)
-                .args(&list_args)
-                .current_dir(bin.cwd.as_deref().unwrap_or(Path::new(".")))
-                .stdin(Stdio::null())
-                .stderr(Stdio::null())
-                .output()
-                .map_err(|e| format!("{}: {e}", bin.path.display()))?;
-            libtest::parse_list(&String::from_utf8_lossy(&out.stdout))
-        };
-        tests.extend(names.into_iter().map(|name| TestCase {
-            binary: b,
-            name,
-            message: None,
-            unattributed: 0,
-        }));
-    }
+    let mut tests: Vec<TestCase> = binaries
+        .iter()
+        .enumerate()
+        .flat_map(|(b, bin)| {
+            bin.tests.iter().map(move |name| TestCase {
+                binary: b,
+                name: name.clone(),
+                message: None,
+                unattributed: 0,
+                time: None,
+            })
+        })
+        .collect();
     let shown_spec = Spec {
         controller: None,
         ..spec.clone()
@@ -649,12 +732,16 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
     };
     let mut progress = Progress::new();
     progress.step(&format!(
-        "fdwindow audit: {} binaries, {} tests, budget {:.0} s, pressure {shown_spec}",
+        "fdwindow audit: {} binaries, {} tests{}, budget {:.0} s, pressure {shown_spec}",
         binaries.len(),
         tests.len(),
+        args.partition
+            .map(|p| format!(" (shard {p})"))
+            .unwrap_or_default(),
         args.budget.as_secs_f64()
     ));
     let started = Instant::now();
+    let timing_seconds = timing(&mut runner, &binaries, &mut tests, &mut progress)?;
     let names: Vec<String> = binaries.iter().map(|b| b.name.clone()).collect();
     let test_binaries: Vec<usize> = tests.iter().map(|t| t.binary).collect();
     let detection = {
@@ -674,6 +761,8 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
         command: args.command.clone(),
         spec: shown_spec,
         budget: args.budget,
+        partition: args.partition,
+        timing_seconds,
         binaries: names,
         tests,
         detection,
@@ -683,7 +772,6 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
         warnings: Vec::new(),
         interrupted: false,
     };
-
     // The diagnosis of each exposed test, then each undecided one.
     let diag_started = Instant::now();
     if !args.no_diagnose {
@@ -774,18 +862,12 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
         }
     }
     audit.interrupted = harness::interrupted();
-    let files = fdwindow::results::load_dir(&args.results).unwrap_or_default();
-    let text = match args.format.as_str() {
-        "json" => report::json(&audit, &files),
-        "junit" => report::junit(&audit, &files),
-        _ => report::markdown(&audit, &files),
-    };
+    let report = report::Report::of(&audit, &advisor);
+    let text = render(&report, &args.format);
     let exit = if audit.interrupted {
-        ExitCode::from(130)
-    } else if audit.exposed() > 0 {
-        ExitCode::FAILURE
+        fdwindow::base::interrupts::exit_code()
     } else {
-        ExitCode::SUCCESS
+        exit_code(&report)
     };
     // `emit` may end the process on a failed write (a closed pipe,
     // `>/dev/full`), skipping drops: remove the private files first.
@@ -795,24 +877,85 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
     Ok(exit)
 }
 
+/// `fdwindow audit merge`.
+fn merge(m: &MergeArgs) -> Result<ExitCode, String> {
+    let shards = m
+        .reports
+        .iter()
+        .map(|p| report::read_shard(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let merged = report::merge(&shards)?;
+    crate::emit(&render(&merged, &m.format));
+    Ok(exit_code(&merged))
+}
+
+/// The report in `format`.
+fn render(report: &report::Report, format: &str) -> String {
+    match format {
+        "json" => report.json(),
+        "junit" => report.junit(),
+        _ => report.markdown(),
+    }
+}
+
+/// The exit status a report calls for (see [`exit`]).
+fn exit_code(report: &report::Report) -> ExitCode {
+    ExitCode::from(if report.exposed > 0 {
+        exit::EXPOSED
+    } else if report.fails_alone > 0 {
+        exit::FAILS_ALONE
+    } else {
+        exit::CLEAN
+    })
+}
+
+/// The timing run: each binary once, alone, with libtest's `--report-time`
+/// (an unstable option, so `RUSTC_BOOTSTRAP=1` for that run only), for
+/// each test's run time in the JUnit report. A binary that refuses the
+/// option gives no times; nothing else is read from this run.
+fn timing(
+    runner: &mut Runner,
+    binaries: &[Binary],
+    tests: &mut [TestCase],
+    progress: &mut Progress,
+) -> Result<f64, String> {
+    let started = Instant::now();
+    progress.update("timing run: each binary once, alone");
+    for (b, bin) in binaries.iter().enumerate() {
+        if harness::interrupted() {
+            break;
+        }
+        let mine: Vec<usize> = (0..tests.len()).filter(|&t| tests[t].binary == b).collect();
+        if bin.per_test {
+            for &t in &mine {
+                let args = [
+                    &["-Zunstable-options".to_owned(), "--report-time".to_owned()][..],
+                    &bin.exact_args(&tests[t].name),
+                ]
+                .concat();
+                let run = runner.run_timed(bin, &args)?;
+                tests[t].time = run.parsed.times.get(&tests[t].name).copied();
+            }
+        } else {
+            let args = [
+                &["-Zunstable-options".to_owned(), "--report-time".to_owned()][..],
+                &bin.suite_args(),
+            ]
+            .concat();
+            let run = runner.run_timed(bin, &args)?;
+            for &t in &mine {
+                tests[t].time = run.parsed.times.get(&tests[t].name).copied();
+            }
+        }
+    }
+    Ok(started.elapsed().as_secs_f64())
+}
+
 /// A seed from the clock, for the coins that order pairs.
 fn clock_seed() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)
-}
-
-/// libtest's arguments to run exactly one test of `bin`, keeping the
-/// user's choice of ignored tests (`--ignored`, `--include-ignored`).
-fn exact_args(bin: &Binary, test: &str) -> Vec<String> {
-    let mut args = vec![test.to_owned(), "--exact".into()];
-    args.extend(
-        bin.args
-            .iter()
-            .filter(|a| *a == "--ignored" || *a == "--include-ignored")
-            .cloned(),
-    );
-    args
 }
 
 #[cfg(test)]
@@ -879,12 +1022,15 @@ mod tests {
             command: vec!["t".into()],
             spec: Spec::default(),
             budget: Duration::from_secs(150),
+            partition: None,
+            timing_seconds: 0.5,
             binaries: vec!["t".into()],
             tests: vec![TestCase {
                 binary: 0,
                 name: "t".into(),
                 message: None,
                 unattributed: 0,
+                time: Some(0.01),
             }],
             detection: Detection {
                 screen: vec![tally(screen_bad, 200)],
@@ -965,26 +1111,28 @@ mod tests {
     fn each_exposed_row_shows_the_rule_that_decided_it() {
         let n = DECIDE_RUNS;
         let signed = audit(2, Some(pairs(0, SIGN_FAILURES, 400)), None);
-        let md = report::markdown(&signed, &[]);
+        let claims = report::Advisor::Claims;
+        let md = report::Report::of(&signed, &claims).markdown();
         assert!(md.contains("sign test p <= 2^-10 = 9.8e-4"), "{md}");
         assert!(md.contains("(7/7 against 0/7 gives 2.9e-4)"), "{md}");
         assert!(md.contains("**exposed** (sign rule, p 9.8e-4)"), "{md}");
         let held = audit(1, Some(pairs(0, 2, 50)), Some(listener(n, 0, n)));
-        let md = report::markdown(&held, &[]);
+        let held = report::Report::of(&held, &claims);
+        let md = held.markdown();
         assert!(md.contains("**exposed** (held copy, p 2.9e-4)"), "{md}");
-        let json: serde_json::Value = serde_json::from_str(&report::json(&held, &[])).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&held.json()).unwrap();
         assert_eq!(json["tests"][0]["basis"], "held-copy");
         assert_eq!(json["rule"]["held_copy"]["p_max"], diagnose::WINDOW_P);
-        let junit = report::junit(&held, &[]);
+        let junit = held.junit();
         assert!(junit.contains("exposed (held copy, p 2.9e-4)"), "{junit}");
         // Undecided: no basis, and the row says what the rule lacked.
         let short = audit(1, Some(pairs(0, 2, 50)), None);
         assert_eq!(short.basis(0), None);
-        let md = report::markdown(&short, &[]);
+        let md = report::Report::of(&short, &claims).markdown();
         assert!(md.contains("| undecided |"), "{md}");
         // What the reruns could confirm, from the undecided suspects only.
         assert!(md.contains("the fewest reruns had 50 pairs"), "{md}");
-        let md = report::markdown(&signed, &[]);
+        let md = report::Report::of(&signed, &claims).markdown();
         assert!(!md.contains("Confirmation:"), "{md}");
     }
 
@@ -994,5 +1142,161 @@ mod tests {
             audit(0, None, Some(listener(DECIDE_RUNS, 0, DECIDE_RUNS))).verdict(0),
             Word::NotExposed
         );
+    }
+
+    /// A shard report of `names`, each with `verdict`.
+    fn shard(k: u64, n: u64, names: &[&str], verdict: Word) -> report::Shard {
+        let mut r = report::Report::of(&audit(0, None, None), &report::Advisor::Claims);
+        r.partition = Some(Partition {
+            scheme: crate::cli::partition::Scheme::Count,
+            shard: k,
+            total: n,
+        });
+        let one = r.tests[0].clone();
+        r.tests = names
+            .iter()
+            .map(|name| report::TestReport {
+                name: (*name).into(),
+                verdict: verdict.id().into(),
+                ..one.clone()
+            })
+            .collect();
+        r.exposed = if verdict == Word::Exposed {
+            names.len()
+        } else {
+            0
+        };
+        report::Shard {
+            path: format!("shard-{k}.json").into(),
+            report: r,
+        }
+    }
+
+    #[test]
+    fn merge_is_the_union_of_its_shards() {
+        let merged = report::merge(&[
+            shard(2, 2, &["b", "d"], Word::Exposed),
+            shard(1, 2, &["a", "c"], Word::NotExposed),
+        ])
+        .unwrap();
+        let names: Vec<&str> = merged.tests.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["a", "b", "c", "d"]);
+        assert_eq!(merged.exposed, 2);
+        assert_eq!(merged.partition, None);
+        assert_eq!(merged.merged.as_ref().unwrap().total, 2);
+        assert_eq!(merged.screen_runs.len(), 2);
+        // Every test of every shard, once: the JUnit holds all four.
+        assert_eq!(merged.junit().matches("<testcase ").count(), 4);
+        // A merged report reads back as JSON.
+        let again: report::Report = serde_json::from_str(&merged.json()).unwrap();
+        assert_eq!(again, merged);
+    }
+
+    #[test]
+    fn merge_refuses_what_is_not_one_sharded_audit() {
+        let err = |shards: &[report::Shard]| report::merge(shards).unwrap_err();
+        let missing = err(&[shard(1, 3, &["a"], Word::NotExposed)]);
+        assert_eq!(missing, "missing shards: 2/3, 3/3");
+        let twice = err(&[
+            shard(1, 2, &["a"], Word::NotExposed),
+            shard(1, 2, &["b"], Word::NotExposed),
+        ]);
+        assert!(twice.contains("both are shard 1"), "{twice}");
+        let dup = err(&[
+            shard(1, 2, &["a"], Word::NotExposed),
+            shard(2, 2, &["a"], Word::NotExposed),
+        ]);
+        assert!(dup.contains("`a` is in shards 1 and 2"), "{dup}");
+        let mut other = shard(2, 2, &["b"], Word::NotExposed);
+        other.report.command = vec!["u".into()];
+        let cmd = err(&[shard(1, 2, &["a"], Word::NotExposed), other]);
+        assert!(cmd.contains("another command"), "{cmd}");
+        let mut other = shard(2, 2, &["b"], Word::NotExposed);
+        other.report.pressure = "threads=1".into();
+        assert!(err(&[shard(1, 2, &["a"], Word::NotExposed), other]).contains("another pressure"));
+        let mut other = shard(2, 2, &["b"], Word::NotExposed);
+        other.report.fdwindow_version = "0.0.1".into();
+        assert!(err(&[shard(1, 2, &["a"], Word::NotExposed), other]).contains("fdwindow version"));
+        let mut other = shard(2, 2, &["b"], Word::NotExposed);
+        other.report.partition.as_mut().unwrap().scheme = crate::cli::partition::Scheme::Hash;
+        assert!(err(&[shard(1, 2, &["a"], Word::NotExposed), other]).contains("partition scheme"));
+        let mut whole = shard(1, 1, &["a"], Word::NotExposed);
+        whole.report.partition = None;
+        assert!(err(&[whole]).contains("not a shard"));
+    }
+
+    #[test]
+    fn a_report_of_another_schema_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.json");
+        let mut r = shard(1, 1, &["a"], Word::NotExposed).report;
+        r.schema = "fdwindow-audit/0".into();
+        std::fs::write(&path, r.json()).unwrap();
+        let e = report::read_shard(&path).err().unwrap();
+        assert!(e.contains("schema fdwindow-audit/0"), "{e}");
+        std::fs::write(&path, "{\"tests\": []}").unwrap();
+        assert!(
+            report::read_shard(&path)
+                .err()
+                .unwrap()
+                .contains("no schema")
+        );
+        std::fs::write(&path, "{\"schema\": \"fdwindow-audit/1\"}").unwrap();
+        assert!(
+            report::read_shard(&path)
+                .err()
+                .unwrap()
+                .contains("malformed")
+        );
+    }
+
+    #[test]
+    fn exit_codes_follow_the_verdicts() {
+        let code = |w: Word| {
+            let r = shard(1, 1, &["a"], w).report;
+            let fails = usize::from(w == Word::FailsAlone);
+            let r = report::Report {
+                fails_alone: fails,
+                ..r
+            };
+            format!("{:?}", exit_code(&r))
+        };
+        assert_eq!(
+            code(Word::Exposed),
+            format!("{:?}", ExitCode::from(exit::EXPOSED))
+        );
+        assert_eq!(
+            code(Word::FailsAlone),
+            format!("{:?}", ExitCode::from(exit::FAILS_ALONE))
+        );
+        assert_eq!(
+            code(Word::NotExposed),
+            format!("{:?}", ExitCode::from(exit::CLEAN))
+        );
+        assert_eq!(
+            code(Word::PressureOnly),
+            format!("{:?}", ExitCode::from(exit::CLEAN))
+        );
+    }
+
+    /// Every test is a JUnit case: exposed a failure naming its hazard,
+    /// failed alone an error, the rest pass; each with its time.
+    #[test]
+    fn junit_holds_every_test_with_its_cause() {
+        let mut r = shard(1, 1, &["a", "b", "c"], Word::NotExposed).report;
+        r.tests[0].verdict = Word::Exposed.id().into();
+        r.tests[0].hazard = Some("flock-survival".into());
+        r.tests[0]
+            .advice
+            .insert("flock-survival".into(), "unlock first".into());
+        r.tests[1].verdict = Word::FailsAlone.id().into();
+        let x = r.junit();
+        assert_eq!(x.matches("<testcase ").count(), 3, "{x}");
+        assert_eq!(x.matches("<failure ").count(), 1, "{x}");
+        assert_eq!(x.matches("<error ").count(), 1, "{x}");
+        assert!(x.contains("flock-survival: unlock first"), "{x}");
+        assert!(x.contains("classname=\"t\""), "{x}");
+        assert_eq!(x.matches("time=\"0.010\"").count(), 3, "{x}");
+        assert!(x.contains("<property name=\"alone\""), "{x}");
     }
 }

@@ -1,16 +1,27 @@
-//! The audit's report: markdown for people, JSON for tools, JUnit for CI
-//! (one testcase per exposed test).
+//! The audit's report: one serialisable [`Report`] (the JSON, versioned by
+//! [`SCHEMA`]), rendered as markdown for people and JUnit for CI. Shard
+//! reports merge into one ([`merge`]) and render the same way, so the
+//! report of a suite audited across CI jobs reads like one audit's.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
 
 use fdwindow::cotenant::detect::{self, Pairs, SIGN_FAILURES, Tally};
 use fdwindow::report::ResultsFile;
-use fdwindow::report::stats::Count;
-
-use fdwindow::report::stats::fisher_less;
+use fdwindow::report::stats::{Count, fisher_less};
+use fdwindow::verdict::Verdict;
 
 use super::diagnose::{Cause, DECIDE_RUNS, Diagnosis, WINDOW_P, ids};
 use super::{Audit, Basis, Word};
+use crate::cli::partition::{Partition, Scheme};
+
+/// The report's format version: a change of any field's name or meaning
+/// bumps it, and `fdwindow audit merge` refuses reports of another.
+pub const SCHEMA: &str = "fdwindow-audit/1";
 
 /// The sign rule as the report states it; the one [`detect::Pairs::decided`] applies.
 fn rule() -> String {
@@ -39,408 +50,956 @@ fn held_copy_rule() -> String {
     )
 }
 
-/// For an exposed test, the rule that decided it and that rule's p:
-/// `(held copy, p 2.9e-4)`.
-fn exposure(a: &Audit, t: usize) -> Option<String> {
-    let (rule, p) = match a.basis(t)? {
-        Basis::SignRule => (
-            "sign rule",
-            a.detection.pairs.get(&t).copied().unwrap_or_default().p(),
-        ),
-        Basis::HeldCopy => (
-            "held copy",
-            a.diagnoses
-                .get(&t)
-                .and_then(Diagnosis::window_p)
-                .unwrap_or(f64::NAN),
-        ),
-    };
-    Some(format!("({rule}, p {p:.1e})"))
+/// Where the advice on each hazard comes from.
+pub enum Advisor {
+    /// Results files: the fixes measured valid on this OS.
+    Results {
+        /// The folder read.
+        dir: PathBuf,
+        /// Its files.
+        files: Vec<ResultsFile>,
+    },
+    /// No results folder: fdwindow's encoded claims, said to be claims.
+    Claims,
 }
 
-/// One line of advice per hazard: the fixes these results call valid, or
-/// where to look when there are none.
-fn advice(files: &[ResultsFile], hazard: &str) -> String {
-    let os = fdwindow::platform::Platform::detect().os;
-    match fdwindow::advise::advise(files, &[], hazard, &os) {
-        Some(a) if !a.valid.is_empty() => {
-            let fixes: Vec<String> = a
-                .valid
-                .iter()
-                .map(|v| format!("{} ({})", v.arm, v.about))
-                .collect();
-            format!("valid fixes on {os}: {}", fixes.join("; "))
-        }
-        Some(a) if !a.about.is_empty() => format!(
-            "{} No fix measured valid on {os} yet: `fdwindow advise {hazard}`.",
-            a.about
-        ),
-        _ => format!("see `fdwindow advise {hazard}` (no results for it here)"),
-    }
-}
-
-fn tally_json(t: Tally) -> serde_json::Value {
-    let ci = Count::new(t.bad(), t.runs).wilson();
-    serde_json::json!({
-        "failures": t.failures,
-        "runs": t.runs,
-        "timeouts": t.timeouts,
-        "wilson95": [ci.low, ci.high],
-    })
-}
-
-fn tally_text(t: Tally) -> String {
-    if t.runs == 0 {
-        return "–".into();
-    }
-    let timeouts = if t.timeouts > 0 {
-        format!(", {} timed out", t.timeouts)
-    } else {
-        String::new()
-    };
-    format!("{}/{}{timeouts}", t.bad(), t.runs)
-}
-
-fn pairs_json(p: &Pairs) -> serde_json::Value {
-    serde_json::json!({
-        "alone": tally_json(p.alone),
-        "pressure": tally_json(p.pressure),
-        "p": p.p(),
-        "spawns": p.spawns,
-        "unpressured": p.unpressured,
-        "confirmed_rate90": detect::confirmed_rate90(p.pressure.runs),
-    })
-}
-
-fn diagnosis_json(d: &Diagnosis) -> serde_json::Value {
-    serde_json::json!({
-        "cause": match &d.cause {
-            Cause::Held(c) => format!("held {}", ids(c)),
-            Cause::Load => "load".into(),
-            Cause::Unexplained => "unexplained".into(),
-        },
-        "summary": d.summary(),
-        "decisive": d.decisive(),
-        "window_p": d.window_p(),
-        "cut_short": d.cut_short.iter().map(|c| c.id()).collect::<Vec<_>>(),
-        "seconds": d.seconds,
-        "holds": d.classes.iter().map(|c| serde_json::json!({
-            "class": c.class.id(),
-            "failures": c.tally.bad(),
-            "runs": c.tally.runs,
-            "held": c.held,
-            "skipped": c.skipped,
-            "what": c.what,
-            "first_failure": c.first_failure,
-        })).collect::<Vec<_>>(),
-        "load": d.load.map(|[control, sham]| serde_json::json!({
-            "pressure": tally_json(control),
-            "sham": tally_json(sham),
-        })),
-    })
-}
-
-/// The hazard and candidates of a test.
-fn hazard(a: &Audit, t: usize) -> (Option<&'static str>, Vec<&'static str>) {
-    match a.diagnoses.get(&t) {
-        Some(d) => (d.hazard, d.candidates.clone()),
-        None => (None, Vec::new()),
-    }
-}
-
-/// The JSON report.
-pub fn json(a: &Audit, files: &[ResultsFile]) -> String {
-    let tests: Vec<serde_json::Value> = a
-        .tests
-        .iter()
-        .enumerate()
-        .map(|(t, case)| {
-            let (hz, candidates) = hazard(a, t);
-            let advice: serde_json::Map<String, serde_json::Value> = hz
-                .iter()
-                .map(|h| ((*h).to_owned(), advice(files, h).into()))
-                .collect();
-            serde_json::json!({
-                "binary": a.binaries[case.binary],
-                "name": case.name,
-                "verdict": a.verdict(t).id(),
-                "basis": a.basis(t).map(Basis::id),
-                "hazard": hz,
-                "candidates": candidates,
-                "screen": tally_json(a.detection.screen[t]),
-                "screen_unattributed": case.unattributed,
-                "reruns": a.detection.pairs.get(&t).map(pairs_json),
-                "diagnosis": a.diagnoses.get(&t).map(diagnosis_json),
-                "advice": advice,
-                "message": case.message,
-            })
-        })
-        .collect();
-    let summary = serde_json::json!({
-        "command": a.command,
-        "platform": fdwindow::platform::Platform::detect(),
-        "fdwindow_version": env!("CARGO_PKG_VERSION"),
-        "pressure": a.spec.to_string(),
-        "rule": {
-            "sign_failures": SIGN_FAILURES,
-            "false_rate": detect::false_rate(),
-            "text": rule(),
-            "held_copy": {
-                "runs": DECIDE_RUNS,
-                "p_max": WINDOW_P,
-                "text": held_copy_rule(),
-            },
-        },
-        "budget_seconds": a.budget.as_secs_f64(),
-        "seconds": {
-            "screen": a.detection.seconds[0],
-            "reruns": a.detection.seconds[1],
-            "diagnosis": a.diagnosis_seconds,
-            "total": a.seconds(),
-        },
-        "screen_runs": a.binaries.iter().zip(&a.detection.screen_runs).map(|(b, n)| serde_json::json!({
-            "binary": b,
-            "pressured_runs": n,
-            "seen_rate90": detect::seen_rate90(*n),
-        })).collect::<Vec<_>>(),
-        "pressured_runs": a.pressured.0,
-        "pressure_started_runs": a.pressured.1,
-        "warnings": a.warnings,
-        "interrupted": a.interrupted,
-        "exposed": a.exposed(),
-        "tests": tests,
-    });
-    serde_json::to_string_pretty(&summary).expect("plain JSON") + "\n"
-}
-
-/// The markdown report: coverage, every test that failed anywhere, then each
-/// exposed or undecided test's diagnosis and advice.
-pub fn markdown(a: &Audit, files: &[ResultsFile]) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "# fdwindow audit\n\n`{}`: {} tests in {} binaries, pressure `{}`, budget {:.0} s; \
-         {} exposed. Took {:.1} s (screen {:.1} s, reruns {:.1} s, diagnosis {:.1} s).\n\n\
-         Rules: {}; or {}.\n",
-        a.command.join(" "),
-        a.tests.len(),
-        a.binaries.len(),
-        a.spec,
-        a.budget.as_secs_f64(),
-        a.exposed(),
-        a.seconds(),
-        a.detection.seconds[0],
-        a.detection.seconds[1],
-        a.diagnosis_seconds,
-        rule(),
-        held_copy_rule()
-    );
-    let least = a.detection.screen_runs.iter().copied().min().unwrap_or(0);
-    let _ = writeln!(
-        out,
-        "Coverage: the screen ran each binary at least {least} times under pressure, so a test \
-         failing at least {:.1}% of pressured runs had a 90% chance to be seen; rarer ones may \
-         have been missed (a longer screen, `--budget` or `--runs`, sees rarer ones).\n",
-        100.0 * detect::seen_rate90(least)
-    );
-    // Over the suspects left undecided: those decided early (fails-alone
-    // after a few pairs) say nothing of what the reruns could confirm.
-    let undecided = a
-        .detection
-        .pairs
-        .iter()
-        .filter(|(t, _)| a.detection.verdict(**t) == detect::Verdict::Undecided);
-    if let Some(fewest) = undecided.map(|(_, p)| p.pressure.runs).min() {
-        let _ = writeln!(
-            out,
-            "Confirmation: of the suspects the sign rule left undecided, the one with the fewest \
-             reruns had {fewest} pairs, enough for the sign rule to confirm, with 90% probability, \
-             a test failing at least {:.1}% of pressured `--exact` runs; a rarer one stays \
-             undecided unless a held copy decides it.\n",
-            100.0 * detect::confirmed_rate90(fewest)
-        );
-    }
-    for w in &a.warnings {
-        let _ = writeln!(out, "> warning: {w}\n");
-    }
-    let failing: Vec<usize> = (0..a.tests.len())
-        .filter(|&t| a.verdict(t) != Word::NotExposed)
-        .collect();
-    if failing.is_empty() {
-        let _ = writeln!(out, "No test failed in the screen.");
-        return out;
-    }
-    let _ = writeln!(
-        out,
-        "| binary | test | screen (pressure) | --exact alone | --exact pressure | spawns | sign p | verdict | cause |\n|---|---|---|---|---|---|---|---|---|"
-    );
-    for &t in &failing {
-        let case = &a.tests[t];
-        let pairs = a.detection.pairs.get(&t).copied().unwrap_or_default();
-        let mut cause = a
-            .diagnoses
-            .get(&t)
-            .map(Diagnosis::summary)
-            .unwrap_or_default();
-        if a.verdict(t) == Word::Undecided {
-            let why = format!(
-                "{} of {SIGN_FAILURES} pressured failures in {} pairs (a rate of {:.1}% would \
-                 reach {SIGN_FAILURES} there with 90% probability)",
-                pairs.pressure.bad(),
-                pairs.pressure.runs,
-                100.0 * detect::confirmed_rate90(pairs.pressure.runs)
-            );
-            cause = if cause.is_empty() {
-                why
-            } else {
-                format!("{why}; {cause}")
-            };
-        }
-        let _ = writeln!(
-            out,
-            "| {} | `{}` | {} | {} | {} | {} | {:.1e} | {} | {cause} |",
-            a.binaries[case.binary],
-            case.name,
-            tally_text(a.detection.screen[t]),
-            tally_text(pairs.alone),
-            tally_text(pairs.pressure),
-            pairs.spawns,
-            pairs.p(),
-            match exposure(a, t) {
-                Some(why) => format!("**exposed** {why}"),
-                None => a.verdict(t).id().into(),
-            },
-        );
-    }
-    let _ = writeln!(
-        out,
-        "\n{} other tests never failed.\n",
-        a.tests.len() - failing.len()
-    );
-    for &t in &failing {
-        let Some(d) = a.diagnoses.get(&t) else {
-            continue;
+impl Advisor {
+    /// `--results DIR` when given (it must load and hold results), else
+    /// `./results` when it loads, else the claims.
+    pub fn choose(given: Option<&Path>) -> Result<Advisor, String> {
+        let Some(dir) = given else {
+            let dir = Path::new("results");
+            return Ok(match fdwindow::results::load_dir(dir) {
+                Ok(files) if !files.is_empty() => Advisor::Results {
+                    dir: dir.to_owned(),
+                    files,
+                },
+                _ => Advisor::Claims,
+            });
         };
-        let case = &a.tests[t];
-        let _ = writeln!(
-            out,
-            "## `{}` ({}): {}\n",
-            case.name,
-            a.binaries[case.binary],
-            a.verdict(t).id()
-        );
-        if let Some(m) = &case.message {
-            let _ = writeln!(out, "First failure: {m}\n");
+        if !dir.is_dir() {
+            return Err(format!(
+                "--results {}: {}",
+                dir.display(),
+                if dir.exists() {
+                    "not a folder"
+                } else {
+                    "no such folder"
+                }
+            ));
         }
-        let pairs = a.detection.pairs.get(&t).copied().unwrap_or_default();
+        let files = fdwindow::results::load_dir(dir).map_err(|e| format!("--results: {e}"))?;
+        if files.is_empty() {
+            return Err(format!(
+                "--results {}: holds no results file (make probe-linux writes one)",
+                dir.display()
+            ));
+        }
+        Ok(Advisor::Results {
+            dir: dir.to_owned(),
+            files,
+        })
+    }
+
+    /// Where the advice came from, for the report.
+    fn source(&self) -> String {
+        match self {
+            Advisor::Results { dir, files } => {
+                format!("{} results files in {}", files.len(), dir.display())
+            }
+            Advisor::Claims => {
+                "fdwindow's encoded claims (no results folder here: nothing measured on this \
+                 machine)"
+                    .into()
+            }
+        }
+    }
+
+    /// One line of advice on `hazard`: the fixes measured (or, without
+    /// results, claimed) valid on this OS, or where to look.
+    fn advice(&self, hazard: &str) -> String {
+        let os = fdwindow::platform::Platform::detect().os;
+        let files: &[ResultsFile] = match self {
+            Advisor::Results { files, .. } => files,
+            Advisor::Claims => &[],
+        };
+        let Some(a) = fdwindow::advise::advise(files, &[], hazard, &os) else {
+            return format!("see `fdwindow advise {hazard}` (nothing known about it)");
+        };
+        let list = |arms: &[&fdwindow::advise::ArmAdvice]| {
+            arms.iter()
+                .map(|v| {
+                    let why = if v.about.is_empty() {
+                        v.why.as_deref().unwrap_or("")
+                    } else {
+                        &v.about
+                    };
+                    format!("{} ({why})", v.arm)
+                })
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        let valid: Vec<&fdwindow::advise::ArmAdvice> = a.valid.iter().collect();
+        if !valid.is_empty() {
+            return format!("valid fixes on {os}: {}", list(&valid));
+        }
+        let claimed: Vec<&fdwindow::advise::ArmAdvice> = a
+            .not_measured
+            .iter()
+            .filter(|v| matches!(v.verdict, Verdict::Valid | Verdict::Avoids))
+            .collect();
+        match self {
+            Advisor::Claims if !claimed.is_empty() => format!(
+                "fixes fdwindow's claims call valid on {os} (claims, not measured here): {}",
+                list(&claimed)
+            ),
+            _ if !a.about.is_empty() => format!(
+                "{} No fix measured valid on {os} yet: `fdwindow advise {hazard}`.",
+                a.about
+            ),
+            _ => format!("see `fdwindow advise {hazard}`"),
+        }
+    }
+}
+
+/// Failures, timeouts and runs of one arm.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct TallyReport {
+    /// Runs that failed (not counting timeouts).
+    pub failures: u64,
+    /// Runs.
+    pub runs: u64,
+    /// Runs killed at the timeout.
+    pub timeouts: u64,
+    /// The 95% Wilson interval of the bad (failed or timed-out) share.
+    pub wilson95: [f64; 2],
+}
+
+impl TallyReport {
+    fn of(t: Tally) -> TallyReport {
+        let ci = Count::new(t.bad(), t.runs).wilson();
+        TallyReport {
+            failures: t.failures,
+            runs: t.runs,
+            timeouts: t.timeouts,
+            wilson95: [ci.low, ci.high],
+        }
+    }
+
+    /// Failed or timed out.
+    pub fn bad(&self) -> u64 {
+        self.failures + self.timeouts
+    }
+
+    /// `k/N`, with its timeouts.
+    fn text(&self) -> String {
+        if self.runs == 0 {
+            return "–".into();
+        }
+        let timeouts = if self.timeouts > 0 {
+            format!(", {} timed out", self.timeouts)
+        } else {
+            String::new()
+        };
+        format!("{}/{}{timeouts}", self.bad(), self.runs)
+    }
+}
+
+/// A suspect's interleaved `--exact` reruns.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct RerunsReport {
+    /// The runs alone.
+    pub alone: TallyReport,
+    /// The runs under pressure.
+    pub pressure: TallyReport,
+    /// The sign test's p.
+    pub p: f64,
+    /// Children the pressure started during the pressured reruns.
+    pub spawns: u64,
+    /// Pressured reruns in which the pressure never started.
+    pub unpressured: u64,
+    /// The failure rate these pairs confirm with 90% probability.
+    pub confirmed_rate90: f64,
+}
+
+impl RerunsReport {
+    fn of(p: &Pairs) -> RerunsReport {
+        RerunsReport {
+            alone: TallyReport::of(p.alone),
+            pressure: TallyReport::of(p.pressure),
+            p: p.p(),
+            spawns: p.spawns,
+            unpressured: p.unpressured,
+            confirmed_rate90: detect::confirmed_rate90(p.pressure.runs),
+        }
+    }
+}
+
+/// One class's held copies in a diagnosis.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct HoldReport {
+    /// The class (`file`, `listener`…).
+    pub class: String,
+    /// Runs that failed or timed out under it.
+    pub failures: u64,
+    /// Runs under it.
+    pub runs: u64,
+    /// Of those, timed out.
+    #[serde(default)]
+    pub timeouts: u64,
+    /// Copies held.
+    pub held: u64,
+    /// Closes let through unheld by the bounds.
+    pub skipped: u64,
+    /// What the copies held (a path, a port).
+    pub what: Vec<String>,
+    /// The run that first failed.
+    pub first_failure: Option<u64>,
+}
+
+/// A diagnosis's load check.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct LoadReport {
+    /// Fork-path pressure.
+    pub pressure: TallyReport,
+    /// The same, its children dropping every descriptor.
+    pub sham: TallyReport,
+}
+
+/// A test's diagnosis.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct DiagnosisReport {
+    /// `held CLASS`, `load` or `unexplained`.
+    pub cause: String,
+    /// One line for the report.
+    pub summary: String,
+    /// Whether the held-copy window decides on its own.
+    pub decisive: bool,
+    /// The window's Fisher p, for a held cause.
+    pub window_p: Option<f64>,
+    /// Classes the budget ended before they were decided.
+    pub cut_short: Vec<String>,
+    /// Seconds it took.
+    pub seconds: f64,
+    /// Per class.
+    pub holds: Vec<HoldReport>,
+    /// The load check, if run.
+    pub load: Option<LoadReport>,
+}
+
+impl DiagnosisReport {
+    fn of(d: &Diagnosis) -> DiagnosisReport {
+        DiagnosisReport {
+            cause: match &d.cause {
+                Cause::Held(c) => format!("held {}", ids(c)),
+                Cause::Load => "load".into(),
+                Cause::Unexplained => "unexplained".into(),
+            },
+            summary: d.summary(),
+            decisive: d.decisive(),
+            window_p: d.window_p(),
+            cut_short: d.cut_short.iter().map(|c| c.id().to_owned()).collect(),
+            seconds: d.seconds,
+            holds: d
+                .classes
+                .iter()
+                .map(|c| HoldReport {
+                    class: c.class.id().to_owned(),
+                    failures: c.tally.bad(),
+                    runs: c.tally.runs,
+                    timeouts: c.tally.timeouts,
+                    held: c.held,
+                    skipped: c.skipped,
+                    what: c.what.clone(),
+                    first_failure: c.first_failure,
+                })
+                .collect(),
+            load: d.load.map(|[control, sham]| LoadReport {
+                pressure: TallyReport::of(control),
+                sham: TallyReport::of(sham),
+            }),
+        }
+    }
+}
+
+/// One test's outcome.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct TestReport {
+    /// Its binary (nextest's binary id).
+    pub binary: String,
+    /// libtest's name.
+    pub name: String,
+    /// The audit's word ([`Word::id`]).
+    pub verdict: String,
+    /// Detection's own word, before the diagnosis (`exposed`, `undecided`…).
+    pub detection: String,
+    /// For an exposed test, the rule that decided it.
+    pub basis: Option<String>,
+    /// That rule's p.
+    pub basis_p: Option<f64>,
+    /// The hazard its diagnosis named.
+    pub hazard: Option<String>,
+    /// Every hazard its held class maps to.
+    pub candidates: Vec<String>,
+    /// Its pressured screen runs.
+    pub screen: TallyReport,
+    /// Screen runs in which its binary died or timed out before it reported.
+    pub screen_unattributed: u64,
+    /// Its `--exact` reruns, if a suspect.
+    pub reruns: Option<RerunsReport>,
+    /// Its diagnosis, if exposed or undecided.
+    pub diagnosis: Option<DiagnosisReport>,
+    /// Advice per hazard and candidate.
+    pub advice: BTreeMap<String, String>,
+    /// The first failure message seen.
+    pub message: Option<String>,
+    /// Its run time alone (libtest's `--report-time` in the timing run).
+    pub time_s: Option<f64>,
+}
+
+/// A binary's screen.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ScreenRuns {
+    /// The binary.
+    pub binary: String,
+    /// Its pressured screen runs.
+    pub pressured_runs: u64,
+    /// The rate those runs see with 90% probability.
+    pub seen_rate90: f64,
+    /// The shard that ran it (merged reports).
+    #[serde(default)]
+    pub shard: Option<u64>,
+}
+
+/// Time spent, in seconds.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Seconds {
+    /// The timing run.
+    #[serde(default)]
+    pub timing: f64,
+    /// The screen.
+    pub screen: f64,
+    /// The reruns.
+    pub reruns: f64,
+    /// The diagnosis.
+    pub diagnosis: f64,
+    /// All of it.
+    pub total: f64,
+}
+
+/// The shards a merged report joins.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Merged {
+    /// Their scheme.
+    pub scheme: Scheme,
+    /// Shards in all (every one is present).
+    pub total: u64,
+    /// Each shard's total seconds, by shard.
+    pub shard_seconds: Vec<f64>,
+}
+
+/// The whole report: what `--format json` writes and `merge` reads.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Report {
+    /// [`SCHEMA`].
+    pub schema: String,
+    /// The audited command.
+    pub command: Vec<String>,
+    /// The machine.
+    pub platform: serde_json::Value,
+    /// The fdwindow that wrote it.
+    pub fdwindow_version: String,
+    /// The screen's and reruns' pressure.
+    pub pressure: String,
+    /// The shard this audit ran (`--partition`).
+    pub partition: Option<Partition>,
+    /// The shards merged into this report.
+    pub merged: Option<Merged>,
+    /// The rules, with their thresholds.
+    pub rule: serde_json::Value,
+    /// The budget (per shard).
+    pub budget_seconds: f64,
+    /// Time spent (summed over merged shards).
+    pub seconds: Seconds,
+    /// Each binary's screen.
+    pub screen_runs: Vec<ScreenRuns>,
+    /// Pressured runs.
+    pub pressured_runs: u64,
+    /// Pressured runs in which the injector reported pressure.
+    pub pressure_started_runs: u64,
+    /// Where the advice came from.
+    pub advice_from: String,
+    /// Warnings for the reader.
+    pub warnings: Vec<String>,
+    /// Whether a signal cut it short.
+    pub interrupted: bool,
+    /// Tests exposed.
+    pub exposed: usize,
+    /// Tests that failed alone.
+    pub fails_alone: usize,
+    /// Every audited test.
+    pub tests: Vec<TestReport>,
+}
+
+fn rules_json() -> serde_json::Value {
+    serde_json::json!({
+        "sign_failures": SIGN_FAILURES,
+        "false_rate": detect::false_rate(),
+        "text": rule(),
+        "held_copy": {
+            "runs": DECIDE_RUNS,
+            "p_max": WINDOW_P,
+            "text": held_copy_rule(),
+        },
+    })
+}
+
+impl Report {
+    /// The report of one audit.
+    pub fn of(a: &Audit, advisor: &Advisor) -> Report {
+        let tests: Vec<TestReport> = a
+            .tests
+            .iter()
+            .enumerate()
+            .map(|(t, case)| {
+                let d = a.diagnoses.get(&t);
+                let hazard = d.and_then(|d| d.hazard);
+                let candidates: Vec<&str> = d.map(|d| d.candidates.clone()).unwrap_or_default();
+                let basis = a.basis(t);
+                TestReport {
+                    binary: a.binaries[case.binary].clone(),
+                    name: case.name.clone(),
+                    verdict: a.verdict(t).id().into(),
+                    detection: a.detection.verdict(t).id().into(),
+                    basis: basis.map(|b| b.id().into()),
+                    basis_p: basis.map(|b| match b {
+                        Basis::SignRule => {
+                            a.detection.pairs.get(&t).copied().unwrap_or_default().p()
+                        }
+                        Basis::HeldCopy => d.and_then(Diagnosis::window_p).unwrap_or(f64::NAN),
+                    }),
+                    hazard: hazard.map(str::to_owned),
+                    advice: hazard
+                        .iter()
+                        .chain(&candidates)
+                        .map(|h| ((*h).to_owned(), advisor.advice(h)))
+                        .collect(),
+                    candidates: candidates.iter().map(|c| (*c).to_owned()).collect(),
+                    screen: TallyReport::of(a.detection.screen[t]),
+                    screen_unattributed: case.unattributed,
+                    reruns: a.detection.pairs.get(&t).map(RerunsReport::of),
+                    diagnosis: d.map(DiagnosisReport::of),
+                    message: case.message.clone(),
+                    time_s: case.time,
+                }
+            })
+            .collect();
+        let count = |w: Word| tests.iter().filter(|t| t.verdict == w.id()).count();
+        Report {
+            schema: SCHEMA.into(),
+            command: a.command.clone(),
+            platform: serde_json::to_value(fdwindow::platform::Platform::detect())
+                .unwrap_or_default(),
+            fdwindow_version: env!("CARGO_PKG_VERSION").into(),
+            pressure: a.spec.to_string(),
+            partition: a.partition,
+            merged: None,
+            rule: rules_json(),
+            budget_seconds: a.budget.as_secs_f64(),
+            seconds: Seconds {
+                timing: a.timing_seconds,
+                screen: a.detection.seconds[0],
+                reruns: a.detection.seconds[1],
+                diagnosis: a.diagnosis_seconds,
+                total: a.seconds(),
+            },
+            screen_runs: a
+                .binaries
+                .iter()
+                .zip(&a.detection.screen_runs)
+                .map(|(b, n)| ScreenRuns {
+                    binary: b.clone(),
+                    pressured_runs: *n,
+                    seen_rate90: detect::seen_rate90(*n),
+                    shard: a.partition.map(|p| p.shard),
+                })
+                .collect(),
+            pressured_runs: a.pressured.0,
+            pressure_started_runs: a.pressured.1,
+            advice_from: advisor.source(),
+            warnings: a.warnings.clone(),
+            interrupted: a.interrupted,
+            exposed: count(Word::Exposed),
+            fails_alone: count(Word::FailsAlone),
+            tests,
+        }
+    }
+
+    /// The JSON.
+    pub fn json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("plain JSON") + "\n"
+    }
+
+    /// The exposed rule and its p, for an exposed test: `(held copy, p 2.9e-4)`.
+    fn exposure(t: &TestReport) -> Option<String> {
+        let rule = match t.basis.as_deref()? {
+            "sign-rule" => "sign rule",
+            "held-copy" => "held copy",
+            other => other,
+        };
+        Some(format!("({rule}, p {:.1e})", t.basis_p.unwrap_or(f64::NAN)))
+    }
+
+    /// The command, its shard, and how many shards were merged.
+    fn what(&self) -> String {
+        let mut s = format!("`{}`", self.command.join(" "));
+        if let Some(p) = self.partition {
+            let _ = write!(s, ", shard {p}");
+        }
+        if let Some(m) = &self.merged {
+            let scheme = match m.scheme {
+                Scheme::Count => "count",
+                Scheme::Hash => "hash",
+            };
+            let _ = write!(
+                s,
+                ", {} shards merged ({scheme}:K/{}; the longest took {:.1} s)",
+                m.total,
+                m.total,
+                m.shard_seconds.iter().copied().fold(0.0, f64::max)
+            );
+        }
+        s
+    }
+
+    /// The markdown report: coverage, every test that failed anywhere, then
+    /// each exposed or undecided test's diagnosis and advice.
+    pub fn markdown(&self) -> String {
+        let mut out = String::new();
+        let binaries: std::collections::BTreeSet<&str> =
+            self.tests.iter().map(|t| t.binary.as_str()).collect();
         let _ = writeln!(
             out,
-            "Under realistic pressure: {} of {} `--exact` runs failed (alone {} of {}).",
-            pairs.pressure.bad(),
-            pairs.pressure.runs,
-            pairs.alone.bad(),
-            pairs.alone.runs
+            "# fdwindow audit\n\n{}: {} tests in {} binaries, pressure `{}`, budget {:.0} s; \
+             {} exposed, {} failed alone. Took {:.1} s (timing {:.1} s, screen {:.1} s, reruns \
+             {:.1} s, diagnosis {:.1} s).\n\nRules: {}; or {}.\n\nAdvice from {}.\n",
+            self.what(),
+            self.tests.len(),
+            binaries.len(),
+            self.pressure,
+            self.budget_seconds,
+            self.exposed,
+            self.fails_alone,
+            self.seconds.total,
+            self.seconds.timing,
+            self.seconds.screen,
+            self.seconds.reruns,
+            self.seconds.diagnosis,
+            rule(),
+            held_copy_rule(),
+            self.advice_from
         );
-        let _ = writeln!(out, "Diagnosis: {}.\n", d.summary());
-        for c in &d.classes {
-            if c.tally.bad() == 0 && c.held == 0 {
-                continue;
+        let least = self
+            .screen_runs
+            .iter()
+            .map(|s| s.pressured_runs)
+            .min()
+            .unwrap_or(0);
+        let _ = writeln!(
+            out,
+            "Coverage: the screen ran each binary at least {least} times under pressure, so a test \
+             failing at least {:.1}% of pressured runs had a 90% chance to be seen; rarer ones may \
+             have been missed (a longer screen, `--budget` or `--runs`, sees rarer ones).\n",
+            100.0 * detect::seen_rate90(least)
+        );
+        // Over the suspects left undecided: those decided early (fails-alone
+        // after a few pairs) say nothing of what the reruns could confirm.
+        let fewest = self
+            .tests
+            .iter()
+            .filter(|t| t.detection == detect::Verdict::Undecided.id())
+            .filter_map(|t| t.reruns.as_ref().map(|r| r.pressure.runs))
+            .min();
+        if let Some(fewest) = fewest {
+            let _ = writeln!(
+                out,
+                "Confirmation: of the suspects the sign rule left undecided, the one with the fewest \
+                 reruns had {fewest} pairs, enough for the sign rule to confirm, with 90% probability, \
+                 a test failing at least {:.1}% of pressured `--exact` runs; a rarer one stays \
+                 undecided unless a held copy decides it.\n",
+                100.0 * detect::confirmed_rate90(fewest)
+            );
+        }
+        for w in &self.warnings {
+            let _ = writeln!(out, "> warning: {w}\n");
+        }
+        let failing: Vec<&TestReport> = self
+            .tests
+            .iter()
+            .filter(|t| t.verdict != Word::NotExposed.id())
+            .collect();
+        if failing.is_empty() {
+            let _ = writeln!(out, "No test failed in the screen.");
+            return out;
+        }
+        let _ = writeln!(
+            out,
+            "| binary | test | screen (pressure) | --exact alone | --exact pressure | spawns | sign p | verdict | cause |\n|---|---|---|---|---|---|---|---|---|"
+        );
+        for t in &failing {
+            let none = RerunsReport::of(&Pairs::default());
+            let reruns = t.reruns.as_ref().unwrap_or(&none);
+            let mut cause = t
+                .diagnosis
+                .as_ref()
+                .map(|d| d.summary.clone())
+                .unwrap_or_default();
+            if t.verdict == Word::Undecided.id() {
+                let why = format!(
+                    "{} of {SIGN_FAILURES} pressured failures in {} pairs (a rate of {:.1}% would \
+                     reach {SIGN_FAILURES} there with 90% probability)",
+                    reruns.pressure.bad(),
+                    reruns.pressure.runs,
+                    100.0 * reruns.confirmed_rate90
+                );
+                cause = if cause.is_empty() {
+                    why
+                } else {
+                    format!("{why}; {cause}")
+                };
             }
             let _ = writeln!(
                 out,
-                "- a held copy of each closed `{}` ({} held{}): failed {}{}{}",
-                c.class.id(),
-                c.held,
-                if c.skipped > 0 {
-                    format!(", {} let through by the bounds", c.skipped)
-                } else {
-                    String::new()
+                "| {} | `{}` | {} | {} | {} | {} | {:.1e} | {} | {cause} |",
+                t.binary,
+                t.name,
+                t.screen.text(),
+                reruns.alone.text(),
+                reruns.pressure.text(),
+                reruns.spawns,
+                reruns.p,
+                match Self::exposure(t) {
+                    Some(why) => format!("**exposed** {why}"),
+                    None => t.verdict.clone(),
                 },
-                tally_text(c.tally),
-                c.first_failure
-                    .map(|r| format!(", first at run {r}"))
-                    .unwrap_or_default(),
-                if c.what.is_empty() {
-                    String::new()
-                } else {
-                    format!("; held: {}", c.what.join(", "))
-                }
             );
-        }
-        if let Some([control, sham]) = d.load {
-            let _ = writeln!(
-                out,
-                "- fork pressure: failed {}; the same with its children holding nothing: {}",
-                tally_text(control),
-                tally_text(sham)
-            );
-        }
-        out.push('\n');
-        for h in d
-            .hazard
-            .iter()
-            .chain(d.candidates.iter().filter(|c| Some(**c) != d.hazard))
-        {
-            let _ = writeln!(out, "- `{h}`: {}", advice(files, h));
-        }
-        out.push('\n');
-    }
-    out
-}
-
-fn xml(text: &str) -> String {
-    text.chars()
-        .map(|c| match c {
-            '&' => "&amp;".into(),
-            '<' => "&lt;".into(),
-            '>' => "&gt;".into(),
-            '"' => "&quot;".into(),
-            '\'' => "&apos;".into(),
-            c if (c as u32) < 0x20 && c != '\n' && c != '\t' => " ".into(),
-            c => c.to_string(),
-        })
-        .collect()
-}
-
-/// JUnit XML: one failing testcase per exposed test.
-pub fn junit(a: &Audit, files: &[ResultsFile]) -> String {
-    let exposed: Vec<usize> = (0..a.tests.len())
-        .filter(|&t| a.verdict(t) == Word::Exposed)
-        .collect();
-    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let _ = writeln!(
-        out,
-        "<testsuites name=\"fdwindow audit\" tests=\"{n}\" failures=\"{n}\">\n  <testsuite name=\"fdwindow audit\" tests=\"{n}\" failures=\"{n}\" time=\"{:.3}\">",
-        a.seconds(),
-        n = exposed.len()
-    );
-    for t in exposed {
-        let case = &a.tests[t];
-        let pairs = a.detection.pairs.get(&t).copied().unwrap_or_default();
-        let d = a.diagnoses.get(&t);
-        let summary = format!(
-            "exposed {}: --exact alone {}, pressure {}; {}",
-            exposure(a, t).unwrap_or_default(),
-            tally_text(pairs.alone),
-            tally_text(pairs.pressure),
-            d.map_or_else(|| "not diagnosed".into(), Diagnosis::summary)
-        );
-        let mut body = summary.clone();
-        if let Some(m) = &case.message {
-            let _ = write!(body, "\nfirst failure: {m}");
-        }
-        for h in d.iter().flat_map(|d| &d.candidates) {
-            let _ = write!(body, "\n{h}: {}", advice(files, h));
         }
         let _ = writeln!(
             out,
-            "    <testcase classname=\"{}\" name=\"{}\">\n      <failure message=\"{}\" type=\"exposed\">{}</failure>\n    </testcase>",
-            xml(&a.binaries[case.binary]),
-            xml(&case.name),
-            xml(&summary),
-            xml(&body)
+            "\n{} other tests never failed.\n",
+            self.tests.len() - failing.len()
         );
+        for t in &failing {
+            let Some(d) = &t.diagnosis else {
+                continue;
+            };
+            let _ = writeln!(out, "## `{}` ({}): {}\n", t.name, t.binary, t.verdict);
+            if let Some(m) = &t.message {
+                let _ = writeln!(out, "First failure: {m}\n");
+            }
+            let none = RerunsReport::of(&Pairs::default());
+            let reruns = t.reruns.as_ref().unwrap_or(&none);
+            let _ = writeln!(
+                out,
+                "Under realistic pressure: {} of {} `--exact` runs failed (alone {} of {}).",
+                reruns.pressure.bad(),
+                reruns.pressure.runs,
+                reruns.alone.bad(),
+                reruns.alone.runs
+            );
+            let _ = writeln!(out, "Diagnosis: {}.\n", d.summary);
+            for c in &d.holds {
+                if c.failures == 0 && c.held == 0 {
+                    continue;
+                }
+                let tally = TallyReport {
+                    failures: c.failures - c.timeouts.min(c.failures),
+                    runs: c.runs,
+                    timeouts: c.timeouts.min(c.failures),
+                    wilson95: [0.0, 0.0],
+                };
+                let _ = writeln!(
+                    out,
+                    "- a held copy of each closed `{}` ({} held{}): failed {}{}{}",
+                    c.class,
+                    c.held,
+                    if c.skipped > 0 {
+                        format!(", {} let through by the bounds", c.skipped)
+                    } else {
+                        String::new()
+                    },
+                    tally.text(),
+                    c.first_failure
+                        .map(|r| format!(", first at run {r}"))
+                        .unwrap_or_default(),
+                    if c.what.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; held: {}", c.what.join(", "))
+                    }
+                );
+            }
+            if let Some(load) = &d.load {
+                let _ = writeln!(
+                    out,
+                    "- fork pressure: failed {}; the same with its children holding nothing: {}",
+                    load.pressure.text(),
+                    load.sham.text()
+                );
+            }
+            out.push('\n');
+            for h in t.hazard.iter().chain(
+                t.candidates
+                    .iter()
+                    .filter(|c| Some(*c) != t.hazard.as_ref()),
+            ) {
+                let advice = t.advice.get(h).map_or("", String::as_str);
+                let _ = writeln!(out, "- `{h}`: {advice}");
+            }
+            out.push('\n');
+        }
+        out
     }
-    out.push_str("  </testsuite>\n</testsuites>\n");
-    out
+
+    /// JUnit XML with every audited test, one suite per binary, named as
+    /// nextest names them (classname: the binary id): an exposed test is a
+    /// failure naming its hazard and advice, one that failed alone an
+    /// error, one that never ran skipped, the rest pass. Each case carries
+    /// its counts and p as properties.
+    pub fn junit(&self) -> String {
+        use quick_junit::{NonSuccessKind, Property, TestCase, TestCaseStatus, TestSuite};
+        let mut report = quick_junit::Report::new("fdwindow-audit");
+        report.set_time(Duration::from_secs_f64(self.seconds.total.max(0.0)));
+        let mut suites: BTreeMap<&str, TestSuite> = BTreeMap::new();
+        for t in &self.tests {
+            let none = RerunsReport::of(&Pairs::default());
+            let reruns = t.reruns.as_ref().unwrap_or(&none);
+            let status = if t.verdict == Word::Exposed.id() {
+                let summary = format!(
+                    "exposed {}: {}; --exact alone {}, pressure {}; {}",
+                    Self::exposure(t).unwrap_or_default(),
+                    t.hazard.as_deref().unwrap_or("no hazard named"),
+                    reruns.alone.text(),
+                    reruns.pressure.text(),
+                    t.diagnosis
+                        .as_ref()
+                        .map_or("not diagnosed", |d| d.summary.as_str())
+                );
+                let mut body = summary.clone();
+                if let Some(m) = &t.message {
+                    let _ = write!(body, "\nfirst failure: {m}");
+                }
+                for (h, advice) in &t.advice {
+                    let _ = write!(body, "\n{h}: {advice}");
+                }
+                let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                s.set_type("exposed")
+                    .set_message(summary)
+                    .set_description(body);
+                s
+            } else if t.verdict == Word::FailsAlone.id() {
+                let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
+                s.set_type("fails-alone").set_message(format!(
+                    "failed alone in its --exact reruns ({}): broken or flaky without pressure{}",
+                    reruns.alone.text(),
+                    t.message
+                        .as_ref()
+                        .map(|m| format!("; first failure: {m}"))
+                        .unwrap_or_default()
+                ));
+                s
+            } else if t.screen.runs == 0 {
+                let mut s = TestCaseStatus::skipped();
+                s.set_message("never ran under pressure (the audit was cut short)");
+                s
+            } else {
+                TestCaseStatus::success()
+            };
+            let mut case = TestCase::new(t.name.as_str(), status);
+            case.set_classname(t.binary.as_str());
+            if let Some(secs) = t.time_s {
+                case.set_time(Duration::from_secs_f64(secs.max(0.0)));
+            }
+            let mut props = vec![
+                Property::new("verdict", t.verdict.as_str()),
+                Property::new("screen", t.screen.text()),
+                Property::new("alone", reruns.alone.text()),
+                Property::new("pressure", reruns.pressure.text()),
+                Property::new("p", format!("{:.2e}", reruns.p)),
+            ];
+            if let Some(h) = &t.hazard {
+                props.push(Property::new("hazard", h.as_str()));
+            }
+            if let Some(b) = &t.basis {
+                props.push(Property::new("basis", b.as_str()));
+            }
+            case.add_properties(props);
+            suites
+                .entry(t.binary.as_str())
+                .or_insert_with(|| TestSuite::new(t.binary.as_str()))
+                .add_test_case(case);
+        }
+        report.add_test_suites(suites.into_values());
+        report.to_string().expect("XML from plain strings")
+    }
+}
+
+/// A shard report read back for [`merge`].
+pub struct Shard {
+    /// Where it was read from.
+    pub path: PathBuf,
+    /// Its report.
+    pub report: Report,
+}
+
+/// Reads a shard report; `Err` names the file and what is wrong with it.
+pub fn read_shard(path: &Path) -> Result<Shard, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| format!("{}: not an audit report ({e})", path.display()))?;
+    match value.get("schema").and_then(|s| s.as_str()) {
+        Some(SCHEMA) => {}
+        Some(other) => {
+            return Err(format!(
+                "{}: schema {other}, this fdwindow reads {SCHEMA}",
+                path.display()
+            ));
+        }
+        None => {
+            return Err(format!(
+                "{}: no schema: not an `fdwindow audit --format json` report",
+                path.display()
+            ));
+        }
+    }
+    let report: Report = serde_json::from_value(value)
+        .map_err(|e| format!("{}: malformed audit report: {e}", path.display()))?;
+    Ok(Shard {
+        path: path.to_owned(),
+        report,
+    })
+}
+
+/// Joins shard reports of one sharded audit into one report: the union of
+/// their tests. Refuses reports of another command, pressure, partition
+/// scheme or fdwindow version, a shard given twice, a test in two shards,
+/// and names the shards missing.
+pub fn merge(shards: &[Shard]) -> Result<Report, String> {
+    let first = shards.first().ok_or("merge needs at least one report")?;
+    let lead = &first.report;
+    let Some(lead_part) = lead.partition else {
+        return Err(format!(
+            "{}: not a shard (audited without --partition)",
+            first.path.display()
+        ));
+    };
+    let mut by_shard: BTreeMap<u64, &Shard> = BTreeMap::new();
+    for s in shards {
+        let r = &s.report;
+        let name = s.path.display();
+        let differs = |what: &str, a: &dyn std::fmt::Debug, b: &dyn std::fmt::Debug| {
+            format!(
+                "{name}: another {what} ({b:?}) than {} ({a:?})",
+                first.path.display()
+            )
+        };
+        if r.command != lead.command {
+            return Err(differs("command", &lead.command, &r.command));
+        }
+        if r.pressure != lead.pressure {
+            return Err(differs("pressure", &lead.pressure, &r.pressure));
+        }
+        if r.fdwindow_version != lead.fdwindow_version {
+            return Err(differs(
+                "fdwindow version",
+                &lead.fdwindow_version,
+                &r.fdwindow_version,
+            ));
+        }
+        let Some(p) = r.partition else {
+            return Err(format!("{name}: not a shard (audited without --partition)"));
+        };
+        if (p.scheme, p.total) != (lead_part.scheme, lead_part.total) {
+            return Err(differs(
+                "partition scheme",
+                &lead_part.to_string(),
+                &p.to_string(),
+            ));
+        }
+        if let Some(other) = by_shard.insert(p.shard, s) {
+            return Err(format!(
+                "{name} and {}: both are shard {}",
+                other.path.display(),
+                p.shard
+            ));
+        }
+    }
+    let missing: Vec<String> = (1..=lead_part.total)
+        .filter(|k| !by_shard.contains_key(k))
+        .map(|k| format!("{k}/{}", lead_part.total))
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!("missing shards: {}", missing.join(", ")));
+    }
+    let mut seen: BTreeMap<(&str, &str), u64> = BTreeMap::new();
+    for (k, s) in &by_shard {
+        for t in &s.report.tests {
+            if let Some(other) = seen.insert((&t.binary, &t.name), *k) {
+                return Err(format!(
+                    "{} `{}` is in shards {other} and {k}: the reports are of different suites",
+                    t.binary, t.name
+                ));
+            }
+        }
+    }
+    let reports: Vec<&Report> = by_shard.values().map(|s| &s.report).collect();
+    let sum = |f: fn(&Seconds) -> f64| reports.iter().map(|r| f(&r.seconds)).sum::<f64>();
+    let mut tests: Vec<TestReport> = reports.iter().flat_map(|r| r.tests.clone()).collect();
+    tests.sort_by(|a, b| (&a.binary, &a.name).cmp(&(&b.binary, &b.name)));
+    let mut warnings = Vec::new();
+    for (k, r) in by_shard.iter().map(|(k, s)| (k, &s.report)) {
+        warnings.extend(r.warnings.iter().map(|w| format!("shard {k}: {w}")));
+        if r.advice_from != lead.advice_from {
+            warnings.push(format!("shard {k}: advice from {}", r.advice_from));
+        }
+    }
+    Ok(Report {
+        schema: SCHEMA.into(),
+        command: lead.command.clone(),
+        platform: lead.platform.clone(),
+        fdwindow_version: lead.fdwindow_version.clone(),
+        pressure: lead.pressure.clone(),
+        partition: None,
+        merged: Some(Merged {
+            scheme: lead_part.scheme,
+            total: lead_part.total,
+            shard_seconds: reports.iter().map(|r| r.seconds.total).collect(),
+        }),
+        rule: lead.rule.clone(),
+        budget_seconds: lead.budget_seconds,
+        seconds: Seconds {
+            timing: sum(|s| s.timing),
+            screen: sum(|s| s.screen),
+            reruns: sum(|s| s.reruns),
+            diagnosis: sum(|s| s.diagnosis),
+            total: sum(|s| s.total),
+        },
+        screen_runs: by_shard
+            .iter()
+            .flat_map(|(k, s)| {
+                s.report.screen_runs.iter().map(|r| ScreenRuns {
+                    shard: Some(*k),
+                    ..r.clone()
+                })
+            })
+            .collect(),
+        pressured_runs: reports.iter().map(|r| r.pressured_runs).sum(),
+        pressure_started_runs: reports.iter().map(|r| r.pressure_started_runs).sum(),
+        advice_from: lead.advice_from.clone(),
+        warnings,
+        interrupted: reports.iter().any(|r| r.interrupted),
+        exposed: reports.iter().map(|r| r.exposed).sum(),
+        fails_alone: reports.iter().map(|r| r.fails_alone).sum(),
+        tests,
+    })
 }

@@ -25,6 +25,9 @@ pub struct Parsed {
     pub outcomes: BTreeMap<String, Outcome>,
     /// The first lines of each failed test's section: its panic message.
     pub messages: BTreeMap<String, String>,
+    /// Seconds per test, where libtest printed them (`--report-time`:
+    /// `test NAME ... ok <0.012s>`).
+    pub times: BTreeMap<String, f64>,
 }
 
 /// The tests `--list --format terse` printed (`NAME: test`); benches skipped.
@@ -69,6 +72,16 @@ pub fn parse(stdout: &str) -> Parsed {
         if let Some(rest) = line.strip_prefix("test ")
             && let Some((name, status)) = rest.rsplit_once(" ... ")
         {
+            // `--report-time` appends ` <0.012s>`.
+            let status = match status.rsplit_once(" <") {
+                Some((word, time)) => {
+                    if let Some(secs) = time.strip_suffix("s>").and_then(|t| t.parse().ok()) {
+                        parsed.times.insert(name.to_owned(), secs);
+                    }
+                    word
+                }
+                None => status,
+            };
             let outcome = if status == "ok" {
                 Outcome::Ok
             } else if status.starts_with("FAILED") {
@@ -130,6 +143,16 @@ mod tests {
             "assertion `left == right` failed /   left: 1 /  right: 2 (at tests/x.rs:10:5)"
         );
         assert_eq!(p.messages.len(), 1);
+    }
+
+    #[test]
+    fn report_time_gives_each_test_its_seconds() {
+        let p = parse("test a ... ok <0.012s>\ntest b ... FAILED <1.500s>\ntest c ... ignored\n");
+        assert_eq!(p.outcomes["a"], Outcome::Ok);
+        assert_eq!(p.outcomes["b"], Outcome::Failed);
+        assert_eq!(p.times["a"], 0.012);
+        assert_eq!(p.times["b"], 1.5);
+        assert!(!p.times.contains_key("c"));
     }
 
     #[test]
