@@ -421,3 +421,40 @@ fn a_closed_stderr_loses_only_the_progress() {
     assert_eq!(report["tests"][0]["name"], "a", "{report}");
     assert_eq!(report["tests"][0]["screen"]["runs"], 3, "{report}");
 }
+
+/// SIGTERM stops an audit as the shells expect (exit 128 + 15), with the
+/// report of what it ran and nothing left in its TMPDIR.
+#[cfg(target_os = "linux")]
+#[test]
+fn sigterm_ends_an_audit_with_143_and_its_report() {
+    use std::io::BufRead;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = fdwindow()
+        .env("TMPDIR", tmp.path())
+        .args([
+            "audit", "--runs", "100000", "--budget", "600s", "--format", "json",
+        ])
+        .args(["--", "/bin/sh", "-c", LIBTEST_STAND_IN, "sh"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait (on the pipe, not a clock) until the audit has started its screen.
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    assert!(first.starts_with("fdwindow audit:"), "{first}");
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    // Drain stderr so the audit never blocks on a full pipe.
+    let drain = std::thread::spawn(move || lines.count());
+    let out = child.wait_with_output().unwrap();
+    drain.join().unwrap();
+    assert_eq!(out.status.code(), Some(143));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["interrupted"], true, "{report}");
+    assert_eq!(
+        std::fs::read_dir(tmp.path()).unwrap().count(),
+        0,
+        "left in TMPDIR"
+    );
+}
