@@ -5,7 +5,9 @@
 
 mod common;
 
-use common::{fdwindow, fixture_command, stderr};
+#[cfg(target_os = "linux")]
+use common::fixture_command;
+use common::{fdwindow, stderr};
 
 #[test]
 fn usage_errors_exit_2() {
@@ -28,6 +30,7 @@ fn usage_errors_exit_2() {
 }
 
 /// The fixture's tests that a held copy breaks: what the audit must flag.
+#[cfg(target_os = "linux")]
 const EXPOSED: [&str; 5] = [
     "abstract_name_rebinds",
     "bound_port_rebinds",
@@ -37,6 +40,7 @@ const EXPOSED: [&str; 5] = [
 ];
 
 /// Every test of the fixture, in libtest's order.
+#[cfg(target_os = "linux")]
 const FIXTURE_TESTS: [&str; 12] = [
     "abstract_name_rebinds",
     "arithmetic_holds",
@@ -54,6 +58,7 @@ const FIXTURE_TESTS: [&str; 12] = [
 
 /// Runs `fdwindow audit ARGS -- COMMAND` with a JSON report: its exit
 /// status, report and stderr.
+#[cfg(target_os = "linux")]
 fn audit_json(args: &[&str], command: &[String]) -> (Option<i32>, serde_json::Value, String) {
     let out = fdwindow()
         .arg("audit")
@@ -68,6 +73,7 @@ fn audit_json(args: &[&str], command: &[String]) -> (Option<i32>, serde_json::Va
 }
 
 /// The names of a report's tests with verdict `word`.
+#[cfg(target_os = "linux")]
 fn with_verdict<'a>(report: &'a serde_json::Value, word: &str) -> Vec<&'a str> {
     report["tests"]
         .as_array()
