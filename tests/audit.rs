@@ -41,10 +41,11 @@ const EXPOSED: [&str; 5] = [
 
 /// Every test of the fixture, in libtest's order.
 #[cfg(target_os = "linux")]
-const FIXTURE_TESTS: [&str; 12] = [
+const FIXTURE_TESTS: [&str; 13] = [
     "abstract_name_rebinds",
     "arithmetic_holds",
     "bound_port_rebinds",
+    "cargo_environment_is_there",
     "dropped_listener_refuses",
     "file_round_trip",
     "lock_released_by_close",
@@ -146,6 +147,7 @@ fn audit_flags_exactly_the_exposed_fixture_tests() {
     assert_eq!(load["candidates"].as_array().unwrap().len(), 0, "{load}");
     for name in [
         "arithmetic_holds",
+        "cargo_environment_is_there",
         "text_formats",
         "lock_released_by_unlock",
         "server_binds_port_zero",
@@ -463,4 +465,95 @@ fn sigterm_ends_an_audit_with_143_and_its_report() {
         0,
         "left in TMPDIR"
     );
+}
+
+/// Runs `fdwindow audit ARGS -- sh -c SCRIPT sh` with a JSON report.
+#[cfg(target_os = "linux")]
+fn audit_script(args: &[&str], script: &str) -> (Option<i32>, serde_json::Value, String) {
+    let command = ["/bin/sh", "-c", script, "sh"].map(String::from);
+    audit_json(args, &command)
+}
+
+/// A test that fails alone too is `fails-alone`, a JUnit error, exit 3.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_test_failing_alone_exits_3() {
+    let always_fails = r#"case "$*" in *--ignored*--list*) ;; *--list*) echo "a: test";;
+        *) echo "test a ... FAILED"; exit 101;; esac"#;
+    let (code, report, err) = audit_script(&["--runs", "3", "--no-diagnose"], always_fails);
+    assert_eq!(code, Some(3), "{err}");
+    assert_eq!(report["tests"][0]["verdict"], "fails-alone", "{report}");
+    assert_eq!(report["fails_alone"], 1, "{report}");
+    let out = fdwindow()
+        .args([
+            "audit",
+            "--runs",
+            "3",
+            "--no-diagnose",
+            "--format",
+            "junit",
+            "--",
+        ])
+        .args(["/bin/sh", "-c", always_fails, "sh"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let xml = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        xml.contains("<error ") && xml.contains("type=\"fails-alone\""),
+        "{xml}"
+    );
+}
+
+/// `#[ignore]`d tests (those `--ignored --list` lists) are not audited
+/// unless the command runs them.
+#[cfg(target_os = "linux")]
+#[test]
+fn ignored_tests_are_audited_only_when_run() {
+    let two = r#"case "$*" in *--ignored*--list*) echo "b: test";;
+        *--list*) echo "a: test"; echo "b: test";;
+        *--include-ignored*) echo "test a ... ok"; echo "test b ... ok";;
+        *) echo "test a ... ok"; echo "test b ... ignored";; esac"#;
+    let names = |report: &serde_json::Value| -> Vec<String> {
+        report["tests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let (code, report, err) = audit_script(&["--runs", "2"], two);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(names(&report), ["a"]);
+    let command = ["/bin/sh", "-c", two, "sh", "--include-ignored"].map(String::from);
+    let (code, report, err) = audit_json(&["--runs", "2"], &command);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(names(&report), ["a", "b"]);
+    assert_eq!(report["tests"][1]["screen"]["runs"], 2, "{report}");
+}
+
+/// A preload library that loads but never starts pressure audits nothing:
+/// exit 2, never a green report.
+#[cfg(target_os = "linux")]
+#[test]
+fn pressure_that_never_started_is_an_error() {
+    // A shared library that surely loads and starts nothing: this test's libc.
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    let libc = maps
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .find(|p| p.contains("/libc.so") || p.contains("/libc-"))
+        .expect("a dynamically linked test binary maps libc");
+    let out = fdwindow()
+        .args(["audit", "--runs", "2", "--injector", libc, "--"])
+        .args(["/bin/sh", "-c", LIBTEST_STAND_IN, "sh"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("pressure never started"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(out.stdout.is_empty());
 }

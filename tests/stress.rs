@@ -136,6 +136,7 @@ fn pressure_that_never_overlapped_an_unmatched_command_exits_2() {
     let (summary, err) = stress_output(&["--runs", "1", "--", "/bin/sh", "-c", "exec sleep 2"], 2);
     assert_eq!(summary["schema"], "fdwindow-stress/1");
     assert_eq!(summary["pressured_runs"], 1, "{summary}");
+    assert_eq!(summary["verdict"], "unpressured", "{summary}");
     let share = summary["pressure_overlap_share"].as_f64().unwrap();
     assert!(share < 0.005, "share {share}");
     let last = err.lines().last().unwrap_or_default();

@@ -43,6 +43,9 @@ pub struct Binary {
     /// The user's selection (filters, `--exact`, `--skip`): applied when
     /// listing, so that [`Binary::tests`] is what it selects.
     pub selection: Vec<String>,
+    /// The options and the selection in the user's order: what a run of
+    /// the whole selection passes.
+    pub args: Vec<String>,
     /// Run each test in its own process, as nextest does.
     pub per_test: bool,
     /// The tests to audit, in libtest's (sorted) order.
@@ -53,25 +56,34 @@ pub struct Binary {
     /// Whether [`Binary::tests`] is one shard of what the selection selects
     /// (`--partition`): runs then name their tests.
     pub partitioned: bool,
+    /// When the selection leaves no test: how many tests, and how many of
+    /// them `#[ignore]`d, the binary holds without it.
+    pub unselected: Option<(usize, usize)>,
+    /// The environment cargo or nextest gives its test processes
+    /// (`CARGO_PKG_*`, `CARGO_MANIFEST_DIR`, the library path…), so a test
+    /// that reads it passes here as it does under them.
+    pub env: Vec<(String, String)>,
 }
 
 impl Binary {
     /// The arguments of a run of all its tests.
     pub fn suite_args(&self) -> Vec<String> {
         let mut args = self.options.clone();
-        if self.partitioned {
-            args.push("--exact".into());
-            args.extend(self.tests.iter().cloned());
-        } else {
-            args.extend(self.selection.iter().cloned());
+        if !self.partitioned {
+            return self.args.clone();
         }
+        args.push("--exact".into());
+        args.extend(self.tests.iter().cloned());
         args
     }
 
     /// The arguments of a run of `test` alone.
     pub fn exact_args(&self, test: &str) -> Vec<String> {
         let mut args = self.options.clone();
-        if self.ignored.contains(test) && !args.iter().any(|a| a == "--ignored") {
+        let runs_ignored = args
+            .iter()
+            .any(|a| a == "--ignored" || a == "--include-ignored");
+        if self.ignored.contains(test) && !runs_ignored {
             args.push("--ignored".into());
         }
         args.extend([test.to_owned(), "--exact".into()]);
@@ -94,12 +106,19 @@ fn kind(command: &[String]) -> (Kind, usize) {
     if !is_cargo {
         return (Kind::Binary, 0);
     }
-    // Skip a `+toolchain`.
-    let sub = command
-        .iter()
-        .skip(1)
-        .position(|a| !a.starts_with('+'))
-        .map(|i| i + 1);
+    // Skip a `+toolchain` and cargo's global options (`cargo --locked test`).
+    let mut sub = None;
+    let mut i = 1;
+    while let Some(a) = command.get(i) {
+        if CARGO_GLOBAL_VALUE_OPTIONS.contains(&a.as_str()) {
+            i += 2;
+        } else if a.starts_with('+') || a.starts_with('-') {
+            i += 1;
+        } else {
+            sub = Some(i);
+            break;
+        }
+    }
     match sub.map(|i| (i, command[i].as_str())) {
         Some((i, "test" | "t")) => (Kind::CargoTest, i + 1),
         Some((i, "nextest")) if command.get(i + 1).is_some_and(|a| a == "run" || a == "r") => {
@@ -115,12 +134,25 @@ pub fn builds_tests(command: &[String]) -> bool {
     !command.is_empty() && kind(command).0 != Kind::Binary
 }
 
+/// cargo's global options that take a value (`cargo --help`).
+const CARGO_GLOBAL_VALUE_OPTIONS: &[&str] = &["--color", "--config", "-C", "-Z", "--explain"];
+
+/// What [`discover`] found.
+#[derive(Debug)]
+pub struct Found {
+    /// The binaries with tests to audit.
+    pub binaries: Vec<Binary>,
+    /// What the reader should know about the others (a binary that lists
+    /// no test, one whose `--list` failed).
+    pub warnings: Vec<String>,
+}
+
 /// The test binaries of `command` with their tests; `Err` says why they
 /// could not be learned, or that there is nothing to audit.
-pub fn discover(command: &[String]) -> Result<Vec<Binary>, String> {
+pub fn discover(command: &[String]) -> Result<Found, String> {
     let (kind, rest_at) = kind(command);
     let shown = command.join(" ");
-    let binaries = match kind {
+    let (binaries, mut warnings) = match kind {
         Kind::Binary => {
             let path = PathBuf::from(&command[0]);
             let name = path
@@ -128,25 +160,50 @@ pub fn discover(command: &[String]) -> Result<Vec<Binary>, String> {
                 .map_or_else(|| command[0].clone(), |n| n.to_string_lossy().into_owned());
             let mut bin = libtest_binary(name, path, None, &command[1..])?;
             list(&mut bin)?;
-            vec![bin]
+            (vec![bin], Vec::new())
         }
         Kind::CargoTest => cargo_test(command, rest_at)?,
         Kind::Nextest => nextest(command, rest_at)?,
     };
-    let binaries: Vec<Binary> = binaries
-        .into_iter()
-        .filter(|b| !b.tests.is_empty())
-        .collect();
+    let (binaries, empty): (Vec<Binary>, Vec<Binary>) =
+        binaries.into_iter().partition(|b| !b.tests.is_empty());
     if binaries.is_empty() {
-        return Err(match kind {
-            Kind::Binary => format!(
-                "nothing to audit: `{shown}` listed no test (`--list --format terse` printed no \
-                 `NAME: test` line; is it a libtest test binary, and does its filter match?)"
-            ),
-            _ => format!("nothing to audit: `{shown}` selects no test"),
-        });
+        let found = match kind {
+            Kind::Binary => match empty.first().and_then(|b| b.unselected) {
+                Some((all, ignored)) => {
+                    format!("its filter selects none of its {all} tests ({ignored} #[ignore]d)")
+                }
+                None => "it listed no test (`--list --format terse` printed no `NAME: test` \
+                         line: is it a libtest test binary?)"
+                    .to_owned(),
+            },
+            _ => {
+                let (all, ignored) = empty
+                    .iter()
+                    .filter_map(|b| b.unselected)
+                    .fold((0, 0), |(a, i), (b, j)| (a + b, i + j));
+                format!(
+                    "it built {} test binaries holding {all} tests ({ignored} #[ignore]d), and \
+                     its filters select none{}",
+                    empty.len(),
+                    warnings
+                        .first()
+                        .map(|w| format!("; {w}"))
+                        .unwrap_or_default()
+                )
+            }
+        };
+        return Err(format!("nothing to audit: `{shown}`: {found}"));
     }
-    Ok(binaries)
+    // A binary that lists no test at all with no filter of the user's (a
+    // `harness = false` target, an empty one) is named, not dropped unseen.
+    warnings.extend(
+        empty
+            .iter()
+            .filter(|b| b.selection.is_empty() && !b.per_test)
+            .map(|b| format!("{} lists no test: not audited", b.name)),
+    );
+    Ok(Found { binaries, warnings })
 }
 
 /// `cargo test`'s options that take a value (`cargo test --help`, cargo
@@ -235,6 +292,7 @@ fn libtest_binary(
 ) -> Result<Binary, String> {
     let mut options = Vec::new();
     let mut selection = Vec::new();
+    let mut kept = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let (flag, attached) = match a.split_once('=') {
@@ -253,26 +311,31 @@ fn libtest_binary(
         match flag {
             "--exact" | "--skip" => {
                 selection.push(a.clone());
-                selection.extend(value);
+                selection.extend(value.clone());
             }
             "--format" | "--color" | "-q" | "--quiet" | "--nocapture" | "--no-capture"
-            | "--list" => {}
+            | "--list" => continue,
             "-h" | "--help" => return Err(format!("{name}: --help is not a run to audit")),
             "--bench" => {
                 return Err(format!("{name}: --bench runs benchmarks, not tests"));
             }
             f if f.starts_with('-') => {
                 options.push(a.clone());
-                options.extend(value);
+                options.extend(value.clone());
             }
             _ => selection.push(a.clone()),
         }
+        kept.push(a.clone());
+        kept.extend(value);
     }
     Ok(Binary {
         name,
         path,
         cwd,
         partitioned: false,
+        env: Vec::new(),
+        unselected: None,
+        args: kept,
         options,
         selection,
         per_test: false,
@@ -282,55 +345,72 @@ fn libtest_binary(
 }
 
 /// Lists `bin`'s tests with its options and selection: what a run of it
-/// runs. Tests marked `#[ignore]` are left out unless the options run them.
+/// runs. Tests marked `#[ignore]` are left out unless the options run them,
+/// and those kept are in [`Binary::ignored`].
 fn list(bin: &mut Binary) -> Result<(), String> {
-    let listing = |extra: &[&str]| -> Result<Vec<String>, String> {
-        let mut cmd = Command::new(&bin.path);
-        cmd.args(&bin.options)
-            .args(&bin.selection)
-            .args(extra)
-            .args(["--list", "--format", "terse"])
-            .stdin(Stdio::null())
-            .stderr(Stdio::piped());
-        if let Some(dir) = &bin.cwd {
-            cmd.current_dir(dir);
-        }
-        let out = cmd
-            .output()
-            .map_err(|e| format!("{}: {e}", bin.path.display()))?;
-        if !out.status.success() {
-            let err = String::from_utf8_lossy(&out.stderr);
-            let last = err.lines().rev().find(|l| !l.trim().is_empty());
-            return Err(format!(
-                "{} --list --format terse failed ({}){}",
-                bin.path.display(),
-                out.status,
-                last.map(|l| format!(": {l}")).unwrap_or_default()
-            ));
-        }
-        Ok(super::libtest::parse_list(&String::from_utf8_lossy(
-            &out.stdout,
-        )))
-    };
-    let listed = listing(&[])?;
-    let runs_ignored = bin
-        .options
-        .iter()
-        .any(|o| o == "--ignored" || o == "--include-ignored");
-    let ignored: BTreeSet<String> = if runs_ignored || listed.is_empty() {
-        BTreeSet::new()
+    let is_ignore_flag = |o: &String| o == "--ignored" || o == "--include-ignored";
+    let only_ignored = bin.options.iter().any(|o| o == "--ignored");
+    let runs_ignored = bin.options.iter().any(is_ignore_flag);
+    let listed = listing(bin, &bin.args, &[])?;
+    // libtest refuses --ignored twice, or beside --include-ignored.
+    let ignored: BTreeSet<String> = if only_ignored || listed.is_empty() {
+        listed.iter().cloned().collect()
     } else {
-        listing(&["--ignored"])?.into_iter().collect()
+        let args: Vec<String> = bin
+            .args
+            .iter()
+            .filter(|o| !is_ignore_flag(o))
+            .cloned()
+            .collect();
+        listing(bin, &args, &["--ignored"])?.into_iter().collect()
     };
     bin.tests = listed
         .into_iter()
-        .filter(|t| !ignored.contains(t))
+        .filter(|t| runs_ignored || !ignored.contains(t))
         .collect();
+    bin.ignored = ignored
+        .into_iter()
+        .filter(|t| bin.tests.contains(t))
+        .collect();
+    if bin.tests.is_empty() && !bin.selection.is_empty() {
+        let all = listing(bin, &[], &[])?.len();
+        let ignored = listing(bin, &[], &["--ignored"])?.len();
+        bin.unselected = Some((all, ignored));
+    }
     Ok(())
 }
 
-/// `cargo test …`: built with `--no-run`, each test artifact listed.
-fn cargo_test(command: &[String], rest_at: usize) -> Result<Vec<Binary>, String> {
+/// What `bin ARGS EXTRA --list --format terse` prints.
+fn listing(bin: &Binary, args: &[String], extra: &[&str]) -> Result<Vec<String>, String> {
+    let mut cmd = Command::new(&bin.path);
+    cmd.args(args)
+        .args(extra)
+        .args(["--list", "--format", "terse"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .envs(bin.env.iter().map(|(k, v)| (k, v)));
+    if let Some(dir) = &bin.cwd {
+        cmd.current_dir(dir);
+    }
+    let shown = format!("{cmd:?}");
+    let out = cmd.output().map_err(|e| format!("{shown}: {e}"))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last = err.lines().rev().find(|l| !l.trim().is_empty());
+        return Err(format!(
+            "{shown} failed ({}){}",
+            out.status,
+            last.map(|l| format!(": {l}")).unwrap_or_default()
+        ));
+    }
+    Ok(super::libtest::parse_list(&String::from_utf8_lossy(
+        &out.stdout,
+    )))
+}
+
+/// `cargo test …`: built with `--no-run`, each test artifact listed. A
+/// binary whose `--list` fails is named and left out, unless all fail.
+fn cargo_test(command: &[String], rest_at: usize) -> Result<(Vec<Binary>, Vec<String>), String> {
     let rest = &command[rest_at..];
     let (before, after) = match rest.iter().position(|a| a == "--") {
         Some(i) => (&rest[..i], &rest[i + 1..]),
@@ -343,33 +423,156 @@ fn cargo_test(command: &[String], rest_at: usize) -> Result<Vec<Binary>, String>
         .args(&build_args);
     let stdout = build(cmd)?;
     let mut artifacts = Vec::new();
+    // Build scripts' outputs, by package: the library search paths, OUT_DIR
+    // and `cargo::rustc-env` variables cargo gives the package's tests.
+    let mut scripts: BTreeMap<String, cargo_metadata::BuildScript> = BTreeMap::new();
     for message in cargo_metadata::Message::parse_stream(stdout.as_bytes()) {
-        let message = message.map_err(|e| format!("cargo's JSON messages: {e}"))?;
-        if let cargo_metadata::Message::CompilerArtifact(a) = message
-            && a.profile.test
-            && a.executable.is_some()
-        {
-            artifacts.push(a);
+        match message.map_err(|e| format!("cargo's JSON messages: {e}"))? {
+            cargo_metadata::Message::CompilerArtifact(a)
+                if a.profile.test && a.executable.is_some() =>
+            {
+                artifacts.push(a);
+            }
+            cargo_metadata::Message::BuildScriptExecuted(b) => {
+                scripts.insert(b.package_id.repr.clone(), b);
+            }
+            _ => {}
         }
     }
-    let names = package_names(command, &build_args, &artifacts);
+    let mut warnings = Vec::new();
+    let packages = packages(
+        command,
+        &build_args,
+        artifacts.iter().map(|a| a.manifest_path.as_std_path()),
+        &mut warnings,
+    );
+    let native: Vec<PathBuf> = scripts
+        .values()
+        .flat_map(|b| &b.linked_paths)
+        .map(|p| native_dir(p.as_str()))
+        .collect();
     let bin_args: Vec<String> = testname.into_iter().chain(after.iter().cloned()).collect();
     let mut binaries = Vec::new();
+    let mut failures = Vec::new();
     for a in artifacts {
         let exe = a.executable.clone().expect("kept only with one");
-        let package = names
-            .get(a.manifest_path.as_std_path())
-            .cloned()
-            .unwrap_or_else(|| a.target.name.clone());
-        let name = RustBinaryId::from_parts(&package, &binary_kind(&a.target), &a.target.name)
+        let package = packages.get(a.manifest_path.as_std_path());
+        let package_name = package.map_or_else(|| a.target.name.clone(), |p| p.name.to_string());
+        let name = RustBinaryId::from_parts(&package_name, &binary_kind(&a.target), &a.target.name)
             .as_str()
             .to_owned();
         let cwd = a.manifest_path.parent().map(|p| p.as_std_path().to_owned());
-        let mut bin = libtest_binary(name, exe.into_std_path_buf(), cwd, &bin_args)?;
-        list(&mut bin)?;
-        binaries.push(bin);
+        let mut bin = libtest_binary(name, exe.clone().into_std_path_buf(), cwd, &bin_args)?;
+        let mut dirs: Vec<PathBuf> = exe
+            .parent()
+            .map(|d| d.as_std_path().to_owned())
+            .into_iter()
+            .collect();
+        dirs.extend(native.iter().cloned());
+        bin.env = runtime_env(
+            &command[0],
+            package,
+            &a.manifest_path,
+            &a.target.name,
+            &dirs,
+        );
+        if let Some(script) = scripts.get(&a.package_id.repr) {
+            bin.env.push(("OUT_DIR".into(), script.out_dir.to_string()));
+            bin.env.extend(script.env.iter().cloned());
+        }
+        match list(&mut bin) {
+            Ok(()) => binaries.push(bin),
+            Err(e) => failures.push(e),
+        }
     }
-    Ok(binaries)
+    if binaries.is_empty()
+        && let Some(first) = failures.first()
+    {
+        return Err(first.clone());
+    }
+    warnings.extend(failures.into_iter().map(|e| format!("not audited: {e}")));
+    Ok((binaries, warnings))
+}
+
+/// A build script's `cargo::rustc-link-search=[KIND=]PATH` as a folder.
+fn native_dir(path: &str) -> PathBuf {
+    match path.split_once('=') {
+        Some((kind, dir))
+            if ["native", "crate", "dependency", "framework", "all"].contains(&kind) =>
+        {
+            dir.into()
+        }
+        _ => path.into(),
+    }
+}
+
+/// The environment cargo gives a test process of `package` (cargo's
+/// `Compilation::fill_env`): its manifest, its `CARGO_PKG_*` metadata, the
+/// crate name, and the library path with `dirs` first.
+///
+/// # References
+/// - <https://doc.rust-lang.org/cargo/reference/environment-variables.html#environment-variables-cargo-sets-for-crates>
+fn runtime_env(
+    cargo: &str,
+    package: Option<&cargo_metadata::Package>,
+    manifest: &cargo_metadata::camino::Utf8Path,
+    target: &str,
+    dirs: &[PathBuf],
+) -> Vec<(String, String)> {
+    let mut env = vec![
+        (
+            "CARGO".to_owned(),
+            std::env::var("CARGO").unwrap_or_else(|_| cargo.to_owned()),
+        ),
+        ("CARGO_MANIFEST_PATH".to_owned(), manifest.to_string()),
+        ("CARGO_CRATE_NAME".to_owned(), target.replace('-', "_")),
+    ];
+    if let Some(dir) = manifest.parent() {
+        env.push(("CARGO_MANIFEST_DIR".into(), dir.to_string()));
+    }
+    if let Some(p) = package {
+        let v = &p.version;
+        let text = |o: Option<String>| o.unwrap_or_default();
+        env.extend(
+            [
+                ("NAME", p.name.to_string()),
+                ("VERSION", v.to_string()),
+                ("VERSION_MAJOR", v.major.to_string()),
+                ("VERSION_MINOR", v.minor.to_string()),
+                ("VERSION_PATCH", v.patch.to_string()),
+                ("VERSION_PRE", v.pre.to_string()),
+                ("AUTHORS", p.authors.join(":")),
+                ("DESCRIPTION", text(p.description.clone())),
+                ("HOMEPAGE", text(p.homepage.clone())),
+                ("REPOSITORY", text(p.repository.clone())),
+                ("LICENSE", text(p.license.clone())),
+                (
+                    "LICENSE_FILE",
+                    text(p.license_file.as_ref().map(|f| f.to_string())),
+                ),
+                (
+                    "RUST_VERSION",
+                    text(p.rust_version.as_ref().map(|r| r.to_string())),
+                ),
+                ("README", text(p.readme.as_ref().map(|r| r.to_string()))),
+            ]
+            .map(|(k, v)| (format!("CARGO_PKG_{k}"), v)),
+        );
+    }
+    let var = if cfg!(target_os = "macos") {
+        "DYLD_FALLBACK_LIBRARY_PATH"
+    } else {
+        "LD_LIBRARY_PATH"
+    };
+    let old = std::env::var_os(var);
+    let paths = dirs
+        .iter()
+        .cloned()
+        .chain(old.iter().flat_map(std::env::split_paths));
+    if let Ok(joined) = std::env::join_paths(paths) {
+        env.push((var.into(), joined.to_string_lossy().into_owned()));
+    }
+    env
 }
 
 /// nextest's kind of a cargo target: every library crate type is `lib`.
@@ -388,47 +591,54 @@ fn binary_kind(target: &cargo_metadata::Target) -> RustTestBinaryKind {
     }
 }
 
-/// Package names by manifest path, from `cargo metadata --no-deps` of the
-/// workspace the command builds: nextest's binary ids start with them.
-fn package_names(
+/// Packages by manifest path, from `cargo metadata --no-deps` of the
+/// workspace the command builds (and of any other manifest in
+/// `manifests`): nextest's binary ids start with their names, and their
+/// metadata is the tests' `CARGO_PKG_*`.
+fn packages<'a>(
     command: &[String],
     build_args: &[String],
-    artifacts: &[cargo_metadata::Artifact],
-) -> BTreeMap<PathBuf, String> {
-    let mut names = BTreeMap::new();
-    let mut meta = cargo_metadata::MetadataCommand::new();
-    meta.cargo_path(&command[0]).no_deps();
-    if let Some(i) = build_args.iter().position(|a| a == "--manifest-path") {
-        if let Some(p) = build_args.get(i + 1) {
-            meta.manifest_path(p);
-        }
-    } else if let Some(p) = build_args
-        .iter()
-        .find_map(|a| a.strip_prefix("--manifest-path="))
-    {
-        meta.manifest_path(p);
-    }
-    let add = |names: &mut BTreeMap<PathBuf, String>, m: cargo_metadata::Metadata| {
-        for p in m.packages {
-            names.insert(p.manifest_path.into_std_path_buf(), p.name.to_string());
+    manifests: impl Iterator<Item = &'a Path>,
+    warnings: &mut Vec<String>,
+) -> BTreeMap<PathBuf, cargo_metadata::Package> {
+    let mut found = BTreeMap::new();
+    let mut add = |meta: &mut cargo_metadata::MetadataCommand,
+                   found: &mut BTreeMap<PathBuf, cargo_metadata::Package>| {
+        match meta.cargo_path(&command[0]).no_deps().exec() {
+            Ok(m) => {
+                for p in m.packages {
+                    found.insert(p.manifest_path.clone().into_std_path_buf(), p);
+                }
+            }
+            Err(e) => warnings.push(format!(
+                "cargo metadata: {e}: binaries are named by their targets, without CARGO_PKG_*"
+            )),
         }
     };
-    if let Ok(m) = meta.exec() {
-        add(&mut names, m);
+    let mut meta = cargo_metadata::MetadataCommand::new();
+    let manifest_path = build_args
+        .iter()
+        .position(|a| a == "--manifest-path")
+        .and_then(|i| build_args.get(i + 1).map(String::as_str))
+        .or_else(|| {
+            build_args
+                .iter()
+                .find_map(|a| a.strip_prefix("--manifest-path="))
+        });
+    if let Some(p) = manifest_path {
+        meta.manifest_path(p);
     }
+    add(&mut meta, &mut found);
     // A package outside the workspace (`-p` of a path dependency).
-    for a in artifacts {
-        if !names.contains_key(a.manifest_path.as_std_path())
-            && let Ok(m) = cargo_metadata::MetadataCommand::new()
-                .cargo_path(&command[0])
-                .manifest_path(a.manifest_path.as_std_path())
-                .no_deps()
-                .exec()
-        {
-            add(&mut names, m);
+    for m in manifests {
+        if !found.contains_key(m) {
+            add(
+                cargo_metadata::MetadataCommand::new().manifest_path(m),
+                &mut found,
+            );
         }
     }
-    names
+    found
 }
 
 /// `cargo nextest run`'s options that `cargo nextest list` does not take
@@ -465,7 +675,7 @@ const NEXTEST_RUN_ONLY: &[(&str, bool)] = &[
 
 /// `cargo nextest run …`: listed (and so built) by `cargo nextest list`
 /// with the same filters.
-fn nextest(command: &[String], rest_at: usize) -> Result<Vec<Binary>, String> {
+fn nextest(command: &[String], rest_at: usize) -> Result<(Vec<Binary>, Vec<String>), String> {
     let mut list_args = Vec::new();
     let mut it = command[rest_at..].iter();
     let mut after_dashes = false;
@@ -473,15 +683,13 @@ fn nextest(command: &[String], rest_at: usize) -> Result<Vec<Binary>, String> {
         if a == "--" {
             after_dashes = true;
         }
-        let flag = a.split_once('=').map_or(a.as_str(), |(f, _)| f);
-        match NEXTEST_RUN_ONLY.iter().find(|(f, _)| *f == flag) {
-            Some((_, takes_value)) if !after_dashes => {
-                if *takes_value && !a.contains('=') {
-                    it.next();
-                }
+        if !after_dashes && let Some(takes_value) = nextest_run_only(a) {
+            if takes_value {
+                it.next();
             }
-            _ => list_args.push(a.clone()),
+            continue;
         }
+        list_args.push(a.clone());
     }
     let dashes_at = list_args.iter().position(|a| a == "--");
     let mut cmd = Command::new(&command[0]);
@@ -496,6 +704,13 @@ fn nextest(command: &[String], rest_at: usize) -> Result<Vec<Binary>, String> {
     let stdout = build(cmd)?;
     let list: TestListSummary = serde_json::from_str(stdout.trim())
         .map_err(|e| format!("cargo nextest list gave no test list: {e}"))?;
+    let mut warnings = Vec::new();
+    let packages = packages(command, &list_args, std::iter::empty(), &mut warnings);
+    let meta = &list.rust_build_meta;
+    let build_dir = meta
+        .build_directory
+        .as_ref()
+        .unwrap_or(&meta.target_directory);
     let mut binaries = Vec::new();
     for (id, suite) in list.rust_suites {
         let mut tests = Vec::new();
@@ -508,35 +723,120 @@ fn nextest(command: &[String], rest_at: usize) -> Result<Vec<Binary>, String> {
                 }
             }
         }
+        let unselected = tests.is_empty().then(|| {
+            let all = &suite.test_cases;
+            (all.len(), all.values().filter(|c| c.ignored).count())
+        });
+        let package = packages
+            .values()
+            .find(|p| p.id.repr == suite.binary.package_id);
+        let manifest =
+            package.map_or_else(|| suite.cwd.join("Cargo.toml"), |p| p.manifest_path.clone());
+        // nextest's library path: the binary's folder, the output folders,
+        // the build scripts' linked paths (relative to the build folder).
+        let mut dirs: Vec<PathBuf> = suite
+            .binary
+            .binary_path
+            .parent()
+            .map(|d| d.as_std_path().to_owned())
+            .into_iter()
+            .collect();
+        dirs.extend(
+            meta.base_output_directories
+                .iter()
+                .map(|d| build_dir.join(d).into_std_path_buf()),
+        );
+        dirs.extend(
+            meta.linked_paths
+                .iter()
+                .map(|p| build_dir.join(p).into_std_path_buf()),
+        );
+        let mut env = runtime_env(
+            &command[0],
+            package,
+            &manifest,
+            &suite.binary.binary_name,
+            &dirs,
+        );
+        if let Some(out) = meta.build_script_out_dirs.get(&suite.binary.package_id) {
+            env.push(("OUT_DIR".into(), build_dir.join(out).to_string()));
+        }
+        env.extend([
+            ("NEXTEST".to_owned(), "1".to_owned()),
+            (
+                "NEXTEST_EXECUTION_MODE".to_owned(),
+                "process-per-test".to_owned(),
+            ),
+        ]);
         binaries.push(Binary {
             name: id.as_str().to_owned(),
             path: suite.binary.binary_path.into_std_path_buf(),
             cwd: Some(suite.cwd.into_std_path_buf()),
             options: Vec::new(),
             selection: Vec::new(),
+            args: Vec::new(),
             per_test: true,
             tests,
             ignored,
             partitioned: false,
+            unselected,
+            env,
         });
     }
-    Ok(binaries)
+    Ok((binaries, warnings))
 }
 
-/// Runs a build command, its progress on our stderr; its stdout.
+/// Whether `arg` is one of `cargo nextest run`'s own options (one `list`
+/// refuses), and if so whether the value is the next argument: `-j 4`,
+/// `-j4`, `--retries=2`.
+fn nextest_run_only(arg: &str) -> Option<bool> {
+    let (flag, attached) = match arg.split_once('=') {
+        Some((f, _)) if f.starts_with("--") => (f, true),
+        _ if !arg.starts_with("--") && arg.len() > 2 && arg.starts_with('-') => (&arg[..2], true),
+        _ => (arg, false),
+    };
+    NEXTEST_RUN_ONLY
+        .iter()
+        .find(|(f, _)| *f == flag)
+        .map(|(_, takes_value)| *takes_value && !attached)
+}
+
+/// Runs a build command, its progress on our stderr; its stdout. The
+/// build runs in its own process group: a signal to the audit ends it too
+/// (killed with its group) instead of waiting for it to finish.
 fn build(mut cmd: Command) -> Result<String, String> {
+    use std::io::Read as _;
+    use std::os::unix::process::CommandExt as _;
     let shown = format!("{cmd:?}");
     // A closed stderr loses the line, never the build.
     let _ = writeln!(std::io::stderr().lock(), "fdwindow: building: {shown}");
-    let out = cmd
+    let mut child = cmd
         .stdin(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
-        .output()
+        .process_group(0)
+        .spawn()
         .map_err(|e| format!("{shown}: {e}"))?;
-    if !out.status.success() {
-        return Err(format!("{shown} failed ({})", out.status));
+    let mut stdout = child.stdout.take().expect("piped");
+    let reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        stdout.read_to_end(&mut buf).map(|_| buf)
+    });
+    let far = std::time::Instant::now() + std::time::Duration::from_secs(86_400 * 365);
+    let ended = fdwindow::base::child::wait_group(&mut child, far, fdwindow::harness::interrupted)
+        .map_err(|e| format!("{shown}: {e}"))?;
+    let out = reader
+        .join()
+        .map_err(|_| format!("{shown}: its output reader panicked"))?
+        .map_err(|e| format!("{shown}: {e}"))?;
+    match ended {
+        fdwindow::base::child::GroupExit::Exited(st) if st.success() => {}
+        fdwindow::base::child::GroupExit::Exited(st) => {
+            return Err(format!("{shown} failed ({st})"));
+        }
+        _ => return Err(format!("{shown}: interrupted")),
     }
-    String::from_utf8(out.stdout).map_err(|_| format!("{shown}: output is not UTF-8"))
+    String::from_utf8(out).map_err(|_| format!("{shown}: output is not UTF-8"))
 }
 
 #[cfg(test)]
@@ -573,6 +873,28 @@ mod tests {
             "-p",
             "x"
         ])));
+        // cargo's global options before the subcommand.
+        assert_eq!(
+            kind(&v(&["cargo", "--locked", "-q", "test"])),
+            (Kind::CargoTest, 4)
+        );
+        assert_eq!(
+            kind(&v(&[
+                "cargo", "--config", "a=1", "-C", "dir", "nextest", "run"
+            ])),
+            (Kind::Nextest, 7)
+        );
+    }
+
+    #[test]
+    fn nextest_runner_options_are_left_out_of_the_listing() {
+        assert_eq!(nextest_run_only("-j4"), Some(false));
+        assert_eq!(nextest_run_only("-j"), Some(true));
+        assert_eq!(nextest_run_only("--retries=2"), Some(false));
+        assert_eq!(nextest_run_only("--retries"), Some(true));
+        assert_eq!(nextest_run_only("--no-fail-fast"), Some(false));
+        assert_eq!(nextest_run_only("-E"), None);
+        assert_eq!(nextest_run_only("--partition"), None);
     }
 
     #[test]
@@ -634,7 +956,8 @@ mod tests {
         )
         .unwrap();
         b.tests = v(&["a::one", "b::a"]);
-        assert_eq!(b.suite_args(), v(&["--test-threads=1", "a"]));
+        // The user's order, as given.
+        assert_eq!(b.suite_args(), v(&["a", "--test-threads=1"]));
         assert_eq!(
             b.exact_args("b::a"),
             v(&["--test-threads=1", "b::a", "--exact"])

@@ -13,6 +13,7 @@
 //! - nextest's `nextest-runner/src/partition.rs` (`CountPartitioner`,
 //!   `HashPartitioner`)
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::str::FromStr;
 
@@ -85,13 +86,24 @@ impl Partition {
         slot % self.total == self.shard - 1
     }
 
-    /// The tests of one binary in this shard, in their order.
-    pub fn shard(&self, tests: &[String]) -> Vec<String> {
+    /// The tests of one binary in this shard, in their order. As nextest
+    /// does, tests marked `#[ignore]` (in `ignored`) are counted apart from
+    /// the others.
+    pub fn shard(&self, tests: &[String], ignored: &BTreeSet<String>) -> Vec<String> {
+        let (mut plain, mut marked) = (0, 0);
         tests
             .iter()
-            .enumerate()
-            .filter(|(i, t)| self.selects(t, *i))
-            .map(|(_, t)| t.clone())
+            .filter(|t| {
+                let counter = if ignored.contains(*t) {
+                    &mut marked
+                } else {
+                    &mut plain
+                };
+                let index = *counter;
+                *counter += 1;
+                self.selects(t, index)
+            })
+            .cloned()
             .collect()
     }
 }
@@ -154,7 +166,7 @@ mod tests {
         ]
         .map(String::from);
         assert_eq!(
-            shard1.shard(&fixture),
+            shard1.shard(&fixture, &BTreeSet::new()),
             [
                 "bound_port_rebinds",
                 "lock_released_by_unlock",
@@ -175,7 +187,7 @@ mod tests {
                         shard,
                         total: 4,
                     }
-                    .shard(&tests)
+                    .shard(&tests, &BTreeSet::new())
                 })
                 .collect();
             seen.sort();
@@ -189,6 +201,17 @@ mod tests {
             shard: 1,
             total: 4,
         };
-        assert_eq!(first.shard(&tests).len(), 6);
+        assert_eq!(first.shard(&tests, &BTreeSet::new()).len(), 6);
+        // Ignored tests are dealt apart, as `cargo nextest list --run-ignored
+        // all --partition count:1/2` deals them: `a` is the first plain test,
+        // `b` the first ignored one, `c` the second plain one (shard 2).
+        let three = ["a", "b", "c"].map(String::from);
+        let ignored: BTreeSet<String> = ["b".to_owned()].into();
+        let half = Partition {
+            scheme: Scheme::Count,
+            shard: 1,
+            total: 2,
+        };
+        assert_eq!(half.shard(&three, &ignored), ["a", "b"]);
     }
 }

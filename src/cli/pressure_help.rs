@@ -22,9 +22,38 @@ match=GLOB      start only in a process whose executable's file name matches
 drop=CLASS      none|file|listener|bound|stream|dgram|pipe|all: the descriptors
                 each fork+exec child closes before its hold [default: none]";
 
+/// [`PRESSURE_KEYS`] with the defaults of `base` (a spec over which the
+/// user's keys apply, as the audit's `threads=8,hold=5ms,path=mix`) and
+/// without the keys in `omit` (those a command sets itself).
+pub fn keys_over(base: &fdwindow::pressure::Spec, omit: &[&str]) -> String {
+    let shown = base.to_string();
+    let value = |key: &str| {
+        shown
+            .split(',')
+            .find_map(|pair| pair.strip_prefix(key)?.strip_prefix('='))
+            .map(str::to_owned)
+    };
+    let mut out = Vec::new();
+    let mut key = "";
+    for line in PRESSURE_KEYS.lines() {
+        // An entry's first line names its key; the lines below continue it.
+        if !line.starts_with(' ') {
+            key = line.split('=').next().unwrap_or("");
+        }
+        if omit.contains(&key) {
+            continue;
+        }
+        match (value(key), line.find("[default: ")) {
+            (Some(v), Some(at)) => out.push(format!("{}[default: {v}]", &line[..at])),
+            _ => out.push(line.to_owned()),
+        }
+    }
+    out.join("\n")
+}
+
 #[cfg(test)]
 mod tests {
-    use super::PRESSURE_KEYS;
+    use super::{PRESSURE_KEYS, keys_over};
     use fdwindow::pressure::{DropClass, SpawnPath, Spec, parse_duration};
 
     /// Each entry's key, its text, and its default.
@@ -153,5 +182,19 @@ mod tests {
         for line in PRESSURE_KEYS.lines() {
             assert!(line.chars().count() <= 90, "{line}");
         }
+    }
+
+    #[test]
+    fn keys_over_another_spec_show_its_defaults() {
+        let base: Spec = "threads=8,hold=5ms,path=mix".parse().unwrap();
+        let text = keys_over(&base, &["drop", "match"]);
+        assert!(text.contains("[default: 8]"), "{text}");
+        assert!(text.contains("[default: 5ms]"), "{text}");
+        assert!(!text.contains("[default: 4]"), "{text}");
+        assert!(!text.contains("drop="), "{text}");
+        assert!(!text.contains("match="), "{text}");
+        assert!(text.contains("for=DURATION"), "{text}");
+        // Over the default spec, nothing changes.
+        assert_eq!(keys_over(&Spec::default(), &[]), PRESSURE_KEYS);
     }
 }

@@ -471,8 +471,9 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
         let mut cmd = Command::new(&step.program);
         cmd.args(&step.args).stdin(Stdio::null());
         if let Some(dir) = &step.cwd {
-            cmd.current_dir(dir).env("CARGO_MANIFEST_DIR", dir);
+            cmd.current_dir(dir);
         }
+        cmd.envs(step.env.iter().map(|(k, v)| (k, v)));
         if capture {
             cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         } else {
@@ -613,6 +614,12 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
         && share < NO_OVERLAP_SHARE
         && spec.exe_match.is_none()
         && !crate::cli::discover::builds_tests(&args.command);
+    // Pressure that never reached the command compares nothing either.
+    let verdict = if never_overlapped {
+        Verdict::Unpressured
+    } else {
+        verdict
+    };
     if pressured_time > Duration::ZERO && share < OVERLAP_SHARE && !never_overlapped {
         eprintln!(
             "warning: pressure overlapped under {:.0}% of the pressured runs' time: \
@@ -763,6 +770,8 @@ struct Step {
     program: PathBuf,
     args: Vec<String>,
     cwd: Option<PathBuf>,
+    /// The environment cargo or nextest would give it.
+    env: Vec<(String, String)>,
 }
 
 /// The processes of one run: the command itself, or, for `cargo test` and
@@ -773,16 +782,22 @@ fn steps(command: &[String]) -> Result<Vec<Step>, String> {
             program: command[0].clone().into(),
             args: command[1..].to_vec(),
             cwd: None,
+            env: Vec::new(),
         }]);
     }
     let mut steps = Vec::new();
-    for bin in crate::cli::discover::discover(command)? {
+    let found = crate::cli::discover::discover(command)?;
+    for w in &found.warnings {
+        eprintln!("warning: {w}");
+    }
+    for bin in found.binaries {
         if bin.per_test {
             for test in &bin.tests {
                 steps.push(Step {
                     program: bin.path.clone(),
                     args: bin.exact_args(test),
                     cwd: bin.cwd.clone(),
+                    env: bin.env.clone(),
                 });
             }
         } else {
@@ -790,6 +805,7 @@ fn steps(command: &[String]) -> Result<Vec<Step>, String> {
                 program: bin.path.clone(),
                 args: bin.suite_args(),
                 cwd: bin.cwd.clone(),
+                env: bin.env.clone(),
             });
         }
     }

@@ -138,12 +138,13 @@ pub struct AuditArgs {
     command: Vec<String>,
 }
 
-/// `--pressure`'s long help: the audit's defaults, then every key.
+/// `--pressure`'s long help: the keys a user may set, with the audit's
+/// defaults (it sets `drop=` and `match=` itself).
 fn pressure_help() -> String {
+    let base: Spec = PRESSURE.parse().expect("the audit's pressure parses");
     format!(
-        "The pressure, as comma-separated key=value pairs over the audit's {PRESSURE} (the \
-         diagnosis sets drop= and close-hold= itself). Keys:\n{}",
-        crate::cli::pressure_help::PRESSURE_KEYS
+        "The pressure, as comma-separated key=value pairs over the audit's {PRESSURE}. Keys:\n{}",
+        crate::cli::pressure_help::keys_over(&base, &["drop", "match"])
     )
 }
 
@@ -221,8 +222,9 @@ impl Runner {
             .stderr(Stdio::piped())
             .process_group(0);
         if let Some(dir) = &bin.cwd {
-            cmd.current_dir(dir).env("CARGO_MANIFEST_DIR", dir);
+            cmd.current_dir(dir);
         }
+        cmd.envs(bin.env.iter().map(|(k, v)| (k, v)));
         if std::mem::take(&mut self.bootstrap) {
             cmd.env("RUSTC_BOOTSTRAP", "1");
         }
@@ -448,7 +450,8 @@ impl Audit {
 }
 
 /// A test's word in the report.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Word {
     /// A held copy of a descriptor breaks it: it fails more under pressure
     /// (the sign rule) and its diagnosis names the descriptor, or it failed
@@ -469,7 +472,8 @@ pub enum Word {
 }
 
 /// The rule by which a test is exposed; the report states both.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Basis {
     /// The sign rule of its interleaved reruns.
     SignRule,
@@ -635,6 +639,13 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
     if spec.config.drop.is_some() || spec.controller.is_some() || spec.close_hold.is_some() {
         return Err("--pressure: drop=, close-hold= and ctl= are the audit's to set".into());
     }
+    // The audit runs each test binary itself, so every pressured run is of
+    // a test binary: a `match=` could only keep the pressure out of it.
+    if spec.exe_match.is_some() {
+        return Err(
+            "--pressure: match= is not the audit's: it pressures each test binary it runs".into(),
+        );
+    }
     if args.budget.is_zero() {
         return Err("--budget must be longer than 0".into());
     }
@@ -666,19 +677,34 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
     if harness::interrupted() {
         return Ok(fdwindow::base::interrupts::exit_code());
     }
-    let mut binaries = binaries?;
+    let discover::Found {
+        mut binaries,
+        warnings: found_warnings,
+    } = binaries?;
+    let mut empty_shard = None;
     if let Some(p) = args.partition {
+        let all: usize = binaries.iter().map(|b| b.tests.len()).sum();
         for bin in &mut binaries {
-            bin.tests = p.shard(&bin.tests);
+            bin.tests = p.shard(&bin.tests, &bin.ignored);
             bin.partitioned = true;
         }
         binaries.retain(|b| !b.tests.is_empty());
         if binaries.is_empty() {
-            return Err(format!(
-                "nothing to audit: shard {p} of `{}` holds no test (fewer tests than shards?)",
-                args.command.join(" ")
+            // Not an error: the suite has tests, this shard none of them
+            // (shards deal per binary). Its empty report lets merge see it.
+            empty_shard = Some(format!(
+                "shard {p} holds none of the suite's {all} tests: nothing audited in it"
             ));
         }
+    }
+    if let Some(why) = empty_shard {
+        let mut audit = Audit::empty(&args, spec_shown(&spec));
+        audit.warnings = found_warnings;
+        audit.warnings.push(why);
+        let report = report::Report::of(&audit, &advisor);
+        drop(injector);
+        crate::emit(&render(&report, &args.format));
+        return Ok(exit_code(&report));
     }
     let report_dir = tempfile::Builder::new()
         .prefix("fdwindow-audit-")
@@ -714,10 +740,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
             })
         })
         .collect();
-    let shown_spec = Spec {
-        controller: None,
-        ..spec.clone()
-    };
+    let shown_spec = spec_shown(&spec);
     let plan = Plan {
         budget: args.budget,
         screen: match (args.runs, args.duration) {
@@ -769,7 +792,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
         diagnoses: BTreeMap::new(),
         diagnosis_seconds: 0.0,
         pressured: (0, 0),
-        warnings: Vec::new(),
+        warnings: found_warnings,
         interrupted: false,
     };
     // The diagnosis of each exposed test, then each undecided one.
@@ -862,6 +885,15 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
         }
     }
     audit.interrupted = harness::interrupted();
+    if !audit.interrupted && audit.pressured.0 > 0 && audit.pressured.1 == 0 {
+        drop(report_dir);
+        drop(injector);
+        return Err(format!(
+            "pressure never started in any of the {} pressured runs (the loader ignored \
+             {preload_var}: a static or setuid test binary?): nothing was audited",
+            audit.pressured.0
+        ));
+    }
     let report = report::Report::of(&audit, &advisor);
     let text = render(&report, &args.format);
     let exit = if audit.interrupted {
@@ -875,6 +907,41 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
     drop(injector);
     crate::emit(&text);
     Ok(exit)
+}
+
+/// The pressure as the report shows it: without the controller's descriptor.
+fn spec_shown(spec: &Spec) -> Spec {
+    Spec {
+        controller: None,
+        ..spec.clone()
+    }
+}
+
+impl Audit {
+    /// An audit of no test (an empty shard).
+    fn empty(args: &AuditArgs, spec: Spec) -> Audit {
+        Audit {
+            command: args.command.clone(),
+            spec,
+            budget: args.budget,
+            partition: args.partition,
+            timing_seconds: 0.0,
+            binaries: Vec::new(),
+            tests: Vec::new(),
+            detection: Detection {
+                screen: Vec::new(),
+                screen_runs: Vec::new(),
+                pairs: BTreeMap::new(),
+                seconds: [0.0, 0.0],
+                interrupted: false,
+            },
+            diagnoses: BTreeMap::new(),
+            diagnosis_seconds: 0.0,
+            pressured: (0, 0),
+            warnings: Vec::new(),
+            interrupted: false,
+        }
+    }
 }
 
 /// `fdwindow audit merge`.
@@ -900,13 +967,7 @@ fn render(report: &report::Report, format: &str) -> String {
 
 /// The exit status a report calls for (see [`exit`]).
 fn exit_code(report: &report::Report) -> ExitCode {
-    ExitCode::from(if report.exposed > 0 {
-        exit::EXPOSED
-    } else if report.fails_alone > 0 {
-        exit::FAILS_ALONE
-    } else {
-        exit::CLEAN
-    })
+    ExitCode::from(report.exit_status())
 }
 
 /// The timing run: each binary once, alone, with libtest's `--report-time`
@@ -1111,7 +1172,7 @@ mod tests {
     fn each_exposed_row_shows_the_rule_that_decided_it() {
         let n = DECIDE_RUNS;
         let signed = audit(2, Some(pairs(0, SIGN_FAILURES, 400)), None);
-        let claims = report::Advisor::Claims;
+        let claims = report::Advisor::Claims(None);
         let md = report::Report::of(&signed, &claims).markdown();
         assert!(md.contains("sign test p <= 2^-10 = 9.8e-4"), "{md}");
         assert!(md.contains("(7/7 against 0/7 gives 2.9e-4)"), "{md}");
@@ -1146,7 +1207,7 @@ mod tests {
 
     /// A shard report of `names`, each with `verdict`.
     fn shard(k: u64, n: u64, names: &[&str], verdict: Word) -> report::Shard {
-        let mut r = report::Report::of(&audit(0, None, None), &report::Advisor::Claims);
+        let mut r = report::Report::of(&audit(0, None, None), &report::Advisor::Claims(None));
         r.partition = Some(Partition {
             scheme: crate::cli::partition::Scheme::Count,
             shard: k,
@@ -1157,18 +1218,13 @@ mod tests {
             .iter()
             .map(|name| report::TestReport {
                 name: (*name).into(),
-                verdict: verdict.id().into(),
+                verdict,
                 ..one.clone()
             })
             .collect();
-        r.exposed = if verdict == Word::Exposed {
-            names.len()
-        } else {
-            0
-        };
         report::Shard {
             path: format!("shard-{k}.json").into(),
-            report: r,
+            report: r.counted(),
         }
     }
 
@@ -1223,6 +1279,73 @@ mod tests {
         let mut whole = shard(1, 1, &["a"], Word::NotExposed);
         whole.report.partition = None;
         assert!(err(&[whole]).contains("not a shard"));
+        // A shard a signal stopped holds tests it never ran.
+        let mut stopped = shard(2, 2, &["b"], Word::NotExposed);
+        stopped.report.interrupted = true;
+        let e = err(&[shard(1, 2, &["a"], Word::NotExposed), stopped]);
+        assert!(e.contains("shard-2.json: a signal stopped"), "{e}");
+        // The counts come from the tests, never from a file.
+        let mut claims = shard(2, 2, &[], Word::NotExposed);
+        claims.report.exposed = 1;
+        let merged = report::merge(&[shard(1, 2, &["a"], Word::NotExposed), claims]).unwrap();
+        assert_eq!((merged.exposed, merged.tests.len()), (0, 1));
+    }
+
+    /// The report's fields, as `--format json` writes them: a change here
+    /// is a change of the schema, and bumps [`report::SCHEMA`].
+    #[test]
+    fn the_json_fields_are_the_schemas() {
+        assert_eq!(report::SCHEMA, "fdwindow-audit/1");
+        let json: serde_json::Value =
+            serde_json::from_str(&shard(1, 1, &["a"], Word::Exposed).report.json()).unwrap();
+        let keys = |v: &serde_json::Value| -> Vec<String> {
+            v.as_object().unwrap().keys().cloned().collect()
+        };
+        assert_eq!(
+            keys(&json),
+            [
+                "advice_from",
+                "budget_seconds",
+                "command",
+                "exposed",
+                "fails_alone",
+                "fdwindow_version",
+                "interrupted",
+                "merged",
+                "partition",
+                "platform",
+                "pressure",
+                "pressure_started_runs",
+                "pressured_runs",
+                "rule",
+                "schema",
+                "screen_runs",
+                "seconds",
+                "tests",
+                "warnings"
+            ]
+        );
+        assert_eq!(
+            keys(&json["tests"][0]),
+            [
+                "advice",
+                "basis",
+                "basis_p",
+                "binary",
+                "candidates",
+                "detection",
+                "diagnosis",
+                "hazard",
+                "message",
+                "name",
+                "reruns",
+                "screen",
+                "screen_unattributed",
+                "time_s",
+                "verdict"
+            ]
+        );
+        assert_eq!(json["tests"][0]["verdict"], "exposed");
     }
 
     #[test]
@@ -1254,11 +1377,6 @@ mod tests {
     fn exit_codes_follow_the_verdicts() {
         let code = |w: Word| {
             let r = shard(1, 1, &["a"], w).report;
-            let fails = usize::from(w == Word::FailsAlone);
-            let r = report::Report {
-                fails_alone: fails,
-                ..r
-            };
             format!("{:?}", exit_code(&r))
         };
         assert_eq!(
@@ -1284,13 +1402,13 @@ mod tests {
     #[test]
     fn junit_holds_every_test_with_its_cause() {
         let mut r = shard(1, 1, &["a", "b", "c"], Word::NotExposed).report;
-        r.tests[0].verdict = Word::Exposed.id().into();
+        r.tests[0].verdict = Word::Exposed;
         r.tests[0].hazard = Some("flock-survival".into());
         r.tests[0]
             .advice
             .insert("flock-survival".into(), "unlock first".into());
-        r.tests[1].verdict = Word::FailsAlone.id().into();
-        let x = r.junit();
+        r.tests[1].verdict = Word::FailsAlone;
+        let x = r.counted().junit();
         assert_eq!(x.matches("<testcase ").count(), 3, "{x}");
         assert_eq!(x.matches("<failure ").count(), 1, "{x}");
         assert_eq!(x.matches("<error ").count(), 1, "{x}");

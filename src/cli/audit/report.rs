@@ -59,8 +59,9 @@ pub enum Advisor {
         /// Its files.
         files: Vec<ResultsFile>,
     },
-    /// No results folder: fdwindow's encoded claims, said to be claims.
-    Claims,
+    /// No results folder (or, in the words given, why `./results` was not
+    /// read): fdwindow's encoded claims, said to be claims.
+    Claims(Option<String>),
 }
 
 impl Advisor {
@@ -68,13 +69,19 @@ impl Advisor {
     /// `./results` when it loads, else the claims.
     pub fn choose(given: Option<&Path>) -> Result<Advisor, String> {
         let Some(dir) = given else {
+            // Every user's own crate: a `results` folder, if any, may be
+            // theirs, so an unreadable one is said, never an error.
             let dir = Path::new("results");
             return Ok(match fdwindow::results::load_dir(dir) {
                 Ok(files) if !files.is_empty() => Advisor::Results {
                     dir: dir.to_owned(),
                     files,
                 },
-                _ => Advisor::Claims,
+                Ok(_) if dir.is_dir() => {
+                    Advisor::Claims(Some("./results holds no fdwindow results file".into()))
+                }
+                Ok(_) => Advisor::Claims(None),
+                Err(e) => Advisor::Claims(Some(format!("./results is not fdwindow's: {e}"))),
             });
         };
         if !dir.is_dir() {
@@ -107,10 +114,11 @@ impl Advisor {
             Advisor::Results { dir, files } => {
                 format!("{} results files in {}", files.len(), dir.display())
             }
-            Advisor::Claims => {
-                "fdwindow's encoded claims (no results folder here: nothing measured on this \
-                 machine)"
-                    .into()
+            Advisor::Claims(None) => "fdwindow's encoded claims (no results folder here: \
+                                      nothing measured on this machine)"
+                .into(),
+            Advisor::Claims(Some(why)) => {
+                format!("fdwindow's encoded claims ({why}; `--results DIR` names a results folder)")
             }
         }
     }
@@ -121,7 +129,7 @@ impl Advisor {
         let os = fdwindow::platform::Platform::detect().os;
         let files: &[ResultsFile] = match self {
             Advisor::Results { files, .. } => files,
-            Advisor::Claims => &[],
+            Advisor::Claims(_) => &[],
         };
         let Some(a) = fdwindow::advise::advise(files, &[], hazard, &os) else {
             return format!("see `fdwindow advise {hazard}` (nothing known about it)");
@@ -149,7 +157,7 @@ impl Advisor {
             .filter(|v| matches!(v.verdict, Verdict::Valid | Verdict::Avoids))
             .collect();
         match self {
-            Advisor::Claims if !claimed.is_empty() => format!(
+            Advisor::Claims(_) if !claimed.is_empty() => format!(
                 "fixes fdwindow's claims call valid on {os} (claims, not measured here): {}",
                 list(&claimed)
             ),
@@ -329,12 +337,12 @@ pub struct TestReport {
     pub binary: String,
     /// libtest's name.
     pub name: String,
-    /// The audit's word ([`Word::id`]).
-    pub verdict: String,
+    /// The audit's word.
+    pub verdict: Word,
     /// Detection's own word, before the diagnosis (`exposed`, `undecided`…).
     pub detection: String,
     /// For an exposed test, the rule that decided it.
-    pub basis: Option<String>,
+    pub basis: Option<Basis>,
     /// That rule's p.
     pub basis_p: Option<f64>,
     /// The hazard its diagnosis named.
@@ -469,9 +477,9 @@ impl Report {
                 TestReport {
                     binary: a.binaries[case.binary].clone(),
                     name: case.name.clone(),
-                    verdict: a.verdict(t).id().into(),
+                    verdict: a.verdict(t),
                     detection: a.detection.verdict(t).id().into(),
-                    basis: basis.map(|b| b.id().into()),
+                    basis,
                     basis_p: basis.map(|b| match b {
                         Basis::SignRule => {
                             a.detection.pairs.get(&t).copied().unwrap_or_default().p()
@@ -494,7 +502,6 @@ impl Report {
                 }
             })
             .collect();
-        let count = |w: Word| tests.iter().filter(|t| t.verdict == w.id()).count();
         Report {
             schema: SCHEMA.into(),
             command: a.command.clone(),
@@ -529,9 +536,30 @@ impl Report {
             advice_from: advisor.source(),
             warnings: a.warnings.clone(),
             interrupted: a.interrupted,
-            exposed: count(Word::Exposed),
-            fails_alone: count(Word::FailsAlone),
+            exposed: 0,
+            fails_alone: 0,
             tests,
+        }
+        .counted()
+    }
+
+    /// With [`Report::exposed`] and [`Report::fails_alone`] counted from its
+    /// tests (never taken from a file).
+    pub fn counted(mut self) -> Report {
+        let count = |w: Word| self.tests.iter().filter(|t| t.verdict == w).count();
+        self.exposed = count(Word::Exposed);
+        self.fails_alone = count(Word::FailsAlone);
+        self
+    }
+
+    /// The exit status it calls for: [`super::exit`].
+    pub fn exit_status(&self) -> u8 {
+        if self.exposed > 0 {
+            super::exit::EXPOSED
+        } else if self.fails_alone > 0 {
+            super::exit::FAILS_ALONE
+        } else {
+            super::exit::CLEAN
         }
     }
 
@@ -542,10 +570,9 @@ impl Report {
 
     /// The exposed rule and its p, for an exposed test: `(held copy, p 2.9e-4)`.
     fn exposure(t: &TestReport) -> Option<String> {
-        let rule = match t.basis.as_deref()? {
-            "sign-rule" => "sign rule",
-            "held-copy" => "held copy",
-            other => other,
+        let rule = match t.basis? {
+            Basis::SignRule => "sign rule",
+            Basis::HeldCopy => "held copy",
         };
         Some(format!("({rule}, p {:.1e})", t.basis_p.unwrap_or(f64::NAN)))
     }
@@ -630,13 +657,20 @@ impl Report {
                 100.0 * detect::confirmed_rate90(fewest)
             );
         }
+        if self.interrupted {
+            let _ = writeln!(
+                out,
+                "> warning: interrupted: a signal stopped the audit; its verdicts cover only the \
+                 runs made before it, and a test never run is not cleared\n"
+            );
+        }
         for w in &self.warnings {
             let _ = writeln!(out, "> warning: {w}\n");
         }
         let failing: Vec<&TestReport> = self
             .tests
             .iter()
-            .filter(|t| t.verdict != Word::NotExposed.id())
+            .filter(|t| t.verdict != Word::NotExposed)
             .collect();
         if failing.is_empty() {
             let _ = writeln!(out, "No test failed in the screen.");
@@ -654,7 +688,7 @@ impl Report {
                 .as_ref()
                 .map(|d| d.summary.clone())
                 .unwrap_or_default();
-            if t.verdict == Word::Undecided.id() {
+            if t.verdict == Word::Undecided {
                 let why = format!(
                     "{} of {SIGN_FAILURES} pressured failures in {} pairs (a rate of {:.1}% would \
                      reach {SIGN_FAILURES} there with 90% probability)",
@@ -680,7 +714,7 @@ impl Report {
                 reruns.p,
                 match Self::exposure(t) {
                     Some(why) => format!("**exposed** {why}"),
-                    None => t.verdict.clone(),
+                    None => t.verdict.id().to_owned(),
                 },
             );
         }
@@ -693,7 +727,7 @@ impl Report {
             let Some(d) = &t.diagnosis else {
                 continue;
             };
-            let _ = writeln!(out, "## `{}` ({}): {}\n", t.name, t.binary, t.verdict);
+            let _ = writeln!(out, "## `{}` ({}): {}\n", t.name, t.binary, t.verdict.id());
             if let Some(m) = &t.message {
                 let _ = writeln!(out, "First failure: {m}\n");
             }
@@ -774,7 +808,7 @@ impl Report {
         for t in &self.tests {
             let none = RerunsReport::of(&Pairs::default());
             let reruns = t.reruns.as_ref().unwrap_or(&none);
-            let status = if t.verdict == Word::Exposed.id() {
+            let status = if t.verdict == Word::Exposed {
                 let summary = format!(
                     "exposed {}: {}; --exact alone {}, pressure {}; {}",
                     Self::exposure(t).unwrap_or_default(),
@@ -797,7 +831,7 @@ impl Report {
                     .set_message(summary)
                     .set_description(body);
                 s
-            } else if t.verdict == Word::FailsAlone.id() {
+            } else if t.verdict == Word::FailsAlone {
                 let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
                 s.set_type("fails-alone").set_message(format!(
                     "failed alone in its --exact reruns ({}): broken or flaky without pressure{}",
@@ -810,7 +844,11 @@ impl Report {
                 s
             } else if t.screen.runs == 0 {
                 let mut s = TestCaseStatus::skipped();
-                s.set_message("never ran under pressure (the audit was cut short)");
+                s.set_message(if self.interrupted {
+                    "never ran under pressure: a signal stopped the audit"
+                } else {
+                    "never ran under pressure: the budget ended first"
+                });
                 s
             } else {
                 TestCaseStatus::success()
@@ -821,7 +859,7 @@ impl Report {
                 case.set_time(Duration::from_secs_f64(secs.max(0.0)));
             }
             let mut props = vec![
-                Property::new("verdict", t.verdict.as_str()),
+                Property::new("verdict", t.verdict.id()),
                 Property::new("screen", t.screen.text()),
                 Property::new("alone", reruns.alone.text()),
                 Property::new("pressure", reruns.pressure.text()),
@@ -830,13 +868,19 @@ impl Report {
             if let Some(h) = &t.hazard {
                 props.push(Property::new("hazard", h.as_str()));
             }
-            if let Some(b) = &t.basis {
-                props.push(Property::new("basis", b.as_str()));
+            if let Some(b) = t.basis {
+                props.push(Property::new("basis", b.id()));
             }
             case.add_properties(props);
             suites
                 .entry(t.binary.as_str())
-                .or_insert_with(|| TestSuite::new(t.binary.as_str()))
+                .or_insert_with(|| {
+                    let mut suite = TestSuite::new(t.binary.as_str());
+                    if self.interrupted {
+                        suite.add_property(Property::new("interrupted", "true"));
+                    }
+                    suite
+                })
                 .add_test_case(case);
         }
         report.add_test_suites(suites.into_values());
@@ -919,6 +963,11 @@ pub fn merge(shards: &[Shard]) -> Result<Report, String> {
         let Some(p) = r.partition else {
             return Err(format!("{name}: not a shard (audited without --partition)"));
         };
+        if r.interrupted {
+            return Err(format!(
+                "{name}: a signal stopped that shard's audit: audit the shard again"
+            ));
+        }
         if (p.scheme, p.total) != (lead_part.scheme, lead_part.total) {
             return Err(differs(
                 "partition scheme",
@@ -997,9 +1046,10 @@ pub fn merge(shards: &[Shard]) -> Result<Report, String> {
         pressure_started_runs: reports.iter().map(|r| r.pressure_started_runs).sum(),
         advice_from: lead.advice_from.clone(),
         warnings,
-        interrupted: reports.iter().any(|r| r.interrupted),
-        exposed: reports.iter().map(|r| r.exposed).sum(),
-        fails_alone: reports.iter().map(|r| r.fails_alone).sum(),
+        interrupted: false,
+        exposed: 0,
+        fails_alone: 0,
         tests,
-    })
+    }
+    .counted())
 }
