@@ -187,6 +187,16 @@ enum Cmd {
         #[arg(long)]
         out: PathBuf,
     },
+    /// The audit's own: cargo's test runner while the audit learns the
+    /// environment cargo gives each test binary (see src/cli/discover.rs).
+    #[command(name = "__record-env", hide = true)]
+    RecordEnv {
+        /// The file the record is appended to.
+        file: PathBuf,
+        /// The test binary and the arguments cargo would run it with.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 1..)]
+        run: Vec<String>,
+    },
 }
 
 /// Bad input: printed as `error: …` with exit status 2.
@@ -274,6 +284,9 @@ fn main() -> ExitCode {
         },
         Cmd::Audit(args) => audit::run(args).map_err(Usage),
         Cmd::Preload { name, out } => write_preload(&name, &out),
+        Cmd::RecordEnv { file, run } => cli::discover::record_env(&file, &run)
+            .map(|()| ExitCode::SUCCESS)
+            .map_err(Usage),
     };
     result.unwrap_or_else(|Usage(msg)| {
         eprintln!("error: {msg}");

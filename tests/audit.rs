@@ -11,20 +11,33 @@ use common::{fdwindow, stderr};
 
 #[test]
 fn usage_errors_exit_2() {
-    for args in [
-        &["audit", "--pressure", "threads=0", "--", "/usr/bin/true"][..],
-        &["audit", "--pressure", "drop=file", "--", "/usr/bin/true"],
-        &["audit", "--format", "xml", "--", "/usr/bin/true"],
-        &["audit", "--hold", "0s", "--", "/usr/bin/true"],
-        &["audit", "--hold", "10m", "--", "/usr/bin/true"],
-        &["audit", "--budget", "0s", "--", "/usr/bin/true"],
+    // Each refused before anything runs: the command (a one-test libtest
+    // stand-in) would audit fine, so exit 2 is the option's.
+    for (args, names) in [
+        (&["--pressure", "threads=0"][..], "--pressure"),
+        (&["--pressure", "drop=file"], "drop="),
+        (&["--pressure", "match=x*"], "match="),
+        (&["--format", "xml"], "--format"),
+        (&["--hold", "0s"], "--hold"),
+        (&["--hold", "10m"], "--hold"),
+        (&["--budget", "0s"], "--budget"),
+        (&["--partition", "0/2"], "--partition"),
+        (&["--partition", "3/2"], "--partition"),
+        (&["--partition", "slice:1/2"], "--partition"),
+        (&["--partition", "1"], "--partition"),
     ] {
-        let out = fdwindow().args(args).output().unwrap();
+        let out = fdwindow()
+            .arg("audit")
+            .args(args)
+            .args(["--runs", "1", "--", "/bin/sh", "-c", LIBTEST_STAND_IN, "sh"])
+            .output()
+            .unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        let text = stderr(&out);
+        assert!(text.lines().count() <= 4, "not a short error: {text}");
         assert!(
-            stderr(&out).lines().count() <= 4,
-            "not a short error: {}",
-            stderr(&out)
+            text.contains(names),
+            "{args:?}: the error does not name {names}: {text}"
         );
     }
 }
@@ -57,11 +70,12 @@ const FIXTURE_TESTS: [&str; 13] = [
     "warm_rewrite_is_fault_free",
 ];
 
-/// Runs `fdwindow audit ARGS -- COMMAND` with a JSON report: its exit
-/// status, report and stderr.
+/// Runs `fdwindow audit ARGS -- COMMAND` with a JSON report, started as
+/// from a user's shell (none of cargo's variables of this test process):
+/// its exit status, report and stderr.
 #[cfg(target_os = "linux")]
 fn audit_json(args: &[&str], command: &[String]) -> (Option<i32>, serde_json::Value, String) {
-    let out = fdwindow()
+    let out = common::without_cargo_env(&mut fdwindow())
         .arg("audit")
         .args(args)
         .args(["--format", "json", "--"])
@@ -97,6 +111,8 @@ fn audit_flags_exactly_the_exposed_fixture_tests() {
         audit_json(&["--runs", "10", "--budget", "900s"], &fixture_command(&[]));
     // Exit 1: some test is exposed.
     assert_eq!(code, Some(1), "{err}");
+    // Nothing left out, and cargo's own environment learned (no fallback).
+    assert_eq!(report["warnings"], serde_json::json!([]), "{report}");
     assert_eq!(report["schema"], "fdwindow-audit/1", "{report}");
     let tests = report["tests"].as_array().unwrap();
     let find = |name: &str| {
@@ -269,7 +285,10 @@ fn a_nextest_filterset_selects_what_is_audited() {
         eprintln!("SKIPPED: cargo-nextest is not installed");
         return;
     }
-    let mut command = fixture_command(&["-E", "test(=text_formats) | test(=arithmetic_holds)"]);
+    let mut command = fixture_command(&[
+        "-E",
+        "test(=text_formats) | test(=arithmetic_holds) | test(=cargo_environment_is_there)",
+    ]);
     // `cargo test` becomes `cargo nextest run --no-fail-fast`.
     command.splice(
         1..2,
@@ -294,7 +313,16 @@ fn a_nextest_filterset_selects_what_is_audited() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["arithmetic_holds", "text_formats"], "{err}");
+    // The environment test passes: nextest's variables reach it.
+    assert_eq!(
+        names,
+        [
+            "arithmetic_holds",
+            "cargo_environment_is_there",
+            "text_formats"
+        ],
+        "{err}"
+    );
     assert_eq!(report["tests"][0]["screen"]["runs"], 2, "{report}");
 }
 
@@ -363,17 +391,6 @@ fn results_must_load_when_named() {
     assert!(md.contains("Advice from fdwindow's encoded claims"), "{md}");
 }
 
-#[test]
-fn bad_partitions_exit_2() {
-    for p in ["0/2", "3/2", "slice:1/2", "1"] {
-        let out = fdwindow()
-            .args(["audit", "--partition", p, "--", "/bin/true"])
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(2), "{p}: {}", stderr(&out));
-    }
-}
-
 /// A report that cannot be written (stdout is `/dev/full`) is a one-line
 /// error and exit 1, and the injector's private file and the report folder
 /// are gone: the write comes after they are removed (it may end the process).
@@ -409,7 +426,6 @@ fn a_failed_report_write_leaves_nothing_behind() {
 
 /// A shell stand-in for a libtest binary with one passing test `a`, not
 /// `#[ignore]`d (`--ignored --list` lists nothing).
-#[cfg(target_os = "linux")]
 const LIBTEST_STAND_IN: &str = r#"case "$*" in *--ignored*--list*) ;; *--list*) echo "a: test";; *) echo "test a ... ok";; esac"#;
 
 /// Progress goes to stderr; a closed stderr (`2>&1 | head -2` after `head`
@@ -556,4 +572,42 @@ fn pressure_that_never_started_is_an_error() {
         stderr(&out)
     );
     assert!(out.stdout.is_empty());
+}
+
+/// A shard that holds none of the suite's tests (shards deal per binary, as
+/// nextest's do: the fixture's `hash:1/3` is empty) is a report of no test,
+/// exit 0, which says so: merge can then name every shard.
+#[cfg(target_os = "linux")]
+#[test]
+fn an_empty_shard_is_a_report_of_no_test() {
+    let (code, report, err) = audit_json(&["--partition", "hash:1/3"], &fixture_command(&[]));
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(report["tests"].as_array().unwrap().len(), 0, "{report}");
+    assert_eq!(report["partition"]["shard"], 1, "{report}");
+    let warnings = report["warnings"].to_string();
+    assert!(
+        warnings.contains("holds none of the suite's 13 tests"),
+        "{report}"
+    );
+}
+
+/// `--pressure`'s help lists the keys a user may set with the audit's own
+/// defaults, not stress's, and not the keys the audit sets itself.
+#[test]
+fn the_pressure_help_shows_the_audits_defaults() {
+    let out = fdwindow().args(["audit", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", stderr(&out));
+    for shown in [
+        "threads=N",
+        "[default: 8]",
+        "[default: 5ms]",
+        "for=DURATION",
+        "143 SIGTERM",
+    ] {
+        assert!(help.contains(shown), "{shown} missing: {help}");
+    }
+    for hidden in ["drop=", "match=", "[default: 4]", "default: \"\""] {
+        assert!(!help.contains(hidden), "{hidden} shown: {help}");
+    }
 }

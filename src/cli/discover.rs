@@ -392,7 +392,13 @@ fn listing(bin: &Binary, args: &[String], extra: &[&str]) -> Result<Vec<String>,
     if let Some(dir) = &bin.cwd {
         cmd.current_dir(dir);
     }
-    let shown = format!("{cmd:?}");
+    // The program and its arguments, not the environment it was given.
+    let shown = std::iter::once(bin.path.display().to_string())
+        .chain(args.iter().cloned())
+        .chain(extra.iter().map(|e| (*e).to_owned()))
+        .chain(["--list", "--format", "terse"].map(String::from))
+        .collect::<Vec<_>>()
+        .join(" ");
     let out = cmd.output().map_err(|e| format!("{shown}: {e}"))?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
@@ -452,6 +458,16 @@ fn cargo_test(command: &[String], rest_at: usize) -> Result<(Vec<Binary>, Vec<St
         .map(|p| native_dir(p.as_str()))
         .collect();
     let bin_args: Vec<String> = testname.into_iter().chain(after.iter().cloned()).collect();
+    let recorded = match cargo_envs(command, rest_at, &build_args) {
+        Ok(r) => r,
+        Err(e) => {
+            warnings.push(format!(
+                "{e}: the tests get the environment fdwindow computes (CARGO_PKG_*, \
+                 OUT_DIR, the library path), not cargo's `[env]`"
+            ));
+            BTreeMap::new()
+        }
+    };
     let mut binaries = Vec::new();
     let mut failures = Vec::new();
     for a in artifacts {
@@ -463,22 +479,26 @@ fn cargo_test(command: &[String], rest_at: usize) -> Result<(Vec<Binary>, Vec<St
             .to_owned();
         let cwd = a.manifest_path.parent().map(|p| p.as_std_path().to_owned());
         let mut bin = libtest_binary(name, exe.clone().into_std_path_buf(), cwd, &bin_args)?;
-        let mut dirs: Vec<PathBuf> = exe
-            .parent()
-            .map(|d| d.as_std_path().to_owned())
-            .into_iter()
-            .collect();
-        dirs.extend(native.iter().cloned());
-        bin.env = runtime_env(
-            &command[0],
-            package,
-            &a.manifest_path,
-            &a.target.name,
-            &dirs,
-        );
-        if let Some(script) = scripts.get(&a.package_id.repr) {
-            bin.env.push(("OUT_DIR".into(), script.out_dir.to_string()));
-            bin.env.extend(script.env.iter().cloned());
+        if let Some(env) = recorded.get(exe.as_std_path()) {
+            bin.env.clone_from(env);
+        } else {
+            let mut dirs: Vec<PathBuf> = exe
+                .parent()
+                .map(|d| d.as_std_path().to_owned())
+                .into_iter()
+                .collect();
+            dirs.extend(native.iter().cloned());
+            bin.env = runtime_env(
+                &command[0],
+                package,
+                &a.manifest_path,
+                &a.target.name,
+                &dirs,
+            );
+            if let Some(script) = scripts.get(&a.package_id.repr) {
+                bin.env.push(("OUT_DIR".into(), script.out_dir.to_string()));
+                bin.env.extend(script.env.iter().cloned());
+            }
         }
         match list(&mut bin) {
             Ok(()) => binaries.push(bin),
@@ -492,6 +512,150 @@ fn cargo_test(command: &[String], rest_at: usize) -> Result<(Vec<Binary>, Vec<St
     }
     warnings.extend(failures.into_iter().map(|e| format!("not audited: {e}")));
     Ok((binaries, warnings))
+}
+
+/// The environment cargo gives each test binary, learned from cargo itself:
+/// `cargo test` with the same build options runs every binary through
+/// `fdwindow __record-env` as its target runner, which records what it was
+/// given and runs nothing. This holds all cargo sets (`CARGO_PKG_*`, the
+/// library path, build scripts' variables, the config's `[env]`), as only
+/// cargo knows it. Doctests are skipped (`RUSTDOC=true`).
+///
+/// # References
+/// - <https://doc.rust-lang.org/cargo/reference/config.html#targetcfgrunner>
+fn cargo_envs(
+    command: &[String],
+    rest_at: usize,
+    build_args: &[String],
+) -> Result<BTreeMap<PathBuf, Vec<(String, String)>>, String> {
+    let me = std::env::current_exe().map_err(|e| format!("fdwindow's own path: {e}"))?;
+    let file = tempfile::Builder::new()
+        .prefix("fdwindow-env-")
+        .tempfile()
+        .map_err(|e| format!("a file for cargo's environment: {e}"))?;
+    let quote = |s: &str| serde_json::to_string(s).expect("a string");
+    let runner = format!(
+        "target.'cfg(all())'.runner=[{}, \"__record-env\", {}]",
+        quote(&me.to_string_lossy()),
+        quote(&file.path().to_string_lossy())
+    );
+    // cargo refuses a flag given twice.
+    let given = |flags: &[&str]| build_args.iter().any(|a| flags.contains(&a.as_str()));
+    let mut cmd = Command::new(&command[0]);
+    cmd.args(&command[1..rest_at]).args(["--config", &runner]);
+    if !given(&["--no-fail-fast"]) {
+        cmd.arg("--no-fail-fast");
+    }
+    if !given(&["-q", "--quiet"]) {
+        cmd.arg("--quiet");
+    }
+    cmd.args(build_args)
+        .env("RUSTDOC", "true")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let status = cmd
+        .status()
+        .map_err(|e| format!("cargo, to learn its test environment: {e}"))?;
+    let text = std::fs::read_to_string(file.path()).unwrap_or_default();
+    let mut envs = BTreeMap::new();
+    for line in text.lines() {
+        let Ok(record) = serde_json::from_str::<EnvRecord>(line) else {
+            continue;
+        };
+        let ours = std::env::var_os("RUSTDOC");
+        let env: Vec<(String, String)> = record
+            .env
+            .into_iter()
+            // RUSTDOC was the capture's own, to skip doctests.
+            .filter(|(k, _)| k != "RUSTDOC" || ours.is_some())
+            .collect();
+        envs.insert(record.program, env);
+    }
+    if envs.is_empty() {
+        return Err(format!(
+            "cargo ran no test binary through fdwindow's recorder ({status}; a target runner \
+             of the project's own takes precedence)"
+        ));
+    }
+    Ok(envs)
+}
+
+/// The `[env]` table of cargo's configuration where the command runs, as
+/// cargo applies it: a variable already set stays unless `force = true`.
+/// (nextest applies it as cargo does; it runs its tests itself, so the
+/// recorder of [`cargo_envs`] cannot learn it.) Read with `cargo config
+/// get`, an unstable command, so `RUSTC_BOOTSTRAP=1` for that call only;
+/// none when it fails. A `relative = true` value is taken as written.
+///
+/// # References
+/// - <https://doc.rust-lang.org/cargo/reference/config.html#env>
+fn cargo_config_env(command: &[String]) -> Vec<(String, String)> {
+    let out = Command::new(&command[0])
+        .args([
+            "-Zunstable-options",
+            "config",
+            "get",
+            "env",
+            "--format",
+            "json-value",
+        ])
+        .env("RUSTC_BOOTSTRAP", "1")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output();
+    let Ok(out) = out else {
+        return Vec::new();
+    };
+    let Ok(serde_json::Value::Object(table)) = serde_json::from_slice(&out.stdout) else {
+        return Vec::new();
+    };
+    table
+        .into_iter()
+        .filter_map(|(key, entry)| {
+            let (value, force) = match &entry {
+                serde_json::Value::String(v) => (v.clone(), false),
+                serde_json::Value::Object(t) => (
+                    t.get("value")?.as_str()?.to_owned(),
+                    t.get("force").and_then(serde_json::Value::as_bool) == Some(true),
+                ),
+                _ => return None,
+            };
+            (force || std::env::var_os(&key).is_none()).then_some((key, value))
+        })
+        .collect()
+}
+
+/// One test binary's run as cargo would start it.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct EnvRecord {
+    program: PathBuf,
+    env: Vec<(String, String)>,
+}
+
+/// `fdwindow __record-env FILE PROGRAM ARGS…`: appends the environment this
+/// process was given for `PROGRAM` to `FILE` as one JSON line (one write,
+/// `O_APPEND`), and runs nothing.
+pub fn record_env(file: &Path, run: &[String]) -> Result<(), String> {
+    let program = run.first().ok_or("__record-env: no program")?;
+    let record = EnvRecord {
+        program: PathBuf::from(program),
+        env: std::env::vars_os()
+            .map(|(k, v)| {
+                (
+                    k.to_string_lossy().into_owned(),
+                    v.to_string_lossy().into_owned(),
+                )
+            })
+            .collect(),
+    };
+    let mut line = serde_json::to_string(&record).expect("plain JSON");
+    line.push('\n');
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(file)
+        .and_then(|mut f| f.write_all(line.as_bytes()))
+        .map_err(|e| format!("__record-env {}: {e}", file.display()))
 }
 
 /// A build script's `cargo::rustc-link-search=[KIND=]PATH` as a folder.
@@ -706,6 +870,7 @@ fn nextest(command: &[String], rest_at: usize) -> Result<(Vec<Binary>, Vec<Strin
         .map_err(|e| format!("cargo nextest list gave no test list: {e}"))?;
     let mut warnings = Vec::new();
     let packages = packages(command, &list_args, std::iter::empty(), &mut warnings);
+    let config_env = cargo_config_env(command);
     let meta = &list.rust_build_meta;
     let build_dir = meta
         .build_directory
@@ -761,6 +926,15 @@ fn nextest(command: &[String], rest_at: usize) -> Result<(Vec<Binary>, Vec<Strin
         if let Some(out) = meta.build_script_out_dirs.get(&suite.binary.package_id) {
             env.push(("OUT_DIR".into(), build_dir.join(out).to_string()));
         }
+        // The build script's `cargo::rustc-env` variables (nextest 0.9.131+).
+        if let Some(info) = meta
+            .build_script_info
+            .as_ref()
+            .and_then(|i| i.get(&suite.binary.package_id))
+        {
+            env.extend(info.envs.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        env.extend(config_env.iter().cloned());
         env.extend([
             ("NEXTEST".to_owned(), "1".to_owned()),
             (

@@ -154,6 +154,7 @@ mod tests {
             "abstract_name_rebinds",
             "arithmetic_holds",
             "bound_port_rebinds",
+            "cargo_environment_is_there",
             "dropped_listener_refuses",
             "file_round_trip",
             "lock_released_by_close",

@@ -135,7 +135,8 @@ pub struct StressArgs {
     #[arg(long, value_name = "SPEC", long_help = pressure_help())]
     pressure: Option<String>,
     /// Pressure only processes whose executable's file name matches this glob
-    /// (`*` only), e.g. 'mycrate-*' for cargo's test binaries.
+    /// (`*` only), e.g. 'locks-*' for an integration test `locks` run by a script
+    /// (`cargo test` and `cargo nextest run` need none: their test binaries run directly).
     #[arg(long = "match", value_name = "GLOB")]
     exe_match: Option<String>,
     /// A preload library to use instead of the injector built into fdwindow.

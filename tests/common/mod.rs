@@ -118,3 +118,20 @@ pub fn fixture_command(extra: &[&str]) -> Vec<String> {
     cmd.extend(extra.iter().map(|s| s.to_string()));
     cmd
 }
+
+/// Removes from `cmd` the environment cargo or nextest gave this test
+/// process (`CARGO_PKG_*`, `CARGO_MANIFEST_DIR`, `OUT_DIR`, `NEXTEST*`…), so
+/// that a command it runs must get its own, as a user's shell would start
+/// it. `CARGO` stays: it names the cargo to run.
+pub fn without_cargo_env(cmd: &mut Command) -> &mut Command {
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy();
+        if (key.starts_with("CARGO_") || key == "OUT_DIR" || key.starts_with("NEXTEST"))
+            && key != "CARGO_HOME"
+            && key != "CARGO_TARGET_DIR"
+        {
+            cmd.env_remove(key.as_ref());
+        }
+    }
+    cmd
+}

@@ -18,8 +18,8 @@
 //!    descriptor against plain pressure.
 //!
 //! Progress goes to stderr ([`progress`]), the report (md, json or junit) to
-//! stdout. Exit 1 when any test is exposed, 2 for bad input, 130 when
-//! interrupted.
+//! stdout. Exit statuses: [`exit`], 2 for bad input or nothing audited, and
+//! 128 + N when signal N stopped it.
 
 mod diagnose;
 mod progress;
@@ -518,6 +518,9 @@ struct SuiteBench<'a> {
     budget: Duration,
     /// The binaries' names, for progress lines.
     names: Vec<String>,
+    /// Per binary, screen runs in which the pressure never started (not
+    /// counted).
+    unpressured: Vec<u64>,
 }
 
 impl Bench for SuiteBench<'_> {
@@ -548,6 +551,12 @@ impl Bench for SuiteBench<'_> {
             let result = self.runner.run(bin, &args, Some(self.spec), "screen")?;
             if harness::interrupted() {
                 break;
+            }
+            // A run the pressure never reached says nothing of pressure:
+            // its passes must not clear a test.
+            if result.pressure.is_some_and(|p| p.processes == 0) {
+                self.unpressured[b] += 1;
+                continue;
             }
             for &t in &mine {
                 if only.is_some_and(|o| o != t) {
@@ -681,6 +690,10 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
         mut binaries,
         warnings: found_warnings,
     } = binaries?;
+    // What discovery left out is said now, on stderr, and in the report.
+    for w in &found_warnings {
+        progress::line(&format!("warning: {w}"));
+    }
     let mut empty_shard = None;
     if let Some(p) = args.partition {
         let all: usize = binaries.iter().map(|b| b.tests.len()).sum();
@@ -767,7 +780,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
     let timing_seconds = timing(&mut runner, &binaries, &mut tests, &mut progress)?;
     let names: Vec<String> = binaries.iter().map(|b| b.name.clone()).collect();
     let test_binaries: Vec<usize> = tests.iter().map(|t| t.binary).collect();
-    let detection = {
+    let (detection, unpressured) = {
         let mut bench = SuiteBench {
             runner: &mut runner,
             binaries: &binaries,
@@ -777,8 +790,10 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
             progress: &mut progress,
             budget: args.budget,
             names: names.clone(),
+            unpressured: vec![0; binaries.len()],
         };
-        detect::detect(&mut bench, &test_binaries, binaries.len(), &plan)?
+        let detection = detect::detect(&mut bench, &test_binaries, binaries.len(), &plan)?;
+        (detection, bench.unpressured)
     };
     let mut audit = Audit {
         command: args.command.clone(),
@@ -795,6 +810,12 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
         warnings: found_warnings,
         interrupted: false,
     };
+    for (b, n) in unpressured.iter().enumerate().filter(|(_, n)| **n > 0) {
+        audit.warnings.push(format!(
+            "{}: pressure never started in {n} of its {} screen runs; those runs are not counted",
+            audit.binaries[b], audit.detection.screen_runs[b]
+        ));
+    }
     // The diagnosis of each exposed test, then each undecided one.
     let diag_started = Instant::now();
     if !args.no_diagnose {
@@ -854,7 +875,10 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
         ));
     }
     let pairs = &audit.detection.pairs;
-    if !pairs.is_empty() && pairs.values().all(|p| p.alone.runs + p.dropped == 0) {
+    if !harness::interrupted()
+        && !pairs.is_empty()
+        && pairs.values().all(|p| p.alone.runs + p.dropped == 0)
+    {
         audit.warnings.push(
             "the screen left no time for the --exact reruns: every suspect is undecided \
              (a larger --budget, or fewer --runs)"
@@ -1370,6 +1394,25 @@ mod tests {
                 .err()
                 .unwrap()
                 .contains("malformed")
+        );
+    }
+
+    /// An interrupted report says so in markdown and JUnit.
+    #[test]
+    fn an_interrupted_report_says_so() {
+        let mut r = shard(1, 1, &["a"], Word::NotExposed).report;
+        r.interrupted = true;
+        r.tests[0].screen.runs = 0;
+        assert!(
+            r.markdown().contains("> warning: interrupted"),
+            "{}",
+            r.markdown()
+        );
+        let x = r.junit();
+        assert!(x.contains("name=\"interrupted\" value=\"true\""), "{x}");
+        assert!(
+            x.contains("<skipped message=\"never ran under pressure: a signal"),
+            "{x}"
         );
     }
 

@@ -879,6 +879,9 @@ impl Report {
                     if self.interrupted {
                         suite.add_property(Property::new("interrupted", "true"));
                     }
+                    for w in &self.warnings {
+                        suite.add_property(Property::new("warning", w.as_str()));
+                    }
                     suite
                 })
                 .add_test_case(case);
@@ -918,6 +921,15 @@ pub fn read_shard(path: &Path) -> Result<Shard, String> {
     }
     let report: Report = serde_json::from_value(value)
         .map_err(|e| format!("{}: malformed audit report: {e}", path.display()))?;
+    // The partition as `--partition` would have taken it.
+    if let Some(p) = report.partition
+        && p.to_string().parse::<Partition>().is_err()
+    {
+        return Err(format!(
+            "{}: malformed audit report: partition {p}",
+            path.display()
+        ));
+    }
     Ok(Shard {
         path: path.to_owned(),
         report,
@@ -1010,6 +1022,18 @@ pub fn merge(shards: &[Shard]) -> Result<Report, String> {
         warnings.extend(r.warnings.iter().map(|w| format!("shard {k}: {w}")));
         if r.advice_from != lead.advice_from {
             warnings.push(format!("shard {k}: advice from {}", r.advice_from));
+        }
+        if r.budget_seconds != lead.budget_seconds {
+            warnings.push(format!(
+                "shard {k}: a budget of {:.0} s (the header shows the first shard's)",
+                r.budget_seconds
+            ));
+        }
+        if r.platform.get("id") != lead.platform.get("id") {
+            warnings.push(format!(
+                "shard {k}: audited on {} (the header shows the first shard's platform)",
+                r.platform.get("id").and_then(|v| v.as_str()).unwrap_or("?")
+            ));
         }
     }
     Ok(Report {
