@@ -87,16 +87,28 @@ fn audit_json(args: &[&str], command: &[String]) -> (Option<i32>, serde_json::Va
     (out.status.code(), report, stderr(&out))
 }
 
-/// The names of a report's tests with verdict `word`.
+/// The names of a report's tests whose verdict `keep` takes.
 #[cfg(target_os = "linux")]
-fn with_verdict<'a>(report: &'a serde_json::Value, word: &str) -> Vec<&'a str> {
+fn names_where(report: &serde_json::Value, keep: impl Fn(&str) -> bool) -> Vec<&str> {
     report["tests"]
         .as_array()
         .unwrap()
         .iter()
-        .filter(|t| t["verdict"] == word)
+        .filter(|t| keep(t["verdict"].as_str().unwrap()))
         .map(|t| t["name"].as_str().unwrap())
         .collect()
+}
+
+/// The names of a report's tests with verdict `word`.
+#[cfg(target_os = "linux")]
+fn with_verdict<'a>(report: &'a serde_json::Value, word: &str) -> Vec<&'a str> {
+    names_where(report, |v| v == word)
+}
+
+/// The names of all a report's tests, in its order.
+#[cfg(target_os = "linux")]
+fn test_names(report: &serde_json::Value) -> Vec<&str> {
+    names_where(report, |_| true)
 }
 
 // The injector is preloaded by LD_PRELOAD (Linux); the fixture's cost test
@@ -205,12 +217,7 @@ fn shards_merge_into_the_unsharded_verdicts() {
         .unwrap();
     assert_eq!(merged.status.code(), Some(1), "{}", stderr(&merged));
     let report: serde_json::Value = serde_json::from_slice(&merged.stdout).unwrap();
-    let mut names: Vec<&str> = report["tests"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let mut names = test_names(&report);
     names.sort();
     assert_eq!(names, FIXTURE_TESTS, "{report}");
     assert_eq!(with_verdict(&report, "exposed"), EXPOSED, "{report}");
@@ -242,12 +249,7 @@ fn shards_merge_into_the_unsharded_verdicts() {
 fn a_cargo_filter_selects_what_is_audited() {
     let quick = ["--runs", "2", "--no-diagnose", "--budget", "900s"];
     let (_, report, err) = audit_json(&quick, &fixture_command(&["lock_released"]));
-    let names: Vec<&str> = report["tests"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names = test_names(&report);
     assert_eq!(
         names,
         ["lock_released_by_close", "lock_released_by_unlock"],
@@ -307,12 +309,7 @@ fn a_nextest_filterset_selects_what_is_audited() {
     }
     let (code, report, err) = audit_json(&["--runs", "2", "--no-diagnose"], &command);
     assert_eq!(code, Some(0), "{err}");
-    let names: Vec<&str> = report["tests"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names = test_names(&report);
     // The environment test passes: nextest's variables reach it.
     assert_eq!(
         names,
@@ -530,21 +527,13 @@ fn ignored_tests_are_audited_only_when_run() {
         *--list*) echo "a: test"; echo "b: test";;
         *--include-ignored*) echo "test a ... ok"; echo "test b ... ok";;
         *) echo "test a ... ok"; echo "test b ... ignored";; esac"#;
-    let names = |report: &serde_json::Value| -> Vec<String> {
-        report["tests"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["name"].as_str().unwrap().to_owned())
-            .collect()
-    };
     let (code, report, err) = audit_script(&["--runs", "2"], two);
     assert_eq!(code, Some(0), "{err}");
-    assert_eq!(names(&report), ["a"]);
+    assert_eq!(test_names(&report), ["a"]);
     let command = ["/bin/sh", "-c", two, "sh", "--include-ignored"].map(String::from);
     let (code, report, err) = audit_json(&["--runs", "2"], &command);
     assert_eq!(code, Some(0), "{err}");
-    assert_eq!(names(&report), ["a", "b"]);
+    assert_eq!(test_names(&report), ["a", "b"]);
     assert_eq!(report["tests"][1]["screen"]["runs"], 2, "{report}");
 }
 

@@ -77,13 +77,25 @@ impl Binary {
         args
     }
 
+    /// The runs that run each of its tests once: one per test where each
+    /// runs in its own process (nextest), with that test's index in
+    /// [`Binary::tests`], else one of the whole suite.
+    pub fn runs(&self) -> Vec<(Vec<String>, Option<usize>)> {
+        if self.per_test {
+            self.tests
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (self.exact_args(t), Some(i)))
+                .collect()
+        } else {
+            vec![(self.suite_args(), None)]
+        }
+    }
+
     /// The arguments of a run of `test` alone.
     pub fn exact_args(&self, test: &str) -> Vec<String> {
         let mut args = self.options.clone();
-        let runs_ignored = args
-            .iter()
-            .any(|a| a == "--ignored" || a == "--include-ignored");
-        if self.ignored.contains(test) && !runs_ignored {
+        if self.ignored.contains(test) && !args.iter().any(|a| is_ignore_flag(a)) {
             args.push("--ignored".into());
         }
         args.extend([test.to_owned(), "--exact".into()]);
@@ -344,13 +356,17 @@ fn libtest_binary(
     })
 }
 
+/// Whether libtest's `a` runs `#[ignore]`d tests (`--ignored`, `--include-ignored`).
+fn is_ignore_flag(a: &str) -> bool {
+    a == "--ignored" || a == "--include-ignored"
+}
+
 /// Lists `bin`'s tests with its options and selection: what a run of it
 /// runs. Tests marked `#[ignore]` are left out unless the options run them,
 /// and those kept are in [`Binary::ignored`].
 fn list(bin: &mut Binary) -> Result<(), String> {
-    let is_ignore_flag = |o: &String| o == "--ignored" || o == "--include-ignored";
     let only_ignored = bin.options.iter().any(|o| o == "--ignored");
-    let runs_ignored = bin.options.iter().any(is_ignore_flag);
+    let runs_ignored = bin.options.iter().any(|o| is_ignore_flag(o));
     let listed = listing(bin, &bin.args, &[])?;
     // libtest refuses --ignored twice, or beside --include-ignored.
     let ignored: BTreeSet<String> = if only_ignored || listed.is_empty() {
@@ -364,14 +380,17 @@ fn list(bin: &mut Binary) -> Result<(), String> {
             .collect();
         listing(bin, &args, &["--ignored"])?.into_iter().collect()
     };
+    // The ignored listing has the same selection, so the ignored tests the
+    // options run are all in `tests`; options that run none leave none.
     bin.tests = listed
         .into_iter()
         .filter(|t| runs_ignored || !ignored.contains(t))
         .collect();
-    bin.ignored = ignored
-        .into_iter()
-        .filter(|t| bin.tests.contains(t))
-        .collect();
+    bin.ignored = if runs_ignored {
+        ignored
+    } else {
+        BTreeSet::new()
+    };
     if bin.tests.is_empty() && !bin.selection.is_empty() {
         let all = listing(bin, &[], &[])?.len();
         let ignored = listing(bin, &[], &["--ignored"])?.len();
@@ -559,11 +578,11 @@ fn cargo_envs(
         .map_err(|e| format!("cargo, to learn its test environment: {e}"))?;
     let text = std::fs::read_to_string(file.path()).unwrap_or_default();
     let mut envs = BTreeMap::new();
+    let ours = std::env::var_os("RUSTDOC");
     for line in text.lines() {
         let Ok(record) = serde_json::from_str::<EnvRecord>(line) else {
             continue;
         };
-        let ours = std::env::var_os("RUSTDOC");
         let env: Vec<(String, String)> = record
             .env
             .into_iter()
@@ -1141,6 +1160,16 @@ mod tests {
         assert_eq!(
             b.suite_args(),
             v(&["--test-threads=1", "--exact", "a::one", "b::a"])
+        );
+        // One run of the suite, or one per test under nextest.
+        assert_eq!(b.runs(), [(b.suite_args(), None)]);
+        b.per_test = true;
+        assert_eq!(
+            b.runs(),
+            [
+                (b.exact_args("a::one"), Some(0)),
+                (b.exact_args("b::a"), Some(1))
+            ]
         );
     }
 

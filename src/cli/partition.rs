@@ -65,13 +65,19 @@ impl FromStr for Partition {
     }
 }
 
-impl fmt::Display for Partition {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let scheme = match self.scheme {
+impl Scheme {
+    /// Its name in `--partition` (`count`, `hash`).
+    pub fn id(self) -> &'static str {
+        match self {
             Scheme::Count => "count",
             Scheme::Hash => "hash",
-        };
-        write!(f, "{scheme}:{}/{}", self.shard, self.total)
+        }
+    }
+}
+
+impl fmt::Display for Partition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}/{}", self.scheme.id(), self.shard, self.total)
     }
 }
 

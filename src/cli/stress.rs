@@ -792,23 +792,12 @@ fn steps(command: &[String]) -> Result<Vec<Step>, String> {
         eprintln!("warning: {w}");
     }
     for bin in found.binaries {
-        if bin.per_test {
-            for test in &bin.tests {
-                steps.push(Step {
-                    program: bin.path.clone(),
-                    args: bin.exact_args(test),
-                    cwd: bin.cwd.clone(),
-                    env: bin.env.clone(),
-                });
-            }
-        } else {
-            steps.push(Step {
-                program: bin.path.clone(),
-                args: bin.suite_args(),
-                cwd: bin.cwd.clone(),
-                env: bin.env.clone(),
-            });
-        }
+        steps.extend(bin.runs().into_iter().map(|(args, _)| Step {
+            program: bin.path.clone(),
+            args,
+            cwd: bin.cwd.clone(),
+            env: bin.env.clone(),
+        }));
     }
     eprintln!(
         "fdwindow stress: each run runs {} test process{}",

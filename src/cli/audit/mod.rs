@@ -539,15 +539,10 @@ impl Bench for SuiteBench<'_> {
         let mine: Vec<usize> = (0..self.tests.len())
             .filter(|&t| self.tests[t].binary == b)
             .collect();
-        let runs: Vec<(Vec<String>, Option<usize>)> = if bin.per_test {
-            mine.iter()
-                .map(|&t| (bin.exact_args(&self.tests[t].name), Some(t)))
-                .collect()
-        } else {
-            vec![(bin.suite_args(), None)]
-        };
         let mut out = Vec::new();
-        for (args, only) in runs {
+        // The binary's tests are `mine`, in its order.
+        for (args, only) in bin.runs() {
+            let only = only.map(|i| mine[i]);
             let result = self.runner.run(bin, &args, Some(self.spec), "screen")?;
             if harness::interrupted() {
                 break;
@@ -796,19 +791,12 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
         (detection, bench.unpressured)
     };
     let mut audit = Audit {
-        command: args.command.clone(),
-        spec: shown_spec,
-        budget: args.budget,
-        partition: args.partition,
         timing_seconds,
         binaries: names,
         tests,
         detection,
-        diagnoses: BTreeMap::new(),
-        diagnosis_seconds: 0.0,
-        pressured: (0, 0),
         warnings: found_warnings,
-        interrupted: false,
+        ..Audit::empty(&args, shown_spec)
     };
     for (b, n) in unpressured.iter().enumerate().filter(|(_, n)| **n > 0) {
         audit.warnings.push(format!(
@@ -910,8 +898,6 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
     }
     audit.interrupted = harness::interrupted();
     if !audit.interrupted && audit.pressured.0 > 0 && audit.pressured.1 == 0 {
-        drop(report_dir);
-        drop(injector);
         return Err(format!(
             "pressure never started in any of the {} pressured runs (the loader ignored \
              {preload_var}: a static or setuid test binary?): nothing was audited",
@@ -942,7 +928,8 @@ fn spec_shown(spec: &Spec) -> Spec {
 }
 
 impl Audit {
-    /// An audit of no test (an empty shard).
+    /// An audit of no test (an empty shard), and the fields an audit starts
+    /// with.
     fn empty(args: &AuditArgs, spec: Spec) -> Audit {
         Audit {
             command: args.command.clone(),
@@ -1010,25 +997,20 @@ fn timing(
         if harness::interrupted() {
             break;
         }
+        // The binary's tests, in its order.
         let mine: Vec<usize> = (0..tests.len()).filter(|&t| tests[t].binary == b).collect();
-        if bin.per_test {
-            for &t in &mine {
-                let args = [
-                    &["-Zunstable-options".to_owned(), "--report-time".to_owned()][..],
-                    &bin.exact_args(&tests[t].name),
-                ]
-                .concat();
-                let run = runner.run_timed(bin, &args)?;
-                tests[t].time = run.parsed.times.get(&tests[t].name).copied();
-            }
-        } else {
+        for (args, only) in bin.runs() {
             let args = [
-                &["-Zunstable-options".to_owned(), "--report-time".to_owned()][..],
-                &bin.suite_args(),
+                &["-Zunstable-options".into(), "--report-time".into()][..],
+                &args,
             ]
             .concat();
             let run = runner.run_timed(bin, &args)?;
-            for &t in &mine {
+            let timed = match only {
+                Some(i) => std::slice::from_ref(&mine[i]),
+                None => &mine[..],
+            };
+            for &t in timed {
                 tests[t].time = run.parsed.times.get(&tests[t].name).copied();
             }
         }
@@ -1418,26 +1400,15 @@ mod tests {
 
     #[test]
     fn exit_codes_follow_the_verdicts() {
-        let code = |w: Word| {
-            let r = shard(1, 1, &["a"], w).report;
-            format!("{:?}", exit_code(&r))
-        };
-        assert_eq!(
-            code(Word::Exposed),
-            format!("{:?}", ExitCode::from(exit::EXPOSED))
-        );
-        assert_eq!(
-            code(Word::FailsAlone),
-            format!("{:?}", ExitCode::from(exit::FAILS_ALONE))
-        );
-        assert_eq!(
-            code(Word::NotExposed),
-            format!("{:?}", ExitCode::from(exit::CLEAN))
-        );
-        assert_eq!(
-            code(Word::PressureOnly),
-            format!("{:?}", ExitCode::from(exit::CLEAN))
-        );
+        for (word, status) in [
+            (Word::Exposed, exit::EXPOSED),
+            (Word::FailsAlone, exit::FAILS_ALONE),
+            (Word::NotExposed, exit::CLEAN),
+            (Word::PressureOnly, exit::CLEAN),
+        ] {
+            let r = shard(1, 1, &["a"], word).report;
+            assert_eq!(r.exit_status(), status, "{word:?}");
+        }
     }
 
     /// Every test is a JUnit case: exposed a failure naming its hazard,

@@ -124,14 +124,13 @@ impl Advisor {
     }
 
     /// One line of advice on `hazard`: the fixes measured (or, without
-    /// results, claimed) valid on this OS, or where to look.
-    fn advice(&self, hazard: &str) -> String {
-        let os = fdwindow::platform::Platform::detect().os;
+    /// results, claimed) valid on `os`, or where to look.
+    fn advice(&self, hazard: &str, os: &str) -> String {
         let files: &[ResultsFile] = match self {
             Advisor::Results { files, .. } => files,
             Advisor::Claims(_) => &[],
         };
-        let Some(a) = fdwindow::advise::advise(files, &[], hazard, &os) else {
+        let Some(a) = fdwindow::advise::advise(files, &[], hazard, os) else {
             return format!("see `fdwindow advise {hazard}` (nothing known about it)");
         };
         let list = |arms: &[&fdwindow::advise::ArmAdvice]| {
@@ -365,6 +364,15 @@ pub struct TestReport {
     pub time_s: Option<f64>,
 }
 
+impl TestReport {
+    /// Its reruns, or the counts of none for a test that was no suspect.
+    fn reruns_or_none(&self) -> RerunsReport {
+        self.reruns
+            .clone()
+            .unwrap_or_else(|| RerunsReport::of(&Pairs::default()))
+    }
+}
+
 /// A binary's screen.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct ScreenRuns {
@@ -465,6 +473,8 @@ fn rules_json() -> serde_json::Value {
 impl Report {
     /// The report of one audit.
     pub fn of(a: &Audit, advisor: &Advisor) -> Report {
+        // Detected once: it reads uname, os-release and /proc.
+        let platform = fdwindow::platform::Platform::detect();
         let tests: Vec<TestReport> = a
             .tests
             .iter()
@@ -490,7 +500,7 @@ impl Report {
                     advice: hazard
                         .iter()
                         .chain(&candidates)
-                        .map(|h| ((*h).to_owned(), advisor.advice(h)))
+                        .map(|h| ((*h).to_owned(), advisor.advice(h, &platform.os)))
                         .collect(),
                     candidates: candidates.iter().map(|c| (*c).to_owned()).collect(),
                     screen: TallyReport::of(a.detection.screen[t]),
@@ -505,8 +515,7 @@ impl Report {
         Report {
             schema: SCHEMA.into(),
             command: a.command.clone(),
-            platform: serde_json::to_value(fdwindow::platform::Platform::detect())
-                .unwrap_or_default(),
+            platform: serde_json::to_value(&platform).unwrap_or_default(),
             fdwindow_version: env!("CARGO_PKG_VERSION").into(),
             pressure: a.spec.to_string(),
             partition: a.partition,
@@ -584,14 +593,11 @@ impl Report {
             let _ = write!(s, ", shard {p}");
         }
         if let Some(m) = &self.merged {
-            let scheme = match m.scheme {
-                Scheme::Count => "count",
-                Scheme::Hash => "hash",
-            };
             let _ = write!(
                 s,
-                ", {} shards merged ({scheme}:K/{}; the longest took {:.1} s)",
+                ", {} shards merged ({}:K/{}; the longest took {:.1} s)",
                 m.total,
+                m.scheme.id(),
                 m.total,
                 m.shard_seconds.iter().copied().fold(0.0, f64::max)
             );
@@ -681,8 +687,7 @@ impl Report {
             "| binary | test | screen (pressure) | --exact alone | --exact pressure | spawns | sign p | verdict | cause |\n|---|---|---|---|---|---|---|---|---|"
         );
         for t in &failing {
-            let none = RerunsReport::of(&Pairs::default());
-            let reruns = t.reruns.as_ref().unwrap_or(&none);
+            let reruns = t.reruns_or_none();
             let mut cause = t
                 .diagnosis
                 .as_ref()
@@ -731,8 +736,7 @@ impl Report {
             if let Some(m) = &t.message {
                 let _ = writeln!(out, "First failure: {m}\n");
             }
-            let none = RerunsReport::of(&Pairs::default());
-            let reruns = t.reruns.as_ref().unwrap_or(&none);
+            let reruns = t.reruns_or_none();
             let _ = writeln!(
                 out,
                 "Under realistic pressure: {} of {} `--exact` runs failed (alone {} of {}).",
@@ -806,8 +810,7 @@ impl Report {
         report.set_time(Duration::from_secs_f64(self.seconds.total.max(0.0)));
         let mut suites: BTreeMap<&str, TestSuite> = BTreeMap::new();
         for t in &self.tests {
-            let none = RerunsReport::of(&Pairs::default());
-            let reruns = t.reruns.as_ref().unwrap_or(&none);
+            let reruns = t.reruns_or_none();
             let status = if t.verdict == Word::Exposed {
                 let summary = format!(
                     "exposed {}: {}; --exact alone {}, pressure {}; {}",
