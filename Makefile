@@ -25,10 +25,24 @@ probe-macos:
 	@[ "$(UNAME)" = Darwin ] || { echo "probe-macos measures macOS and must run on a Mac (this is $(UNAME)); here run 'make probe-linux', and 'make check-macos' to type-check the macOS code" >&2; exit 2; }
 	@$(MAKE) --no-print-directory probe
 
+# A probe run writes into results/local/ (git-ignored: this machine's own
+# results and their MATRIX.md), so measuring a new machine leaves the tree as
+# it was; RESULTS=DIR writes there instead (RESULTS=results adds this machine
+# to the committed matrix and the README).
+PROBE_RESULTS = $(if $(filter command line environment,$(origin RESULTS)),$(RESULTS),results/local)
+
 probe:
 	$(CARGO) build --release --locked --bins
-	./target/release/fdwindow run --results $(RESULTS)
-	./target/release/fdwindow matrix --results $(RESULTS)
+	./target/release/fdwindow run --results $(PROBE_RESULTS)
+	./target/release/fdwindow matrix --results $(PROBE_RESULTS)
+	@if [ "$(PROBE_RESULTS)" = results/local ]; then \
+		echo "This machine's results are in results/local/ (git-ignored); the committed results are unchanged."; \
+		echo "To add this machine to the committed matrix: make $(or $(filter probe-%,$(MAKECMDGOALS)),probe) RESULTS=results"; \
+	elif git rev-parse --is-inside-work-tree >/dev/null 2>&1 \
+		&& [ -n "$$(git status --porcelain -- '$(PROBE_RESULTS)' README.md)" ]; then \
+		echo "Changed in the tree:"; git status --short -- '$(PROBE_RESULTS)' README.md; \
+		echo "Keep them: commit them. Drop them: git checkout -- '$(PROBE_RESULTS)' README.md && git clean -f -- '$(PROBE_RESULTS)'"; \
+	fi
 
 # Regenerates MATRIX.md, the chart and README.md's generated sections.
 matrix:

@@ -40,8 +40,8 @@ const CASES: &[(&str, &str, &[&str])] = &[
 ];
 
 fn fail(msg: String) -> ExitCode {
-    eprintln!("error: {msg}");
-    ExitCode::from(2)
+    fdwindow::note!("error: {msg}");
+    fdwindow::base::out::status(ExitCode::from(2))
 }
 
 fn main() -> ExitCode {
@@ -68,7 +68,7 @@ fn main() -> ExitCode {
     let mut stress = Vec::new();
     for setting in SETTINGS {
         for (case, example, extra) in CASES {
-            eprintln!("pressure_tables: {setting} / {case} …");
+            fdwindow::note!("pressure_tables: {setting} / {case} …");
             let out = Command::new(&fdwindow)
                 .args([
                     "stress",
@@ -104,7 +104,7 @@ fn main() -> ExitCode {
             });
         }
     }
-    eprintln!("pressure_tables: spawn rates …");
+    fdwindow::note!("pressure_tables: spawn rates …");
     let rate = match Command::new(here.join("pressure_rate"))
         .arg("1")
         .stderr(Stdio::inherit())
@@ -122,16 +122,17 @@ fn main() -> ExitCode {
         stress,
         rate,
     };
-    match fdwindow::pressure_file::write(&results, &file) {
+    // Through the writer: 141 after a closed stderr, 1 after a full one.
+    fdwindow::base::out::status(match fdwindow::pressure_file::write(&results, &file) {
         Ok(path) => {
-            eprintln!("pressure_tables: wrote {}", path.display());
+            fdwindow::note!("pressure_tables: wrote {}", path.display());
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            fdwindow::note!("error: {e}");
             ExitCode::FAILURE
         }
-    }
+    })
 }
 
 /// The rows of `pressure_rate`'s Markdown table:

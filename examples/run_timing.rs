@@ -23,13 +23,14 @@ use fdwindow::report::{ResultsFile, utc_now};
 use fdwindow::timing::{ArmTiming, RunTiming, TIMING_PREFIX, TIMING_SCHEMA, TimingFile};
 
 fn main() -> ExitCode {
-    match run() {
+    // Through the writer: 141 after a closed stderr, 1 after a full one.
+    fdwindow::base::out::status(match run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e}");
+            fdwindow::note!("error: {e}");
             ExitCode::from(2)
         }
-    }
+    })
 }
 
 fn run() -> Result<(), String> {
@@ -88,7 +89,7 @@ fn run() -> Result<(), String> {
             wait_for_idle(limit)?;
         }
         let load = load_average();
-        eprintln!("run {}/{runs} (load {load:.2}) …", i + 1);
+        fdwindow::note!("run {}/{runs} (load {load:.2}) …", i + 1);
         let started = Instant::now();
         let status = Command::new(&fdwindow)
             .arg("run")
@@ -139,7 +140,7 @@ fn run() -> Result<(), String> {
                 }
                 ms.push(started.elapsed().as_millis() as u64);
             }
-            eprintln!("{hazard} {arm}: {ms:?}");
+            fdwindow::note!("{hazard} {arm}: {ms:?}");
             arms.push(ArmTiming {
                 probe: hazard.clone(),
                 arm: arm.to_owned(),
@@ -159,7 +160,7 @@ fn run() -> Result<(), String> {
     let path = results.join(format!("{TIMING_PREFIX}{}.json", platform.id));
     let json = serde_json::to_string_pretty(&file).map_err(|e| e.to_string())? + "\n";
     fdwindow::results::write_atomic(&path, json.as_bytes()).map_err(|e| e.to_string())?;
-    eprintln!("wrote {}", path.display());
+    fdwindow::note!("wrote {}", path.display());
     Ok(())
 }
 
@@ -173,7 +174,7 @@ fn read_results(dir: &Path) -> Result<ResultsFile, String> {
             .unwrap_or_default();
         if name.ends_with(".json") && !name.starts_with('.') && !name.starts_with("costs-") {
             let text = std::fs::read_to_string(&path).map_err(|e| e.to_string())?;
-            return ResultsFile::from_json(&text).map_err(|e| format!("{}: {e}", path.display()));
+            return fdwindow::results::parse(&text).map_err(|e| format!("{}: {e}", path.display()));
         }
     }
     Err(format!("no results file in {}", dir.display()))

@@ -154,7 +154,8 @@ fn main() -> ExitCode {
     // Before anything else, so the isolated test never reaches the harness.
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("--exact") {
-        return isolated_test(&args);
+        // Through the writer: a closed or full stdout is 141 or 1, no panic.
+        return fdwindow::base::out::status(isolated_test(&args));
     }
     fdwindow::harness::main(&PROBE)
 }
@@ -188,13 +189,13 @@ fn isolated_test(args: &[String]) -> ExitCode {
         Some(ISOLATED_FILE_TEST) => (ISOLATED_FILE_TEST, Target::File),
         _ => {
             // libtest's answer for a name it does not have: nothing ran.
-            println!(
+            fdwindow::say!(
                 "\nrunning 0 tests\n\ntest result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 2 filtered out\n"
             );
             return ExitCode::SUCCESS;
         }
     };
-    println!("\nrunning 1 test");
+    fdwindow::say!("\nrunning 1 test");
     let scan = match target {
         Target::Listener => TcpListener::bind("127.0.0.1:0").and_then(|l| scan(object_of(&l)?)),
         Target::File => {
@@ -213,25 +214,25 @@ fn isolated_test(args: &[String]) -> ExitCode {
     };
     let passed = match scan {
         Ok(found) => {
-            println!("{HOLDERS} {}", found.len());
+            fdwindow::say!("{HOLDERS} {}", found.len());
             found.len() == target.expected()
         }
         Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {
-            println!("{UNSUPPORTED} {e}");
+            fdwindow::say!("{UNSUPPORTED} {e}");
             false
         }
         Err(e) => {
-            println!("isolated scan: {e}");
+            fdwindow::say!("isolated scan: {e}");
             false
         }
     };
     if passed {
-        println!(
+        fdwindow::say!(
             "test {name} ... ok\n\ntest result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 1 filtered out\n"
         );
         ExitCode::SUCCESS
     } else {
-        println!(
+        fdwindow::say!(
             "test {name} ... FAILED\n\ntest result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 1 filtered out\n"
         );
         ExitCode::from(101)

@@ -5,7 +5,9 @@
 //! missing probe binaries, corrupt, older or future results files, an
 //! unwritable results folder), 128+N stopped by signal N (130 SIGINT, 143
 //! SIGTERM, 129 SIGHUP),
-//! 141 stdout closed by its reader (quietly, as a shell pipeline expects).
+//! 141 stdout or stderr closed by its reader (quietly, as a shell pipeline
+//! expects; a command at work winds down first, as on Ctrl-C). Every line
+//! goes through one writer, `fdwindow::base::out`: no write panics.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -13,12 +15,13 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
+use fdwindow::base::out;
 use fdwindow::evidence::query::{arm_verdict, cell_detail, cell_line};
 use fdwindow::platform::Platform;
 use fdwindow::report::ResultsFile;
-use fdwindow::runner::{self, RunError, RunOptions};
+use fdwindow::runner::{self, RunError, RunOptions, Written};
 use fdwindow::verdict::Window;
-use fdwindow::{harness, results};
+use fdwindow::{harness, note, results, say};
 
 mod cli;
 
@@ -202,24 +205,13 @@ enum Cmd {
 /// Bad input: printed as `error: …` with exit status 2.
 struct Usage(String);
 
-/// Writes `text` to stdout. Every command writes its output last, after its
-/// clean-up, so a failed write can end the process here: quietly with 141
-/// when the reader has gone (EPIPE: `fdwindow summary | head -1`), with a
-/// one-line error and 1 otherwise (`>/dev/full`). Never a panic.
-pub(crate) fn emit(text: &str) {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        if e.kind() == std::io::ErrorKind::BrokenPipe {
-            std::process::exit(141);
-        }
-        eprintln!("error: write to stdout: {e}");
-        std::process::exit(1);
-    }
-}
-
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // Help, version and usage errors through the writer too: clap's own
+    // `exit` drops a failed write (`--help >/dev/full` would exit 0).
+    let cli = match out::parse_args::<Cli>() {
+        Ok(cli) => cli,
+        Err(status) => return status,
+    };
     let result = match cli.command {
         Cmd::Run {
             results,
@@ -258,8 +250,9 @@ fn main() -> ExitCode {
         Cmd::Merge { inputs, results } => merge(&inputs, &results),
         Cmd::Check { results } => check(&results),
         Cmd::Summary { platform, results } => {
+            // pick_platform refuses a missing or mistyped folder.
             pick_platform(&results, platform.as_deref()).map(|f| {
-                emit(&summary_table(&f));
+                out::stdout(&summary_table(&f));
                 ExitCode::SUCCESS
             })
         }
@@ -278,7 +271,7 @@ fn main() -> ExitCode {
         } => match fdwindow::vm::send(&port, status, results.as_deref()) {
             Ok(()) => Ok(ExitCode::SUCCESS),
             Err(e) => {
-                eprintln!("error: {e}");
+                note!("error: {e}");
                 Ok(ExitCode::FAILURE)
             }
         },
@@ -288,10 +281,11 @@ fn main() -> ExitCode {
             .map(|()| ExitCode::SUCCESS)
             .map_err(Usage),
     };
-    result.unwrap_or_else(|Usage(msg)| {
-        eprintln!("error: {msg}");
+    // 141 after a closed pipe, 1 after another failed write (see base::out).
+    out::status(result.unwrap_or_else(|Usage(msg)| {
+        note!("error: {msg}");
         ExitCode::from(2)
-    })
+    }))
 }
 
 /// `fdwindow preload NAME --out PATH`: the library's bytes, written atomically.
@@ -314,7 +308,7 @@ fn write_preload(name: &str, out: &Path) -> Result<ExitCode, Usage> {
         .map_err(|e| Usage(format!("unsupported: {e}")))?;
     results::write_atomic(out, bytes)
         .map_err(|e| Usage(format!("cannot write {}: {e}", out.display())))?;
-    eprintln!(
+    note!(
         "wrote {} ({} bytes); preload it with {}",
         out.display(),
         bytes.len(),
@@ -351,14 +345,24 @@ fn run(
     };
     match runner::run(&opts) {
         Ok(summary) => {
-            emit(&format!(
-                "{}\nwrote {} and {} in {:.1} s\n",
-                summary_table(&summary.results),
+            let (path, matrix) = (
                 summary.results_path.display(),
-                opts.results_dir.join("MATRIX.md").display(),
+                opts.results_dir.join("MATRIX.md"),
+            );
+            let matrix = matrix.display();
+            let what = match summary.written {
+                Written::Created => format!(
+                    "wrote {path}, a platform the folder had no file of (the matrix gains its column), and {matrix}"
+                ),
+                Written::Updated => format!("updated {path} and {matrix}"),
+                Written::Unchanged => format!("no probe reported: {path} and {matrix} unchanged"),
+            };
+            out::stdout(&format!(
+                "{}\n{what} in {:.1} s\n",
+                summary_table(&summary.results),
                 summary.elapsed.as_secs_f64()
             ));
-            emit(&format!(
+            out::stdout(&format!(
                 "{}
 ",
                 probe_times(&summary.results, &opts.only, &summary.failures)
@@ -367,18 +371,18 @@ fn run(
                 Ok(ExitCode::SUCCESS)
             } else {
                 for (hazard, why) in &summary.failures {
-                    eprintln!("error: {hazard}: {why} (its previous results were kept)");
+                    note!("error: {hazard}: {why} (its previous results were kept)");
                 }
                 Ok(ExitCode::FAILURE)
             }
         }
         Err(RunError::Usage(msg)) => Err(Usage(msg)),
         Err(RunError::Interrupted) => {
-            eprintln!("interrupted: probes killed, results unchanged");
+            note!("interrupted: probes killed, results unchanged");
             Ok(fdwindow::base::interrupts::exit_code())
         }
         Err(RunError::Io(e)) => {
-            eprintln!("error: {e}");
+            note!("error: {e}");
             Ok(ExitCode::FAILURE)
         }
     }
@@ -416,7 +420,7 @@ fn vm(
             .boot_time
             .map_or_else(String::new, |b| format!(", boot {:.1} s", b.as_secs_f64()));
         match (&run.results_path, &run.broken) {
-            (Some(path), None) => println!(
+            (Some(path), None) => say!(
                 "{}: ok under {} in {:.1} s{boot}: {}",
                 run.source.display(),
                 run.accel.id(),
@@ -424,7 +428,7 @@ fn vm(
                 path.display()
             ),
             (path, Some((why, tail))) => {
-                println!(
+                say!(
                     "{}: broken under {} after {:.1} s{boot}: {why}{}",
                     run.source.display(),
                     run.accel.id(),
@@ -433,13 +437,13 @@ fn vm(
                         .map_or_else(String::new, |p| format!(" ({} written)", p.display()))
                 );
                 if !tail.is_empty() {
-                    println!("  console's last lines:");
+                    say!("  console's last lines:");
                     for line in tail {
-                        println!("  | {line}");
+                        say!("  | {line}");
                     }
                 }
             }
-            (None, None) => println!("{}: no results", run.source.display()),
+            (None, None) => say!("{}: no results", run.source.display()),
         }
     };
     match vm::run(&opts, print) {
@@ -447,11 +451,11 @@ fn vm(
         Ok(_) => Ok(ExitCode::FAILURE),
         Err(VmError::Usage(msg)) => Err(Usage(msg)),
         Err(VmError::Interrupted) => {
-            eprintln!("interrupted: the VM was killed; kernels done before were merged");
+            note!("interrupted: the VM was killed; kernels done before were merged");
             Ok(fdwindow::base::interrupts::exit_code())
         }
         Err(VmError::Failed(msg)) => {
-            eprintln!("error: {msg}");
+            note!("error: {msg}");
             Ok(ExitCode::FAILURE)
         }
     }
@@ -462,36 +466,50 @@ fn matrix(dir: &Path, readme: Option<PathBuf>, check: bool) -> Result<ExitCode, 
     // lands meanwhile is never overwritten by a matrix of the files before it.
     // The lock would create a missing folder: a mistyped --results must not
     // become a new, empty results folder with an empty matrix.
-    if !dir.is_dir() {
-        return Err(Usage(format!(
-            "results folder {} does not exist",
-            dir.display()
-        )));
-    }
+    results::check_folder(dir, false).map_err(Usage)?;
+    // The README only when named, or when this is the project's own folder;
+    // a named one without a section to rewrite is a mistake, said before
+    // anything is written.
+    let readme = match readme {
+        Some(path) => {
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| Usage(format!("{}: {e}", path.display())))?;
+            if !fdwindow::readme::has_sections(&text) {
+                return Err(Usage(format!(
+                    "{}: no generated section (`<!-- fdwindow:begin NAME -->`) to rewrite",
+                    path.display()
+                )));
+            }
+            Some((path, text))
+        }
+        None if dir == Path::new("results") => {
+            let default = Path::new("README.md");
+            std::fs::read_to_string(default)
+                .ok()
+                .filter(|t| fdwindow::readme::has_sections(t))
+                .map(|t| (default.to_owned(), t))
+        }
+        None => None,
+    };
     let _lock = if check {
         None
     } else {
         harness::catch_interrupts();
-        Some(
-            results::FolderLock::acquire(dir, harness::interrupted)
-                .map_err(|e| Usage(format!("results folder is not writable: {e}")))?,
-        )
+        match results::FolderLock::acquire(dir, harness::interrupted) {
+            Ok(lock) => Some(lock),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
+                note!("interrupted while waiting for the results folder's lock: nothing written");
+                return Ok(fdwindow::base::interrupts::exit_code());
+            }
+            Err(e) => return Err(Usage(format!("results folder is not writable: {e}"))),
+        }
     };
     let mut outputs: Vec<(PathBuf, String)> = runner::render_outputs(dir)
         .map_err(|e| Usage(e.to_string()))?
         .into_iter()
         .map(|(name, text)| (dir.join(name), text))
         .collect();
-    // The README only when named, or when this is the project's own folder.
-    let readme = readme.or_else(|| {
-        let default = Path::new("README.md");
-        (dir == Path::new("results")
-            && std::fs::read_to_string(default).is_ok_and(|t| fdwindow::readme::has_sections(&t)))
-        .then(|| default.to_owned())
-    });
-    if let Some(path) = readme {
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| Usage(format!("{}: {e}", path.display())))?;
+    if let Some((path, text)) = readme {
         // The README quotes MATRIX.md as rendered above, from the same files.
         let matrix_md = outputs
             .iter()
@@ -508,7 +526,7 @@ fn matrix(dir: &Path, readme: Option<PathBuf>, check: bool) -> Result<ExitCode, 
         let mut stale = false;
         for (path, rendered) in &outputs {
             if std::fs::read_to_string(path).unwrap_or_default() != *rendered {
-                eprintln!(
+                note!(
                     "{} is stale: run `fdwindow matrix` (or `make matrix`)",
                     path.display()
                 );
@@ -534,6 +552,7 @@ fn matrix(dir: &Path, readme: Option<PathBuf>, check: bool) -> Result<ExitCode, 
 
 /// The results file for `--platform`, else this machine's, else the only one.
 fn pick_platform(dir: &Path, platform: Option<&str>) -> Result<ResultsFile, Usage> {
+    results::check_folder(dir, false).map_err(Usage)?;
     let mut files = results::load_dir(dir).map_err(|e| Usage(e.to_string()))?;
     let ids: Vec<String> = files.iter().map(|f| f.platform.id.clone()).collect();
     let wanted = platform.map(str::to_owned).or_else(|| {
@@ -606,7 +625,7 @@ fn verdict(
             .skip(1)
             .map(|(c, v)| format!("{c}={v}"))
             .collect();
-        emit(&format!("observed {}\n", cells.join(" ")));
+        out::stdout(&format!("observed {}\n", cells.join(" ")));
         return Ok(ExitCode::SUCCESS);
     }
     // Cells the run left out on purpose (a default run's race windows hold
@@ -620,10 +639,23 @@ fn verdict(
     if arms.is_empty() && left_out.is_empty() {
         let mut known: Vec<_> = report.arms.iter().map(|a| a.arm.as_str()).collect();
         known.dedup();
-        return Err(Usage(format!(
-            "unknown arm {arm:?} for {hazard}; arms: {}",
-            known.join(", ")
-        )));
+        // An observation's rows are what it can be asked for.
+        let mut rows: Vec<&str> = Vec::new();
+        for row in report.tables.iter().flat_map(|t| &t.rows) {
+            if let Some(key) = row.first().filter(|k| !rows.contains(&k.as_str())) {
+                rows.push(key);
+            }
+        }
+        return Err(Usage(match (known.is_empty(), rows.is_empty()) {
+            (true, false) => format!(
+                "unknown row {arm:?} for {hazard}; rows: {}",
+                rows.join(", ")
+            ),
+            _ => format!(
+                "unknown arm {arm:?} for {hazard}; arms: {}",
+                known.join(", ")
+            ),
+        }));
     }
     let chosen: Vec<_> = arms
         .into_iter()
@@ -642,11 +674,12 @@ fn verdict(
         .map(|a| format!("{} {}\n", a.window.id(), cell_line(report, a)))
         .chain(left_out)
         .collect();
-    emit(&lines);
+    out::stdout(&lines);
     Ok(ExitCode::SUCCESS)
 }
 
 fn check(dir: &Path) -> Result<ExitCode, Usage> {
+    results::check_folder(dir, false).map_err(Usage)?;
     let files = results::load_dir(dir).map_err(|e| Usage(e.to_string()))?;
     if files.is_empty() {
         return Err(Usage(format!(
@@ -655,7 +688,7 @@ fn check(dir: &Path) -> Result<ExitCode, Usage> {
         )));
     }
     let report = fdwindow::knowledge::check(&files);
-    emit(&report.to_string());
+    out::stdout(&report.to_string());
     Ok(if report.failures.is_empty() {
         ExitCode::SUCCESS
     } else {
@@ -669,6 +702,7 @@ fn merge(inputs: &[PathBuf], dir: &Path) -> Result<ExitCode, Usage> {
     for input in inputs {
         incoming.extend(results::collect(input).map_err(|e| Usage(e.to_string()))?);
     }
+    results::check_folder(dir, true).map_err(Usage)?;
     results::load_dir(dir).map_err(|e| Usage(e.to_string()))?;
     results::check_writable(dir)
         .map_err(|e| Usage(format!("results folder is not writable: {e}")))?;
@@ -678,11 +712,11 @@ fn merge(inputs: &[PathBuf], dir: &Path) -> Result<ExitCode, Usage> {
     let lock = match results::FolderLock::acquire(dir, harness::interrupted) {
         Ok(lock) => lock,
         Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
-            eprintln!("interrupted: nothing merged");
+            note!("interrupted: nothing merged");
             return Ok(fdwindow::base::interrupts::exit_code());
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            note!("error: {e}");
             return Ok(ExitCode::FAILURE);
         }
     };
@@ -694,7 +728,7 @@ fn merge(inputs: &[PathBuf], dir: &Path) -> Result<ExitCode, Usage> {
         let json = serde_json::to_string_pretty(file).expect("results serialise") + "\n";
         let path = dir.join(format!("{}.json", file.platform.id));
         if let Err(e) = results::write_atomic(&path, json.as_bytes()) {
-            eprintln!("error: {e}");
+            note!("error: {e}");
             return Ok(ExitCode::FAILURE);
         }
         lines.push_str(&format!(
@@ -707,11 +741,11 @@ fn merge(inputs: &[PathBuf], dir: &Path) -> Result<ExitCode, Usage> {
     drop(lock);
     match matrix {
         Ok(()) => {
-            emit(&lines);
+            out::stdout(&lines);
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            note!("error: {e}");
             Ok(ExitCode::FAILURE)
         }
     }
@@ -724,13 +758,14 @@ fn advise(
     format: &str,
     list: bool,
 ) -> Result<ExitCode, Usage> {
+    results::check_folder(dir, false).map_err(Usage)?;
     let files = results::load_dir(dir).map_err(|e| Usage(e.to_string()))?;
     if list {
         let lines: String = fdwindow::advise::hazards(&files)
             .into_iter()
             .map(|(id, about)| format!("{id:<22} {about}\n"))
             .collect();
-        emit(&lines);
+        out::stdout(&lines);
         return Ok(ExitCode::SUCCESS);
     }
     let hazard = hazard.expect("clap requires a hazard without --list");
@@ -747,8 +782,10 @@ fn advise(
         )));
     };
     match format {
-        "json" => emit(&(serde_json::to_string_pretty(&advice).expect("advice serialises") + "\n")),
-        _ => emit(&fdwindow::advise::markdown(&advice)),
+        "json" => {
+            out::stdout(&(serde_json::to_string_pretty(&advice).expect("advice serialises") + "\n"))
+        }
+        _ => out::stdout(&fdwindow::advise::markdown(&advice)),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -17,7 +17,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::child::{GroupExit, wait_group};
-use crate::harness::interrupted;
+use crate::harness::{PARENT_ENV, interrupted};
 use crate::platform::Platform;
 use crate::report::{ProbeReport, ResultsFile, SCHEMA_VERSION};
 use crate::results;
@@ -76,11 +76,24 @@ pub enum RunError {
     Io(std::io::Error),
 }
 
+/// What a completed run did to its platform's results file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Written {
+    /// No file of this platform was there: the matrix gains its column.
+    Created,
+    /// This run's reports replaced the file's reports of the same probes.
+    Updated,
+    /// No probe reported: the file and the matrix were left as they were.
+    Unchanged,
+}
+
 /// What a completed run did.
 #[derive(Debug)]
 pub struct RunSummary {
-    /// The results file written.
+    /// This platform's results file.
     pub results_path: PathBuf,
+    /// What the run did to it.
+    pub written: Written,
     /// The merged results for this platform.
     pub results: ResultsFile,
     /// Probes that failed, with why (their previous results were kept).
@@ -137,7 +150,7 @@ pub fn run(opts: &RunOptions) -> Result<RunSummary, RunError> {
         if interrupted() {
             return Err(RunError::Interrupted);
         }
-        eprintln!("fdwindow: probing {hazard} …");
+        crate::base::out::note!("fdwindow: probing {hazard} …");
         let outcome = run_probe(hazard, opts, scratch.dir()).and_then(|report| {
             // A report is filed under the platform it ran on, never another.
             if report.platform.id == platform.id {
@@ -155,12 +168,25 @@ pub fn run(opts: &RunOptions) -> Result<RunSummary, RunError> {
             }
             Err(ProbeFailure::Interrupted) => return Err(RunError::Interrupted),
             Err(ProbeFailure::Failed(why)) => {
-                eprintln!("fdwindow: {hazard} failed: {why}");
+                crate::base::out::note!("fdwindow: {hazard} failed: {why}");
                 failures.push((hazard.to_string(), why));
             }
         }
     }
     drop(scratch);
+    if measured.is_empty() {
+        return Ok(RunSummary {
+            results_path,
+            written: Written::Unchanged,
+            results: before.unwrap_or_else(|| ResultsFile {
+                schema: SCHEMA_VERSION,
+                platform,
+                probes: BTreeMap::new(),
+            }),
+            failures,
+            elapsed: started.elapsed(),
+        });
+    }
 
     let lock = results::FolderLock::acquire(&opts.results_dir, interrupted).map_err(|e| {
         if e.kind() == std::io::ErrorKind::Interrupted {
@@ -175,9 +201,14 @@ pub fn run(opts: &RunOptions) -> Result<RunSummary, RunError> {
         Err(e) if replaces_older(&e) => None,
         other => other.map_err(|e| RunError::Usage(e.to_string()))?,
     };
+    let written = if current.is_some() || results_path.exists() {
+        Written::Updated
+    } else {
+        Written::Created
+    };
     let (merged, notes) = merge_own(current, before.as_ref(), measured, &platform);
     for note in notes {
-        eprintln!("fdwindow: {note}");
+        crate::base::out::note!("fdwindow: {note}");
     }
     let json = serde_json::to_string_pretty(&merged).expect("results serialise") + "\n";
     results::write_atomic(&results_path, json.as_bytes()).map_err(RunError::Io)?;
@@ -185,6 +216,7 @@ pub fn run(opts: &RunOptions) -> Result<RunSummary, RunError> {
     drop(lock);
     Ok(RunSummary {
         results_path,
+        written,
         results: merged,
         failures,
         elapsed: started.elapsed(),
@@ -192,18 +224,35 @@ pub fn run(opts: &RunOptions) -> Result<RunSummary, RunError> {
 }
 
 /// Fails with one line unless every selected probe binary is a file in `dir`.
+/// Only a binary that is not there is "missing" (build it); a folder that is
+/// a file, or that this user may not search, says so instead.
 fn check_probes(dir: &Path, selected: &[&str]) -> Result<(), String> {
-    if !dir.is_dir() {
-        return Err(format!(
-            "probe folder {} does not exist (build with `cargo build --release`, or pass --probes DIR)",
-            dir.display()
-        ));
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            return Err(format!(
+                "probe folder {} is not a directory (pass --probes DIR)",
+                dir.display()
+            ));
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(format!(
+                "probe folder {} does not exist (build with `cargo build --release`, or pass --probes DIR)",
+                dir.display()
+            ));
+        }
+        Err(e) => return Err(format!("probe folder {}: {e}", dir.display())),
     }
-    let missing: Vec<String> = selected
-        .iter()
-        .map(|h| format!("probe-{h}"))
-        .filter(|b| !dir.join(b).is_file())
-        .collect();
+    let mut missing = Vec::new();
+    for bin in selected.iter().map(|h| format!("probe-{h}")) {
+        match std::fs::metadata(dir.join(&bin)) {
+            Ok(m) if m.is_file() => {}
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(format!("probe folder {}: {e}", dir.display()));
+            }
+            _ => missing.push(bin),
+        }
+    }
     if missing.is_empty() {
         Ok(())
     } else {
@@ -243,9 +292,10 @@ fn unix_from_utc(text: &str) -> Option<u64> {
 /// Merges this run's reports into the platform's file as read under the
 /// lock (`current`), given the file as it was when the run started
 /// (`before`). Only this run's probes change; every other report stays as
-/// the file holds it, except one filed under another platform, which is
-/// dropped. For a probe that a concurrent run also measured, the report that
-/// finished later wins. Returns the file and what to tell the user.
+/// the file holds it (loading refused a file with a report of another
+/// platform: [`results::parse`]). For a probe that a concurrent run also
+/// measured, the report that finished later wins. Returns the file and what
+/// to tell the user.
 pub fn merge_own(
     current: Option<ResultsFile>,
     before: Option<&ResultsFile>,
@@ -260,16 +310,6 @@ pub fn merge_own(
     });
     file.schema = SCHEMA_VERSION;
     file.platform = platform.clone();
-    file.probes.retain(|hazard, r| {
-        let same = r.platform.id == platform.id;
-        if !same {
-            notes.push(format!(
-                "dropped {hazard}'s report for platform {} from {}'s file",
-                r.platform.id, platform.id
-            ));
-        }
-        same
-    });
     for (hazard, ours) in measured {
         let theirs = file.probes.get(&hazard);
         let concurrent = theirs.filter(|t| before.and_then(|b| b.probes.get(&hazard)) != Some(*t));
@@ -345,12 +385,24 @@ fn run_probe(hazard: &str, opts: &RunOptions, scratch: &Path) -> Result<ProbeRep
     let deadline_ms = (opts.timeout.as_millis() * 4 / 5).max(1);
     cmd.arg("--deadline-ms").arg(deadline_ms.to_string());
     // Its own process group, so a timeout kills the probe and every child it
-    // holds in one signal; process_group keeps std on posix_spawn.
+    // holds in one signal.
     cmd.env(SCRATCH_ENV, scratch)
         .process_group(0)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    // A runner killed by SIGKILL runs none of the kills above, so the probe
+    // must die with it by other means. On Linux the kernel sends it SIGKILL
+    // (PR_SET_PDEATHSIG, set between fork and exec, so std forks instead of
+    // calling posix_spawn). The signal follows the thread that spawns the
+    // probe, and that is this thread, which waits for the probe below: it
+    // outlives the probe on every path but its process's death. Elsewhere the
+    // probe watches this process itself (PARENT_ENV: on macOS a kqueue
+    // NOTE_EXIT watch) and kills its group. A probe's held children need
+    // neither: each is parked on, or reads, a pipe whose write end only the
+    // probe holds, so it ends at end-of-file when the probe dies.
+    crate::sys::die_with_parent(&mut cmd);
+    cmd.env(PARENT_ENV, std::process::id().to_string());
     let mut child = cmd.spawn().map_err(|e| {
         ProbeFailure::Failed(format!(
             "start {}: {e} (build with `cargo build --release`)",
@@ -389,7 +441,10 @@ fn run_probe(hazard: &str, opts: &RunOptions, scratch: &Path) -> Result<ProbeRep
             "exited with {status}: {stderr}"
         )));
     }
-    let report: ProbeReport = serde_json::from_slice(&stdout)
+    // Strictly, as every file is read: this report is written into one.
+    let report: ProbeReport = std::str::from_utf8(&stdout)
+        .map_err(|e| e.to_string())
+        .and_then(|text| crate::evidence::strict_json::from_str(text, "bad report"))
         .map_err(|e| ProbeFailure::Failed(format!("unreadable report: {e}")))?;
     report.validate().map_err(ProbeFailure::Failed)?;
     if report.hazard != hazard {
@@ -500,8 +555,10 @@ mod tests {
         assert!(notes.is_empty(), "{notes:?}");
     }
 
+    /// A report of another platform in this platform's file is refused on
+    /// loading, before any probe runs, rather than dropped by the merge.
     #[test]
-    fn a_report_of_another_platform_never_stays_in_this_file() {
+    fn a_file_holding_another_platforms_report_is_refused() {
         let here = Platform::detect();
         let mut other = here.clone();
         other.kernel_release = "6.11.10".into();
@@ -515,9 +572,24 @@ mod tests {
             other.virtualization,
         );
         assert_ne!(other.id, here.id);
-        let stale = report("etxtbsy", &other, "2026-01-01T00:00:00Z", 1);
-        let (merged, notes) = merge_own(Some(file(&here, &[&stale])), None, BTreeMap::new(), &here);
-        assert!(merged.probes.is_empty(), "{merged:?}");
-        assert!(notes[0].contains("dropped etxtbsy"), "{notes:?}");
+        let stale = report("peer-fin-with-clone", &other, "2026-01-01T00:00:00Z", 1);
+        let ours = report("posix-lock-drop", &here, "2026-01-01T00:00:00Z", 1);
+        let s = Scratch::new("runner-foreign").unwrap();
+        let path = s.dir().join(format!("{}.json", here.id));
+        let json = serde_json::to_string_pretty(&file(&here, &[&ours, &stale])).unwrap();
+        std::fs::write(&path, &json).unwrap();
+        let err = results::load(&path).unwrap_err();
+        assert_eq!(err.path, path);
+        assert_eq!(
+            err.problem,
+            format!(
+                "the peer-fin-with-clone report ran on platform {}, not on this file's {}",
+                other.id, here.id
+            )
+        );
+        // Without the foreign report the file loads.
+        let json = serde_json::to_string_pretty(&file(&here, &[&ours])).unwrap();
+        std::fs::write(&path, &json).unwrap();
+        assert!(results::load(&path).unwrap().is_some());
     }
 }

@@ -426,10 +426,13 @@ fn a_failed_report_write_leaves_nothing_behind() {
 const LIBTEST_STAND_IN: &str = r#"case "$*" in *--ignored*--list*) ;; *--list*) echo "a: test";; *) echo "test a ... ok";; esac"#;
 
 /// Progress goes to stderr; a closed stderr (`2>&1 | head -2` after `head`
-/// exits) loses the progress, never the report or the exit status.
+/// exits) stops the audit as Ctrl-C would (`fdwindow::base::out`): the
+/// report of what ran, marked interrupted, and 141 (128 + SIGPIPE), as a
+/// shell pipeline expects; never a panic. (tests/closed_pipes.rs closes it
+/// mid-audit.)
 #[cfg(target_os = "linux")]
 #[test]
-fn a_closed_stderr_loses_only_the_progress() {
+fn a_closed_stderr_stops_the_audit_with_its_report_and_141() {
     let out = fdwindow()
         .args(["audit", "--runs", "3", "--format", "json", "--"])
         // A libtest stand-in: one test, `a`, that passes.
@@ -437,10 +440,10 @@ fn a_closed_stderr_loses_only_the_progress() {
         .stderr(common::closed_pipe())
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(out.status.code(), Some(141), "{out:?}");
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["tests"][0]["name"], "a", "{report}");
-    assert_eq!(report["tests"][0]["screen"]["runs"], 3, "{report}");
+    assert_eq!(report["interrupted"], true, "{report}");
 }
 
 /// SIGTERM stops an audit as the shells expect (exit 128 + 15), with the

@@ -32,6 +32,11 @@ fn quick_results(dir: &std::path::Path) -> std::path::PathBuf {
 }
 
 /// A quick run of the in-process probe into `dir`.
+/// The longest per-probe timeout: a run that measures spawn-window takes
+/// seconds idle and minutes at a load of 30, so a test that wants its results
+/// gives no probe timeout of its own (the test runner's is the bound).
+const NO_PROBE_TIMEOUT: [&str; 2] = ["--timeout", "3600"];
+
 fn quick_run(dir: &std::path::Path) -> std::process::Output {
     fdwindow()
         .args([
@@ -87,6 +92,12 @@ fn run_then_ask_for_verdicts() {
         "{note}"
     );
     assert!(!note.contains(','), "{note}");
+    // A folder without this platform's file: the user is told it is new.
+    assert!(
+        text.lines().any(|l| l.starts_with("wrote ")
+            && l.contains("a platform the folder had no file of (the matrix gains its column)")),
+        "{text}"
+    );
     let mut names: Vec<String> = fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
@@ -145,6 +156,63 @@ fn run_then_ask_for_verdicts() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
+
+    // A second run replaces its probe's report, and says "updated".
+    let out = quick_run(&dir);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.lines().any(|l| l.starts_with("updated ")), "{text}");
+}
+
+/// A run whose only probe failed measured nothing: it says so, exits 1 and
+/// leaves the folder as it was, never "wrote …".
+#[cfg(unix)]
+#[test]
+fn a_run_that_measured_nothing_says_so_and_writes_nothing() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = scratch("cli-nothing");
+    let dir = s.dir().join("results");
+    assert!(quick_run(&dir).status.success());
+    let before: Vec<(String, Vec<u8>)> = folder_contents(&dir);
+    let probes = s.dir().join("probes");
+    fs::create_dir(&probes).unwrap();
+    let failing = probes.join("probe-posix-lock-drop");
+    fs::write(&failing, "#!/bin/sh\necho broken >&2\nexit 3\n").unwrap();
+    fs::set_permissions(&failing, fs::Permissions::from_mode(0o755)).unwrap();
+    let out = fdwindow()
+        .args(["run", "--only", "posix-lock-drop", "--probes"])
+        .arg(&probes)
+        .arg("--results")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("wrote "), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("no probe reported: ") && l.contains(" unchanged in ")),
+        "{text}"
+    );
+    assert!(stderr(&out).contains("posix-lock-drop"), "{}", stderr(&out));
+    assert_eq!(folder_contents(&dir), before);
+}
+
+/// Every file of `dir` but the lock, by name, with its bytes.
+fn folder_contents(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<(String, Vec<u8>)> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_name() != fdwindow::results::LOCK_FILE)
+        .map(|e| {
+            (
+                e.file_name().into_string().unwrap(),
+                fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    files.sort();
+    files
 }
 
 #[test]
@@ -192,7 +260,9 @@ fn corrupt_and_future_results_are_refused_untouched_and_older_replaced_by_a_full
     // lock both accept it), where the partial runs above left it untouched.
     fs::write(&file, &older).unwrap();
     let out = fdwindow()
-        .args(["run", "--trials", "1", "--race-ms", "4", "--results"])
+        .args(["run", "--trials", "1", "--race-ms", "4"])
+        .args(NO_PROBE_TIMEOUT)
+        .arg("--results")
         .arg(&dir)
         .output()
         .unwrap();
@@ -380,8 +450,9 @@ fn spawn_window_chart_and_costs_reach_the_matrix() {
             "spawn-window",
             "--only",
             "posix-lock-drop",
-            "--results",
         ])
+        .args(NO_PROBE_TIMEOUT)
+        .arg("--results")
         .arg(&dir)
         .output()
         .unwrap();
@@ -474,17 +545,14 @@ fn spawn_window_chart_and_costs_reach_the_matrix() {
 #[test]
 fn verdict_per_window_and_check_on_the_committed_results() {
     let committed = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
-    // The committed Linux file measured on a real machine (not under TCG),
-    // named: "this machine's" file depends on the machine the test runs on.
-    let platform = fs::read_dir(&committed)
-        .unwrap()
-        .filter_map(|e| {
-            let name = e.unwrap().file_name().into_string().ok()?;
-            let id = name.strip_suffix(".json")?.to_owned();
-            (id.starts_with("linux-") && !id.ends_with("-tcg")).then_some(id)
-        })
-        .min()
-        .expect("a committed results file of a Linux machine");
+    // The committed Linux file the views quote: "this machine's" file would
+    // depend on the machine the test runs on.
+    let files = fdwindow::results::load_dir(&committed).unwrap();
+    let platform = fdwindow::evidence::query::quoted_file(&files, "linux")
+        .expect("a committed results file of a Linux machine")
+        .platform
+        .id
+        .clone();
     let out = fdwindow()
         .args([
             "verdict",
@@ -527,17 +595,7 @@ fn verdict_per_window_and_check_on_the_committed_results() {
             fs::copy(&p, dir.join(p.file_name().unwrap())).unwrap();
         }
     }
-    let file = fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| {
-            p.file_name()
-                .unwrap()
-                .to_str()
-                .unwrap()
-                .starts_with("linux-")
-        })
-        .unwrap();
+    let file = dir.join(format!("{platform}.json"));
     let mut results =
         fdwindow::report::ResultsFile::from_json(&fs::read_to_string(&file).unwrap()).unwrap();
     let arm = results

@@ -13,7 +13,7 @@ use fdwindow::verdict::{Outcome, Window};
 fn host() -> ResultsFile {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
     let mut files = fdwindow::results::load_dir(&dir).expect("committed results load");
-    common::fullest_linux(&mut files).clone()
+    common::quoted_linux(&mut files).clone()
 }
 
 /// The host's file as if measured on another kernel in a VM.

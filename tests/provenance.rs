@@ -155,7 +155,12 @@ fn bad_input_gets_one_line_and_exit_2() {
         ])
         .output()
         .unwrap();
-    one_line_error(&out, 2, "not a shared library");
+    let not_a_library = if cfg!(target_os = "macos") {
+        "is not a Mach-O dylib"
+    } else {
+        "is not an ELF shared library"
+    };
+    one_line_error(&out, 2, not_a_library);
 
     // A hidden file in the folder is no results file: run and summary skip it.
     let out = quick("posix-lock-drop", &dir, &tmp).output().unwrap();

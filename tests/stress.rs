@@ -452,3 +452,71 @@ fn a_cargo_command_pressures_only_its_test_binaries() {
         stderr(&out)
     );
 }
+
+/// `--injector` refuses what the loader could not preload before any run,
+/// naming what the file is and how to get the built-in injector; a PIE
+/// executable (`ET_DYN`, like a library) included. What `fdwindow preload`
+/// writes, the command the message names, passes.
+#[cfg(target_os = "linux")]
+#[test]
+fn an_injector_that_is_no_library_is_refused_naming_the_fix() {
+    let tmp = common::scratch("stress-injector");
+    for subcommand in [&["stress"][..], &["audit", "--format", "json"]] {
+        let out = fdwindow()
+            .env("TMPDIR", tmp.dir())
+            .args(subcommand)
+            .args(["--runs", "1", "--injector", "/usr/bin/true", "--"])
+            .args(["/bin/sh", "-c", "exit 0"])
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{subcommand:?}: {err}");
+        assert!(out.stdout.is_empty(), "{subcommand:?} ran: {err}");
+        assert!(
+            err.contains("is a position-independent executable")
+                || err.contains("is an executable"),
+            "{subcommand:?}: {err}"
+        );
+        assert!(err.contains("fdwindow preload inject --out"), "{err}");
+        assert!(
+            !err.contains("fdwindow-inject"),
+            "a package that does not exist: {err}"
+        );
+        assert!(err.lines().count() <= 2, "not a short error: {err}");
+    }
+    let library = tmp.dir().join("inject.so");
+    let out = fdwindow()
+        .args(["preload", "inject", "--out"])
+        .arg(&library)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = fdwindow()
+        .env("TMPDIR", tmp.dir())
+        .args(["stress", "--runs", "2", "--injector"])
+        .arg(&library)
+        .args(["--", "/bin/sh", "-c", "exit 0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["pressured_runs"], 2, "{summary}");
+    std::fs::remove_file(&library).unwrap();
+    common::assert_no_scratch_left(tmp.dir());
+}
+
+/// An empty program is bad input, said as such: not a bare "No such file
+/// or directory" from every run.
+#[test]
+fn an_empty_command_is_refused() {
+    for subcommand in ["stress", "audit"] {
+        let out = fdwindow()
+            .args([subcommand, "--runs", "1", "--", "", "x"])
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{subcommand}: {err}");
+        assert!(err.contains("the command is empty"), "{subcommand}: {err}");
+        assert!(!err.contains("No such file"), "{subcommand}: {err}");
+    }
+}

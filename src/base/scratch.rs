@@ -19,6 +19,7 @@
 //!    live run nor a reused pid fools the sweeper.
 
 use std::io;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -80,7 +81,7 @@ impl Scratch {
 
     /// Creates `<temp>/fdwindow-<label>-<pid>-<n>` locked and renamed into
     /// place as the module doc describes, after removing the folders of
-    /// `label` that dead runs left behind.
+    /// `label` that dead runs left behind. The folder is private (mode 0700).
     pub fn new_swept(label: &str) -> io::Result<Scratch> {
         Scratch::new_swept_in(&std::env::temp_dir(), label)
     }
@@ -97,7 +98,9 @@ impl Scratch {
             if dir.exists() {
                 continue;
             }
-            match std::fs::create_dir(&hidden) {
+            // Private from its creation (mkdir's mode, less the umask): a
+            // run's folder may hold a preload library its commands load.
+            match std::fs::DirBuilder::new().mode(0o700).create(&hidden) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                 Err(e) => {
@@ -228,6 +231,11 @@ mod tests {
             .into_owned();
         assert!(name.starts_with("fdwindow-t-"), "{name}");
         assert!(live.dir().join(LOCK).exists());
+        // Private: a run's folder may hold the library its commands preload.
+        let mode = std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(live.dir()).unwrap().permissions(),
+        );
+        assert_eq!(mode & 0o777, 0o700, "a swept folder is not private");
         // A live folder is never taken, whoever sweeps.
         assert_eq!(sweep(root.dir(), "t"), 0);
         assert!(live.dir().exists());

@@ -1001,8 +1001,9 @@ fn build(mut cmd: Command) -> Result<String, String> {
     use std::io::Read as _;
     use std::os::unix::process::CommandExt as _;
     let shown = format!("{cmd:?}");
-    // A closed stderr loses the line, never the build.
-    let _ = writeln!(std::io::stderr().lock(), "fdwindow: building: {shown}");
+    // Through the writer: a closed stderr ends the build below as Ctrl-C
+    // would (the wait sees `interrupted()`).
+    fdwindow::note!("fdwindow: building: {shown}");
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -28,6 +28,8 @@
 //!    exit status of its own ([`EXIT_EXPOSED`]).
 //!
 //! Progress goes to stderr; the summary, as JSON ([`STRESS_SCHEMA`]), to stdout.
+//! A closed stderr (`2>&1 | head -2`) stops the runs as Ctrl-C does: the
+//! summary of what ran, then exit 141 (see `fdwindow::base::out`).
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -35,8 +37,10 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use fdwindow::child::{GroupExit, wait_group};
+use fdwindow::note;
 use fdwindow::preload;
 use fdwindow::pressure::{self, ENV_VAR, Spec};
+use fdwindow::scratch::Scratch;
 use fdwindow::stats::{Count, fisher_less};
 
 use super::pressure_help::PRESSURE_KEYS;
@@ -426,6 +430,7 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
     if args.duration.is_some_and(|d| d.is_zero()) {
         return Err("--duration must be longer than 0".into());
     }
+    check_command(&args.command)?;
     let mut spec: Spec = args
         .pressure
         .as_deref()
@@ -442,18 +447,14 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
     // Ctrl-C and SIGTERM set a flag from here on, before the injector's file
     // exists: a signal that killed the process after the write would leave it.
     fdwindow::harness::catch_interrupts();
-    let injector = Injector::locate(args.injector.as_deref())?;
+    let folder = run_folder()?;
+    let injector = Injector::locate(args.injector.as_deref(), folder.dir())?;
     let (preload_var, injector) = (injector.var, injector);
     let controller = Controller::new().map_err(|e| format!("controller pipe: {e}"))?;
     // What the reader sees: the pressure without the controller's descriptor.
     let shown = spec.to_string();
     spec.controller = Some(controller.fd());
-    let report_path = |n: u64| {
-        std::env::temp_dir().join(format!(
-            "fdwindow-stress-{}-{n}.pressure",
-            std::process::id()
-        ))
-    };
+    let report_path = |n: u64| folder.dir().join(format!("{n}.pressure"));
     let preload = match std::env::var(preload_var) {
         Ok(old) if !old.is_empty() => format!("{}:{old}", injector.path().display()),
         _ => injector.path().display().to_string(),
@@ -503,7 +504,7 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
     let budget = args.duration;
     let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let (mut alone, mut pressured) = (Arm::default(), Arm::default());
-    eprintln!(
+    note!(
         "fdwindow stress: {} {} with pressure {shown}",
         total.map_or_else(
             || format!(
@@ -552,7 +553,7 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
             if let Some((stdout, stderr)) = &output {
                 if args.show_output {
                     for line in stdout.lines().chain(stderr.lines()) {
-                        eprintln!("[{label}] {line}");
+                        note!("[{label}] {line}");
                     }
                 }
                 if ended != Ended::Passed
@@ -568,7 +569,7 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
         }
         if !warned && runs_reached == 0 && pressured.count.trials > 0 {
             warned = true;
-            eprintln!(
+            note!(
                 "\nwarning: no pressured process reported back (no executable matched {:?}, \
                  or the loader ignored {preload_var}): nothing may be under pressure",
                 spec.exe_match.as_deref().unwrap_or("*")
@@ -582,23 +583,23 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
             pressured.count.hits
         );
         if tty {
-            eprint!("\r{status}   ");
+            fdwindow::base::out::stderr(&format!("\r{status}   "));
         } else if last_line.elapsed() >= Duration::from_secs(1)
             || total.is_some_and(|t| n % (t / 10).max(1) == 0)
         {
             // Not a terminal (a CI log): a line a second or every tenth.
-            eprintln!("{status}");
+            note!("{status}");
             last_line = Instant::now();
         }
     }
     if tty {
-        eprintln!();
+        note!();
     }
     let (processes, spawns) = (reach.processes, reach.spawns);
     let share = overlap.as_secs_f64() / pressured_time.as_secs_f64().max(1e-9);
-    eprintln!("{}", alone.line("alone"));
-    eprintln!("{}", pressured.line("pressure"));
-    eprintln!(
+    note!("{}", alone.line("alone"));
+    note!("{}", pressured.line("pressure"));
+    note!(
         "pressure ran in {processes} processes ({runs_reached} of {} runs) and spawned {spawns} children; \
          it overlapped {:.0}% of the pressured runs' time",
         pressured.count.trials,
@@ -622,13 +623,13 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
         verdict
     };
     if pressured_time > Duration::ZERO && share < OVERLAP_SHARE && !never_overlapped {
-        eprintln!(
+        note!(
             "warning: pressure overlapped under {:.0}% of the pressured runs' time: \
              short runs may have ended before pressure reached what they test",
             OVERLAP_SHARE * 100.0
         );
     }
-    eprintln!("{}", verdict_line(verdict, p, alone.count, pressured.count));
+    note!("{}", verdict_line(verdict, p, alone.count, pressured.count));
     let summary = serde_json::json!({
         "schema": STRESS_SCHEMA,
         "command": args.command,
@@ -651,11 +652,13 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
         "p": p,
         "p_max": EXPOSED_P,
     });
-    // The injector's private file goes before the output: `emit` ends the
-    // process at once when stdout fails (EPIPE, a full disk), which would
-    // skip the guard's drop and leave the library in the temp folder.
+    // The run's private folder, with the injector, goes before the output, the last thing
+    // done (a failed write only changes the exit status: see base::out).
     drop(injector);
-    crate::emit(&(serde_json::to_string_pretty(&summary).expect("plain JSON") + "\n"));
+    drop(folder);
+    fdwindow::base::out::stdout(
+        &(serde_json::to_string_pretty(&summary).expect("plain JSON") + "\n"),
+    );
     if interrupted {
         // EXIT_INTERRUPTED_BASE plus the signal that arrived first.
         return Ok(fdwindow::base::interrupts::exit_code());
@@ -667,7 +670,7 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
     Ok(ExitCode::from(match verdict {
         Verdict::Unpressured => {
             // The "pressure" arm ran without pressure: its k/N compares nothing.
-            eprintln!(
+            note!(
                 "error: no pressured process reported back; the pressure arm was not under pressure"
             );
             EXIT_UNPRESSURED
@@ -677,87 +680,76 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
     }))
 }
 
-/// Fails unless `path` is a shared library the loader could preload: an ELF
-/// shared object (`e_type` `ET_DYN`) or a Mach-O dylib (`MH_DYLIB`, or a
-/// universal file). Anything else would run every command unpressured.
-///
-/// # References
-/// - <https://man7.org/linux/man-pages/man5/elf.5.html>
-/// - <https://github.com/apple-oss-distributions/xnu/blob/main/EXTERNAL_HEADERS/mach-o/loader.h>
+/// Fails unless `path` is a shared library the loader could preload
+/// ([`preload::check_preloadable`]): anything else (a PIE executable such as
+/// `/bin/true` is `ET_DYN` like a library) would fail or run unpressured
+/// every command. Read, never loaded.
 fn check_library(path: &Path) -> Result<(), String> {
-    use std::io::Read;
-    let mut head = [0u8; 20];
-    let read = std::fs::File::open(path)
-        .and_then(|mut f| f.read(&mut head))
-        .map_err(|e| format!("injector {}: {e}", path.display()))?;
-    let head = &head[..read];
-    let is_library = match head {
-        // ELF: e_type at 16, in the byte order EI_DATA (byte 5) names.
-        [0x7f, b'E', b'L', b'F', _, data, ..] if head.len() >= 18 => {
-            let t = [head[16], head[17]];
-            let e_type = if *data == 2 {
-                u16::from_be_bytes(t)
-            } else {
-                u16::from_le_bytes(t)
-            };
-            e_type == 3
-        }
-        // 64-bit Mach-O, little-endian: filetype at 12.
-        [0xcf, 0xfa, 0xed, 0xfe, ..] if head.len() >= 16 => {
-            u32::from_le_bytes([head[12], head[13], head[14], head[15]]) == 6
-        }
-        // A universal (fat) file: slices of several architectures.
-        [0xca, 0xfe, 0xba, 0xbe, ..] => true,
-        _ => false,
-    };
-    if is_library {
-        Ok(())
-    } else {
-        Err(format!(
-            "injector {} is not a shared library; build it with `cargo build --release -p fdwindow-inject`",
-            path.display()
-        ))
+    preload::check_preloadable(path).map_err(|e| {
+        format!(
+            "injector {} {e}; give a shared library, or leave out --injector for the one built \
+             into fdwindow (`fdwindow preload {} --out FILE` writes it)",
+            path.display(),
+            preload::Library::INJECT.name()
+        )
+    })
+}
+
+/// Fails unless the command names a program: an empty one would fail every
+/// run with a bare "No such file or directory".
+pub(crate) fn check_command(command: &[String]) -> Result<(), String> {
+    match command.first() {
+        Some(program) if !program.is_empty() => Ok(()),
+        _ => Err("the command is empty: name the program to run after --".into()),
     }
 }
 
+/// A run's private folder, `<temp>/fdwindow-preload-<pid>-<n>` (mode 0700):
+/// the built-in injector and the injector's per-run reports live in it, and
+/// it goes when the run ends. It is swept ([`Scratch::new_swept`]): a stress
+/// or audit killed by SIGKILL leaves it behind only until the next one
+/// starts, which first removes every such folder of a dead run (its lock is
+/// free) and never a live run's (its lock is held). The name keeps the
+/// `fdwindow-preload-` of [`preload::Library::write`]'s folders, which a
+/// preloaded process may look for in its mappings to tell it is pressured;
+/// those folders (`fdwindow-preload-XXXXXX`) are not of this scheme and are
+/// never swept.
+pub(crate) fn run_folder() -> Result<Scratch, String> {
+    let temp = std::env::temp_dir();
+    Scratch::new_swept_in(&temp, "preload")
+        .map_err(|e| format!("a private folder for the run in {}: {e}", temp.display()))
+}
+
 /// The injector a run preloads: the file given by `--injector`, or the one
-/// built into fdwindow, written to a private file removed when this drops.
+/// built into fdwindow, written to the run's private folder.
 pub(crate) struct Injector {
     /// The loader's preload variable.
     pub(crate) var: &'static str,
     path: PathBuf,
-    _written: Option<fdwindow::preload::Written>,
 }
 
 impl Injector {
-    /// `given`, else the built-in injector; `Err` says why neither works.
-    pub(crate) fn locate(given: Option<&Path>) -> Result<Injector, String> {
+    /// `given`, else the built-in injector written into `folder` (which
+    /// removes it: [`run_folder`]); `Err` says why neither works.
+    pub(crate) fn locate(given: Option<&Path>, folder: &Path) -> Result<Injector, String> {
         let Some(var) = preload::variable() else {
             return Err("unsupported: this OS has no preload mechanism fdwindow knows".into());
         };
-        match given {
-            Some(p) => Ok(Injector {
-                var,
-                path: {
-                    let path = std::fs::canonicalize(p)
-                        .map_err(|e| format!("--injector {}: {e}", p.display()))?;
-                    check_library(&path)?;
-                    path
-                },
-                _written: None,
-            }),
-            None => {
-                let written = pressure::injector().map_err(|e| match e.kind() {
+        let path = match given {
+            Some(p) => {
+                let path = std::fs::canonicalize(p)
+                    .map_err(|e| format!("--injector {}: {e}", p.display()))?;
+                check_library(&path)?;
+                path
+            }
+            None => preload::Library::INJECT
+                .write_in(folder)
+                .map_err(|e| match e.kind() {
                     std::io::ErrorKind::Unsupported => format!("unsupported: {e}"),
                     _ => format!("cannot write the injector: {e}"),
-                })?;
-                Ok(Injector {
-                    var,
-                    path: written.path().to_owned(),
-                    _written: Some(written),
-                })
-            }
-        }
+                })?,
+        };
+        Ok(Injector { var, path })
     }
 
     /// The library's path.
@@ -789,7 +781,7 @@ fn steps(command: &[String]) -> Result<Vec<Step>, String> {
     let mut steps = Vec::new();
     let found = crate::cli::discover::discover(command)?;
     for w in &found.warnings {
-        eprintln!("warning: {w}");
+        note!("warning: {w}");
     }
     for bin in found.binaries {
         steps.extend(bin.runs().into_iter().map(|(args, _)| Step {
@@ -799,7 +791,7 @@ fn steps(command: &[String]) -> Result<Vec<Step>, String> {
             env: bin.env.clone(),
         }));
     }
-    eprintln!(
+    note!(
         "fdwindow stress: each run runs {} test process{}",
         steps.len(),
         if steps.len() == 1 { "" } else { "es" }
@@ -888,7 +880,7 @@ fn keep(dir: &Path, label: &str, ended: Ended, stdout: &str, stderr: &str) {
     let path = dir.join(format!("{name}.log"));
     let text = format!("# {label}: {ended:?}\n## stdout\n{stdout}\n## stderr\n{stderr}");
     if let Err(e) = fdwindow::results::write_atomic(&path, text.as_bytes()) {
-        eprintln!("warning: --keep-failures: {}: {e}", path.display());
+        note!("warning: --keep-failures: {}: {e}", path.display());
     }
 }
 

@@ -29,9 +29,10 @@ pub struct AuditBench {
 }
 
 impl AuditBench {
-    /// Parses a document; refuses another schema.
+    /// Parses a document strictly (no repeated key: the whole document is
+    /// kept, so nothing else can be lost); refuses another schema.
     pub fn from_json(text: &str) -> Result<AuditBench, String> {
-        let doc: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let doc = crate::evidence::strict_json::parse(text)?;
         let schema = doc["schema"].as_u64();
         if schema != Some(AUDIT_BENCH_SCHEMA) {
             return Err(format!(

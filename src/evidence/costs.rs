@@ -431,11 +431,11 @@ impl CostsFile {
 
     /// Parses and checks a costs document.
     pub fn from_json(text: &str) -> Result<CostsFile, String> {
-        let head: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+        use crate::evidence::strict_json;
+        // Strictly: a bench merges into this file and rewrites it.
+        let head = strict_json::parse(text)?;
         crate::results::check_schema(&head, COSTS_SCHEMA, "costs", "make bench-quick")?;
-        let file: CostsFile =
-            serde_json::from_value(head).map_err(|e| format!("bad costs: {e}"))?;
+        let file: CostsFile = strict_json::typed(&head, "bad costs")?;
         let time = |t: f64| t.is_finite() && t >= 0.0;
         if let Some((id, c)) = file
             .benches

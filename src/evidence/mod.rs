@@ -5,9 +5,11 @@
 //! files, the merge, the folder lock), the benches' costs ([`costs`]), the
 //! fork-pressure and timing measurements ([`pressure_file`], [`timing`]),
 //! the claims encoded from measurements ([`knowledge`]) and from cited
-//! sources ([`reported`]). Gives out answers, each worded once: the verdict
-//! of an arm in a window, its counts as text, one word for an arm over its
-//! windows ([`query`]). The [`views`](crate::views) lay those answers out.
+//! sources ([`reported`]), each file read strictly ([`strict_json`]: no
+//! repeated key, nothing a rewrite would drop). Gives out answers, each
+//! worded once: the verdict of an arm in a window, its counts as text, one
+//! word for an arm over its windows ([`query`]). The
+//! [`views`](crate::views) lay those answers out.
 
 pub mod audit_bench;
 pub mod costs;
@@ -16,4 +18,5 @@ pub mod pressure_file;
 pub mod query;
 pub mod reported;
 pub mod results;
+pub mod strict_json;
 pub mod timing;

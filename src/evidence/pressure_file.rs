@@ -72,11 +72,10 @@ pub struct RateRow {
 impl PressureFile {
     /// Parses and checks a pressure document.
     pub fn from_json(text: &str) -> Result<PressureFile, String> {
-        let head: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+        use crate::evidence::strict_json;
+        let head = strict_json::parse(text)?;
         crate::results::check_schema(&head, PRESSURE_SCHEMA, "pressure", "make pressure")?;
-        let file: PressureFile =
-            serde_json::from_value(head).map_err(|e| format!("bad pressure file: {e}"))?;
+        let file: PressureFile = strict_json::typed(&head, "bad pressure file")?;
         if let Some(c) = file
             .stress
             .iter()

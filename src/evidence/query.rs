@@ -3,7 +3,8 @@
 //! [`find_arm`]), its counts as text ([`count_text`], [`cell_line`],
 //! [`cell_detail`], [`cell_text`]), one word for an arm over its windows
 //! ([`combined_verdict`]), and whether the results hold a spawn-window sweep
-//! ([`has_spawn_window`], [`spawn_window_tables`]).
+//! ([`has_spawn_window`], [`spawn_window_tables`]), and which results file a
+//! view quotes for an OS ([`quoted_file`]).
 //!
 //! Views render these answers and never ask each other: the matrix, advice,
 //! the README's sections and the CLI's `verdict` and `summary` print the same
@@ -206,6 +207,27 @@ pub fn spawn_window_tables(f: &ResultsFile) -> Vec<&Table> {
             .filter(|t| (t.id == TABLE_BY_RSS || t.id == TABLE_BY_FDS) && t.problem.is_none())
             .collect()
     })
+}
+
+/// The results file a view or test quotes for `os` ("this Linux machine" in
+/// the README): one measured on a real machine (a TCG guest's race cells time
+/// QEMU, and no claim uses them), the one that measured the most cells (a
+/// thorough run measures more than a default one), then the one measured
+/// last, then the smallest id. The choice depends only on the files, never
+/// on the machine that renders them or on how their names sort, so a default
+/// run of a new host build beside the committed thorough run changes nothing.
+/// A view that quotes it names its platform.
+pub fn quoted_file<'a>(files: &'a [ResultsFile], os: &str) -> Option<&'a ResultsFile> {
+    let cells = |f: &ResultsFile| f.probes.values().map(|r| r.arms.len()).sum::<usize>();
+    let last = |f: &ResultsFile| f.probes.values().map(|r| r.started_at.clone()).max();
+    files
+        .iter()
+        .filter(|f| f.platform.os == os && !f.platform.emulated())
+        .max_by(|a, b| {
+            (cells(a), last(a))
+                .cmp(&(cells(b), last(b)))
+                .then(b.platform.id.cmp(&a.platform.id))
+        })
 }
 
 #[cfg(test)]

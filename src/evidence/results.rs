@@ -56,7 +56,52 @@ pub fn check_schema(
 
 /// Loads one results file; `Ok(None)` when it does not exist.
 pub fn load(path: &Path) -> Result<Option<ResultsFile>, BadResults> {
-    load_with(path, ResultsFile::from_json)
+    load_with(path, parse)
+}
+
+/// Parses and checks a results document as every reader of the folder
+/// must, since each may rewrite or merge from what it read: strictly (no
+/// repeated key, nothing a rewrite would drop: [`strict_json`]), valid
+/// ([`ResultsFile::from_json`]: each report under its own hazard), and every
+/// report run on the file's own platform. A file with another platform's
+/// report is refused rather than mended: which file the report belongs in,
+/// and whether it is newer than the one there, is for a person to decide.
+///
+/// [`strict_json`]: crate::evidence::strict_json
+pub fn parse(text: &str) -> Result<ResultsFile, String> {
+    use crate::evidence::strict_json;
+    let doc = strict_json::parse(text)?;
+    let file = ResultsFile::from_json(text)?;
+    strict_json::kept(&doc, &file)?;
+    if let Some((hazard, r)) = file
+        .probes
+        .iter()
+        .find(|(_, r)| r.platform.id != file.platform.id)
+    {
+        return Err(format!(
+            "the {hazard} report ran on platform {}, not on this file's {}",
+            r.platform.id, file.platform.id
+        ));
+    }
+    Ok(file)
+}
+
+/// Fails unless `dir` is a folder (one that is not there yet passes when
+/// `missing_ok`: a writer creates it). A read command passes `false`: there a
+/// missing folder is a mistyped path, not an empty results folder.
+pub fn check_folder(dir: &Path, missing_ok: bool) -> Result<(), String> {
+    match fs::metadata(dir) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(format!(
+            "results folder {} is not a directory",
+            dir.display()
+        )),
+        Err(e) if e.kind() == io::ErrorKind::NotFound && missing_ok => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            Err(format!("results folder {} does not exist", dir.display()))
+        }
+        Err(e) => Err(format!("results folder {}: {e}", dir.display())),
+    }
 }
 
 /// Reads and parses one JSON document with `parse`; `Ok(None)` when the file
@@ -201,7 +246,7 @@ pub fn load_dir(dir: &Path) -> Result<Vec<ResultsFile>, BadResults> {
     load_kind(
         dir,
         |p| p.extension().is_some_and(|x| x == "json") && !is_other_kind(p),
-        ResultsFile::from_json,
+        parse,
         |f| &f.platform.id,
         ("", "platform"),
     )
@@ -275,10 +320,31 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
     result.map_err(|e| io::Error::new(e.kind(), format!("write {}: {e}", path.display())))
 }
 
-/// Fails early, before any probe runs, if `dir` cannot take a results file.
+/// Fails early, before any probe runs, if `dir` cannot take a results file
+/// or its lock file ([`FolderLock`]) cannot be opened: a folder of that
+/// name, say.
 pub fn check_writable(dir: &Path) -> io::Result<()> {
+    if fs::metadata(dir).is_ok_and(|m| !m.is_dir()) {
+        return Err(io::Error::new(
+            io::ErrorKind::NotADirectory,
+            format!("{} is not a directory", dir.display()),
+        ));
+    }
     fs::create_dir_all(dir)
         .map_err(|e| io::Error::new(e.kind(), format!("create {}: {e}", dir.display())))?;
+    // Opened as the lock will be (not created: a refusal after this check
+    // leaves the folder as it was), not locked: a writer holding the lock
+    // now is no failure.
+    let lock = dir.join(LOCK_FILE);
+    match fs::OpenOptions::new().write(true).open(&lock) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => {
+            return Err(io::Error::new(
+                e.kind(),
+                format!("open {}: {e}", lock.display()),
+            ));
+        }
+        _ => {}
+    }
     // A name of this process's own, so concurrent checks never remove each
     // other's file.
     let probe = dir.join(format!(".fdwindow-write-check-{}", std::process::id()));

@@ -124,13 +124,16 @@ impl Spread {
 impl TimingFile {
     /// Parses and validates a timing document.
     pub fn from_json(text: &str) -> Result<TimingFile, String> {
-        let file: TimingFile = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        use crate::evidence::strict_json;
+        let doc = strict_json::parse(text)?;
+        let file: TimingFile = serde_json::from_value(doc.clone()).map_err(|e| e.to_string())?;
         if file.schema != TIMING_SCHEMA {
             return Err(format!(
                 "timing schema {} is not {TIMING_SCHEMA}: regenerate it with `make timing`",
                 file.schema
             ));
         }
+        strict_json::kept(&doc, &file)?;
         Ok(file)
     }
 

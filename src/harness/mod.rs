@@ -33,12 +33,13 @@
 
 pub mod parked;
 
-use std::io::{self, Write};
+use std::io;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
 
+use crate::base::out;
 use crate::child::{HeldChild, InheritingChild, SpawnRace};
 use crate::platform::Platform;
 use crate::report::{ArmReport, LeftOut, ProbeReport, SCHEMA_VERSION, Table, utc_now};
@@ -432,13 +433,38 @@ fn sham_of(probe: &Probe, arm: &Arm, window: Window) -> Option<&'static str> {
         .map(|a| a.id)
 }
 
+/// The variable through which `fdwindow run` gives each probe its own pid:
+/// the probe ends, with every child in its process group, when that runner
+/// dies ([`crate::sys::exit_with_parent`]; on Linux the runner's
+/// parent-death signal does it, and this variable is not needed).
+pub const PARENT_ENV: &str = "FDWINDOW_RUNNER_PID";
+
+/// Watches the runner that [`PARENT_ENV`] names, when it is this process's
+/// parent (a child that inherited the variable has another parent).
+fn follow_runner() {
+    let Some(runner) = std::env::var(PARENT_ENV)
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+    else {
+        return;
+    };
+    // Where the watch cannot be set up, the probe runs as before: the
+    // runner's timeout ends it while the runner lives.
+    let _ = crate::sys::exit_with_parent(runner);
+}
+
 /// A probe binary's `main`: parses the command line, runs the probe, prints
-/// the report. Exit status 2 on bad input, 130 when interrupted.
+/// the report. Exit status 2 on bad input, 130 when interrupted, 141 when
+/// stdout or stderr was closed by its reader, 1 after another failed write
+/// (every line goes through [`crate::base::out`]).
 pub fn main(probe: &Probe) -> ExitCode {
-    let args = ProbeArgs::parse();
+    let args = match out::parse_args::<ProbeArgs>() {
+        Ok(args) => args,
+        Err(status) => return status,
+    };
     if let Err(e) = check(probe) {
-        eprintln!("error: bad probe declaration: {e}");
-        return ExitCode::FAILURE;
+        out::note!("error: bad probe declaration: {e}");
+        return out::status(ExitCode::FAILURE);
     }
     if let Some(unknown) = args
         .arms
@@ -446,12 +472,12 @@ pub fn main(probe: &Probe) -> ExitCode {
         .find(|a| !probe.arms.iter().any(|arm| arm.id == *a))
     {
         let known: Vec<_> = probe.arms.iter().map(|a| a.id).collect();
-        eprintln!(
+        out::note!(
             "error: {} has no arm {unknown:?}; its arms: {}",
             probe.hazard,
             known.join(", ")
         );
-        return ExitCode::from(2);
+        return out::status(ExitCode::from(2));
     }
     let settings = Settings {
         trials: args.trials.unwrap_or(probe.trials),
@@ -462,32 +488,31 @@ pub fn main(probe: &Probe) -> ExitCode {
             .map(|ms| Instant::now() + Duration::from_millis(ms)),
     };
     catch_interrupts();
-    match run(probe, settings, &args.arms) {
-        Ok(report) => {
-            let mut out = io::stdout().lock();
-            let written = serde_json::to_writer_pretty(&mut out, &report)
-                .map_err(io::Error::from)
-                .and_then(|()| writeln!(out));
-            match written {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("error: writing the report: {e}");
-                    ExitCode::FAILURE
-                }
+    follow_runner();
+    let status = match run(probe, settings, &args.arms) {
+        Ok(report) => match serde_json::to_string_pretty(&report) {
+            Ok(json) => {
+                out::stdout(&(json + "\n"));
+                ExitCode::SUCCESS
             }
-        }
+            Err(e) => {
+                out::note!("error: writing the report: {e}");
+                ExitCode::FAILURE
+            }
+        },
         Err(RunError::Interrupted) => {
-            eprintln!(
+            out::note!(
                 "{}: interrupted; children reaped, scratch removed",
                 probe.hazard
             );
             crate::base::interrupts::exit_code()
         }
         Err(RunError::Setup(e)) => {
-            eprintln!("error: {}: {e}", probe.hazard);
+            out::note!("error: {}: {e}", probe.hazard);
             ExitCode::FAILURE
         }
-    }
+    };
+    out::status(status)
 }
 
 /// Why a whole probe run stopped.

@@ -552,7 +552,7 @@ pub fn preload_self() {
         return;
     }
     if let Err(e) = reexec_with_library() {
-        eprintln!("note: parked-call arms will be unsupported: {e}");
+        crate::base::out::note!("note: parked-call arms will be unsupported: {e}");
     }
 }
 

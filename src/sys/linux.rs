@@ -556,6 +556,14 @@ pub(crate) fn die_with_parent(cmd: &mut std::process::Command) {
     );
 }
 
+/// Nothing to set up in the child: on Linux its parent's
+/// [`die_with_parent`] set `PR_SET_PDEATHSIG` before exec, which exec keeps
+/// (prctl(2): cleared only for a set-user-ID or capability-raising binary),
+/// and the kernel delivers it when that thread dies, SIGKILL included.
+pub(crate) fn exit_with_parent(_parent: u32) -> io::Result<()> {
+    Ok(())
+}
+
 /// Linux's own code for a child between fork and exec
 /// ([`crate::child_hook`]): each variant names its async-signal-safe calls.
 #[derive(Debug)]

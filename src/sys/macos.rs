@@ -623,8 +623,98 @@ pub(crate) fn spawn_cloexec_default_flag() -> std::io::Result<libc::c_short> {
 }
 
 /// No parent-death signal here: a VM of a killed `fdwindow vm` is left to its
-/// process group's fate (it is killed on every path `fdwindow` survives).
+/// process group's fate (it is killed on every path `fdwindow` survives). A
+/// child that is one of fdwindow's own probes watches its parent itself
+/// ([`exit_with_parent`]).
 pub(crate) fn die_with_parent(_cmd: &mut std::process::Command) {}
+
+/// Kills this process's group (this process and every child it started,
+/// when it leads its group; else this process alone) once process `parent`
+/// exits, the stand-in for Linux's parent-death signal, which xnu lacks.
+///
+/// A kqueue watch, `EVFILT_PROC` with `NOTE_EXIT` on `parent`, registered
+/// here and waited on by a thread of its own. The order closes the gaps:
+/// 1. Unless `parent` is this process's parent, nothing is watched: a child
+///    that inherited the caller's variable has another parent. A parent
+///    already gone has left this process to launchd (pid 1): the group is
+///    killed at once.
+/// 2. The watch is registered; `ESRCH` means the parent exited meanwhile.
+/// 3. The parent is checked again: one that exited between 1 and 2 left
+///    this process reparented, and its exit event may never come.
+/// 4. The thread blocks in `kevent(2)` until the exit event, then kills.
+///
+/// # References
+/// - <https://developer.apple.com/library/archive/documentation/System/Conceptual/ManPages_iPhoneOS/man2/kqueue.2.html>
+///   (`EVFILT_PROC`, `NOTE_EXIT`: "The process has exited")
+pub(crate) fn exit_with_parent(parent: u32) -> io::Result<()> {
+    use rustix::event::kqueue::{Event, EventFilter, EventFlags, ProcessEvents, kevent, kqueue};
+    use rustix::process::{Pid, getppid};
+    let Some(parent) = i32::try_from(parent).ok().and_then(Pid::from_raw) else {
+        return Ok(());
+    };
+    match getppid() {
+        Some(p) if p == parent => {}
+        Some(p) if p == Pid::INIT => kill_own_group(),
+        _ => return Ok(()),
+    }
+    let queue = kqueue()?;
+    let watch = Event::new(
+        EventFilter::Proc {
+            pid: parent,
+            flags: ProcessEvents::EXIT,
+        },
+        EventFlags::ADD | EventFlags::ONESHOT,
+        std::ptr::null_mut(),
+    );
+    let mut none: [Event; 0] = [];
+    // SAFETY: the event names a process, not a descriptor, so there is no
+    // descriptor whose lifetime the kqueue could outlast.
+    match unsafe { kevent(&queue, &[watch], &mut none, None) } {
+        Ok(_) => {}
+        Err(rustix::io::Errno::SRCH) => kill_own_group(),
+        Err(e) => return Err(e.into()),
+    }
+    if getppid() != Some(parent) {
+        kill_own_group();
+    }
+    std::thread::Builder::new()
+        .name("fdwindow-parent".into())
+        .spawn(move || {
+            let mut events: Vec<Event> = Vec::with_capacity(1);
+            loop {
+                // SAFETY: as above, only the process watch is registered.
+                let waited = unsafe {
+                    kevent(
+                        &queue,
+                        &[],
+                        rustix::buffer::spare_capacity(&mut events),
+                        None,
+                    )
+                };
+                match waited {
+                    Ok(n) if n > 0 => kill_own_group(),
+                    Ok(_) | Err(rustix::io::Errno::INTR) => continue,
+                    // The watch is lost; the runner's timeout still applies
+                    // while the runner lives.
+                    Err(_) => return,
+                }
+            }
+        })?;
+    Ok(())
+}
+
+/// SIGKILL to this process's group when it leads one (its children die with
+/// it), else to this process alone: never to a group it merely joined.
+fn kill_own_group() -> ! {
+    use rustix::process::{Signal, getpgrp, getpid, kill_current_process_group, kill_process};
+    if getpgrp() == getpid() {
+        let _ = kill_current_process_group(Signal::KILL);
+    }
+    let _ = kill_process(getpid(), Signal::KILL);
+    // SIGKILL cannot be caught or blocked; should it somehow not have ended
+    // the process, end it without running anything more.
+    std::process::abort()
+}
 
 /// No code of this OS's own runs between fork and exec here.
 #[derive(Debug)]

@@ -155,6 +155,12 @@ pub(crate) fn spawn_cloexec_default_flag() -> std::io::Result<libc::c_short> {
 /// process group's fate (it is killed on every path `fdwindow` survives).
 pub(crate) fn die_with_parent(_cmd: &mut std::process::Command) {}
 
+/// No portable parent-death watch here: a probe of a killed runner is left
+/// to run to its end.
+pub(crate) fn exit_with_parent(_parent: u32) -> io::Result<()> {
+    Ok(())
+}
+
 /// No code of this OS's own runs between fork and exec here.
 #[derive(Debug)]
 pub(crate) enum ChildHook {}

@@ -53,25 +53,11 @@ impl Inputs {
         })
     }
 
-    /// The Linux platform the README describes: the one with the most
-    /// probes, then the one measured last, so the choice never depends on
-    /// the machine that renders it.
+    /// The Linux results file the README quotes
+    /// ([`quoted_file`](crate::evidence::query::quoted_file)); each section that
+    /// quotes it names its platform.
     fn linux(&self) -> Option<&ResultsFile> {
-        let last = |f: &ResultsFile| {
-            f.probes
-                .values()
-                .map(|r| r.started_at.clone())
-                .max()
-                .unwrap_or_default()
-        };
-        self.files
-            .iter()
-            .filter(|f| f.platform.os == "linux")
-            .max_by(|a, b| {
-                (a.probes.len(), last(a))
-                    .cmp(&(b.probes.len(), last(b)))
-                    .then(b.platform.id.cmp(&a.platform.id))
-            })
+        crate::evidence::query::quoted_file(&self.files, "linux")
     }
 }
 
@@ -475,8 +461,9 @@ fn verdict_example(inputs: &Inputs) -> String {
         if let Some(line) = verdict_line(f, hazard, arm, window) {
             let _ = writeln!(
                 out,
-                "$ fdwindow verdict {hazard} {arm} --window {}\n{line}",
-                window.id()
+                "$ fdwindow verdict {hazard} {arm} --window {} --platform {}\n{line}",
+                window.id(),
+                f.platform.id
             );
         }
     }

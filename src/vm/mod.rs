@@ -23,7 +23,6 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::platform::Platform;
-use crate::report::ResultsFile;
 use crate::results;
 use crate::scratch::Scratch;
 pub use qemu::Accel;
@@ -149,7 +148,7 @@ pub fn run(
     let (initrd, built) = spec
         .cached(&opts.cache_dir, scratch.dir())
         .map_err(VmError::Failed)?;
-    eprintln!(
+    crate::base::out::note!(
         "fdwindow: initramfs {} ({})",
         initrd.display(),
         if built { "built now" } else { "cached" }
@@ -213,7 +212,7 @@ pub fn run(
             cpus: CPUS,
             progress: true,
         };
-        eprintln!(
+        crate::base::out::note!(
             "fdwindow: booting {} under {} (at most {} s) …",
             kernel.release,
             accel.id(),
@@ -306,7 +305,7 @@ fn process_exists(pid: libc::pid_t) -> bool {
 fn config_gaps(kernel: &deb::Kernel) -> Option<Vec<String>> {
     let Some(config) = kernel.config.as_ref() else {
         // Ubuntu ships boot/config-* in linux-modules-*, not linux-image-*.
-        eprintln!(
+        crate::base::out::note!(
             "fdwindow: no config for {} beside it or in its package: not checked; booting it anyway",
             kernel.release
         );
@@ -321,7 +320,7 @@ fn config_gaps(kernel: &deb::Kernel) -> Option<Vec<String>> {
 /// TCG, said in one line.
 fn pick_accel(kernel: &Path, initrd: &Path, scratch: &Path) -> Accel {
     if !qemu::kvm_openable() {
-        eprintln!(
+        crate::base::out::note!(
             "fdwindow: /dev/kvm cannot be opened here; using TCG (emulated: timed arms measure the emulator)"
         );
         return Accel::Tcg;
@@ -339,7 +338,7 @@ fn pick_accel(kernel: &Path, initrd: &Path, scratch: &Path) -> Accel {
     let started = Instant::now();
     let why = match qemu::run(&smoke, scratch) {
         Ok(qemu::Outcome::Delivered { frame, .. }) if frame.status == 0 => {
-            eprintln!(
+            crate::base::out::note!(
                 "fdwindow: KVM smoke boot sent its frame in {:.1} s; using KVM",
                 started.elapsed().as_secs_f64()
             );
@@ -359,7 +358,7 @@ fn pick_accel(kernel: &Path, initrd: &Path, scratch: &Path) -> Accel {
         Ok(qemu::Outcome::Interrupted) => "interrupted".into(),
         Err(e) => e.to_string(),
     };
-    eprintln!(
+    crate::base::out::note!(
         "fdwindow: KVM smoke boot failed ({why}); using TCG (emulated: timed arms measure the emulator)"
     );
     Accel::Tcg
@@ -375,7 +374,7 @@ fn merge_frame(
     console_tail: Vec<String>,
 ) -> Result<(Option<PathBuf>, Option<Broken>), VmError> {
     let text = String::from_utf8_lossy(&frame.payload);
-    let file = match ResultsFile::from_json(&text) {
+    let file = match crate::results::parse(&text) {
         Ok(f) => f,
         Err(why) => {
             return Ok((
@@ -406,7 +405,7 @@ fn merge_frame(
     // A package's file name gives its release; an image's name may not.
     if release.starts_with(|c: char| c.is_ascii_digit()) && file.platform.kernel_release != release
     {
-        eprintln!(
+        crate::base::out::note!(
             "fdwindow: note: the guest runs {}, the file name said {release}",
             file.platform.kernel_release
         );

@@ -187,7 +187,7 @@ pub fn run(boot: &Boot, scratch: &Path) -> std::io::Result<Outcome> {
                     c.up = Some(started.elapsed());
                 }
                 if progress && line.starts_with("fdwindow: ") {
-                    eprintln!("  guest {line}");
+                    crate::base::out::note!("  guest {line}");
                 }
                 c.push(line);
             }

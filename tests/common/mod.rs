@@ -59,20 +59,17 @@ pub fn closed_pipe() -> std::io::PipeWriter {
     writer
 }
 
-/// The Linux results file, not emulated (a TCG guest's race cells are, and
-/// no claim uses them), that measured the most cells: the template
-/// tests modify. A clone may hold a fresh `make probe-linux` run beside the
-/// committed files, and a default run measures fewer cells than a thorough
-/// one, so "the first Linux file" would depend on which files a clone holds.
-pub fn fullest_linux(files: &mut [ResultsFile]) -> &mut ResultsFile {
-    files
-        .iter_mut()
-        .filter(|f| f.platform.os == "linux" && !f.platform.emulated())
-        .max_by_key(|f| {
-            let cells: usize = f.probes.values().map(|p| p.arms.len()).sum();
-            (cells, f.platform.id.clone())
-        })
-        .expect("a Linux results file")
+/// The Linux results file the views quote ([`fdwindow::evidence::query::quoted_file`]):
+/// the template tests modify. A clone may hold a fresh run beside the
+/// committed files (a new host build whose id sorts first, a default run
+/// with fewer cells), and the rule picks the same file whatever it holds.
+pub fn quoted_linux(files: &mut [ResultsFile]) -> &mut ResultsFile {
+    let id = fdwindow::evidence::query::quoted_file(files, "linux")
+        .expect("a Linux results file measured on a real machine")
+        .platform
+        .id
+        .clone();
+    files.iter_mut().find(|f| f.platform.id == id).unwrap()
 }
 
 /// stderr as text.

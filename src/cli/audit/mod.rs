@@ -19,7 +19,8 @@
 //!
 //! Progress goes to stderr ([`progress`]), the report (md, json or junit) to
 //! stdout. Exit statuses: [`exit`], 2 for bad input or nothing audited, and
-//! 128 + N when signal N stopped it.
+//! 128 + N when signal N stopped it (141 when stderr or stdout was closed by
+//! its reader: the audit winds down as on Ctrl-C, see `fdwindow::base::out`).
 
 mod diagnose;
 mod progress;
@@ -637,6 +638,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
     if let Some(AuditCommand::Merge(m)) = &args.merge {
         return merge(m);
     }
+    crate::stress::check_command(&args.command)?;
     let mut spec: Spec = format!("{PRESSURE},{}", args.pressure)
         .parse()
         .map_err(|e| format!("--pressure: {e}"))?;
@@ -671,7 +673,10 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
     let controller =
         crate::stress::Controller::new().map_err(|e| format!("controller pipe: {e}"))?;
     spec.controller = Some(controller.fd());
-    let injector = crate::stress::Injector::locate(args.injector.as_deref())?;
+    // The injector and its per-run reports, in a folder that the next
+    // stress or audit removes should this one be killed.
+    let folder = crate::stress::run_folder()?;
+    let injector = crate::stress::Injector::locate(args.injector.as_deref(), folder.dir())?;
     let preload_var = injector.var;
     if let Some(dir) = &args.keep_failures {
         std::fs::create_dir_all(dir)
@@ -711,13 +716,10 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
         audit.warnings.push(why);
         let report = report::Report::of(&audit, &advisor);
         drop(injector);
-        crate::emit(&render(&report, &args.format));
+        drop(folder);
+        fdwindow::base::out::stdout(&render(&report, &args.format));
         return Ok(exit_code(&report));
     }
-    let report_dir = tempfile::Builder::new()
-        .prefix("fdwindow-audit-")
-        .tempdir()
-        .map_err(|e| format!("a folder for the injector's reports: {e}"))?;
     let preload = match std::env::var(preload_var) {
         Ok(old) if !old.is_empty() => format!("{}:{old}", injector.path().display()),
         _ => injector.path().display().to_string(),
@@ -725,7 +727,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
     let mut runner = Runner {
         preload_var,
         preload,
-        report_dir: report_dir.path().to_owned(),
+        report_dir: folder.dir().to_owned(),
         timeout: Duration::from_secs(args.timeout),
         show_output: args.show_output,
         keep: args.keep_failures.clone(),
@@ -911,11 +913,11 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
     } else {
         exit_code(&report)
     };
-    // `emit` may end the process on a failed write (a closed pipe,
-    // `>/dev/full`), skipping drops: remove the private files first.
-    drop(report_dir);
+    // The private files go before the output, the last thing done (a
+    // failed write only changes the exit status: see base::out).
     drop(injector);
-    crate::emit(&text);
+    drop(folder);
+    fdwindow::base::out::stdout(&text);
     Ok(exit)
 }
 
@@ -963,7 +965,7 @@ fn merge(m: &MergeArgs) -> Result<ExitCode, String> {
         .map(|p| report::read_shard(p))
         .collect::<Result<Vec<_>, _>>()?;
     let merged = report::merge(&shards)?;
-    crate::emit(&render(&merged, &m.format));
+    fdwindow::base::out::stdout(&render(&merged, &m.format));
     Ok(exit_code(&merged))
 }
 

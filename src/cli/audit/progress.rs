@@ -1,9 +1,11 @@
 //! The audit's progress on stderr: on a terminal one line rewritten in place
 //! (`indicatif`) with each finished step printed above it; otherwise one line
-//! per step and an update at most every [`EVERY`]. No write can end the
-//! audit: a closed or full stderr loses the progress, never the report.
+//! per step and an update at most every [`EVERY`]. The lines go through
+//! the writer (`fdwindow::base::out`): a closed stderr (`2>&1 | head -2`)
+//! stops the audit as Ctrl-C does (the report of what ran, exit 141), a full
+//! one loses the progress and makes the exit status 1, never a panic.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -65,7 +67,7 @@ impl Progress {
     }
 }
 
-/// One line on stderr; a failed write is ignored.
+/// One line on stderr, through the writer.
 pub fn line(text: &str) {
-    let _ = writeln!(std::io::stderr().lock(), "{text}");
+    fdwindow::note!("{text}");
 }

@@ -905,8 +905,9 @@ pub struct Shard {
 /// Reads a shard report; `Err` names the file and what is wrong with it.
 pub fn read_shard(path: &Path) -> Result<Shard, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let value: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| format!("{}: not an audit report ({e})", path.display()))?;
+    // Strictly: a merge writes one report from the shards.
+    let value = fdwindow::evidence::strict_json::parse(&text)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     match value.get("schema").and_then(|s| s.as_str()) {
         Some(SCHEMA) => {}
         Some(other) => {
@@ -922,8 +923,8 @@ pub fn read_shard(path: &Path) -> Result<Shard, String> {
             ));
         }
     }
-    let report: Report = serde_json::from_value(value)
-        .map_err(|e| format!("{}: malformed audit report: {e}", path.display()))?;
+    let report: Report = fdwindow::evidence::strict_json::typed(&value, "malformed audit report")
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     // The partition as `--partition` would have taken it.
     if let Some(p) = report.partition
         && p.to_string().parse::<Partition>().is_err()

@@ -1,0 +1,194 @@
+//! A clone on a machine the committed results have never seen: a default run
+//! of another host build of the same kernel, whose id sorts before the
+//! committed thorough run's, lands beside the committed files. The figures the
+//! views quote, the claims check and every test's choice of file stay as they
+//! were, and `make probe-linux`'s own folder is never read as committed.
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+
+use fdwindow::evidence::query::quoted_file;
+use fdwindow::platform::{Platform, Virtualization};
+use fdwindow::readme::{Inputs, SECTIONS};
+use fdwindow::report::ResultsFile;
+use fdwindow::verdict::Kind;
+
+/// The committed results files, copied into `dir`.
+fn copy_committed(dir: &Path) {
+    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
+    fs::create_dir_all(dir).unwrap();
+    for e in fs::read_dir(committed).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "json") {
+            fs::copy(&p, dir.join(p.file_name().unwrap())).unwrap();
+        }
+    }
+}
+
+/// The quoted file as a default run on another host build of its kernel
+/// would write it: a release that sorts first among the real machines'
+/// (same upstream version, so every claim on the version still applies),
+/// and only the deterministic cells (fewer than the thorough run's).
+fn new_host_build(quoted: &ResultsFile) -> ResultsFile {
+    let mut f = quoted.clone();
+    let p = &mut f.platform;
+    p.kernel_release = format!("{}-0-new-host-build", p.kernel_upstream());
+    p.id = Platform::make_id(
+        &p.os,
+        &p.kernel_release,
+        &p.upstream_version,
+        &p.arch,
+        &p.libc,
+        &p.libc_version,
+        p.virtualization,
+    );
+    for report in f.probes.values_mut() {
+        report.platform = f.platform.clone();
+        report.arms.retain(|a| a.kind == Kind::Deterministic);
+    }
+    f
+}
+
+/// The sections of the README that quote one results file, rendered.
+fn quoting_sections(dir: &Path) -> Vec<(&'static str, String)> {
+    let inputs = Inputs::load(dir, String::new()).unwrap();
+    SECTIONS
+        .iter()
+        .filter(|s| ["verdict-example", "showed", "spawn-window"].contains(&s.name))
+        .map(|s| (s.name, (s.render)(&inputs)))
+        .collect()
+}
+
+#[test]
+fn a_new_host_build_beside_the_committed_files_changes_no_quoted_figure() {
+    let s = common::scratch("new-machine");
+    let dir = s.dir().join("results");
+    copy_committed(&dir);
+    let files = fdwindow::results::load_dir(&dir).unwrap();
+    let quoted = quoted_file(&files, "linux")
+        .expect("a committed Linux file of a real machine")
+        .clone();
+    let before = quoting_sections(&dir);
+    assert!(
+        before
+            .iter()
+            .all(|(_, text)| text.contains(&quoted.platform.id)),
+        "each quoting section names its file: {before:?}"
+    );
+
+    let fake = new_host_build(&quoted);
+    let real_ids: Vec<&str> = files
+        .iter()
+        .filter(|f| f.platform.os == "linux" && !f.platform.emulated())
+        .map(|f| f.platform.id.as_str())
+        .collect();
+    assert!(
+        real_ids.iter().all(|id| fake.platform.id.as_str() < *id),
+        "{} sorts first among {real_ids:?}",
+        fake.platform.id
+    );
+    fs::write(
+        dir.join(format!("{}.json", fake.platform.id)),
+        serde_json::to_string_pretty(&fake).unwrap(),
+    )
+    .unwrap();
+
+    // A TCG guest's run of the same cells, measured later, is not quoted
+    // either: its race cells time QEMU.
+    let mut tcg = quoted.clone();
+    tcg.platform.virtualization = Virtualization::Tcg;
+    tcg.platform.id = Platform::make_id(
+        &tcg.platform.os,
+        &format!("{}-tcg-guest", tcg.platform.kernel_upstream()),
+        "",
+        &tcg.platform.arch,
+        &tcg.platform.libc,
+        &tcg.platform.libc_version,
+        Virtualization::Tcg,
+    );
+    for report in tcg.probes.values_mut() {
+        report.platform = tcg.platform.clone();
+        report.started_at = "2999-01-01T00:00:00Z".into();
+        for a in &mut report.arms {
+            a.emulated = fdwindow::vm::emulated(&tcg.platform, a.kind, a.arm.contains("stall"));
+        }
+    }
+    fs::write(
+        dir.join(format!("{}.json", tcg.platform.id)),
+        serde_json::to_string_pretty(&tcg).unwrap(),
+    )
+    .unwrap();
+
+    let files = fdwindow::results::load_dir(&dir).unwrap();
+    assert_eq!(
+        quoted_file(&files, "linux").unwrap().platform.id,
+        quoted.platform.id
+    );
+    assert_eq!(quoting_sections(&dir), before);
+    // The tests' template is the same file.
+    let mut files = files;
+    assert_eq!(
+        common::quoted_linux(&mut files).platform.id,
+        quoted.platform.id
+    );
+    // Its cells agree with the claims, as the committed ones do.
+    let out = common::fdwindow()
+        .args(["check", "--results"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+/// `make probe-linux` writes `results/local/` (git-ignored); a results file
+/// there is never loaded as one of the committed results.
+#[test]
+fn the_local_folder_is_not_read_as_committed_results() {
+    let s = common::scratch("new-machine-local");
+    let dir = s.dir().join("results");
+    copy_committed(&dir);
+    let committed = fdwindow::results::load_dir(&dir).unwrap().len();
+    let local = dir.join("local");
+    fs::create_dir(&local).unwrap();
+    let files = fdwindow::results::load_dir(&dir).unwrap();
+    let fake = new_host_build(quoted_file(&files, "linux").unwrap());
+    fs::write(
+        local.join(format!("{}.json", fake.platform.id)),
+        serde_json::to_string_pretty(&fake).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(fdwindow::results::load_dir(&dir).unwrap().len(), committed);
+    assert_eq!(fdwindow::results::load_dir(&local).unwrap().len(), 1);
+
+    let ignore =
+        fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(".gitignore")).unwrap();
+    assert!(ignore.lines().any(|l| l == "/results/local/"), "{ignore}");
+    // What `make probe-linux` would run (make -n runs nothing).
+    let runs = |extra: &[&str]| {
+        let out = std::process::Command::new("make")
+            .args(["-n", "--no-print-directory", "probe"])
+            .args(extra)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env_remove("RESULTS")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", common::stderr(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let default = runs(&[]);
+    assert!(
+        default.contains("fdwindow run --results results/local\n"),
+        "{default}"
+    );
+    let asked = runs(&["RESULTS=results"]);
+    assert!(
+        asked.contains("fdwindow run --results results\n"),
+        "{asked}"
+    );
+}
