@@ -19,11 +19,11 @@ WEB_ENV := PATH=/usr/bin:$$PATH RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc RU
 
 probe-linux:
 	@[ "$(UNAME)" = Linux ] || { echo "probe-linux measures Linux; this is $(UNAME): run 'make probe-macos' on a Mac" >&2; exit 2; }
-	@$(MAKE) --no-print-directory probe
+	@$(MAKE) --no-print-directory probe PROBE_GOAL=$@
 
 probe-macos:
 	@[ "$(UNAME)" = Darwin ] || { echo "probe-macos measures macOS and must run on a Mac (this is $(UNAME)); here run 'make probe-linux', and 'make check-macos' to type-check the macOS code" >&2; exit 2; }
-	@$(MAKE) --no-print-directory probe
+	@$(MAKE) --no-print-directory probe PROBE_GOAL=$@
 
 # A probe run writes into results/local/ (git-ignored: this machine's own
 # results and their MATRIX.md), so measuring a new machine leaves the tree as
@@ -37,11 +37,13 @@ probe:
 	./target/release/fdwindow matrix --results $(PROBE_RESULTS)
 	@if [ "$(PROBE_RESULTS)" = results/local ]; then \
 		echo "This machine's results are in results/local/ (git-ignored); the committed results are unchanged."; \
-		echo "To add this machine to the committed matrix: make $(or $(filter probe-%,$(MAKECMDGOALS)),probe) RESULTS=results"; \
-	elif git rev-parse --is-inside-work-tree >/dev/null 2>&1 \
-		&& [ -n "$$(git status --porcelain -- '$(PROBE_RESULTS)' README.md)" ]; then \
-		echo "Changed in the tree:"; git status --short -- '$(PROBE_RESULTS)' README.md; \
-		echo "Keep them: commit them. Drop them: git checkout -- '$(PROBE_RESULTS)' README.md && git clean -f -- '$(PROBE_RESULTS)'"; \
+		echo "To add this machine to the committed matrix: make $(or $(PROBE_GOAL),probe) RESULTS=results"; \
+	elif [ "$$(realpath -m '$(PROBE_RESULTS)')" = "$$(realpath -m results)" ] \
+		&& git rev-parse --is-inside-work-tree >/dev/null 2>&1 \
+		&& [ -n "$$(git status --porcelain -- results)" ]; then \
+		echo "Changed in the committed results (README.md's generated sections follow them):"; \
+		git status --short -- results; \
+		echo "Keep them: commit them with README.md. Drop them: git checkout -- results && git clean -f -- results && make matrix"; \
 	fi
 
 # Regenerates MATRIX.md, the chart and README.md's generated sections.

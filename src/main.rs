@@ -362,11 +362,10 @@ fn run(
                 summary_table(&summary.results),
                 summary.elapsed.as_secs_f64()
             ));
-            out::stdout(&format!(
-                "{}
-",
-                probe_times(&summary.results, &opts.only, &summary.failures)
-            ));
+            if summary.written != Written::Unchanged {
+                let times = probe_times(&summary.results, &opts.only, &summary.failures);
+                out::stdout(&format!("{times}\n"));
+            }
             if summary.failures.is_empty() {
                 Ok(ExitCode::SUCCESS)
             } else {
@@ -482,7 +481,10 @@ fn matrix(dir: &Path, readme: Option<PathBuf>, check: bool) -> Result<ExitCode, 
             }
             Some((path, text))
         }
-        None if dir == Path::new("results") => {
+        // `results`, `./results/` or its full path alike.
+        None if std::fs::canonicalize(dir)
+            .is_ok_and(|d| std::fs::canonicalize("results").is_ok_and(|r| r == d)) =>
+        {
             let default = Path::new("README.md");
             std::fs::read_to_string(default)
                 .ok()
@@ -566,11 +568,12 @@ fn pick_platform(dir: &Path, platform: Option<&str>) -> Result<ResultsFile, Usag
         }
     });
     let Some(wanted) = wanted else {
+        let here = Platform::detect().id;
         return Err(Usage(format!(
-            "{} holds no results for this machine; pass --platform (one of: {})",
+            "{} holds no results for this machine ({here}); pass --results DIR where a run wrote them (`make probe-linux` writes results/local), or --platform (one of: {})",
             dir.display(),
             if ids.is_empty() {
-                "none; run `make probe-linux` first".into()
+                "none".into()
             } else {
                 ids.join(", ")
             }

@@ -183,6 +183,17 @@ impl Leftovers {
         child.wait().unwrap();
     }
 
+    /// Waits until no marked process runs, killing none: a killed
+    /// fdwindow's command died with it.
+    fn wait_marked_gone(&self) {
+        let gone = poll(DEADLINE, || marked(&self.mark).is_empty().then_some(()));
+        assert!(
+            gone.is_some(),
+            "the command under test outlived its killed parent: {:?}",
+            marked(&self.mark)
+        );
+    }
+
     /// Kills every marked process (what a killed run left running: the
     /// command it tested) and waits until none is left.
     fn kill_marked(&self) {
@@ -370,9 +381,9 @@ fn a_killed_stress_leaves_nothing_the_next_start_keeps() {
     );
     assert_eq!(entries(tmp.dir()), of_a, "run B left files behind");
 
-    // SIGKILL: A runs no cleanup; its command, under pressure, survives it.
+    // SIGKILL: A runs no cleanup; its command, under pressure, dies with it.
     guard.kill_child(a);
-    guard.kill_marked();
+    guard.wait_marked_gone();
     assert_eq!(folders_of(tmp.dir(), a), of_a);
 
     // Run C finds A's folder gone by the time its command runs, and leaves
@@ -446,7 +457,7 @@ fn a_killed_audit_leaves_nothing_the_next_start_keeps() {
     assert_eq!(entries(tmp.dir()), of_a, "audit B left files behind");
 
     guard.kill_child(a);
-    guard.kill_marked();
+    guard.wait_marked_gone();
     assert_eq!(folders_of(tmp.dir(), a), of_a);
 
     // Audit C: its test fails if A's folder is still there when it runs.
@@ -462,4 +473,29 @@ fn a_killed_audit_leaves_nothing_the_next_start_keeps() {
         stderr(&c)
     );
     assert_eq!(entries(tmp.dir()), Vec::<String>::new(), "left in TMPDIR");
+}
+
+/// Whatever moment a `fdwindow run` is killed at, what its probe wrote (the
+/// two-step-cloexec probe writes its parked-call library and re-executes
+/// itself with it preloaded) lies inside the run's own swept folder, so the
+/// next run's start removes it. The delays only spread the kills over the
+/// probe's start; the assertion holds at any moment.
+#[test]
+fn a_run_killed_at_any_moment_leaves_nothing_the_next_run_keeps() {
+    let results = common::scratch("leftovers-kill-results");
+    let tmp = common::scratch("leftovers-kill-tmp");
+    let mut guard = Leftovers::new("run-kills");
+    for delay_ms in (0..40).step_by(3) {
+        let mut cmd = guard.command(tmp.dir(), &["run", "--only", "two-step-cloexec"]);
+        cmd.arg("--results").arg(results.dir());
+        let runner = guard.spawn(cmd);
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        guard.kill_child(runner);
+        guard.kill_marked();
+    }
+    let mut next = guard.command(tmp.dir(), &["run", "--only", "posix-lock-drop"]);
+    next.arg("--results").arg(results.dir());
+    let out = output(next);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(entries(tmp.dir()), Vec::<String>::new());
 }

@@ -175,7 +175,12 @@ fn the_local_folder_is_not_read_as_committed_results() {
             .args(["-n", "--no-print-directory", "probe"])
             .args(extra)
             .current_dir(env!("CARGO_MANIFEST_DIR"))
+            // Neither this environment's RESULTS nor one an outer make
+            // passes down (`make test RESULTS=…` puts it in MAKEFLAGS).
             .env_remove("RESULTS")
+            .env_remove("MAKEFLAGS")
+            .env_remove("MFLAGS")
+            .env_remove("MAKELEVEL")
             .output()
             .unwrap();
         assert!(out.status.success(), "{}", common::stderr(&out));

@@ -42,11 +42,17 @@ const LOCK: &str = ".lock";
 /// processes. A clock would not: macOS's wall clock ticks in microseconds.
 static SEQUENCE: AtomicU64 = AtomicU64::new(0);
 
+/// Where a probe's temporary files go: the scratch root the runner handed it
+/// ([`SCRATCH_ENV`]: inside the run's own swept folder, so a killed run's
+/// files go with that folder), else the temporary folder.
+pub fn root() -> PathBuf {
+    std::env::var_os(SCRATCH_ENV).map_or_else(std::env::temp_dir, PathBuf::from)
+}
+
 impl Scratch {
-    /// Creates `<root>/fdwindow-<label>-<pid>-<n>`.
+    /// Creates `<root>/fdwindow-<label>-<pid>-<n>` under [`root`].
     pub fn new(label: &str) -> io::Result<Scratch> {
-        let root = std::env::var_os(SCRATCH_ENV).map_or_else(std::env::temp_dir, PathBuf::from);
-        Scratch::new_in(&root, label)
+        Scratch::new_in(&root(), label)
     }
 
     /// Creates a fresh folder under `root`.

@@ -29,6 +29,7 @@ pub enum Scheme {
 
 /// Shard `shard` of `total` (1-based).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Partition {
     /// How tests are dealt.
     pub scheme: Scheme,

@@ -845,6 +845,9 @@ fn run_once(mut cmd: Command, timeout: Duration) -> std::io::Result<RunOutput> {
     // Its own process group, so a timeout or Ctrl-C also ends what the
     // command started (a test binary under cargo, with its pressure threads);
     // the terminal's Ctrl-C reaches only us, and wait_group passes it on.
+    // It dies with us too: a stress killed outright leaves no command
+    // running under pressure (this thread waits for it below).
+    fdwindow::child_hook::die_with_parent(&mut cmd);
     let mut child = cmd.process_group(0).spawn()?;
     let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
         pipe.map(|mut p| {

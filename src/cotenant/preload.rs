@@ -130,7 +130,9 @@ impl Library {
     }
 
     /// Writes the library to [`Library::file_name`] in a new private
-    /// directory (mode 0700) under [`std::env::temp_dir`]; the file and the
+    /// directory (mode 0700) under the scratch root
+    /// ([`crate::base::scratch::root`]: the run's folder under `fdwindow
+    /// run`, else the temporary folder); the file and the
     /// directory are removed when the returned guard drops (also when a panic
     /// unwinds past it). Keep the guard alive until every process that
     /// preloads the library has started: the loader opens it at exec.
@@ -142,7 +144,9 @@ impl Library {
             // Set at creation (mkdir's mode, less the umask), so the directory is
             // never open to others, not even between two calls.
             .permissions(std::fs::Permissions::from_mode(0o700))
-            .tempdir()?;
+            // Under `fdwindow run`, inside its swept scratch folder: a probe
+            // killed between writing and removing it leaves nothing behind.
+            .tempdir_in(crate::base::scratch::root())?;
         let path = self.write_in(dir.path())?;
         Ok(Written { dir, path })
     }

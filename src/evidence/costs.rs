@@ -33,6 +33,7 @@ pub use crate::results::COSTS_PREFIX;
 
 /// Every benchmark's median for one platform.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CostsFile {
     /// Schema version of this document.
     pub schema: u32,
@@ -47,6 +48,7 @@ pub struct CostsFile {
 
 /// One benchmark's result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct BenchCost {
     /// Median time per iteration over the samples, in nanoseconds.
     pub median_ns: f64,
@@ -66,6 +68,7 @@ impl BenchCost {
 /// of fix minus baseline (each round timed one batch of each), with its
 /// bootstrap 95% percentile interval.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Difference {
     /// Median per-round difference, ns per iteration.
     pub estimate_ns: f64,

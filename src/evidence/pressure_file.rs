@@ -22,6 +22,7 @@ pub use crate::results::PRESSURE_PREFIX;
 
 /// The pressure measurements of one platform.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PressureFile {
     /// Schema version of this document.
     pub schema: u32,
@@ -39,6 +40,7 @@ pub struct PressureFile {
 
 /// One `fdwindow stress` comparison.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct StressCell {
     /// The `--pressure` spec.
     pub pressure: String,
@@ -56,6 +58,7 @@ pub struct StressCell {
 
 /// One row of the spawn-rate comparison.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RateRow {
     /// `plain` or `pressure`.
     pub looped: String,

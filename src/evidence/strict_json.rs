@@ -9,11 +9,14 @@
 //!
 //! 1. no object repeats a key ([`parse`] names the key, the object's JSON
 //!    pointer, RFC 6901, and the line);
-//! 2. writing back what was parsed keeps everything it said ([`kept`]): an
-//!    unknown field, or a value the types would change, is refused with its
-//!    pointer. This round trip, rather than `#[serde(deny_unknown_fields)]`
-//!    on every written struct, also holds through `flatten`, `default` and
-//!    untyped `Value` fields, and through structs defined elsewhere.
+//! 2. no field is unknown: every struct written back is
+//!    `#[serde(deny_unknown_fields)]`, so an unknown field is refused
+//!    whatever it holds (a round trip alone cannot tell an unknown field
+//!    holding `0` or `null` from a known one the writer skips at its
+//!    default);
+//! 3. writing back what was parsed keeps everything it said ([`kept`]): a
+//!    value the types would change is refused with its pointer, and so is a
+//!    field an untyped `Value` would lose.
 //!
 //! # References
 //! - <https://www.rfc-editor.org/rfc/rfc8259#section-4> ("The names within

@@ -26,6 +26,7 @@ pub use crate::results::TIMING_PREFIX;
 
 /// The run-time measurements of one platform.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TimingFile {
     /// Schema version of this document.
     pub schema: u32,
@@ -43,6 +44,7 @@ pub struct TimingFile {
 
 /// One full default `fdwindow run`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RunTiming {
     /// The 1-minute load average when the run started.
     pub load_at_start: f64,
@@ -79,6 +81,7 @@ pub fn cell_times(report: &crate::report::ProbeReport) -> BTreeMap<String, u64> 
 
 /// One arm run alone, several times.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ArmTiming {
     /// The probe's hazard id.
     pub probe: String,

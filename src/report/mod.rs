@@ -65,6 +65,7 @@ fn check_schema(v: u64) -> Result<(), String> {
 
 /// One probe's run: every arm in every window it applies to.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ProbeReport {
     /// Schema version of this document.
     pub schema: u32,
@@ -94,6 +95,7 @@ pub struct ProbeReport {
 
 /// A cell a run left out on purpose, and why.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct LeftOut {
     /// The arm id.
     pub arm: String,
@@ -111,6 +113,7 @@ pub struct LeftOut {
 /// An observation: a table of measured values (an errno name, a duration, a
 /// resolution). The first column is the row's key.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Table {
     /// Table id, unique within its probe, e.g. `second-bind`.
     pub id: String,
@@ -128,6 +131,7 @@ pub struct Table {
 
 /// One arm in one window.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ArmReport {
     /// The arm id, e.g. `unlock-then-close`.
     pub arm: String,
@@ -336,6 +340,7 @@ pub fn in_process_kind(hazard: &str) -> Option<Kind> {
 
 /// Every probe's latest report for one platform: `results/<platform-id>.json`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ResultsFile {
     /// Schema version of this document.
     pub schema: u32,

@@ -38,6 +38,7 @@ use crate::sys as os;
 
 /// The machine a result was measured on.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Platform {
     /// Stable id, also the results file's name; see [`Platform::make_id`].
     pub id: String,

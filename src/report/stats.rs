@@ -29,6 +29,7 @@ pub const MAX_TRIALS: u64 = 1_000_000_000;
 
 /// `hits` out of `trials`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Count {
     /// Trials run.
     pub trials: u64,

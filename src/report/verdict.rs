@@ -25,6 +25,7 @@ pub type Tallies = BTreeMap<String, BTreeMap<String, u64>>;
 
 /// What happened when an arm ran (LTP's TPASS/TFAIL vs TCONF vs TBROK).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 #[serde(tag = "status", rename_all = "kebab-case")]
 pub enum Outcome {
     /// The arm ran its trials; `hits` of them showed the hazard. In a race

@@ -129,6 +129,15 @@ pub fn inherit(cmd: &mut Command, fd: RawFd) {
     install(cmd, Hook::Inherit(fd));
 }
 
+/// Makes `cmd`'s child die (SIGKILL) when the calling thread ends, so a
+/// command under test never outlives an fdwindow killed outright: Linux's
+/// `PR_SET_PDEATHSIG`, with the `getppid` check, between fork and exec
+/// (it survives the exec). Spawn and wait on the same thread. Elsewhere a
+/// no-op: macOS has no such setting.
+pub fn die_with_parent(cmd: &mut Command) {
+    super::die_with_parent(cmd);
+}
+
 /// Makes `cmd`'s child run `hook` between fork and exec (and so makes std
 /// fork instead of calling `posix_spawn`).
 pub(crate) fn install(cmd: &mut Command, hook: impl ChildCode) {

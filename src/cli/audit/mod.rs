@@ -243,6 +243,9 @@ impl Runner {
                 cmd.env_remove(ENV_VAR);
             }
         }
+        // It dies with the audit: one killed outright leaves no test
+        // running (this thread waits for it below).
+        fdwindow::child_hook::die_with_parent(&mut cmd);
         let start = Instant::now();
         let mut child = cmd
             .spawn()

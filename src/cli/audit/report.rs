@@ -171,6 +171,7 @@ impl Advisor {
 
 /// Failures, timeouts and runs of one arm.
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct TallyReport {
     /// Runs that failed (not counting timeouts).
     pub failures: u64,
@@ -214,6 +215,7 @@ impl TallyReport {
 
 /// A suspect's interleaved `--exact` reruns.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct RerunsReport {
     /// The runs alone.
     pub alone: TallyReport,
@@ -244,6 +246,7 @@ impl RerunsReport {
 
 /// One class's held copies in a diagnosis.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct HoldReport {
     /// The class (`file`, `listener`…).
     pub class: String,
@@ -266,6 +269,7 @@ pub struct HoldReport {
 
 /// A diagnosis's load check.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct LoadReport {
     /// Fork-path pressure.
     pub pressure: TallyReport,
@@ -275,6 +279,7 @@ pub struct LoadReport {
 
 /// A test's diagnosis.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct DiagnosisReport {
     /// `held CLASS`, `load` or `unexplained`.
     pub cause: String,
@@ -331,6 +336,7 @@ impl DiagnosisReport {
 
 /// One test's outcome.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct TestReport {
     /// Its binary (nextest's binary id).
     pub binary: String,
@@ -375,6 +381,7 @@ impl TestReport {
 
 /// A binary's screen.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct ScreenRuns {
     /// The binary.
     pub binary: String,
@@ -389,6 +396,7 @@ pub struct ScreenRuns {
 
 /// Time spent, in seconds.
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct Seconds {
     /// The timing run.
     #[serde(default)]
@@ -405,6 +413,7 @@ pub struct Seconds {
 
 /// The shards a merged report joins.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct Merged {
     /// Their scheme.
     pub scheme: Scheme,
@@ -416,6 +425,7 @@ pub struct Merged {
 
 /// The whole report: what `--format json` writes and `merge` reads.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct Report {
     /// [`SCHEMA`].
     pub schema: String,
