@@ -557,10 +557,10 @@ fn pick_platform(dir: &Path, platform: Option<&str>) -> Result<ResultsFile, Usag
     results::check_folder(dir, false).map_err(Usage)?;
     let mut files = results::load_dir(dir).map_err(|e| Usage(e.to_string()))?;
     let ids: Vec<String> = files.iter().map(|f| f.platform.id.clone()).collect();
+    let here = Platform::detect().id;
     let wanted = platform.map(str::to_owned).or_else(|| {
-        let here = Platform::detect().id;
         if ids.contains(&here) {
-            Some(here)
+            Some(here.clone())
         } else if ids.len() == 1 {
             Some(ids[0].clone())
         } else {
@@ -568,7 +568,6 @@ fn pick_platform(dir: &Path, platform: Option<&str>) -> Result<ResultsFile, Usag
         }
     });
     let Some(wanted) = wanted else {
-        let here = Platform::detect().id;
         return Err(Usage(format!(
             "{} holds no results for this machine ({here}); pass --results DIR where a run wrote them (`make probe-linux` writes results/local), or --platform (one of: {})",
             dir.display(),

@@ -62,7 +62,7 @@ pub fn load(path: &Path) -> Result<Option<ResultsFile>, BadResults> {
 /// Parses and checks a results document as every reader of the folder
 /// must, since each may rewrite or merge from what it read: strictly (no
 /// repeated key, nothing a rewrite would drop: [`strict_json`]), valid
-/// ([`ResultsFile::from_json`]: each report under its own hazard), and every
+/// ([`ResultsFile::from_value`]: each report under its own hazard), and every
 /// report run on the file's own platform. A file with another platform's
 /// report is refused rather than mended: which file the report belongs in,
 /// and whether it is newer than the one there, is for a person to decide.
@@ -71,7 +71,7 @@ pub fn load(path: &Path) -> Result<Option<ResultsFile>, BadResults> {
 pub fn parse(text: &str) -> Result<ResultsFile, String> {
     use crate::evidence::strict_json;
     let doc = strict_json::parse(text)?;
-    let file = ResultsFile::from_json(text)?;
+    let file = ResultsFile::from_value(doc.clone())?;
     strict_json::kept(&doc, &file)?;
     if let Some((hazard, r)) = file
         .probes

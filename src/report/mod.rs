@@ -353,10 +353,13 @@ pub struct ResultsFile {
 impl ResultsFile {
     /// Parses and validates a results document.
     pub fn from_json(text: &str) -> Result<ResultsFile, String> {
+        ResultsFile::from_value(serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?)
+    }
+
+    /// Validates a results document already parsed as JSON.
+    pub fn from_value(head: serde_json::Value) -> Result<ResultsFile, String> {
         // Read the version first, so a future schema is named as such rather
         // than reported as whatever field it no longer has.
-        let head: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
         match head.get("schema") {
             Some(v) => match v.as_u64() {
                 Some(v) => check_schema(v)?,
