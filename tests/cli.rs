@@ -588,13 +588,7 @@ fn verdict_per_window_and_check_on_the_committed_results() {
 
     let s = scratch("cli-check");
     let dir = s.dir().join("results");
-    fs::create_dir_all(&dir).unwrap();
-    for e in fs::read_dir(&committed).unwrap() {
-        let p = e.unwrap().path();
-        if p.extension().is_some_and(|x| x == "json") {
-            fs::copy(&p, dir.join(p.file_name().unwrap())).unwrap();
-        }
-    }
+    common::copy_committed_results(&dir);
     let file = dir.join(format!("{platform}.json"));
     let mut results =
         fdwindow::report::ResultsFile::from_json(&fs::read_to_string(&file).unwrap()).unwrap();

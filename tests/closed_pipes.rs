@@ -298,22 +298,17 @@ fn stress_with_a_closed_stderr_stops_and_exits_141() {
     common::assert_no_scratch_left(tmp.path());
 }
 
-/// Pids of processes whose command line mentions `needle`, this one aside.
+/// Reads `child`'s stderr up to its first line, which starts with `prefix`,
+/// then closes it (the reader goes, as `| head -1` does) and waits for the
+/// child: its output.
 #[cfg(target_os = "linux")]
-fn processes_mentioning(needle: &str) -> Vec<u32> {
-    let mut pids = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        if String::from_utf8_lossy(&cmdline).contains(needle) && pid != std::process::id() {
-            pids.push(pid);
-        }
-    }
-    pids
+fn close_stderr_after_first_line(mut child: std::process::Child, prefix: &str) -> Output {
+    use std::io::BufRead;
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    assert!(first.starts_with(prefix), "{first}");
+    drop(lines);
+    child.wait_with_output().unwrap()
 }
 
 /// Closed mid-run: stderr is read up to its first line, then its reader
@@ -321,29 +316,24 @@ fn processes_mentioning(needle: &str) -> Vec<u32> {
 #[cfg(target_os = "linux")]
 #[test]
 fn stress_whose_stderr_closes_mid_run_winds_down_with_141() {
-    use std::io::BufRead;
     let tmp = tempfile::tempdir().unwrap();
     let marker = format!("fdwindow-closed-pipes-{}", std::process::id());
     // Each run a process that names the marker: a leaked one would show.
     // Runs enough to outlast reading one line, few enough that a stress
     // the closed stderr did not stop ends soon.
     let script = "sleep 0.01";
-    let mut child = stress(tmp.path(), "1000", &["/bin/sh", "-c", script, &marker])
+    let child = stress(tmp.path(), "1000", &["/bin/sh", "-c", script, &marker])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
-    let first = lines.next().unwrap().unwrap();
-    assert!(first.starts_with("fdwindow stress:"), "{first}");
-    drop(lines);
-    let out = child.wait_with_output().unwrap();
+    let out = close_stderr_after_first_line(child, "fdwindow stress:");
     assert_eq!(out.status.code(), Some(141));
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(summary["interrupted"], true, "{summary}");
     let runs = summary["arms"][0]["runs"].as_u64().unwrap();
     assert!(runs < 1000, "{summary}");
-    assert_eq!(processes_mentioning(&marker), Vec::<u32>::new());
+    assert_eq!(common::processes_mentioning(&marker), Vec::<u32>::new());
     common::assert_no_scratch_left(tmp.path());
 }
 
@@ -380,10 +370,9 @@ fn audit_of_the_fixture_with_a_closed_stderr_exits_141() {
 #[cfg(target_os = "linux")]
 #[test]
 fn audit_whose_stderr_closes_mid_screen_winds_down_with_141() {
-    use std::io::BufRead;
     let tmp = tempfile::tempdir().unwrap();
     let marker = format!("fdwindow-closed-pipes-audit-{}", std::process::id());
-    let mut child = fdwindow()
+    let child = fdwindow()
         // Runs enough for the screen to outlast reading one line, few
         // enough that an audit the closed stderr did not stop ends soon.
         .args(["audit", "--runs", "500", "--budget", "600s"])
@@ -395,15 +384,11 @@ fn audit_whose_stderr_closes_mid_screen_winds_down_with_141() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
-    let first = lines.next().unwrap().unwrap();
-    assert!(first.starts_with("fdwindow audit:"), "{first}");
-    drop(lines);
-    let out = child.wait_with_output().unwrap();
+    let out = close_stderr_after_first_line(child, "fdwindow audit:");
     assert_eq!(out.status.code(), Some(141));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["interrupted"], true, "{report}");
-    assert_eq!(processes_mentioning(&marker), Vec::<u32>::new());
+    assert_eq!(common::processes_mentioning(&marker), Vec::<u32>::new());
     common::assert_no_scratch_left(tmp.path());
 }
 

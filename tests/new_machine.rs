@@ -15,18 +15,6 @@ use fdwindow::readme::{Inputs, SECTIONS};
 use fdwindow::report::ResultsFile;
 use fdwindow::verdict::Kind;
 
-/// The committed results files, copied into `dir`.
-fn copy_committed(dir: &Path) {
-    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
-    fs::create_dir_all(dir).unwrap();
-    for e in fs::read_dir(committed).unwrap() {
-        let p = e.unwrap().path();
-        if p.extension().is_some_and(|x| x == "json") {
-            fs::copy(&p, dir.join(p.file_name().unwrap())).unwrap();
-        }
-    }
-}
-
 /// The quoted file as a default run on another host build of its kernel
 /// would write it: a release that sorts first among the real machines'
 /// (same upstream version, so every claim on the version still applies),
@@ -65,7 +53,7 @@ fn quoting_sections(dir: &Path) -> Vec<(&'static str, String)> {
 fn a_new_host_build_beside_the_committed_files_changes_no_quoted_figure() {
     let s = common::scratch("new-machine");
     let dir = s.dir().join("results");
-    copy_committed(&dir);
+    common::copy_committed_results(&dir);
     let files = fdwindow::results::load_dir(&dir).unwrap();
     let quoted = quoted_file(&files, "linux")
         .expect("a committed Linux file of a real machine")
@@ -152,7 +140,7 @@ fn a_new_host_build_beside_the_committed_files_changes_no_quoted_figure() {
 fn the_local_folder_is_not_read_as_committed_results() {
     let s = common::scratch("new-machine-local");
     let dir = s.dir().join("results");
-    copy_committed(&dir);
+    common::copy_committed_results(&dir);
     let committed = fdwindow::results::load_dir(&dir).unwrap().len();
     let local = dir.join("local");
     fs::create_dir(&local).unwrap();

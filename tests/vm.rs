@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::scratch;
+use common::{processes_mentioning, scratch};
 use fdwindow::vm::{Accel, deb, initramfs, qemu};
 
 const IGNORE: &str = "boots a VM; run by `make test-vm`";
@@ -46,28 +46,6 @@ fn fdwindow_bin() -> PathBuf {
         || PathBuf::from(env!("CARGO_BIN_EXE_fdwindow")),
         PathBuf::from,
     )
-}
-
-/// Pids of processes whose command line mentions `needle` (QEMU's names the
-/// scratch folder its results port is in).
-fn processes_mentioning(needle: &str) -> Vec<u32> {
-    let mut pids = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        if String::from_utf8_lossy(&cmdline).contains(needle) && pid != std::process::id() {
-            pids.push(pid);
-        }
-    }
-    pids
 }
 
 fn is_empty_dir(dir: &Path) -> bool {

@@ -132,3 +132,35 @@ pub fn without_cargo_env(cmd: &mut Command) -> &mut Command {
     }
     cmd
 }
+
+/// Copies the committed results files (`results/*.json`) into `dir`, created
+/// if missing: a test's own folder of the committed measurements.
+pub fn copy_committed_results(dir: &Path) {
+    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
+    std::fs::create_dir_all(dir).unwrap();
+    for e in std::fs::read_dir(committed).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "json") {
+            std::fs::copy(&p, dir.join(p.file_name().unwrap())).unwrap();
+        }
+    }
+}
+
+/// Pids of the processes whose command line mentions `needle`, this one
+/// aside: what a test's marker finds after a command should have ended.
+#[cfg(target_os = "linux")]
+pub fn processes_mentioning(needle: &str) -> Vec<u32> {
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        if String::from_utf8_lossy(&cmdline).contains(needle) && pid != std::process::id() {
+            pids.push(pid);
+        }
+    }
+    pids
+}
