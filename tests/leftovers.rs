@@ -348,57 +348,19 @@ fn a_killed_stress_leaves_nothing_the_next_start_keeps() {
     let tmp = common::scratch("leftovers-stress-tmp");
     let mut guard = Leftovers::new("stress");
     // Run A blocks in its first pressured run.
-    let mut cmd = guard.command(
+    let mut a = guard.command(
         tmp.dir(),
         &["stress", "--runs", "1000", "--timeout", "3600", "--"],
     );
-    cmd.args(["/bin/sh", "-c", BLOCKS_PRESSURED]);
-    let a = guard.spawn(cmd);
-    wait_for_pressured_run(&guard.mark);
-    let of_a = folders_of(tmp.dir(), a);
-    assert!(
-        of_a.iter().any(|n| n.starts_with("fdwindow-preload-")),
-        "{:?}",
-        entries(tmp.dir())
-    );
-    let folder = tmp.dir().join(&of_a[0]);
-    assert!(
-        folder.join("libfdwindow_inject.so").exists(),
-        "the built-in injector is not in the run's folder: {:?}",
-        entries(&folder)
-    );
-
-    // Run B, while A lives: A's folder stays, B's own goes with it.
-    let mut cmd = guard.command(tmp.dir(), &["stress", "--runs", "1", "--"]);
-    cmd.args(["/bin/sh", "-c", &FAILS_ON_LEFTOVERS.replace("DEAD", "0")]);
-    let b = output(cmd);
-    // Ran to its end (its verdict, and so its exit status, is not the point).
-    assert_eq!(arms(&summary(&b)), [(0, 1), (0, 1)], "{}", stderr(&b));
-    assert_eq!(
-        folders_of(tmp.dir(), a),
-        of_a,
-        "a live run's folder was taken"
-    );
-    assert_eq!(entries(tmp.dir()), of_a, "run B left files behind");
-
-    // SIGKILL: A runs no cleanup; its command, under pressure, dies with it.
-    guard.kill_child(a);
-    guard.wait_marked_gone();
-    assert_eq!(folders_of(tmp.dir(), a), of_a);
-
-    // Run C finds A's folder gone by the time its command runs, and leaves
-    // nothing itself.
-    let check = FAILS_ON_LEFTOVERS.replace("DEAD", &a.to_string());
-    let mut cmd = guard.command(tmp.dir(), &["stress", "--runs", "1", "--"]);
-    cmd.args(["/bin/sh", "-c", &check]);
-    let c = output(cmd);
-    assert_eq!(
-        arms(&summary(&c)),
-        [(0, 1), (0, 1)],
-        "run C saw A's folder: {}",
-        stderr(&c)
-    );
-    assert_eq!(entries(tmp.dir()), Vec::<String>::new(), "left in TMPDIR");
+    a.args(["/bin/sh", "-c", BLOCKS_PRESSURED]);
+    a_killed_run_is_swept_by_the_next(tmp.dir(), &mut guard, a, |guard, dead| {
+        let mut cmd = guard.command(tmp.dir(), &["stress", "--runs", "1", "--"]);
+        cmd.args(["/bin/sh", "-c", &FAILS_ON_LEFTOVERS.replace("DEAD", dead)]);
+        let out = output(cmd);
+        // Both arms ran and passed: its command saw no folder of `dead`
+        // (the verdict, and so the exit status, is not the point).
+        (arms(&summary(&out)) == [(0, 1), (0, 1)], out)
+    });
 }
 
 /// `fdwindow audit` of `suite`, a libtest stand-in, in a short run.
@@ -417,7 +379,7 @@ fn short_audit(guard: &Leftovers, tmp: &Path, suite: &str) -> Command {
 fn a_killed_audit_leaves_nothing_the_next_start_keeps() {
     let tmp = common::scratch("leftovers-audit-tmp");
     let mut guard = Leftovers::new("audit");
-    let mut cmd = guard.command(
+    let mut a = guard.command(
         tmp.dir(),
         &[
             "audit",
@@ -432,47 +394,62 @@ fn a_killed_audit_leaves_nothing_the_next_start_keeps() {
             "--",
         ],
     );
-    cmd.args(["/bin/sh", "-c", BLOCKING_SUITE, "sh"]);
-    let a = guard.spawn(cmd);
+    a.args(["/bin/sh", "-c", BLOCKING_SUITE, "sh"]);
+    a_killed_run_is_swept_by_the_next(tmp.dir(), &mut guard, a, |guard, dead| {
+        let out = output(short_audit(
+            guard,
+            tmp.dir(),
+            &CHECKING_SUITE.replace("DEAD", dead),
+        ));
+        (out.status.code() == Some(0), out)
+    });
+}
+
+/// What stress and audit share: run A (`a`, in TMPDIR `tmp`) blocks under
+/// pressure with the built-in injector in its own folder; a run B started
+/// while A lives leaves A's folder alone and nothing of its own; SIGKILL of
+/// A (no clean-up) kills its command too but leaves the folder; run C, the
+/// next start, removes it before its command runs and leaves nothing.
+/// `later(guard, dead)` runs B or C to its end: whether its command saw no
+/// folder of process `dead` ("0" for B, which no folder names), and its
+/// output.
+fn a_killed_run_is_swept_by_the_next(
+    tmp: &Path,
+    guard: &mut Leftovers,
+    a: Command,
+    later: impl Fn(&Leftovers, &str) -> (bool, Output),
+) {
+    let a = guard.spawn(a);
     wait_for_pressured_run(&guard.mark);
-    let of_a = folders_of(tmp.dir(), a);
+    let of_a = folders_of(tmp, a);
     assert!(
         of_a.iter().any(|n| n.starts_with("fdwindow-preload-")),
         "{:?}",
-        entries(tmp.dir())
+        entries(tmp)
+    );
+    let folder = tmp.join(&of_a[0]);
+    assert!(
+        folder.join("libfdwindow_inject.so").exists(),
+        "the built-in injector is not in the run's folder: {:?}",
+        entries(&folder)
     );
 
-    // Audit B, while A lives: A's folder stays, B's own goes with it.
-    let b = output(short_audit(
-        &guard,
-        tmp.dir(),
-        &CHECKING_SUITE.replace("DEAD", "0"),
-    ));
-    assert_eq!(b.status.code(), Some(0), "{}", stderr(&b));
-    assert_eq!(
-        folders_of(tmp.dir(), a),
-        of_a,
-        "a live audit's folder was taken"
-    );
-    assert_eq!(entries(tmp.dir()), of_a, "audit B left files behind");
+    // Run B, while A lives: A's folder stays, B's own goes with it.
+    let (saw_none, b) = later(guard, "0");
+    assert!(saw_none, "{}", stderr(&b));
+    assert_eq!(folders_of(tmp, a), of_a, "a live run's folder was taken");
+    assert_eq!(entries(tmp), of_a, "run B left files behind");
 
+    // SIGKILL: A runs no cleanup; its command, under pressure, dies with it.
     guard.kill_child(a);
     guard.wait_marked_gone();
-    assert_eq!(folders_of(tmp.dir(), a), of_a);
+    assert_eq!(folders_of(tmp, a), of_a);
 
-    // Audit C: its test fails if A's folder is still there when it runs.
-    let c = output(short_audit(
-        &guard,
-        tmp.dir(),
-        &CHECKING_SUITE.replace("DEAD", &a.to_string()),
-    ));
-    assert_eq!(
-        c.status.code(),
-        Some(0),
-        "audit C saw A's folder: {}",
-        stderr(&c)
-    );
-    assert_eq!(entries(tmp.dir()), Vec::<String>::new(), "left in TMPDIR");
+    // Run C finds A's folder gone by the time its command runs, and leaves
+    // nothing itself.
+    let (saw_none, c) = later(guard, &a.to_string());
+    assert!(saw_none, "run C saw A's folder: {}", stderr(&c));
+    assert_eq!(entries(tmp), Vec::<String>::new(), "left in TMPDIR");
 }
 
 /// Whatever moment a `fdwindow run` is killed at, what its probe wrote (the
