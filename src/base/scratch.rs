@@ -8,7 +8,9 @@
 //! A run's own folder ([`Scratch::new_swept`]) also survives its owner's
 //! SIGKILL only until the next run starts:
 //! 1. The run creates `.fdwindow-<label>-<pid>-<n>.new`, a name the sweeper
-//!    ignores, and takes an exclusive `flock` on `LOCK` inside it.
+//!    judges by its pid alone (it removes it only once no process has that
+//!    pid: a run killed here leaves it), and takes an exclusive `flock` on
+//!    `LOCK` inside it.
 //! 2. It renames the folder to `fdwindow-<label>-<pid>-<n>` and keeps the
 //!    lock for its whole life; the kernel drops the lock when the process
 //!    dies, however it dies.
@@ -16,7 +18,9 @@
 //!    without blocking, and removes those whose lock it gets: their owner
 //!    is gone. A live folder's lock is always held (it was locked before it
 //!    got a sweepable name), and a recycled pid holds no lock, so neither a
-//!    live run nor a reused pid fools the sweeper.
+//!    live run nor a reused pid fools the sweeper. A folder whose lock file
+//!    is gone (its owner was killed while removing it) is judged by its pid,
+//!    as in step 1: a reused pid only keeps it until that process ends.
 
 use std::io;
 use std::os::unix::fs::DirBuilderExt;
@@ -175,20 +179,37 @@ pub fn sweep(root: &Path, label: &str) -> usize {
     let mut removed = 0;
     for entry in entries.filter_map(Result::ok) {
         let name = entry.file_name();
-        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(&prefix)) else {
+        let Some(name) = name.to_str() else {
             continue;
         };
+        let (rest, half_made) = match name.strip_prefix('.').and_then(|n| n.strip_suffix(".new")) {
+            Some(hidden) => (hidden.strip_prefix(&prefix), true),
+            None => (name.strip_prefix(&prefix), false),
+        };
         // Only this module's names: `<pid>-<n>`.
-        if rest.split('-').count() != 2 || !rest.split('-').all(|p| p.parse::<u64>().is_ok()) {
+        let Some((pid, n)) = rest.and_then(|r| r.split_once('-')) else {
             continue;
-        }
+        };
+        let (Ok(pid), Ok(_)) = (pid.parse::<i32>(), n.parse::<u64>()) else {
+            continue;
+        };
         let dir = entry.path();
         if !entry.file_type().is_ok_and(|t| t.is_dir()) {
             continue;
         }
-        // A folder of this scheme always has its lock file: it got its name
-        // only after the lock was taken. One without is left alone.
-        let Ok(file) = std::fs::OpenOptions::new().write(true).open(dir.join(LOCK)) else {
+        let lock = std::fs::OpenOptions::new().write(true).open(dir.join(LOCK));
+        // A folder with no lock to judge it by is dead when its creator is:
+        // one its run was killed in the middle of making (step 1 of the
+        // module doc), or of removing (the lock file goes first). A recycled
+        // pid only keeps it until that process ends.
+        let no_lock = matches!(&lock, Err(e) if e.kind() == io::ErrorKind::NotFound);
+        if half_made || no_lock {
+            if !process_exists(pid) && std::fs::remove_dir_all(&dir).is_ok() {
+                removed += 1;
+            }
+            continue;
+        }
+        let Ok(file) = lock else {
             continue;
         };
         if file.try_lock().is_ok() {
@@ -199,6 +220,13 @@ pub fn sweep(root: &Path, label: &str) -> usize {
         }
     }
     removed
+}
+
+/// Whether a process with this pid exists (`kill(pid, 0)`: only ESRCH says
+/// it does not; EPERM is another user's live process).
+fn process_exists(pid: i32) -> bool {
+    rustix::process::Pid::from_raw(pid)
+        .is_none_or(|pid| rustix::process::test_kill_process(pid) != Err(rustix::io::Errno::SRCH))
 }
 
 #[cfg(test)]
@@ -250,14 +278,31 @@ mod tests {
         std::fs::create_dir(&dead).unwrap();
         std::fs::write(dead.join(LOCK), b"").unwrap();
         std::fs::write(dead.join("left-behind"), b"x").unwrap();
-        // Names outside the scheme, and a folder still being set up, stay.
+        // Names outside the scheme, and a folder a live run is still
+        // setting up, stay; one a dead run was setting up goes.
         let other = root.dir().join("fdwindow-t-not-ours");
         std::fs::create_dir(&other).unwrap();
-        let setting_up = root.dir().join(".fdwindow-t-4000000-8.new");
+        let setting_up = root
+            .dir()
+            .join(format!(".fdwindow-t-{}-8.new", std::process::id()));
         std::fs::create_dir(&setting_up).unwrap();
         std::fs::write(setting_up.join(LOCK), b"").unwrap();
+        // Above Linux's largest pid_max (2^22): no process has it.
+        let half_made = root.dir().join(".fdwindow-t-4194305-9.new");
+        std::fs::create_dir(&half_made).unwrap();
+        // One a dead run was killed while removing: its lock file went first.
+        let half_removed = root.dir().join("fdwindow-t-4194305-10");
+        std::fs::create_dir(&half_removed).unwrap();
         let next = Scratch::new_swept_in(root.dir(), "t").unwrap();
         assert!(!dead.exists(), "a dead run's folder survived the sweep");
+        assert!(
+            !half_removed.exists(),
+            "a dead run's half-removed folder survived"
+        );
+        assert!(
+            !half_made.exists(),
+            "a dead run's half-made folder survived"
+        );
         assert!(live.dir().exists() && next.dir().exists());
         assert!(other.exists() && setting_up.exists());
         let live_dir = live.dir().to_owned();
