@@ -20,7 +20,9 @@
 //!    got a sweepable name), and a recycled pid holds no lock, so neither a
 //!    live run nor a reused pid fools the sweeper. A folder whose lock file
 //!    is gone (its owner was killed while removing it) is judged by its pid,
-//!    as in step 1: a reused pid only keeps it until that process ends.
+//!    as in step 1: a reused pid only keeps it until that process ends. The
+//!    pid rule holds within one pid namespace, so runs in containers that
+//!    share one temporary folder need their own TMPDIR.
 
 use std::io;
 use std::os::unix::fs::DirBuilderExt;
@@ -170,7 +172,9 @@ impl Drop for Scratch {
 }
 
 /// Removes every `fdwindow-<label>-*` folder under `root` whose lock can be
-/// taken: its run is gone. Folders it cannot judge are left alone.
+/// taken (its run is gone), and every one with no lock file, half-made
+/// (`.fdwindow-<label>-*.new`) or half-removed, whose pid no process has
+/// (the module doc). Folders it cannot judge are left alone.
 pub fn sweep(root: &Path, label: &str) -> usize {
     let prefix = format!("fdwindow-{label}-");
     let Ok(entries) = std::fs::read_dir(root) else {
@@ -200,8 +204,8 @@ pub fn sweep(root: &Path, label: &str) -> usize {
         let lock = std::fs::OpenOptions::new().write(true).open(dir.join(LOCK));
         // A folder with no lock to judge it by is dead when its creator is:
         // one its run was killed in the middle of making (step 1 of the
-        // module doc), or of removing (the lock file goes first). A recycled
-        // pid only keeps it until that process ends.
+        // module doc), or of removing (its lock file already removed). A
+        // recycled pid only keeps it until that process ends.
         let no_lock = matches!(&lock, Err(e) if e.kind() == io::ErrorKind::NotFound);
         if half_made || no_lock {
             if !process_exists(pid) && std::fs::remove_dir_all(&dir).is_ok() {
@@ -222,9 +226,12 @@ pub fn sweep(root: &Path, label: &str) -> usize {
     removed
 }
 
-/// Whether a process with this pid exists (`kill(pid, 0)`: only ESRCH says
-/// it does not; EPERM is another user's live process).
-fn process_exists(pid: i32) -> bool {
+/// Whether `pid` names a process (`kill(2)` with signal 0: only ESRCH says
+/// none does; EPERM is another user's live process). A number that is no
+/// process id (0, negative) is taken as existing, so nothing is removed on
+/// its account. Pids speak for this pid namespace only: a sweeper in
+/// another container sharing the folder would take a live creator for dead.
+pub(crate) fn process_exists(pid: i32) -> bool {
     rustix::process::Pid::from_raw(pid)
         .is_none_or(|pid| rustix::process::test_kill_process(pid) != Err(rustix::io::Errno::SRCH))
 }
@@ -290,7 +297,12 @@ mod tests {
         // Above Linux's largest pid_max (2^22): no process has it.
         let half_made = root.dir().join(".fdwindow-t-4194305-9.new");
         std::fs::create_dir(&half_made).unwrap();
-        // One a dead run was killed while removing: its lock file went first.
+        // A live run's folder without its lock file (its owner is removing
+        // it) stays; one a dead run was killed while removing goes.
+        let removing = root
+            .dir()
+            .join(format!("fdwindow-t-{}-11", std::process::id()));
+        std::fs::create_dir(&removing).unwrap();
         let half_removed = root.dir().join("fdwindow-t-4194305-10");
         std::fs::create_dir(&half_removed).unwrap();
         let next = Scratch::new_swept_in(root.dir(), "t").unwrap();
@@ -304,7 +316,7 @@ mod tests {
             "a dead run's half-made folder survived"
         );
         assert!(live.dir().exists() && next.dir().exists());
-        assert!(other.exists() && setting_up.exists());
+        assert!(other.exists() && setting_up.exists() && removing.exists());
         let live_dir = live.dir().to_owned();
         drop(live);
         assert!(!live_dir.exists());

@@ -282,22 +282,11 @@ pub fn remove_stale_scratch(root: &Path) {
         else {
             continue;
         };
-        if !process_exists(pid) && entry.file_type().is_ok_and(|t| t.is_dir()) {
+        if !crate::base::scratch::process_exists(pid) && entry.file_type().is_ok_and(|t| t.is_dir())
+        {
             let _ = std::fs::remove_dir_all(entry.path());
         }
     }
-}
-
-/// Whether `pid` names a process (`kill(2)` with signal 0: ESRCH if none).
-/// A number that is no process id (0, negative) is taken as existing, so
-/// nothing is removed on its account.
-fn process_exists(pid: libc::pid_t) -> bool {
-    rustix::process::Pid::from_raw(pid).is_none_or(|pid| {
-        !matches!(
-            rustix::process::test_kill_process(pid),
-            Err(rustix::io::Errno::SRCH)
-        )
-    })
 }
 
 /// The kernel's config gaps, when it has a config to check; a kernel without
@@ -512,7 +501,7 @@ mod tests {
             std::fs::create_dir_all(d.join("deb")).unwrap();
         }
         remove_stale_scratch(root.dir());
-        assert!(!stale.exists() || process_exists(dead as libc::pid_t));
+        assert!(!stale.exists() || crate::base::scratch::process_exists(dead as libc::pid_t));
         assert!(live.exists() && other.exists());
     }
 }
