@@ -359,7 +359,12 @@ fn a_killed_stress_leaves_nothing_the_next_start_keeps() {
         let out = output(cmd);
         // Both arms ran and passed: its command saw no folder of `dead`
         // (the verdict, and so the exit status, is not the point).
-        (arms(&summary(&out)) == [(0, 1), (0, 1)], out)
+        let arms = arms(&summary(&out));
+        if arms == [(0, 1), (0, 1)] {
+            Ok(())
+        } else {
+            Err(format!("arms {arms:?}: {}", stderr(&out)))
+        }
     });
 }
 
@@ -401,7 +406,10 @@ fn a_killed_audit_leaves_nothing_the_next_start_keeps() {
             tmp.dir(),
             &CHECKING_SUITE.replace("DEAD", dead),
         ));
-        (out.status.code() == Some(0), out)
+        match out.status.code() {
+            Some(0) => Ok(()),
+            code => Err(format!("exit {code:?}: {}", stderr(&out))),
+        }
     });
 }
 
@@ -410,24 +418,22 @@ fn a_killed_audit_leaves_nothing_the_next_start_keeps() {
 /// while A lives leaves A's folder alone and nothing of its own; SIGKILL of
 /// A (no clean-up) kills its command too but leaves the folder; run C, the
 /// next start, removes it before its command runs and leaves nothing.
-/// `later(guard, dead)` runs B or C to its end: whether its command saw no
-/// folder of process `dead` ("0" for B, which no folder names), and its
-/// output.
+/// `later(guard, dead)` runs B or C to its end: `Ok` when its command saw
+/// no folder of process `dead` ("0" for B, which no folder names), else
+/// what it saw instead (its result and its stderr).
 fn a_killed_run_is_swept_by_the_next(
     tmp: &Path,
     guard: &mut Leftovers,
     a: Command,
-    later: impl Fn(&Leftovers, &str) -> (bool, Output),
+    later: impl Fn(&Leftovers, &str) -> Result<(), String>,
 ) {
     let a = guard.spawn(a);
     wait_for_pressured_run(&guard.mark);
     let of_a = folders_of(tmp, a);
-    assert!(
-        of_a.iter().any(|n| n.starts_with("fdwindow-preload-")),
-        "{:?}",
-        entries(tmp)
-    );
-    let folder = tmp.join(&of_a[0]);
+    let Some(preload) = of_a.iter().find(|n| n.starts_with("fdwindow-preload-")) else {
+        panic!("run A has no folder: {:?}", entries(tmp));
+    };
+    let folder = tmp.join(preload);
     assert!(
         folder.join("libfdwindow_inject.so").exists(),
         "the built-in injector is not in the run's folder: {:?}",
@@ -435,8 +441,9 @@ fn a_killed_run_is_swept_by_the_next(
     );
 
     // Run B, while A lives: A's folder stays, B's own goes with it.
-    let (saw_none, b) = later(guard, "0");
-    assert!(saw_none, "{}", stderr(&b));
+    if let Err(saw) = later(guard, "0") {
+        panic!("run B: {saw}");
+    }
     assert_eq!(folders_of(tmp, a), of_a, "a live run's folder was taken");
     assert_eq!(entries(tmp), of_a, "run B left files behind");
 
@@ -447,8 +454,9 @@ fn a_killed_run_is_swept_by_the_next(
 
     // Run C finds A's folder gone by the time its command runs, and leaves
     // nothing itself.
-    let (saw_none, c) = later(guard, &a.to_string());
-    assert!(saw_none, "run C saw A's folder: {}", stderr(&c));
+    if let Err(saw) = later(guard, &a.to_string()) {
+        panic!("run C saw A's folder: {saw}");
+    }
     assert_eq!(entries(tmp), Vec::<String>::new(), "left in TMPDIR");
 }
 
