@@ -17,6 +17,7 @@ use clap::{Parser, Subcommand};
 
 use fdwindow::base::out;
 use fdwindow::evidence::query::{arm_verdict, cell_detail, cell_line};
+use fdwindow::evidence::sources::{self, Source, Sources};
 use fdwindow::platform::Platform;
 use fdwindow::report::ResultsFile;
 use fdwindow::runner::{self, RunError, RunOptions, Written};
@@ -39,10 +40,11 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Run every probe, merge into results/<platform>.json, regenerate MATRIX.md.
+    /// Run every probe, merge into results/local/<platform>.json, regenerate its MATRIX.md.
     Run {
-        /// The results folder.
-        #[arg(long, default_value = "results")]
+        /// The results folder (results/local/ is this machine's, git-ignored;
+        /// `--results results` adds this machine to the committed matrix).
+        #[arg(long, default_value = "results/local")]
         results: PathBuf,
         /// Where the probe binaries are (default: beside this binary).
         #[arg(long)]
@@ -96,9 +98,11 @@ enum Cmd {
         /// Platform id (default: this machine's, or the only results file).
         #[arg(long)]
         platform: Option<String>,
-        /// The results folder.
-        #[arg(long, default_value = "results")]
-        results: PathBuf,
+        /// The results folder (default: this machine's results/local/, where
+        /// `fdwindow run` writes, beside the committed results/; a platform
+        /// in both is read from results/local/).
+        #[arg(long)]
+        results: Option<PathBuf>,
     },
     /// Advice for a review: the valid fixes, the invalid ones and why, with evidence.
     Advise {
@@ -114,9 +118,11 @@ enum Cmd {
         /// List every hazard instead.
         #[arg(long, conflicts_with = "hazard")]
         list: bool,
-        /// The results folder.
-        #[arg(long, default_value = "results")]
-        results: PathBuf,
+        /// The results folder (default: this machine's results/local/, where
+        /// `fdwindow run` writes, beside the committed results/; a platform
+        /// in both is read from results/local/).
+        #[arg(long)]
+        results: Option<PathBuf>,
     },
     /// Merge results files (e.g. CI artifacts from several OSes) into one folder and regenerate MATRIX.md.
     Merge {
@@ -130,18 +136,22 @@ enum Cmd {
     /// Hold the encoded claims against every results file (exit 1 on a failure):
     /// for CI and the tests.
     Check {
-        /// The results folder.
-        #[arg(long, default_value = "results")]
-        results: PathBuf,
+        /// The results folder (default: this machine's results/local/, where
+        /// `fdwindow run` writes, beside the committed results/; a platform
+        /// in both is read from results/local/).
+        #[arg(long)]
+        results: Option<PathBuf>,
     },
     /// Print the verdict table of one platform.
     Summary {
         /// Platform id (default: this machine's, or the only results file).
         #[arg(long)]
         platform: Option<String>,
-        /// The results folder.
-        #[arg(long, default_value = "results")]
-        results: PathBuf,
+        /// The results folder (default: this machine's results/local/, where
+        /// `fdwindow run` writes, beside the committed results/; a platform
+        /// in both is read from results/local/).
+        #[arg(long)]
+        results: Option<PathBuf>,
     },
     /// Run a command N times alone and N times under fork pressure (injected),
     /// and compare failures: `k/N` with 95% intervals, time to first failure.
@@ -234,7 +244,7 @@ fn main() -> ExitCode {
             platform,
             results,
         } => verdict(
-            &results,
+            results.as_deref(),
             platform.as_deref(),
             &hazard,
             &arm,
@@ -246,16 +256,10 @@ fn main() -> ExitCode {
             format,
             list,
             results,
-        } => advise(&results, hazard.as_deref(), os, &format, list),
+        } => advise(results.as_deref(), hazard.as_deref(), os, &format, list),
         Cmd::Merge { inputs, results } => merge(&inputs, &results),
-        Cmd::Check { results } => check(&results),
-        Cmd::Summary { platform, results } => {
-            // pick_platform refuses a missing or mistyped folder.
-            pick_platform(&results, platform.as_deref()).map(|f| {
-                out::stdout(&summary_table(&f));
-                ExitCode::SUCCESS
-            })
-        }
+        Cmd::Check { results } => check(results.as_deref()),
+        Cmd::Summary { platform, results } => summary(results.as_deref(), platform.as_deref()),
         Cmd::Stress(args) => stress::run(args).map_err(Usage),
         Cmd::Vm {
             kernels,
@@ -359,7 +363,7 @@ fn run(
             };
             out::stdout(&format!(
                 "{}\n{what} in {:.1} s\n",
-                summary_table(&summary.results),
+                summary_table(&summary.results, &path.to_string()),
                 summary.elapsed.as_secs_f64()
             ));
             if summary.written != Written::Unchanged {
@@ -552,12 +556,15 @@ fn matrix(dir: &Path, readme: Option<PathBuf>, check: bool) -> Result<ExitCode, 
     Ok(ExitCode::SUCCESS)
 }
 
-/// The results file for `--platform`, else this machine's, else the only one.
-fn pick_platform(dir: &Path, platform: Option<&str>) -> Result<ResultsFile, Usage> {
-    results::check_folder(dir, false).map_err(Usage)?;
-    let mut files = results::load_dir(dir).map_err(|e| Usage(e.to_string()))?;
-    let ids: Vec<String> = files.iter().map(|f| f.platform.id.clone()).collect();
-    let here = Platform::detect().id;
+/// The results file for `--platform`, else this machine's, else the only
+/// one, and where it was read.
+fn pick_platform(
+    named: Option<&Path>,
+    platform: Option<&str>,
+) -> Result<(ResultsFile, Source), Usage> {
+    let mut sources = Sources::load(named).map_err(Usage)?;
+    let ids: Vec<String> = sources.read.iter().map(|s| s.platform.clone()).collect();
+    let here = sources.here.clone();
     let wanted = platform.map(str::to_owned).or_else(|| {
         if ids.contains(&here) {
             Some(here.clone())
@@ -567,10 +574,15 @@ fn pick_platform(dir: &Path, platform: Option<&str>) -> Result<ResultsFile, Usag
             None
         }
     });
+    let folders = || match named {
+        Some(dir) => dir.display().to_string(),
+        None => format!("{} and {}", sources::LOCAL, sources::COMMITTED),
+    };
     let Some(wanted) = wanted else {
         return Err(Usage(format!(
-            "{} holds no results for this machine ({here}); pass --results DIR where a run wrote them (`make probe-linux` writes results/local), or --platform (one of: {})",
-            dir.display(),
+            "{} hold no results for this machine ({here}); run `make probe-linux` (it writes {}), pass --results DIR where a run wrote them, or --platform (one of: {})",
+            folders(),
+            sources::LOCAL,
             if ids.is_empty() {
                 "none".into()
             } else {
@@ -578,18 +590,43 @@ fn pick_platform(dir: &Path, platform: Option<&str>) -> Result<ResultsFile, Usag
             }
         )));
     };
-    match files.iter().position(|f| f.platform.id == wanted) {
-        Some(i) => Ok(files.swap_remove(i)),
-        None => Err(Usage(format!(
+    let Some(i) = ids.iter().position(|id| *id == wanted) else {
+        return Err(Usage(format!(
             "no results for platform {wanted:?} in {}; have: {}",
-            dir.display(),
+            folders(),
             ids.join(", ")
-        ))),
+        )));
+    };
+    Ok((sources.files.swap_remove(i), sources.read.swap_remove(i)))
+}
+
+/// Says on stderr which file answered (stdout stays one line per window),
+/// once the answer is out: not after a closed or failed stdout.
+fn said_from(source: &Source) {
+    if out::stdout_written() {
+        note!("from {}", read_from(source));
     }
 }
 
+/// `PATH` or `PATH (this machine)`: where an answer's file was read.
+fn read_from(source: &Source) -> String {
+    let mark = if source.this_machine {
+        " (this machine)"
+    } else {
+        ""
+    };
+    format!("{}{mark}", source.file.display())
+}
+
+/// `fdwindow summary`: every arm's verdict on one platform.
+fn summary(named: Option<&Path>, platform: Option<&str>) -> Result<ExitCode, Usage> {
+    let (file, source) = pick_platform(named, platform)?;
+    out::stdout(&summary_table(&file, &read_from(&source)));
+    Ok(ExitCode::SUCCESS)
+}
+
 fn verdict(
-    dir: &Path,
+    named: Option<&Path>,
     platform: Option<&str>,
     hazard: &str,
     arm: &str,
@@ -603,7 +640,7 @@ fn verdict(
             })
         })
         .transpose()?;
-    let file = pick_platform(dir, platform)?;
+    let (file, source) = pick_platform(named, platform)?;
     let Some(report) = file.probes.get(hazard) else {
         let known: Vec<_> = file.probes.keys().map(String::as_str).collect();
         return Err(Usage(format!(
@@ -628,6 +665,7 @@ fn verdict(
             .map(|(c, v)| format!("{c}={v}"))
             .collect();
         out::stdout(&format!("observed {}\n", cells.join(" ")));
+        said_from(&source);
         return Ok(ExitCode::SUCCESS);
     }
     // Cells the run left out on purpose (a default run's race windows hold
@@ -677,20 +715,25 @@ fn verdict(
         .chain(left_out)
         .collect();
     out::stdout(&lines);
+    said_from(&source);
     Ok(ExitCode::SUCCESS)
 }
 
-fn check(dir: &Path) -> Result<ExitCode, Usage> {
-    results::check_folder(dir, false).map_err(Usage)?;
-    let files = results::load_dir(dir).map_err(|e| Usage(e.to_string()))?;
-    if files.is_empty() {
+fn check(named: Option<&Path>) -> Result<ExitCode, Usage> {
+    let sources = Sources::load(named).map_err(Usage)?;
+    if sources.files.is_empty() {
         return Err(Usage(format!(
             "{} holds no results files; run `make probe-linux` first",
-            dir.display()
+            named.map_or_else(|| sources::LOCAL.into(), |d| d.display().to_string())
         )));
     }
-    let report = fdwindow::knowledge::check(&files);
-    out::stdout(&report.to_string());
+    let report = fdwindow::knowledge::check(&sources.files);
+    let read: String = sources
+        .describe(None)
+        .iter()
+        .map(|l| format!("{l}\n"))
+        .collect();
+    out::stdout(&format!("{read}{report}"));
     Ok(if report.failures.is_empty() {
         ExitCode::SUCCESS
     } else {
@@ -754,16 +797,16 @@ fn merge(inputs: &[PathBuf], dir: &Path) -> Result<ExitCode, Usage> {
 }
 
 fn advise(
-    dir: &Path,
+    named: Option<&Path>,
     hazard: Option<&str>,
     os: Option<String>,
     format: &str,
     list: bool,
 ) -> Result<ExitCode, Usage> {
-    results::check_folder(dir, false).map_err(Usage)?;
-    let files = results::load_dir(dir).map_err(|e| Usage(e.to_string()))?;
+    let sources = Sources::load(named).map_err(Usage)?;
+    let files = &sources.files;
     if list {
-        let lines: String = fdwindow::advise::hazards(&files)
+        let lines: String = fdwindow::advise::hazards(files)
             .into_iter()
             .map(|(id, about)| format!("{id:<22} {about}\n"))
             .collect();
@@ -772,9 +815,8 @@ fn advise(
     }
     let hazard = hazard.expect("clap requires a hazard without --list");
     let os = os.unwrap_or_else(|| Platform::detect().os);
-    let costs = fdwindow::costs::load_dir(dir).map_err(|e| Usage(e.to_string()))?;
-    let Some(advice) = fdwindow::advise::advise(&files, &costs, hazard, &os) else {
-        let known: Vec<String> = fdwindow::advise::hazards(&files)
+    let Some(mut advice) = fdwindow::advise::advise(files, &sources.costs, hazard, &os) else {
+        let known: Vec<String> = fdwindow::advise::hazards(files)
             .into_iter()
             .map(|(id, _)| id)
             .collect();
@@ -783,6 +825,7 @@ fn advise(
             known.join(", ")
         )));
     };
+    advice.sources = sources.describe(Some(&os));
     match format {
         "json" => {
             out::stdout(&(serde_json::to_string_pretty(&advice).expect("advice serialises") + "\n"))
@@ -793,7 +836,7 @@ fn advise(
 }
 
 /// A plain-text table of every arm's verdict on one platform.
-fn summary_table(file: &ResultsFile) -> String {
+fn summary_table(file: &ResultsFile, from: &str) -> String {
     let mut rows = vec![[
         "hazard".to_owned(),
         "arm".into(),
@@ -816,7 +859,7 @@ fn summary_table(file: &ResultsFile) -> String {
     let widths: Vec<usize> = (0..5)
         .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
         .collect();
-    let mut out = format!("\nplatform {}\n", file.platform.id);
+    let mut out = format!("\nplatform {}, from {from}\n", file.platform.id);
     for r in &rows {
         let line: Vec<String> = r
             .iter()

@@ -179,29 +179,33 @@ fn small_vm_bin(root: &Path) -> std::path::PathBuf {
     exe
 }
 
-/// `fdwindow vm` of a `.deb` that is no package: it prints that kernel's
+/// `fdwindow vm` of a kernel whose boot header is whole but which no QEMU
+/// boots (`FDWINDOW_QEMU` is `/bin/false`): it prints that kernel's `broken`
 /// line on stdout without booting anything. Its TMPDIR, cache and results
 /// are in `root`; `None` when this machine cannot build the initramfs
 /// (no busybox): said, and the test skips.
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-fn vm_of_a_bad_deb(root: &Path, stdout: impl Into<Stdio>) -> Option<Output> {
+fn vm_of_an_unbootable_kernel(root: &Path, stdout: impl Into<Stdio>) -> Option<Output> {
     let exe = root.join("bin/fdwindow");
-    let (tmp, results, deb) = (
-        root.join("tmp"),
-        root.join("results"),
-        root.join("linux-image-bad.deb"),
-    );
+    let (tmp, results, kernel) = (root.join("tmp"), root.join("results"), root.join("bzImage"));
     for dir in [&tmp, &results] {
         std::fs::create_dir_all(dir).unwrap();
     }
-    std::fs::write(&deb, "not an ar archive\n").unwrap();
+    // The boot sector's 0xAA55, "HdrS", protocol 2.15; setup_sects 0 (four
+    // sectors) and syssize 0: 2560 bytes make it whole.
+    let mut image = vec![0u8; 4096];
+    image[0x1FE..0x200].copy_from_slice(&0xAA55u16.to_le_bytes());
+    image[0x202..0x206].copy_from_slice(b"HdrS");
+    image[0x206..0x208].copy_from_slice(&0x020Fu16.to_le_bytes());
+    std::fs::write(&kernel, image).unwrap();
     let out = Command::new(exe)
         .args(["vm", "--accel", "tcg", "--kernel"])
-        .arg(&deb)
+        .arg(&kernel)
         .arg("--results")
         .arg(&results)
         .env("TMPDIR", &tmp)
         .env("XDG_CACHE_HOME", root.join("cache"))
+        .env("FDWINDOW_QEMU", "/bin/false")
         .stdout(stdout)
         .output()
         .unwrap();
@@ -219,14 +223,14 @@ fn vm_of_a_bad_deb(root: &Path, stdout: impl Into<Stdio>) -> Option<Output> {
 fn vm_into_a_full_stdout_is_one_error_line_and_exit_1() {
     let root = tempfile::tempdir().unwrap();
     small_vm_bin(root.path());
-    // The sham: to a pipe, the bad package's line and exit 1 (a broken kernel).
-    let Some(read) = vm_of_a_bad_deb(root.path(), Stdio::piped()) else {
+    // The sham: to a pipe, the kernel's line and exit 1 (a broken kernel).
+    let Some(read) = vm_of_an_unbootable_kernel(root.path(), Stdio::piped()) else {
         return;
     };
     assert_eq!(read.status.code(), Some(1), "{}", stderr(&read));
     let line = String::from_utf8_lossy(&read.stdout);
-    assert!(line.contains("linux-image-bad.deb: broken"), "{line}");
-    let Some(out) = vm_of_a_bad_deb(root.path(), full()) else {
+    assert!(line.contains("bzImage: broken"), "{line}");
+    let Some(out) = vm_of_an_unbootable_kernel(root.path(), full()) else {
         return;
     };
     let text = stderr(&out);
@@ -241,7 +245,7 @@ fn vm_into_a_full_stdout_is_one_error_line_and_exit_1() {
 fn vm_into_a_closed_pipe_exits_141() {
     let root = tempfile::tempdir().unwrap();
     small_vm_bin(root.path());
-    let Some(out) = vm_of_a_bad_deb(root.path(), closed_pipe()) else {
+    let Some(out) = vm_of_an_unbootable_kernel(root.path(), closed_pipe()) else {
         return;
     };
     assert_eq!(out.status.code(), Some(141), "{}", stderr(&out));

@@ -185,3 +185,90 @@ fn the_local_folder_is_not_read_as_committed_results() {
         "{asked}"
     );
 }
+
+/// After `make probe-linux` on a machine the committed results lack, the read
+/// commands answer from its `results/local/` without being told: `verdict`
+/// and `summary` print what they print with `--results results/local`, and
+/// say which file answered; `advise` and `check` name this machine's file
+/// among their sources, and say when it is missing. `fdwindow run` writes
+/// there by default. Run from a scratch folder laid out as a clone.
+#[test]
+fn the_read_commands_answer_from_this_machines_run_by_default() {
+    let s = common::scratch("new-machine-default");
+    let root = s.dir();
+    let committed = root.join("results");
+    common::copy_committed_results(&committed);
+    // A machine the committed results have never seen (this one may be
+    // among them: its file goes).
+    let here = Platform::detect();
+    let _ = fs::remove_file(committed.join(format!("{}.json", here.id)));
+    let cli = |args: &[&str]| {
+        let out = common::fdwindow()
+            .args(args)
+            .current_dir(root)
+            .output()
+            .unwrap();
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        (out.status.code(), text(&out.stdout), text(&out.stderr))
+    };
+    let (_, advice, _) = cli(&["advise", "flock-survival"]);
+    assert!(
+        advice.contains(&format!("this machine ({}) has no measurements", here.id)),
+        "{advice}"
+    );
+    let (code, _, err) = cli(&["verdict", "flock-survival", "close"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("make probe-linux"), "{err}");
+
+    // This machine's run, as `make probe-linux` leaves it: the quoted
+    // file's cells measured here.
+    let files = fdwindow::results::load_dir(&committed).unwrap();
+    let mut mine = quoted_file(&files, "linux").unwrap().clone();
+    mine.platform = here.clone();
+    for report in mine.probes.values_mut() {
+        report.platform = here.clone();
+    }
+    let local = committed.join("local");
+    fs::create_dir(&local).unwrap();
+    let mine_path = format!("results/local/{}.json", here.id);
+    fs::write(
+        root.join(&mine_path),
+        serde_json::to_string_pretty(&mine).unwrap(),
+    )
+    .unwrap();
+    let said = format!("{mine_path} (this machine)");
+    for args in [&["verdict", "flock-survival", "close"][..], &["summary"]] {
+        let (code, by_default, err) = cli(args);
+        assert_eq!(code, Some(0), "{args:?}: {err}");
+        let named = cli(&[args, &["--results", "results/local"]].concat());
+        assert_eq!(by_default, named.1, "{args:?}");
+        assert!(
+            err.contains(&said) || by_default.contains(&said),
+            "{args:?}: {err}{by_default}"
+        );
+    }
+    for args in [&["advise", "flock-survival"][..], &["check"]] {
+        let (code, out, err) = cli(args);
+        assert!(matches!(code, Some(0 | 1)), "{args:?}: {err}");
+        assert!(out.contains(&format!("read {said}")), "{args:?}: {out}");
+        assert!(out.contains("read results/linux-"), "{args:?}: {out}");
+        assert!(!out.contains("has no measurements"), "{args:?}: {out}");
+    }
+    // `--results DIR` is that folder alone.
+    let (_, out, _) = cli(&["check", "--results", "results"]);
+    assert!(!out.contains("read results/local"), "{out}");
+    assert!(out.contains("has no measurements"), "{out}");
+
+    // `fdwindow run` writes results/local by default, not the committed folder.
+    let before = fdwindow::results::load_dir(&committed).unwrap();
+    let out = common::fdwindow()
+        .args(["run", "--only", "bind-matrix", "--probes"])
+        .arg(common::probes_dir())
+        .current_dir(root)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let after = fdwindow::results::load_dir(&local).unwrap();
+    assert!(after[0].probes.contains_key("bind-matrix"));
+    assert_eq!(fdwindow::results::load_dir(&committed).unwrap(), before);
+}

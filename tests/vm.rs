@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{processes_mentioning, scratch};
-use fdwindow::vm::{Accel, deb, initramfs, qemu};
+use fdwindow::vm::{Accel, initramfs, kernel, qemu};
 
 const IGNORE: &str = "boots a VM; run by `make test-vm`";
 
@@ -136,7 +136,7 @@ fn flock_survival_runs_in_the_guest_and_merges_under_its_platform() {
 #[ignore = "boots a VM; run by `make test-vm`"]
 fn a_broken_initramfs_is_broken_with_the_consoles_last_lines() {
     let root = scratch("vm-broken");
-    let kernel = deb::open(&kernel_deb(), root.dir()).unwrap();
+    let kernel = kernel::open(&kernel_deb(), root.dir()).unwrap();
     // The standard guest, but its /init gives up: the kernel panics
     // ("Attempted to kill init") and, with panic=-1 and -no-reboot, QEMU exits.
     let bin_dir = fdwindow_bin().parent().unwrap().to_owned();
@@ -182,7 +182,7 @@ fn a_broken_initramfs_is_broken_with_the_consoles_last_lines() {
 #[ignore = "boots a VM; run by `make test-vm`"]
 fn a_boot_past_its_timeout_is_killed_and_broken() {
     let root = scratch("vm-timeout");
-    let kernel = deb::open(&kernel_deb(), root.dir()).unwrap();
+    let kernel = kernel::open(&kernel_deb(), root.dir()).unwrap();
     let bin_dir = fdwindow_bin().parent().unwrap().to_owned();
     let spec = initramfs::Spec::standard(&bin_dir).unwrap();
     let initrd = root.dir().join("guest.cpio");
@@ -348,4 +348,68 @@ fn bad_vm_input_is_a_usage_error() {
     );
     usage_error(&["--only", "flock-survival"], "--kernel");
     usage_error(&["--kernel", "/proc/self/exe", "--timeout", "0"], "timeout");
+}
+
+/// Each bad kernel file is one line that names it, exit 2, before any tool
+/// is looked for (PATH holds none: no busybox, no QEMU) and with nothing
+/// built or left behind: no cache, no results folder, no scratch.
+#[test]
+fn a_bad_kernel_file_is_named_before_any_tool_is_needed() {
+    let root = scratch("vm-bad-kernel");
+    let dir = root.dir();
+    let text = dir.join("notes.txt");
+    std::fs::write(&text, "hello\n").unwrap();
+    let empty = dir.join("vmlinuz-0");
+    std::fs::write(&empty, "").unwrap();
+    let garbage = dir.join("linux-image-x.deb");
+    std::fs::write(&garbage, vec![0x5a; 4096]).unwrap();
+    // An ar archive whose data member claims more than the file holds.
+    let cut = dir.join("linux-image-cut.deb");
+    let mut ar = b"!<arch>\n".to_vec();
+    ar.extend_from_slice(
+        format!(
+            "{:<16}{:<12}{:<6}{:<6}{:<8}{:<10}`\n",
+            "data.tar.xz", 0, 0, 0, 100644, 70_000_000
+        )
+        .as_bytes(),
+    );
+    ar.extend_from_slice(&[0; 512]);
+    std::fs::write(&cut, ar).unwrap();
+    let cases = [
+        (&text, "no Linux boot header"),
+        (&empty, "empty file"),
+        (&garbage, "not a .deb"),
+        (&cut, "cut short"),
+        // An ELF executable, as a vmlinux would be.
+        (&PathBuf::from(env!("CARGO_BIN_EXE_fdwindow")), "ELF file"),
+    ];
+    let tmp = dir.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let no_tools = dir.join("empty-path");
+    std::fs::create_dir_all(&no_tools).unwrap();
+    for (file, needle) in cases {
+        let out = Command::new(env!("CARGO_BIN_EXE_fdwindow"))
+            .arg("vm")
+            .arg("--kernel")
+            .arg(file)
+            .arg("--results")
+            .arg(dir.join("results"))
+            .env("PATH", &no_tools)
+            .env("TMPDIR", &tmp)
+            .env("XDG_CACHE_HOME", dir.join("cache"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{}: {stderr}", file.display());
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.contains(&format!("{}: ", file.display())) && stderr.contains(needle),
+            "{}: {stderr}",
+            file.display()
+        );
+        assert!(!stderr.contains("busybox"), "{stderr}");
+        assert!(!dir.join("cache").exists(), "{}", file.display());
+        assert!(!dir.join("results").exists(), "{}", file.display());
+        common::assert_no_scratch_left(&tmp);
+    }
 }

@@ -127,6 +127,12 @@ pub fn stderr(text: &str) {
     write(Stream::Stderr, text);
 }
 
+/// Whether every write to stdout so far went through: a note about what
+/// was printed (where an answer came from) is worth writing only then.
+pub fn stdout_written() -> bool {
+    state(Stream::Stdout).load(Ordering::Relaxed) == OPEN
+}
+
 /// Whether every write so far went through.
 fn all_written() -> bool {
     STATE.iter().all(|s| s.load(Ordering::Relaxed) == OPEN)

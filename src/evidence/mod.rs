@@ -4,9 +4,11 @@
 //! Takes in the reports the runner merged into `results/` ([`results`]: the
 //! files, the merge, the folder lock), the benches' costs ([`costs`]), the
 //! fork-pressure and timing measurements ([`pressure_file`], [`timing`]),
-//! the claims encoded from measurements ([`knowledge`]) and from cited
-//! sources ([`reported`]), each file read strictly ([`strict_json`]: no
-//! repeated key, nothing a rewrite would drop). Gives out answers, each
+//! which of them a read command answers from ([`sources`]: this machine's
+//! `results/local` beside the committed files), the claims encoded from
+//! measurements ([`knowledge`]) and from cited sources ([`reported`]), each
+//! file read strictly ([`strict_json`]: no repeated key, nothing a rewrite
+//! would drop). Gives out answers, each
 //! worded once: the verdict of an arm in a window, its counts as text, one
 //! word for an arm over its windows ([`query`]). The
 //! [`views`](crate::views) lay those answers out.
@@ -18,5 +20,6 @@ pub mod pressure_file;
 pub mod query;
 pub mod reported;
 pub mod results;
+pub mod sources;
 pub mod strict_json;
 pub mod timing;

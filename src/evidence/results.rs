@@ -322,16 +322,24 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
 
 /// Fails early, before any probe runs, if `dir` cannot take a results file
 /// or its lock file ([`FolderLock`]) cannot be opened: a folder of that
-/// name, say.
+/// name, say. A folder that is not there yet is not made (the first write,
+/// under the lock, makes it: a run refused or failed before measuring leaves
+/// no folder behind); its nearest existing ancestor must be a folder this
+/// process may create entries in.
 pub fn check_writable(dir: &Path) -> io::Result<()> {
-    if fs::metadata(dir).is_ok_and(|m| !m.is_dir()) {
-        return Err(io::Error::new(
-            io::ErrorKind::NotADirectory,
-            format!("{} is not a directory", dir.display()),
-        ));
+    match fs::metadata(dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            return Err(io::Error::new(
+                io::ErrorKind::NotADirectory,
+                format!("{} is not a directory", dir.display()),
+            ));
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return check_creatable(dir),
+        Err(e) => {
+            return Err(io::Error::new(e.kind(), format!("{}: {e}", dir.display())));
+        }
     }
-    fs::create_dir_all(dir)
-        .map_err(|e| io::Error::new(e.kind(), format!("create {}: {e}", dir.display())))?;
     // Opened as the lock will be (not created: a refusal after this check
     // leaves the folder as it was), not locked: a writer holding the lock
     // now is no failure.
@@ -350,6 +358,44 @@ pub fn check_writable(dir: &Path) -> io::Result<()> {
     let probe = dir.join(format!(".fdwindow-write-check-{}", std::process::id()));
     write_atomic(&probe, b"")?;
     fs::remove_file(probe)
+}
+
+/// Whether `dir`, which does not exist, could be created: its nearest
+/// existing ancestor is a folder this process may write to (access(2)).
+fn check_creatable(dir: &Path) -> io::Result<()> {
+    let ancestor = dir
+        .ancestors()
+        .skip(1)
+        .map(|a| {
+            if a.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                a
+            }
+        })
+        .find(|a| fs::symlink_metadata(a).is_ok())
+        .unwrap_or(Path::new("/"));
+    let named = |e: io::Error, what: &str| {
+        io::Error::new(
+            e.kind(),
+            format!(
+                "cannot create {}: {} {what}",
+                dir.display(),
+                ancestor.display()
+            ),
+        )
+    };
+    if !fs::metadata(ancestor).is_ok_and(|m| m.is_dir()) {
+        return Err(named(
+            io::Error::from(io::ErrorKind::NotADirectory),
+            "is not a directory",
+        ));
+    }
+    rustix::fs::access(
+        ancestor,
+        rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK,
+    )
+    .map_err(|e| named(e.into(), "is not writable"))
 }
 
 /// Tables that only a thorough run (`--thorough`) measures, by hazard. A

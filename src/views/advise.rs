@@ -38,6 +38,10 @@ pub struct Advice {
     pub not_measured: Vec<ArmAdvice>,
     /// For an observation: its measured tables, from each platform of this OS.
     pub tables: Vec<(String, Table)>,
+    /// What the evidence was read from, one line each: every file, this
+    /// machine's marked, or that this machine has no measurements among
+    /// them (`Sources::describe`; set by the caller, which read the files).
+    pub sources: Vec<String>,
 }
 
 /// One arm's standing.
@@ -123,6 +127,7 @@ pub fn advise(
                     .map(|t| (f.platform.id.clone(), t.clone()))
             })
             .collect(),
+        sources: Vec::new(),
     };
     // Arms in the order the reports (or, failing those, the claims) list them.
     let mut arms: Vec<(String, Role, String)> = Vec::new();
@@ -338,6 +343,12 @@ pub fn markdown(a: &Advice) -> String {
     }
     out.push_str(VALID_MEANS);
     out.push_str(" Counts are per window, never summed; intervals are 95% Wilson.\n");
+    if !a.sources.is_empty() {
+        out.push_str("\n**Sources**\n\n");
+        for line in &a.sources {
+            let _ = writeln!(out, "- {line}");
+        }
+    }
     out
 }
 

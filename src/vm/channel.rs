@@ -69,8 +69,16 @@ pub fn encode(frame: &Frame) -> Vec<u8> {
     out
 }
 
-/// The frame in what the host read from the port, or why there is none.
-pub fn decode(bytes: &[u8]) -> Result<Frame, String> {
+/// A frame's header: what the guest said it sends.
+struct Header {
+    status: i32,
+    len: usize,
+    sum: u64,
+    /// Where the payload starts in the bytes read.
+    body: usize,
+}
+
+fn header(bytes: &[u8]) -> Result<Header, String> {
     let start = find(bytes, HEADER.as_bytes())
         .ok_or("no results frame on the results port: the guest stopped before sending one")?;
     let rest = &bytes[start + HEADER.len()..];
@@ -78,22 +86,55 @@ pub fn decode(bytes: &[u8]) -> Result<Frame, String> {
         .iter()
         .position(|&b| b == b'\n')
         .ok_or("results frame: header cut short")?;
-    let header = std::str::from_utf8(&rest[..eol]).map_err(|_| "results frame: bad header")?;
+    let line = std::str::from_utf8(&rest[..eol]).map_err(|_| "results frame: bad header")?;
     let field = |name: &str| {
-        header
-            .split_ascii_whitespace()
+        line.split_ascii_whitespace()
             .find_map(|w| w.strip_prefix(name)?.strip_prefix('='))
-            .ok_or_else(|| format!("results frame: header lacks {name}: {header:?}"))
+            .ok_or_else(|| format!("results frame: header lacks {name}: {line:?}"))
     };
-    let status: i32 = field("status")?
-        .parse()
-        .map_err(|_| format!("results frame: bad status in {header:?}"))?;
-    let len: usize = field("len")?
-        .parse()
-        .map_err(|_| format!("results frame: bad len in {header:?}"))?;
-    let sum = u64::from_str_radix(field("fnv1a64")?, 16)
-        .map_err(|_| format!("results frame: bad checksum in {header:?}"))?;
-    let body = &rest[eol + 1..];
+    Ok(Header {
+        status: field("status")?
+            .parse()
+            .map_err(|_| format!("results frame: bad status in {line:?}"))?,
+        len: field("len")?
+            .parse()
+            .map_err(|_| format!("results frame: bad len in {line:?}"))?,
+        sum: u64::from_str_radix(field("fnv1a64")?, 16)
+            .map_err(|_| format!("results frame: bad checksum in {line:?}"))?,
+        body: start + HEADER.len() + eol + 1,
+    })
+}
+
+/// How far a frame has come: bytes of its results document that arrived,
+/// of those its header announced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Progress {
+    /// Payload bytes that arrived.
+    pub received: u64,
+    /// Payload bytes the header announced.
+    pub expected: u64,
+}
+
+/// The progress of the frame whose start is in `head` (the port's first
+/// bytes) in a port of `total` bytes; `None` before its header is whole.
+pub fn progress(head: &[u8], total: u64) -> Option<Progress> {
+    let h = header(head).ok()?;
+    let expected = h.len as u64;
+    Some(Progress {
+        received: total.saturating_sub(h.body as u64).min(expected),
+        expected,
+    })
+}
+
+/// The frame in what the host read from the port, or why there is none.
+pub fn decode(bytes: &[u8]) -> Result<Frame, String> {
+    let Header {
+        status,
+        len,
+        sum,
+        body,
+    } = header(bytes)?;
+    let body = &bytes[body..];
     // A damaged length may be near usize::MAX: compare without overflowing.
     if len
         .checked_add(TRAILER.len())
@@ -179,5 +220,27 @@ mod tests {
         assert!(decode(frame.as_bytes()).unwrap_err().contains("cut short"));
         let empty = format!("\n{HEADER} status=0 len=0 fnv1a64=0\nFDWINDOW");
         assert!(decode(empty.as_bytes()).unwrap_err().contains("cut short"));
+    }
+
+    #[test]
+    fn progress_counts_the_payload_that_arrived() {
+        let good = encode(&sample());
+        let len = sample().payload.len() as u64;
+        let body = good.len() as u64 - len - TRAILER.len() as u64;
+        assert_eq!(progress(&good[..10], 10), None, "no whole header yet");
+        let p = |total: u64| progress(&good, total).unwrap();
+        assert_eq!(
+            p(body),
+            Progress {
+                received: 0,
+                expected: len
+            }
+        );
+        assert_eq!(p(body + 7).received, 7);
+        assert_eq!(
+            p(good.len() as u64).received,
+            len,
+            "the trailer is not payload"
+        );
     }
 }

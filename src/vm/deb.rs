@@ -1,232 +1,337 @@
-//! Kernel images out of Debian and Ubuntu `linux-image-*.deb` packages,
-//! without dpkg, and the check that a kernel has built in what the guest needs.
+//! The kernel out of a Debian or Ubuntu `linux-image-*.deb`, without dpkg,
+//! read only as far as the kernel.
 //!
-//! A `.deb` is an `ar(1)` archive whose `data.tar.xz` (or `.zst`, `.gz`) holds
-//! the installed tree (deb(5)); the kernel is `boot/vmlinuz-<release>` and its
-//! build configuration `boot/config-<release>`. The system `ar` and GNU `tar`
-//! (which picks the decompressor from the member's suffix) extract only those.
+//! A `.deb` is an `ar(1)` archive: `debian-binary`, `control.tar.*` (the
+//! package's name and dependencies), `data.tar.*` (the installed tree), in
+//! that order (deb(5)). The kernel is `boot/vmlinuz-<release>` and its build
+//! configuration `boot/config-<release>`; dpkg-deb writes the tree sorted, so
+//! `boot/` comes long before the modules under `lib/`, and the data member is
+//! decompressed only until both are out (under a second for a 70 MB package).
+//!
+//! # References
+//! - deb(5): <https://manpages.debian.org/bookworm/dpkg-dev/deb.5.en.html>
+//! - The `ar` format's member header: <https://www.freebsd.org/cgi/man.cgi?query=ar&sektion=5>
 
+use std::fs::File;
+use std::io::{self, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-/// A bootable kernel image, and its configuration when one was found.
+/// The kernel a package holds, extracted.
 #[derive(Debug)]
-pub struct Kernel {
-    /// What the user named (`--kernel FILE`).
-    pub source: PathBuf,
-    /// The image QEMU boots (`-kernel`).
+pub struct Found {
+    /// `boot/vmlinuz-<release>`, copied out.
     pub image: PathBuf,
-    /// Its `.config`, from the package or beside the image.
+    /// `boot/config-<release>`, when the package has it (Ubuntu ships it in
+    /// linux-modules-*).
     pub config: Option<PathBuf>,
-    /// The release its file name gives (`6.1.0-57-cloud-amd64`), else the file name.
+    /// `<release>`, from the image's name.
     pub release: String,
 }
 
-/// Opens `file`, a `.deb` (extracted under `scratch`) or a kernel image.
-pub fn open(file: &Path, scratch: &Path) -> Result<Kernel, String> {
-    if !file.is_file() {
-        return Err(format!("{}: no such file", file.display()));
-    }
-    let is_deb = file.extension().is_some_and(|e| e == "deb");
-    if is_deb {
-        return extract_deb(file, scratch);
-    }
-    let name = file_name(file);
-    let release = name.strip_prefix("vmlinuz-").unwrap_or(&name).to_owned();
-    // /boot's layout: config-<release> beside vmlinuz-<release>.
-    let config = name
-        .strip_prefix("vmlinuz-")
-        .map(|r| file.with_file_name(format!("config-{r}")))
-        .filter(|c| c.is_file());
-    Ok(Kernel {
-        source: file.to_owned(),
-        image: file.to_owned(),
-        config,
-        release,
-    })
-}
-
-fn file_name(p: &Path) -> String {
-    p.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
-}
-
-fn extract_deb(deb: &Path, scratch: &Path) -> Result<Kernel, String> {
-    let deb_abs = std::fs::canonicalize(deb).map_err(|e| format!("{}: {e}", deb.display()))?;
-    let listing = tool(Command::new("ar").arg("t").arg(&deb_abs), "ar t")?;
-    let member = String::from_utf8_lossy(&listing)
-        .lines()
-        .map(str::trim)
-        .find(|m| m.starts_with("data.tar"))
-        .map(str::to_owned)
-        .ok_or_else(|| format!("{}: no data.tar member: not a .deb", deb.display()))?;
-    let dir = scratch.join("deb");
-    std::fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
-    tool(
-        Command::new("ar")
-            .arg("x")
-            .arg(&deb_abs)
-            .arg(&member)
-            .current_dir(&dir),
-        "ar x",
-    )?;
-    let root = dir.join("root");
-    std::fs::create_dir_all(&root).map_err(|e| format!("create {}: {e}", root.display()))?;
-    // GNU tar chooses xz, zstd or gzip from the suffix; members are
-    // `./boot/…` in Debian's packages and may be `boot/…` elsewhere.
-    let tarred = tool(
-        Command::new("tar")
-            .arg("-xf")
-            .arg(dir.join(&member))
-            .arg("-C")
-            .arg(&root)
-            .arg("--wildcards")
-            .arg("--no-same-owner")
-            .arg("*boot/vmlinu*")
-            .arg("*boot/config-*"),
-        "tar -x",
-    );
-    // The data member is tens of megabytes: drop it whatever tar said.
-    let _ = std::fs::remove_file(dir.join(&member));
-    tarred.map_err(|e| {
-        format!(
-            "{}: {e} (a meta package or Ubuntu's linux-modules-* holds no boot/vmlinuz; \
-             pass the linux-image-* package)",
-            deb.display()
-        )
-    })?;
-    let boot = root.join("boot");
-    let mut images: Vec<PathBuf> = std::fs::read_dir(&boot)
-        .map_err(|e| format!("{}: no boot/ in the package: {e}", deb.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| file_name(p).starts_with("vmlinuz-"))
-        .collect();
-    images.sort();
-    let image = images
-        .pop()
-        .ok_or_else(|| format!("{}: no boot/vmlinuz-* in the package", deb.display()))?;
-    let release = file_name(&image)["vmlinuz-".len()..].to_owned();
-    let config = Some(boot.join(format!("config-{release}"))).filter(|c| c.is_file());
-    Ok(Kernel {
-        source: deb.to_owned(),
-        image,
-        config,
-        release,
-    })
-}
-
-/// Runs a short tool to completion; its stdout, or its stderr as the error.
-fn tool(cmd: &mut Command, what: &str) -> Result<Vec<u8>, String> {
-    let out = cmd
-        .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|e| format!("{what}: {e} (install binutils and tar)"))?;
-    if out.status.success() {
-        Ok(out.stdout)
-    } else {
-        Err(format!(
-            "{what} exited with {}: {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
-}
-
-/// What the guest needs built into the kernel (`=y`): the initramfs has no
-/// modules of the kernel's build to load, so a feature built as a module is
-/// missing in the guest. Each with why.
-pub const REQUIRED: &[(&str, &str)] = &[
-    ("CONFIG_BLK_DEV_INITRD", "boots the initramfs"),
-    ("CONFIG_BINFMT_ELF", "runs the probes"),
-    ("CONFIG_BINFMT_SCRIPT", "runs /init, a shell script"),
-    ("CONFIG_PROC_FS", "/proc: holder scans, the boot parameters"),
-    ("CONFIG_SYSFS", "/sys"),
-    ("CONFIG_DEVTMPFS", "/dev: the serial ports"),
-    ("CONFIG_TMPFS", "/tmp, where the probes make their files"),
-    ("CONFIG_UNIX", "Unix sockets"),
-    ("CONFIG_INET", "TCP and UDP on loopback"),
-    ("CONFIG_FILE_LOCKING", "flock and fcntl locks"),
-    ("CONFIG_FUTEX", "threads"),
-    ("CONFIG_EPOLL", "the Rust runtime's waits"),
-    (
-        "CONFIG_SERIAL_8250",
-        "ttyS0, the console, and ttyS1, the results channel",
-    ),
-    ("CONFIG_SERIAL_8250_CONSOLE", "the console on ttyS0"),
-];
-
-/// The options in `config` (a kernel `.config`) that keep the guest from
-/// running the probes, each as one line; empty when it can.
-pub fn config_gaps(config: &str) -> Vec<String> {
-    let value = |key: &str| {
-        config.lines().find_map(|l| {
-            l.strip_prefix(key)
-                .and_then(|rest| rest.strip_prefix('='))
-                .map(str::trim)
-        })
-    };
-    let mut gaps = Vec::new();
-    for (key, why) in REQUIRED {
-        match value(key) {
-            Some("y") => {}
-            Some("m") => gaps.push(format!(
-                "{key}=m, a module; the guest needs it built in ({why})"
-            )),
-            _ => gaps.push(format!("{key} is not set ({why})")),
-        }
-    }
-    // Two ports: ttyS1 carries the results apart from kernel messages.
-    if let Some(n) = value("CONFIG_SERIAL_8250_RUNTIME_UARTS").and_then(|v| v.parse::<u32>().ok())
-        && n < 2
+/// Extracts the kernel image (and its config) of `deb` into `scratch`.
+/// Errors are one line, without the file's name (the caller adds it).
+pub fn extract_kernel(deb: &Path, scratch: &Path) -> Result<Found, String> {
+    let file = File::open(deb).map_err(|e| e.to_string())?;
+    let size = file.metadata().map_err(|e| e.to_string())?.len();
+    let mut ar = BufReader::new(file);
+    let mut magic = [0u8; 8];
+    if read_full(&mut ar, &mut magic).map_err(|e| e.to_string())? < magic.len()
+        || &magic != b"!<arch>\n"
     {
-        gaps.push(format!(
-            "CONFIG_SERIAL_8250_RUNTIME_UARTS={n}: the results channel needs a second serial port"
+        return Err("not a .deb (no ar archive signature)".into());
+    }
+    let mut offset = magic.len() as u64;
+    let mut control = None;
+    while let Some(member) = next_member(&mut ar, &mut offset)? {
+        let ends = offset + member.size;
+        if ends > size {
+            return Err(format!(
+                "cut short: its {} member is {} bytes, the file holds {} of them",
+                member.name,
+                member.size,
+                size.saturating_sub(offset)
+            ));
+        }
+        if member.name.starts_with("data.tar") {
+            return extract_from_data(&member.name, ar, member.size, scratch)
+                .and_then(|found| found.ok_or_else(|| no_kernel(control.as_ref())));
+        }
+        let mut body = (&mut ar).take(member.size);
+        if member.name.starts_with("control.tar") {
+            control = Some(read_control(&member.name, &mut body)?);
+        }
+        io::copy(&mut body, &mut io::sink()).map_err(|e| e.to_string())?;
+        // Members start on even offsets.
+        if member.size % 2 == 1 {
+            read_full(&mut ar, &mut [0u8; 1]).map_err(|e| e.to_string())?;
+        }
+        offset = ends + member.size % 2;
+    }
+    Err("not a .deb: no data.tar member".into())
+}
+
+/// Why a package with no `boot/vmlinuz-*` cannot boot, naming the package
+/// to pass instead when it is a meta package.
+fn no_kernel(control: Option<&Control>) -> String {
+    let Some(control) = control else {
+        return "holds no boot/vmlinuz-*: pass a linux-image-* package".into();
+    };
+    match control
+        .depends
+        .iter()
+        .find(|d| d.starts_with("linux-image-"))
+    {
+        Some(image) => format!(
+            "holds no boot/vmlinuz-*: {} is a meta package; pass the package it depends on, \
+             {image} (apt-get download {image})",
+            control.package
+        ),
+        None => format!(
+            "holds no boot/vmlinuz-* ({}): pass a linux-image-* package",
+            control.package
+        ),
+    }
+}
+
+/// One ar member's header.
+struct Member {
+    name: String,
+    size: u64,
+}
+
+/// Reads the next member header at `offset` (advanced past it); `None` at
+/// the archive's end.
+fn next_member(ar: &mut impl Read, offset: &mut u64) -> Result<Option<Member>, String> {
+    let mut header = [0u8; 60];
+    match read_full(ar, &mut header).map_err(|e| e.to_string())? {
+        0 => return Ok(None),
+        60 => {}
+        n => return Err(format!("cut short: an ar member header of {n} of 60 bytes")),
+    }
+    *offset += 60;
+    let text = |range: std::ops::Range<usize>| String::from_utf8_lossy(&header[range]).into_owned();
+    if &header[58..60] != b"`\n" {
+        return Err(format!(
+            "not a .deb: a damaged ar member header at byte {}",
+            *offset - 60
         ));
     }
-    gaps
+    // GNU ar ends names with '/'; dpkg-deb pads them with spaces.
+    let name = text(0..16).trim_end().trim_end_matches('/').to_owned();
+    let size = text(48..58)
+        .trim()
+        .parse()
+        .map_err(|_| format!("not a .deb: member {name:?} has no size"))?;
+    Ok(Some(Member { name, size }))
+}
+
+/// Fills `buf` as far as the reader goes; the number of bytes read.
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// The package's name and what it depends on (control.tar's `./control`).
+#[derive(Debug, Default)]
+struct Control {
+    package: String,
+    depends: Vec<String>,
+}
+
+/// The control member is a few kilobytes: decompressed whole.
+const CONTROL_LIMIT: u64 = 1 << 20;
+
+fn read_control(name: &str, body: impl Read) -> Result<Control, String> {
+    let mut packed = Vec::new();
+    body.take(CONTROL_LIMIT)
+        .read_to_end(&mut packed)
+        .map_err(|e| e.to_string())?;
+    let tar = decompress_whole(name, &packed)?;
+    let mut archive = tar::Archive::new(tar.as_slice());
+    for entry in archive.entries().map_err(|e| format!("{name}: {e}"))? {
+        let mut entry = entry.map_err(|e| format!("{name}: {e}"))?;
+        let path = entry.path().map_err(|e| e.to_string())?.into_owned();
+        if path.strip_prefix("./").unwrap_or(&path) != Path::new("control") {
+            continue;
+        }
+        let mut text = String::new();
+        entry
+            .read_to_string(&mut text)
+            .map_err(|e| format!("{name}: control: {e}"))?;
+        return Ok(parse_control(&text));
+    }
+    Ok(Control::default())
+}
+
+/// `Package:` and the package names of `Depends:` (deb-control(5)).
+fn parse_control(text: &str) -> Control {
+    let field = |key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+            .map(str::trim)
+            .unwrap_or_default()
+    };
+    let depends = field("Depends")
+        .split([',', '|'])
+        .filter_map(|d| d.split_whitespace().next())
+        .map(str::to_owned)
+        .collect();
+    Control {
+        package: field("Package").to_owned(),
+        depends,
+    }
+}
+
+fn decompress_whole(name: &str, packed: &[u8]) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    match compression(name)? {
+        Compression::None => out.extend_from_slice(packed),
+        Compression::Xz => lzma_rs::xz_decompress(&mut { packed }, &mut out)
+            .map_err(|e| format!("{name}: xz: {e}"))?,
+        Compression::Zstd => {
+            ruzstd::decoding::StreamingDecoder::new(packed)
+                .map_err(|e| format!("{name}: zstd: {e}"))?
+                .read_to_end(&mut out)
+                .map_err(|e| format!("{name}: zstd: {e}"))?;
+        }
+    }
+    Ok(out)
+}
+
+enum Compression {
+    None,
+    Xz,
+    Zstd,
+}
+
+/// The member's compression, from its suffix: Debian's packages use xz,
+/// Ubuntu's zstd.
+fn compression(name: &str) -> Result<Compression, String> {
+    match name.rsplit_once(".tar").map(|(_, suffix)| suffix) {
+        Some("") => Ok(Compression::None),
+        Some(".xz") => Ok(Compression::Xz),
+        Some(".zst") => Ok(Compression::Zstd),
+        _ => Err(format!(
+            "its {name} is compressed in a way read here only by dpkg (xz, zstd and none are \
+             read here): extract boot/vmlinuz-* with `dpkg-deb -x` and pass the image"
+        )),
+    }
+}
+
+/// Walks the data member (`size` bytes at `ar`'s position) until the kernel
+/// and its config are out; `None` when it holds no kernel.
+fn extract_from_data(
+    name: &str,
+    ar: BufReader<File>,
+    size: u64,
+    scratch: &Path,
+) -> Result<Option<Found>, String> {
+    let body = ar.take(size);
+    match compression(name)? {
+        Compression::None => walk_data(name, body, scratch),
+        Compression::Zstd => {
+            let decoder = ruzstd::decoding::StreamingDecoder::new(body)
+                .map_err(|e| format!("{name}: zstd: {e}"))?;
+            walk_data(name, decoder, scratch)
+        }
+        Compression::Xz => {
+            // lzma-rs decodes into a writer: a thread feeds a pipe the walk
+            // reads, and dropping the read end stops the thread (EPIPE).
+            let (reader, mut writer) = io::pipe().map_err(|e| e.to_string())?;
+            let decoder = std::thread::spawn(move || {
+                lzma_rs::xz_decompress(&mut BufReader::new(body), &mut writer)
+            });
+            let walked = walk_data(name, reader, scratch);
+            let decoded = decoder.join().map_err(|_| "the xz decoder panicked")?;
+            match (walked, decoded) {
+                (Ok(Some(found)), _) => Ok(Some(found)),
+                // The decoder's error is the cause of the walk's.
+                (_, Err(e)) => Err(format!("{name}: xz: {e}")),
+                (walked, Ok(())) => walked,
+            }
+        }
+    }
+}
+
+fn walk_data(name: &str, tar: impl Read, scratch: &Path) -> Result<Option<Found>, String> {
+    let boot = scratch.join("boot");
+    std::fs::create_dir_all(&boot).map_err(|e| format!("create {}: {e}", boot.display()))?;
+    let mut archive = tar::Archive::new(tar);
+    let mut image: Option<(PathBuf, String)> = None;
+    let mut config = None;
+    let bad = |e: io::Error| format!("{name}: {e}");
+    for entry in archive.entries().map_err(bad)? {
+        let mut entry = entry.map_err(bad)?;
+        let path = entry.path().map_err(bad)?.into_owned();
+        let path = path.strip_prefix("./").unwrap_or(&path);
+        let in_boot = path.parent() == Some(Path::new("boot"));
+        if image.is_some() && !path.starts_with("boot") {
+            break; // Past boot/: no config in this package.
+        }
+        let file = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        let Some(file) = file.filter(|_| in_boot && entry.header().entry_type().is_file()) else {
+            continue;
+        };
+        let (is_image, is_config) = (file.starts_with("vmlinuz-"), file.starts_with("config-"));
+        if !(is_image && image.is_none() || is_config && config.is_none()) {
+            continue;
+        }
+        let out = boot.join(&file);
+        let mut dest = File::create(&out).map_err(|e| format!("create {}: {e}", out.display()))?;
+        io::copy(&mut entry, &mut dest).map_err(bad)?;
+        if is_image {
+            image = Some((out, file["vmlinuz-".len()..].to_owned()));
+        } else {
+            config = Some((out, file["config-".len()..].to_owned()));
+        }
+        if image.is_some() && config.is_some() {
+            break;
+        }
+    }
+    Ok(image.map(|(image, release)| Found {
+        image,
+        // The config of this image's release only.
+        config: config.filter(|(_, r)| *r == release).map(|(c, _)| c),
+        release,
+    }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn full_config() -> String {
-        REQUIRED
-            .iter()
-            .map(|(k, _)| format!("{k}=y\n"))
-            .collect::<String>()
-            + "CONFIG_SERIAL_8250_RUNTIME_UARTS=4\n"
+    #[test]
+    fn a_meta_packages_control_names_the_image_package() {
+        let control = parse_control(
+            "Package: linux-image-cloud-amd64\nVersion: 6.1.192-3\n\
+             Depends: linux-image-6.1.0-57-cloud-amd64 (= 6.1.192-3), foo | bar\n",
+        );
+        assert_eq!(control.package, "linux-image-cloud-amd64");
+        assert_eq!(
+            control.depends,
+            ["linux-image-6.1.0-57-cloud-amd64", "foo", "bar"]
+        );
+        let why = no_kernel(Some(&control));
+        assert!(
+            why.contains("meta package") && why.contains("apt-get download linux-image-6.1.0-57"),
+            "{why}"
+        );
     }
 
     #[test]
-    fn a_complete_config_has_no_gaps() {
-        assert_eq!(config_gaps(&full_config()), Vec::<String>::new());
-    }
-
-    #[test]
-    fn modules_unset_options_and_one_port_are_gaps() {
-        let config = full_config()
-            .replace("CONFIG_UNIX=y", "CONFIG_UNIX=m")
-            .replace("CONFIG_TMPFS=y", "# CONFIG_TMPFS is not set")
-            .replace("RUNTIME_UARTS=4", "RUNTIME_UARTS=1");
-        let gaps = config_gaps(&config);
-        assert_eq!(gaps.len(), 3, "{gaps:?}");
-        assert!(gaps[0].starts_with("CONFIG_TMPFS is not set"), "{gaps:?}");
-        assert!(gaps[1].starts_with("CONFIG_UNIX=m"), "{gaps:?}");
-        assert!(gaps[2].contains("second serial port"), "{gaps:?}");
-    }
-
-    #[test]
-    fn a_prefix_is_not_the_option() {
-        // CONFIG_UNIX_DIAG=y must not count as CONFIG_UNIX.
-        let config = full_config().replace("CONFIG_UNIX=y", "CONFIG_UNIX_DIAG=y");
-        assert!(config_gaps(&config)[0].starts_with("CONFIG_UNIX is not set"));
-    }
-
-    #[test]
-    fn a_missing_file_is_named() {
-        let err = open(Path::new("/nonexistent/vmlinuz-1"), Path::new("/tmp")).unwrap_err();
-        assert!(err.contains("no such file"), "{err}");
+    fn only_xz_zstd_and_plain_tar_are_read() {
+        assert!(matches!(compression("data.tar.xz"), Ok(Compression::Xz)));
+        assert!(matches!(compression("data.tar.zst"), Ok(Compression::Zstd)));
+        assert!(matches!(compression("data.tar"), Ok(Compression::None)));
+        let gz = compression("data.tar.gz").err().unwrap();
+        assert!(gz.contains("dpkg-deb -x"), "{gz}");
     }
 }

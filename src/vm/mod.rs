@@ -6,7 +6,9 @@
 //! results merged into the results folder under the guest's own platform
 //! (its `uname -r` and the accelerator).
 //!
-//! - [`deb`]: the kernel image (and its config) out of a `linux-image-*.deb`.
+//! - [`kernel`]: the kernel file checked before anything is built or
+//!   booted: its boot header, its config; [`deb`] takes it out of a
+//!   `linux-image-*.deb`.
 //! - [`initramfs`]: the guest, built once per set of inputs and cached.
 //! - [`qemu`]: one bounded boot; the console for a `broken` report, the
 //!   results on a port of their own ([`channel`]).
@@ -17,6 +19,7 @@
 pub mod channel;
 pub mod deb;
 pub mod initramfs;
+pub mod kernel;
 pub mod qemu;
 
 use std::path::{Path, PathBuf};
@@ -137,13 +140,33 @@ pub fn run(
             missing.display()
         )));
     }
-    qemu::qemu_program().map_err(VmError::Usage)?;
     results::check_writable(&opts.results_dir)
         .map_err(|e| VmError::Usage(format!("results folder is not writable: {e}")))?;
     results::load_dir(&opts.results_dir).map_err(|e| VmError::Usage(e.to_string()))?;
 
     remove_stale_scratch(&std::env::temp_dir());
     let scratch = Scratch::new("vm").map_err(|e| VmError::Failed(e.to_string()))?;
+    // Every kernel checked before any tool is looked for, the initramfs
+    // built or anything booted: a bad file is about that file.
+    let mut kernels = Vec::new();
+    for (n, source) in opts.kernels.iter().enumerate() {
+        let boot_dir = Scratch::new_in(scratch.dir(), &format!("kernel-{n}"))
+            .map_err(|e| VmError::Failed(e.to_string()))?;
+        let kernel = kernel::open(source, boot_dir.dir()).map_err(VmError::Usage)?;
+        if let Some(gaps) = config_gaps(&kernel) {
+            return Err(VmError::Usage(format!(
+                "{}: kernel {} cannot run the guest: {}",
+                source.display(),
+                kernel.release,
+                gaps.join("; ")
+            )));
+        }
+        kernels.push((kernel, boot_dir));
+    }
+    qemu::qemu_program().map_err(VmError::Usage)?;
+    if opts.accel == AccelChoice::Only(Accel::Kvm) {
+        qemu::kvm_usable().map_err(|e| VmError::Usage(format!("--accel kvm: {e}")))?;
+    }
     let spec = initramfs::Spec::standard(&opts.bin_dir).map_err(VmError::Usage)?;
     let (initrd, built) = spec
         .cached(&opts.cache_dir, scratch.dir())
@@ -158,41 +181,8 @@ pub fn run(
         AccelChoice::Auto => None,
     };
     let mut runs = Vec::new();
-    for (n, source) in opts.kernels.iter().enumerate() {
-        let boot_dir = Scratch::new_in(scratch.dir(), &format!("kernel-{n}"))
-            .map_err(|e| VmError::Failed(e.to_string()))?;
-        let kernel = match deb::open(source, boot_dir.dir()) {
-            Ok(k) => k,
-            Err(why) => {
-                let run = KernelRun {
-                    source: source.clone(),
-                    accel: accel.unwrap_or(Accel::Tcg),
-                    results_path: None,
-                    broken: Some((why, Vec::new())),
-                    boot_time: None,
-                    elapsed: Duration::ZERO,
-                };
-                report(&run);
-                runs.push(run);
-                continue;
-            }
-        };
-        if let Some(gaps) = config_gaps(&kernel) {
-            let run = KernelRun {
-                source: source.clone(),
-                accel: accel.unwrap_or(Accel::Tcg),
-                results_path: None,
-                broken: Some((
-                    format!("kernel {} cannot run the guest", kernel.release),
-                    gaps,
-                )),
-                boot_time: None,
-                elapsed: Duration::ZERO,
-            };
-            report(&run);
-            runs.push(run);
-            continue;
-        }
+    for (kernel, boot_dir) in &kernels {
+        let source = &kernel.source;
         let accel =
             *accel.get_or_insert_with(|| pick_accel(&kernel.image, &initrd, boot_dir.dir()));
         if crate::harness::interrupted() {
@@ -291,7 +281,7 @@ pub fn remove_stale_scratch(root: &Path) {
 
 /// The kernel's config gaps, when it has a config to check; a kernel without
 /// one is booted and shows what it can.
-fn config_gaps(kernel: &deb::Kernel) -> Option<Vec<String>> {
+fn config_gaps(kernel: &kernel::Kernel) -> Option<Vec<String>> {
     let Some(config) = kernel.config.as_ref() else {
         // Ubuntu ships boot/config-* in linux-modules-*, not linux-image-*.
         crate::base::out::note!(
@@ -301,16 +291,16 @@ fn config_gaps(kernel: &deb::Kernel) -> Option<Vec<String>> {
         return None;
     };
     let text = std::fs::read_to_string(config).ok()?;
-    let gaps = deb::config_gaps(&text);
+    let gaps = kernel::config_gaps(&text);
     (!gaps.is_empty()).then_some(gaps)
 }
 
 /// `auto`: KVM when `/dev/kvm` opens and a smoke boot sends its frame, else
 /// TCG, said in one line.
 fn pick_accel(kernel: &Path, initrd: &Path, scratch: &Path) -> Accel {
-    if !qemu::kvm_openable() {
+    if let Err(why) = qemu::kvm_usable() {
         crate::base::out::note!(
-            "fdwindow: /dev/kvm cannot be opened here; using TCG (emulated: timed arms measure the emulator)"
+            "fdwindow: {why}; using TCG (emulated: timed arms measure the emulator)"
         );
         return Accel::Tcg;
     }
@@ -400,6 +390,15 @@ fn merge_frame(
         );
     }
     let id = file.platform.id.clone();
+    // Read, merge and write under the folder's lock (which creates a folder
+    // that is not there yet: the first file of a run that measured).
+    let _lock = results::FolderLock::acquire(dir, crate::harness::interrupted).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::Interrupted {
+            VmError::Interrupted
+        } else {
+            VmError::Failed(e.to_string())
+        }
+    })?;
     let mut all = results::load_dir(dir).map_err(|e| VmError::Usage(e.to_string()))?;
     all.push(file);
     let merged = results::merge(all);
@@ -450,14 +449,64 @@ pub fn send(port: &Path, status: i32, results_dir: Option<&Path>) -> Result<(), 
         }
     };
     let bytes = channel::encode(&channel::Frame { status, payload });
-    let mut f = std::fs::OpenOptions::new()
+    write_frame(port, &bytes, Instant::now() + send_budget(bytes.len()))
+}
+
+/// How long the guest may take to send `len` bytes: a minute, and a second
+/// per KiB (QEMU's emulated UART moved 142 KB in 21 s on the slowest kernel
+/// tried, a PREEMPT_RT one). The host calls the channel stalled after
+/// [`qemu::STALL`] without a byte.
+fn send_budget(len: usize) -> Duration {
+    Duration::from_secs(60 + (len / 1024) as u64)
+}
+
+/// Writes `bytes` to the serial port `port`, set raw first so no byte is
+/// rewritten, and waits until the port's queue is empty, all by `deadline`:
+/// a port that stops taking bytes (its interrupt disabled, say) is an error
+/// that says how far the frame got, not a guest that hangs until the host's
+/// timeout.
+fn write_frame(port: &Path, bytes: &[u8], deadline: Instant) -> Result<(), String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
         .write(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(port)
         .map_err(|e| format!("open {}: {e}", port.display()))?;
     set_raw(&f).map_err(|e| format!("{}: set raw: {e}", port.display()))?;
-    std::io::Write::write_all(&mut f, &bytes)
-        .map_err(|e| format!("write {}: {e}", port.display()))?;
-    drain(&f).map_err(|e| format!("{}: drain: {e}", port.display()))
+    let short = |sent: usize, why: &str| {
+        format!(
+            "{}: sent {sent} of {} bytes: {why}",
+            port.display(),
+            bytes.len()
+        )
+    };
+    let mut sent = 0;
+    while sent < bytes.len() {
+        match rustix::io::write(&f, &bytes[sent..]) {
+            Ok(n) => sent += n,
+            Err(rustix::io::Errno::AGAIN) => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(short(sent, "the port stopped taking bytes"));
+                }
+                wait_writable(&f, left).map_err(|e| short(sent, &e.to_string()))?;
+            }
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(short(sent, &e.to_string())),
+        }
+    }
+    drain(&f, deadline).map_err(|e| short(sent, &e))
+}
+
+/// Waits up to `limit` for `port` to take bytes again.
+fn wait_writable(port: &std::fs::File, limit: Duration) -> std::io::Result<()> {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let mut fds = [PollFd::new(port, PollFlags::OUT)];
+    let timeout = Timespec::try_from(limit.min(Duration::from_secs(1))).unwrap_or_default();
+    match poll(&mut fds, Some(&timeout)) {
+        Ok(_) | Err(rustix::io::Errno::INTR) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Puts a terminal into raw mode (termios(3), `cfmakeraw`): no `\n` to
@@ -471,11 +520,35 @@ fn set_raw(port: &std::fs::File) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Waits until every byte written to `port` has been sent (`tcdrain(3)`),
-/// so powering off cannot cut the frame short.
-fn drain(port: &std::fs::File) -> std::io::Result<()> {
-    rustix::termios::tcdrain(port)?;
-    Ok(())
+/// Waits, polling with backoff, until the bytes queued on `port`
+/// (`TIOCOUTQ`, tty_ioctl(4)) have gone, so powering off cannot cut the frame
+/// short; by `deadline`. `tcdrain(3)` would wait the same way but without
+/// a limit. QEMU's UART hands each byte to its backend as the guest writes
+/// the transmit register, so an empty queue is a delivered frame.
+fn drain(port: &std::fs::File, deadline: Instant) -> Result<(), String> {
+    let mut pause = Duration::from_millis(1);
+    loop {
+        let mut queued: libc::c_int = 0;
+        // SAFETY: TIOCOUTQ writes one int, to `queued`.
+        let rc = unsafe {
+            libc::ioctl(
+                std::os::fd::AsRawFd::as_raw_fd(port),
+                libc::TIOCOUTQ as _,
+                &mut queued,
+            )
+        };
+        if rc != 0 {
+            return Err(format!("TIOCOUTQ: {}", std::io::Error::last_os_error()));
+        }
+        if queued == 0 {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(format!("{queued} bytes still queued at the deadline"));
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(100));
+    }
 }
 
 #[cfg(test)]

@@ -27,6 +27,11 @@ const PANIC_MARKERS: &[&str] = &["Kernel panic", "BUG:", "Oops"];
 /// The line the guest's `/init` prints once it runs: boot is over.
 const UP_MARKER: &str = "fdwindow-guest: kernel ";
 
+/// How long the results may go without a byte, once their frame began,
+/// before the channel is called stalled and QEMU killed. The guest gives up
+/// sending sooner than its own budget only when the port takes nothing.
+pub const STALL: Duration = Duration::from_secs(60);
+
 /// How QEMU executes the guest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Accel {
@@ -124,6 +129,12 @@ pub fn kernel_params(boot: &Boot) -> String {
         "quiet".to_owned(),
         // Reboot at once on a panic; -no-reboot turns that into QEMU's exit.
         "panic=-1".to_owned(),
+        // PREEMPT_RT kernels thread the 8250's interrupt, and its spurious-IRQ
+        // check then counts QEMU's UART interrupts as unhandled and disables
+        // IRQ 3 after about 100 KiB on ttyS1: the results never arrive
+        // (seen on Debian 12's 6.1.0-57-rt-amd64). The check guards against
+        // broken hardware; this UART is emulated. kernel-parameters.txt.
+        "noirqdebug".to_owned(),
         format!("{}={}", crate::platform::ACCEL_PARAM, boot.accel.id()),
     ];
     words.extend(boot.params.iter().cloned());
@@ -199,7 +210,10 @@ pub fn run(boot: &Boot, scratch: &Path) -> std::io::Result<Outcome> {
         let _ = std::io::Read::read_to_string(&mut BufReader::new(stderr), &mut text);
         text
     });
-    let exit = wait_group(&mut child, started + boot.timeout, interrupted);
+    let watch = std::cell::RefCell::new(ChannelWatch::new(&results_port, started));
+    let exit = wait_group(&mut child, started + boot.timeout, || {
+        interrupted() || watch.borrow_mut().stalled(Instant::now())
+    });
     let elapsed = started.elapsed();
     // The group is dead: both pipes are at end-of-file.
     let _ = reader.join();
@@ -214,7 +228,15 @@ pub fn run(boot: &Boot, scratch: &Path) -> std::io::Result<Outcome> {
     let qemu_err: Vec<String> = qemu_err
         .lines()
         .filter(|l| !l.trim().is_empty())
-        .map(|l| format!("qemu: {l}"))
+        // QEMU starts its own lines with its program name: one prefix is enough.
+        .map(|l| {
+            format!(
+                "qemu: {}",
+                l.split_once(": ")
+                    .filter(|(p, _)| p.starts_with("qemu"))
+                    .map_or(l, |(_, rest)| rest)
+            )
+        })
         .collect();
     tail.extend(qemu_err.iter().cloned());
     let broken = |why: String| Outcome::Broken {
@@ -222,17 +244,36 @@ pub fn run(boot: &Boot, scratch: &Path) -> std::io::Result<Outcome> {
         console_tail: tail.clone(),
         elapsed,
     };
+    let sent = || std::fs::read(&results_port).unwrap_or_default();
+    let arrived = |bytes: &[u8]| channel::progress(bytes, bytes.len() as u64);
     let status = match exit? {
-        GroupExit::Stopped => return Ok(Outcome::Interrupted),
-        GroupExit::TimedOut => {
+        GroupExit::Stopped if interrupted() => return Ok(Outcome::Interrupted),
+        GroupExit::Stopped => {
+            let p = arrived(&sent()).unwrap_or(watch.borrow().last);
             return Ok(broken(format!(
-                "timed out after {} s; QEMU killed",
-                boot.timeout.as_secs()
+                "the results channel stalled: {} of {} bytes arrived, then none for {} s; \
+                 QEMU killed",
+                p.received,
+                p.expected,
+                STALL.as_secs()
             )));
+        }
+        GroupExit::TimedOut => {
+            return Ok(broken(match arrived(&sent()) {
+                // The probes were done: the channel, not the probes, ran out.
+                Some(p) => format!(
+                    "the results were still arriving at the {} s limit: {} of {} bytes; \
+                     QEMU killed",
+                    boot.timeout.as_secs(),
+                    p.received,
+                    p.expected
+                ),
+                None => format!("timed out after {} s; QEMU killed", boot.timeout.as_secs()),
+            }));
         }
         GroupExit::Exited(status) => status,
     };
-    let sent = std::fs::read(&results_port).unwrap_or_default();
+    let sent = sent();
     match channel::decode(&sent) {
         Ok(frame) => Ok(Outcome::Delivered {
             frame,
@@ -240,6 +281,14 @@ pub fn run(boot: &Boot, scratch: &Path) -> std::io::Result<Outcome> {
             elapsed,
             console_tail: tail,
         }),
+        Err(_) if arrived(&sent).is_some_and(|p| p.received < p.expected) => {
+            let p = arrived(&sent).expect("checked");
+            Ok(broken(format!(
+                "the results channel stalled: {} of {} bytes arrived before QEMU exited \
+                 ({status})",
+                p.received, p.expected
+            )))
+        }
         Err(why) if !status.success() => Ok(broken(format!(
             "QEMU exited with {status}{}; {why}",
             qemu_err
@@ -270,14 +319,100 @@ impl Console {
     }
 }
 
-/// Whether this process may open `/dev/kvm` for reading and writing, which
-/// QEMU's KVM accelerator needs.
-pub fn kvm_openable() -> bool {
-    std::fs::OpenOptions::new()
+/// Watches the results port's file while QEMU runs: once a frame's header
+/// is there, whether its bytes stopped coming for [`STALL`].
+struct ChannelWatch {
+    path: PathBuf,
+    /// The payload's progress at the last growth.
+    last: channel::Progress,
+    /// The file's length then, and when.
+    len: u64,
+    since: Instant,
+    /// Where the payload starts, once the header is whole.
+    body: Option<u64>,
+}
+
+impl ChannelWatch {
+    fn new(path: &Path, now: Instant) -> Self {
+        ChannelWatch {
+            path: path.to_owned(),
+            last: channel::Progress {
+                received: 0,
+                expected: 0,
+            },
+            len: 0,
+            since: now,
+            body: None,
+        }
+    }
+
+    /// Whether the frame began and nothing came for [`STALL`] up to `now`.
+    /// A stat per poll; the file's head is read only until its header is whole.
+    fn stalled(&mut self, now: Instant) -> bool {
+        let len = std::fs::metadata(&self.path).map_or(0, |m| m.len());
+        if len != self.len {
+            self.len = len;
+            self.since = now;
+            if self.body.is_none() {
+                let mut head = Vec::new();
+                if let Ok(f) = std::fs::File::open(&self.path) {
+                    let _ =
+                        std::io::Read::read_to_end(&mut std::io::Read::take(f, 4096), &mut head);
+                }
+                if let Some(p) = channel::progress(&head, len) {
+                    self.body = Some(len - p.received);
+                    self.last.expected = p.expected;
+                }
+            }
+            if let Some(body) = self.body {
+                self.last.received = (len - body).min(self.last.expected);
+            }
+            return false;
+        }
+        self.body.is_some() && now.duration_since(self.since) >= STALL
+    }
+}
+
+/// Whether QEMU's KVM accelerator can work here: `/dev/kvm` opens for
+/// reading and writing and answers `KVM_GET_API_VERSION` with 12, the
+/// only stable API (Documentation/virt/kvm/api.rst, 4.1). The error says
+/// what to do.
+pub fn kvm_usable() -> Result<(), String> {
+    /// `_IO(KVMIO, 0x00)`, KVMIO being 0xAE.
+    const KVM_GET_API_VERSION: u64 = 0xAE00;
+    const KVM_API_VERSION: libc::c_int = 12;
+    let kvm = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .open("/dev/kvm")
-        .is_ok()
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => "/dev/kvm does not exist: no KVM on this machine \
+                 (the kvm module is not loaded, or a VM without nested virtualization); \
+                 use --accel tcg or auto"
+                .to_owned(),
+            std::io::ErrorKind::PermissionDenied => {
+                "/dev/kvm: permission denied (add this user to its group, often kvm, \
+                 or use --accel tcg)"
+                    .to_owned()
+            }
+            _ => format!("/dev/kvm: {e}"),
+        })?;
+    // SAFETY: KVM_GET_API_VERSION takes no argument and writes no memory.
+    let version = unsafe {
+        libc::ioctl(
+            std::os::fd::AsRawFd::as_raw_fd(&kvm),
+            KVM_GET_API_VERSION as _,
+            0,
+        )
+    };
+    if version == KVM_API_VERSION {
+        Ok(())
+    } else {
+        Err(format!(
+            "/dev/kvm: KVM_GET_API_VERSION answered {version} ({}), not {KVM_API_VERSION}",
+            std::io::Error::last_os_error()
+        ))
+    }
 }
 
 #[cfg(test)]
@@ -303,7 +438,36 @@ mod tests {
             "{line}"
         );
         assert!(line.starts_with("console=ttyS0 "), "{line}");
+        assert!(line.split(' ').any(|w| w == "noirqdebug"), "{line}");
         assert!(line.ends_with(" fdwindow.only=flock-survival"), "{line}");
+    }
+
+    #[test]
+    fn a_frame_that_stops_coming_is_a_stall_and_one_that_grows_is_not() {
+        let dir = crate::scratch::Scratch::new("qemu-watch-test").unwrap();
+        let port = dir.dir().join("ttyS1");
+        let t0 = Instant::now();
+        let mut watch = ChannelWatch::new(&port, t0);
+        // No file, then no header: never a stall, however long.
+        assert!(!watch.stalled(t0 + STALL * 2));
+        std::fs::write(&port, b"\nboot noise").unwrap();
+        assert!(!watch.stalled(t0));
+        assert!(!watch.stalled(t0 + STALL * 2));
+        let frame = channel::encode(&channel::Frame {
+            status: 0,
+            payload: vec![b'x'; 1000],
+        });
+        std::fs::write(&port, &frame[..300]).unwrap();
+        let t1 = t0 + STALL * 3;
+        assert!(!watch.stalled(t1), "it grew");
+        assert!(!watch.stalled(t1 + STALL / 2));
+        assert!(watch.stalled(t1 + STALL));
+        let head_len = frame.len() as u64 - 1000 - 14;
+        assert_eq!(watch.last.expected, 1000);
+        assert_eq!(watch.last.received, 300 - head_len);
+        std::fs::write(&port, &frame[..600]).unwrap();
+        assert!(!watch.stalled(t1 + STALL * 2), "it grew again");
+        assert_eq!(watch.last.received, 600 - head_len);
     }
 
     #[test]

@@ -1,0 +1,269 @@
+//! Where the read commands (`verdict`, `summary`, `advise`, `check`) find
+//! their results, and which file each answer comes from.
+//!
+//! `--results DIR` means that folder and nothing else. Without it, they read
+//! this machine's folder, [`LOCAL`] (where `fdwindow run` and `make
+//! probe-linux` write), beside the committed one, [`COMMITTED`]; a platform
+//! with a file in both is read from [`LOCAL`], this machine's newer run. So
+//! a user who ran the probes asks about them without naming a folder, and
+//! every answer says whether this machine's measurements are among its
+//! sources. Writers (`matrix`, `merge`, `vm`) still take one folder: the
+//! committed README and MATRIX.md never include `results/local` unless asked.
+
+use std::path::{Path, PathBuf};
+
+use crate::evidence::costs::{self, CostsFile};
+use crate::evidence::results;
+use crate::report::ResultsFile;
+use crate::report::platform::Platform;
+
+/// The committed results, read by default.
+pub const COMMITTED: &str = "results";
+/// This machine's own results (git-ignored), where a run writes by default.
+pub const LOCAL: &str = "results/local";
+
+/// One results file read, and where from.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Source {
+    /// The platform it measured.
+    pub platform: String,
+    /// Its path, as the folder was named.
+    pub file: PathBuf,
+    /// Whether it measured this machine (its platform id is this machine's).
+    pub this_machine: bool,
+}
+
+/// The results a read command answers from.
+#[derive(Debug)]
+pub struct Sources {
+    /// The files, sorted by platform id, one per platform.
+    pub files: Vec<ResultsFile>,
+    /// The benches' costs, one file per platform, from the same folders.
+    pub costs: Vec<CostsFile>,
+    /// Where each of `files` came from, in the same order.
+    pub read: Vec<Source>,
+    /// Committed files not read because `results/local` has their platform.
+    pub shadowed: Vec<PathBuf>,
+    /// This machine's platform id.
+    pub here: String,
+}
+
+impl Sources {
+    /// Loads the folder `named`, or by default [`LOCAL`] beside
+    /// [`COMMITTED`] (relative to the current directory). A named folder
+    /// must exist; by default at least one of the two must. The error is one
+    /// line.
+    pub fn load(named: Option<&Path>) -> Result<Sources, String> {
+        Self::load_from(
+            named,
+            Path::new(COMMITTED),
+            Path::new(LOCAL),
+            Platform::detect().id,
+        )
+    }
+
+    /// [`Sources::load`] with the default folders and this machine's id given.
+    pub fn load_from(
+        named: Option<&Path>,
+        committed: &Path,
+        local: &Path,
+        here: String,
+    ) -> Result<Sources, String> {
+        let folders: Vec<&Path> = match named {
+            Some(dir) => {
+                results::check_folder(dir, false)?;
+                vec![dir]
+            }
+            None => {
+                let present: Vec<&Path> = [local, committed]
+                    .into_iter()
+                    .filter(|d| d.is_dir())
+                    .collect();
+                if present.is_empty() {
+                    return Err(format!(
+                        "no results here: neither {} nor {} is a folder (run `make probe-linux` \
+                         in a clone of fdwindow, or pass --results DIR)",
+                        local.display(),
+                        committed.display()
+                    ));
+                }
+                present
+            }
+        };
+        let mut sources = Sources {
+            files: Vec::new(),
+            costs: Vec::new(),
+            read: Vec::new(),
+            shadowed: Vec::new(),
+            here,
+        };
+        // The first folder wins a platform both hold: LOCAL comes first.
+        for dir in folders {
+            for file in results::load_dir(dir).map_err(|e| e.to_string())? {
+                let path = dir.join(format!("{}.json", file.platform.id));
+                if sources
+                    .files
+                    .iter()
+                    .any(|f| f.platform.id == file.platform.id)
+                {
+                    sources.shadowed.push(path);
+                    continue;
+                }
+                sources.read.push(Source {
+                    platform: file.platform.id.clone(),
+                    file: path,
+                    this_machine: file.platform.id == sources.here,
+                });
+                sources.files.push(file);
+            }
+            for c in costs::load_dir(dir).map_err(|e| e.to_string())? {
+                if !sources.costs.iter().any(|k| k.platform.id == c.platform.id) {
+                    sources.costs.push(c);
+                }
+            }
+        }
+        let mut both: Vec<(ResultsFile, Source)> = sources
+            .files
+            .drain(..)
+            .zip(sources.read.drain(..))
+            .collect();
+        both.sort_by(|a, b| a.0.platform.id.cmp(&b.0.platform.id));
+        (sources.files, sources.read) = both.into_iter().unzip();
+        Ok(sources)
+    }
+
+    /// Where the file of platform `id` came from.
+    pub fn source_of(&self, id: &str) -> Option<&Source> {
+        self.read.iter().find(|s| s.platform == id)
+    }
+
+    /// Whether this machine's measurements are among the files read.
+    pub fn has_this_machine(&self) -> bool {
+        self.read.iter().any(|s| s.this_machine)
+    }
+
+    /// The lines that say what was read: each file of `os` (every file
+    /// when `None`), this machine's marked, the shadowed ones, and a last
+    /// line when this machine (of that OS) has no measurements among them.
+    pub fn describe(&self, os: Option<&str>) -> Vec<String> {
+        let mut lines: Vec<String> = self
+            .files
+            .iter()
+            .zip(&self.read)
+            .filter(|(f, _)| os.is_none_or(|os| f.platform.os == os))
+            .map(|(_, s)| {
+                let mark = if s.this_machine {
+                    " (this machine)"
+                } else {
+                    ""
+                };
+                format!("read {}{mark}", s.file.display())
+            })
+            .collect();
+        for path in &self.shadowed {
+            lines.push(format!(
+                "not read {}: {} has this platform's newer run",
+                path.display(),
+                LOCAL
+            ));
+        }
+        // A platform id starts with its OS (`Platform::make_id`).
+        let this_os = os.is_none_or(|os| self.here.starts_with(&format!("{os}-")));
+        if this_os && !self.has_this_machine() {
+            lines.push(format!(
+                "this machine ({}) has no measurements among them: `make probe-linux` (or \
+                 probe-macos) measures it into {LOCAL}",
+                self.here
+            ));
+        }
+        lines
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A results folder holding one file per id, each a copy of `template`
+    /// under that platform id.
+    fn folder(dir: &Path, ids: &[&str], template: &ResultsFile) {
+        std::fs::create_dir_all(dir).unwrap();
+        for id in ids {
+            let mut f = template.clone();
+            f.platform.id = (*id).to_owned();
+            for r in f.probes.values_mut() {
+                r.platform.id = (*id).to_owned();
+            }
+            let json = serde_json::to_string_pretty(&f).unwrap();
+            std::fs::write(dir.join(format!("{id}.json")), json).unwrap();
+        }
+    }
+
+    fn template() -> ResultsFile {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(COMMITTED);
+        results::load_dir(&dir).unwrap().remove(0)
+    }
+
+    #[test]
+    fn local_beside_committed_local_wins_and_this_machine_is_named() {
+        let s = crate::scratch::Scratch::new("sources-test").unwrap();
+        let (committed, local) = (s.dir().join("results"), s.dir().join("results/local"));
+        let t = template();
+        folder(&committed, &["linux-a", "linux-here"], &t);
+        folder(&local, &["linux-here"], &t);
+        let got = Sources::load_from(None, &committed, &local, "linux-here".into()).unwrap();
+        let ids: Vec<&str> = got.files.iter().map(|f| f.platform.id.as_str()).collect();
+        assert_eq!(ids, ["linux-a", "linux-here"]);
+        assert_eq!(
+            got.source_of("linux-here").unwrap().file,
+            local.join("linux-here.json")
+        );
+        assert!(got.source_of("linux-here").unwrap().this_machine);
+        assert_eq!(got.shadowed, [committed.join("linux-here.json")]);
+        let lines = got.describe(Some("linux"));
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.ends_with("linux-here.json (this machine)")),
+            "{lines:?}"
+        );
+        assert!(
+            !lines.iter().any(|l| l.contains("no measurements")),
+            "{lines:?}"
+        );
+
+        // Named: exactly that folder.
+        let named =
+            Sources::load_from(Some(&committed), &committed, &local, "linux-new".into()).unwrap();
+        assert_eq!(
+            named.source_of("linux-here").unwrap().file,
+            committed.join("linux-here.json")
+        );
+        assert!(named.shadowed.is_empty());
+        let lines = named.describe(Some("linux"));
+        assert!(
+            lines
+                .last()
+                .unwrap()
+                .starts_with("this machine (linux-new) has no measurements"),
+            "{lines:?}"
+        );
+        // Another OS's advice does not ask for this machine's run.
+        assert!(
+            !named
+                .describe(Some("macos"))
+                .iter()
+                .any(|l| l.contains("no measurements"))
+        );
+    }
+
+    #[test]
+    fn without_either_folder_it_says_where_it_looked() {
+        let s = crate::scratch::Scratch::new("sources-test").unwrap();
+        let (committed, local) = (s.dir().join("results"), s.dir().join("results/local"));
+        let err = Sources::load_from(None, &committed, &local, "x".into()).unwrap_err();
+        assert!(err.starts_with("no results here"), "{err}");
+        let err = Sources::load_from(Some(&local), &committed, &local, "x".into()).unwrap_err();
+        assert!(err.contains("does not exist"), "{err}");
+    }
+}
