@@ -40,11 +40,16 @@
  * process, a helper) start no pressure of their own. A process that match=
  * excludes changes nothing and passes all of them on.
  *
- * ctl=FD names the read end of a pipe whose write end the controller
- * (`fdwindow stress`, `fdwindow audit`) holds: the process that starts
- * pressure sets close-on-exec on it and watches it from one more thread; when
- * it reads end-of-file (the controller exited or was killed), the spawning
- * threads stop within one hold. Without ctl=, `for` bounds them.
+ * controller=PID@START names the controller (`fdwindow stress`, `fdwindow
+ * audit`) by its pid and its start time as the kernel reports it (Linux:
+ * /proc/PID/stat's starttime; macOS: proc_pidinfo's pbi_start). The process
+ * that starts pressure watches that process from one more thread (a pidfd on
+ * Linux, an EVFILT_PROC kqueue on macOS, both close-on-exec or not inherited;
+ * the start time, checked after the watch is set, proves the pid was not
+ * reused); when it ends (exited or killed), the spawning threads stop within
+ * one hold, and a controller already gone starts no pressure. No descriptor
+ * is passed down: processes that match= excludes hold nothing of the
+ * controller's. Without controller=, `for` bounds the threads.
  *
  * drop=CLASS makes each fork+exec child close every descriptor of one class
  * right after the fork, before its hold (file, listener, bound, stream, dgram,
@@ -94,6 +99,7 @@
 #ifdef __APPLE__
 #include <libproc.h>
 #include <mach-o/dyld.h>
+#include <sys/event.h>
 #include <sys/proc_info.h>
 #else
 #include <sys/syscall.h>
@@ -138,7 +144,8 @@ struct spec {
     const char *match; /* NULL: any executable */
     enum drop_class drop;
     enum drop_class close_hold; /* DROP_NONE: no close interposition */
-    int ctl; /* the controller pipe's read end, -1 for none */
+    pid_t ctl_pid;                /* the controller's pid, 0 for none */
+    unsigned long long ctl_start; /* and its start time */
 };
 
 static struct {
@@ -159,11 +166,13 @@ static struct {
     pthread_t *threads;
     unsigned started_threads;
     int report_fd;      /* FDWINDOW_PRESSURE_REPORT, opened at start; -1 for none */
+    int ctl_watch;      /* readable once the controller ends; -1: poll its start time */
     uint64_t reported_ns; /* when the last progress line was written */
 } S = {
     .mu = PTHREAD_MUTEX_INITIALIZER,
     .devnull = -1,
     .report_fd = -1,
+    .ctl_watch = -1,
 };
 
 static char *const CHILD_ARGV[] = {(char *)TRUE_PROGRAM, NULL};
@@ -275,6 +284,27 @@ static int parse_duration(const char *text, uint64_t *out) {
     return 0;
 }
 
+/* `PID@START`: two decimal numbers, PID in 1..2^31-1, START below 2^63. */
+static int parse_controller(const char *value, unsigned long long *pid,
+                            unsigned long long *start) {
+    unsigned long long *out = pid;
+    size_t digits = 0;
+    *pid = *start = 0;
+    for (const char *c = value;; c++) {
+        if (isdigit((unsigned char)*c) && digits < 18) {
+            *out = *out * 10 + (unsigned)(*c - '0');
+            digits++;
+        } else if (*c == '@' && out == pid && digits > 0) {
+            out = start;
+            digits = 0;
+        } else if (*c == '\0' && out == start && digits > 0 && *pid > 0 && *pid <= INT32_MAX) {
+            return 0;
+        } else {
+            return fail("controller=%s: expected PID@START%s", value, "");
+        }
+    }
+}
+
 /* Parses `text` (modified in place) into `spec`; -1 with spec_error set. */
 static int parse_spec(char *text, struct spec *spec) {
     *spec = (struct spec){
@@ -286,7 +316,8 @@ static int parse_spec(char *text, struct spec *spec) {
         .match = NULL,
         .drop = DROP_NONE,
         .close_hold = DROP_NONE,
-        .ctl = -1,
+        .ctl_pid = 0,
+        .ctl_start = 0,
     };
     char *save = NULL;
     for (char *pair = strtok_r(text, ",", &save); pair; pair = strtok_r(NULL, ",", &save)) {
@@ -330,22 +361,14 @@ static int parse_spec(char *text, struct spec *spec) {
             for (int i = 0; i <= DROP_ALL; i++)
                 if (strcmp(value, CLASS_IDS[i]) == 0)
                     r = (*out = (enum drop_class)i, 0);
-        } else if (strcmp(key, "ctl") == 0) {
-            unsigned fd = 0;
-            size_t n = strlen(value);
-            r = 0;
-            if (n == 0 || n > 6)
-                r = fail("ctl=%s: expected a descriptor number%s", value, "");
-            for (size_t i = 0; i < n && !r; i++) {
-                if (!isdigit((unsigned char)value[i]))
-                    r = fail("ctl=%s: expected a descriptor number%s", value, "");
-                fd = fd * 10 + (unsigned)(value[i] - '0');
-            }
+        } else if (strcmp(key, "controller") == 0) {
+            unsigned long long pid = 0, start = 0;
+            r = parse_controller(value, &pid, &start);
             if (!r)
-                spec->ctl = (int)fd;
+                spec->ctl_pid = (pid_t)pid, spec->ctl_start = start;
         } else
             r = fail("unknown key \"%s\"; keys: threads, hold, path, max-alive, for, match, "
-                     "drop, close-hold, ctl%s",
+                     "drop, close-hold, controller%s",
                      key, "");
         if (r)
             return r;
@@ -716,22 +739,110 @@ static void report_line(uint64_t now) {
     S.reported_ns = now;
 }
 
-/* Stops the spawning threads when the controller's pipe reads end-of-file:
- * the controller exited or was killed. Data on the pipe is read and ignored. */
+/* The start time of process `pid` as the kernel reports it (Linux:
+ * /proc/PID/stat's field 22, clock ticks since boot; macOS: pbi_start in
+ * microseconds); 0 when it is gone or unreadable. With the pid it names one
+ * process: a pid reused later has a later start. */
+static unsigned long long start_time_of(pid_t pid) {
+#ifdef __APPLE__
+    struct proc_bsdinfo info;
+    if (proc_pidinfo(pid, PROC_PIDTBSDINFO, 0, &info, sizeof info) != (int)sizeof info)
+        return 0;
+    return (unsigned long long)info.pbi_start_tvsec * 1000000ULL + info.pbi_start_tvusec;
+#else
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    sys_close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    /* The command name (field 2) may hold spaces and ')': the last ')' ends
+     * it, and starttime is the 20th field after it (proc_pid_stat(5)). */
+    char *p = strrchr(buf, ')');
+    for (int field = 2; p && field < 22; field++)
+        p = strchr(p + 1, ' ');
+    return p ? strtoull(p + 1, NULL, 10) : 0;
+#endif
+}
+
+/* A descriptor that becomes readable once process `pid` ends, above 2 and
+ * never inherited: a pidfd (pidfd_open(2), close-on-exec) on Linux, a kqueue
+ * with EVFILT_PROC NOTE_EXIT on macOS (kqueue(2): not inherited by fork).
+ * -1 with errno set: ESRCH when it is gone, ENOSYS on Linux before 5.3. */
+static int watch_open(pid_t pid) {
+#ifdef __APPLE__
+    int w = kqueue();
+    if (w < 0)
+        return -1;
+    struct kevent ev;
+    EV_SET(&ev, (uintptr_t)pid, EVFILT_PROC, EV_ADD | EV_ONESHOT, NOTE_EXIT, 0, NULL);
+    if (kevent(w, &ev, 1, NULL, 0, NULL) != 0) {
+        int e = errno;
+        sys_close(w);
+        errno = e;
+        return -1;
+    }
+#else
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434 /* the same number on every architecture */
+#endif
+    int w = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (w < 0)
+        return -1;
+#endif
+    if (w > 2)
+        return w;
+    int above = fcntl(w, F_DUPFD_CLOEXEC, 3);
+    int e = errno;
+    sys_close(w);
+    errno = e;
+    return above;
+}
+
+/* Whether the controller is there, as the spec names it: a watch on it is
+ * set in `*watch` (-1 where the kernel has none: the watcher then polls its
+ * start time). The start time is read after the watch is set, so a watch
+ * set on a reused pid is caught. */
+static int controller_alive(const struct spec *spec, int *watch) {
+    *watch = watch_open(spec->ctl_pid);
+    if (*watch < 0 && errno != ENOSYS)
+        return 0;
+    if (start_time_of(spec->ctl_pid) == spec->ctl_start)
+        return 1;
+    if (*watch >= 0)
+        sys_close(*watch);
+    *watch = -1;
+    return 0;
+}
+
+/* Stops the spawning threads once the controller ends (exits or is killed):
+ * its watch becomes readable, or, without one, its start time changes
+ * (polled every hold, between 1 and 10 ms). */
 static void *watch_controller(void *arg) {
     (void)arg;
+    uint64_t pause = S.spec.hold_ns;
+    pause = pause < 1000 * 1000 ? 1000 * 1000 : pause > 10 * 1000 * 1000 ? 10 * 1000 * 1000 : pause;
     for (;;) {
-        struct pollfd p = {.fd = S.spec.ctl, .events = POLLIN};
-        if (poll(&p, 1, -1) < 0) {
-            if (errno == EINTR)
+        if (S.ctl_watch >= 0) {
+#ifdef __APPLE__
+            struct kevent ev;
+            if (kevent(S.ctl_watch, NULL, 0, &ev, 1, NULL) < 0 && errno == EINTR)
                 continue;
-            break;
+#else
+            struct pollfd p = {.fd = S.ctl_watch, .events = POLLIN};
+            if (poll(&p, 1, -1) < 0 && errno == EINTR)
+                continue;
+#endif
+            break; /* it ended, or the watch is unusable */
         }
-        char byte[64];
-        ssize_t n = read(S.spec.ctl, byte, sizeof byte);
-        if (n > 0 || (n < 0 && (errno == EINTR || errno == EAGAIN)))
-            continue;
-        break; /* end-of-file, or the descriptor is unusable */
+        if (start_time_of(S.spec.ctl_pid) != S.spec.ctl_start)
+            break;
+        struct timespec t = {0, (long)pause};
+        nanosleep(&t, NULL);
     }
     pthread_mutex_lock(&S.mu);
     S.stop = 1;
@@ -1147,6 +1258,12 @@ __attribute__((constructor)) static void start(void) {
         free(copy);
         return;
     }
+    /* A controller already gone starts no pressure (its run is over). */
+    int watch = -1;
+    if (spec.ctl_pid > 0 && spec.close_hold == DROP_NONE && !controller_alive(&spec, &watch)) {
+        free(copy);
+        return;
+    }
     int e = init_conds();
     int fd = e ? -1 : open("/dev/null", O_RDWR | O_CLOEXEC);
     /* Above 2, so that dup2 onto 0-2 always makes a new, inheritable copy. */
@@ -1163,6 +1280,8 @@ __attribute__((constructor)) static void start(void) {
         if (S.devnull >= 0)
             sys_close(S.devnull);
         S.devnull = -1;
+        if (watch >= 0)
+            sys_close(watch);
         free(S.threads);
         S.threads = NULL;
         free(copy);
@@ -1173,11 +1292,7 @@ __attribute__((constructor)) static void start(void) {
     const char *report = getenv(REPORT_VAR);
     if (report)
         S.report_fd = open(report, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
-    /* This process takes the controller's pipe: its children must not keep
-     * it (a copy held elsewhere would hide the controller's end-of-file from
-     * nobody, but it would keep the pipe alive past this process). */
-    if (spec.ctl >= 0 && fcntl(spec.ctl, F_SETFD, FD_CLOEXEC) != 0)
-        S.spec.ctl = -1;
+    S.ctl_watch = watch;
     /* Pressure starts here, so no child of this process starts its own. */
     unsetenv(ENV_VAR);
     unsetenv(REPORT_VAR);
@@ -1219,11 +1334,12 @@ __attribute__((constructor)) static void start(void) {
         }
         S.started_threads++;
     }
-    if (!e && S.spec.ctl >= 0) {
+    int watching = 0;
+    if (!e && S.spec.ctl_pid > 0) {
         pthread_t watcher;
         e = pthread_create(&watcher, NULL, watch_controller, NULL);
         if (!e)
-            pthread_detach(watcher);
+            pthread_detach(watcher), watching = 1;
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (e) {
@@ -1235,6 +1351,10 @@ __attribute__((constructor)) static void start(void) {
             /* Every thread joined: nothing uses these any more. */
             sys_close(S.devnull);
             S.devnull = -1;
+        }
+        if (!watching && S.ctl_watch >= 0) {
+            sys_close(S.ctl_watch);
+            S.ctl_watch = -1;
         }
         return;
     }

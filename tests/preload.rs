@@ -33,11 +33,18 @@ fn injector_reads_the_spec_as_pressure_does() {
         "drop=listener,path=fork,threads=1",
         "drop=none",
         "drop=sockets",
-        "ctl=x",
-        "ctl=-1",
-        "ctl=1234567",
+        "ctl=3",
+        "controller=x",
+        "controller=7",
+        "controller=0@1",
+        "controller=-1@1",
+        "controller=7@1234567890123456789",
     ];
-    for (i, text) in specs.iter().enumerate() {
+    // A controller that is alive: this test process.
+    let me = fdwindow::pressure::ProcessId::this_process().unwrap();
+    let alive = format!("threads=1,controller={me}");
+    let specs = specs.iter().copied().chain([alive.as_str()]);
+    for (i, text) in specs.enumerate() {
         let report = scratch.dir().join(format!("report-{i}"));
         let out = Command::new("/usr/bin/true")
             .env("LD_PRELOAD", injector.path())
@@ -112,5 +119,50 @@ fn a_pressured_process_hides_the_injector_from_its_children() {
             excluded.lines().any(|l| l.starts_with(var)),
             "{var} was not passed on: {excluded}"
         );
+    }
+}
+
+/// The injector starts no pressure for a controller that is gone or whose
+/// pid now names another process (its start time differs), and says
+/// nothing: the run that wanted the pressure is over.
+#[test]
+fn a_controller_gone_or_reused_starts_no_pressure() {
+    let injector = common::injector();
+    let scratch = common::scratch("preload-controller");
+    let me = fdwindow::pressure::ProcessId::this_process().unwrap();
+    let mut gone = Command::new("/bin/true").spawn().unwrap();
+    let gone_pid = gone.id();
+    gone.wait().unwrap();
+    for (i, controller) in [
+        // This process's pid with another start: a reused pid.
+        format!("{}@{}", me.pid, me.start + 1),
+        // A process reaped above (its pid is free unless reused since).
+        format!("{gone_pid}@{}", me.start),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let report = scratch.dir().join(format!("report-{i}"));
+        let out = Command::new("/usr/bin/true")
+            .env("LD_PRELOAD", injector.path())
+            .env(
+                "FDWINDOW_PRESSURE",
+                format!("threads=1,controller={controller}"),
+            )
+            .env("FDWINDOW_PRESSURE_REPORT", &report)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{controller}: {}",
+            common::stderr(&out)
+        );
+        assert!(
+            out.stderr.is_empty(),
+            "{controller}: {}",
+            common::stderr(&out)
+        );
+        assert!(!report.exists(), "{controller}: pressure started");
     }
 }

@@ -227,6 +227,65 @@ fn match_keeps_pressure_out_of_other_executables() {
     assert_eq!(named["pressured_processes"], 2);
 }
 
+/// Pressure that reaches no process (`match=` matches none) adds no
+/// descriptor to any process of the command: the shell and its own child
+/// hold the same descriptors in the pressured runs as in the runs alone.
+/// (The controller used to be a pipe passed down to every process.)
+#[cfg(target_os = "linux")]
+#[test]
+fn unmatched_pressure_adds_no_descriptor_to_the_command() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
+    // Each process lists the descriptors it holds into a file named for its
+    // arm (the variable passes down unmatched), itself and its pid; `ls`
+    // runs while the shell waits, so no descriptor of the shell's own
+    // making is in flight.
+    let record = |who: &str| {
+        format!(
+            r#"a=${{FDWINDOW_PRESSURE:+pressured}}; ls /proc/$$/fd > {}/${{a:-alone}}-{who}-$$"#,
+            dir.display()
+        )
+    };
+    let script = format!("{}; /bin/sh -c '{}'", record("shell"), record("child"));
+    let out = fdwindow()
+        .args([
+            "stress",
+            "--runs",
+            "2",
+            "--pressure",
+            "match=no-such-exe-*",
+            "--",
+        ])
+        .args(["/bin/sh", "-c", &script])
+        .output()
+        .unwrap();
+    let listed = |arm: &str, who: &str| -> std::collections::BTreeSet<String> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with(&format!("{arm}-{who}-"))
+            })
+            .map(|e| {
+                std::fs::read_to_string(e.path())
+                    .unwrap()
+                    .replace('\n', " ")
+            })
+            .collect()
+    };
+    for who in ["shell", "child"] {
+        let (alone, pressured) = (listed("alone", who), listed("pressured", who));
+        assert!(
+            !alone.is_empty() && !pressured.is_empty(),
+            "{who}: {}",
+            stderr(&out)
+        );
+        assert_eq!(pressured, alone, "{who}: descriptors pressured and alone");
+    }
+}
+
 /// A summary that cannot be written (stdout is `/dev/full`) ends the run
 /// with status 1, and the built-in injector's private file is gone all the
 /// same.
@@ -321,7 +380,7 @@ fn poll_until(
 /// SIGKILL of `fdwindow stress` mid-run: the pressured command (a shell
 /// that left a pressured `sleep` running in the background and exec'd into
 /// another) loses its pressure threads within about one hold, since the
-/// controller pipe reads end-of-file. The latency is printed for the note.
+/// injector's watch on the controller fires. The latency is printed for the note.
 #[cfg(target_os = "linux")]
 #[test]
 fn killing_stress_stops_the_pressure_in_the_command() {

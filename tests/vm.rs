@@ -187,7 +187,7 @@ fn a_boot_past_its_timeout_is_killed_and_broken() {
     let spec = initramfs::Spec::standard(&bin_dir).unwrap();
     let initrd = root.dir().join("guest.cpio");
     std::fs::write(&initrd, spec.build(root.dir()).unwrap()).unwrap();
-    let port_dir = root.dir().join("boot");
+    let port_dir = root.dir().join("qemu");
     std::fs::create_dir(&port_dir).unwrap();
     let boot = qemu::Boot {
         kernel: kernel.image.clone(),

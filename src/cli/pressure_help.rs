@@ -4,7 +4,7 @@
 //! default cannot leave the help behind.
 //!
 //! Only the keys a user sets are listed: `close-hold` is the audit's own
-//! diagnosis (stress refuses it) and `ctl` is set by the controller.
+//! diagnosis (stress refuses it) and `controller` is set by the controller.
 
 /// One entry per key: `KEY=VALUE`, what it sets with its unit or values, and
 /// `[default: …]` as clap writes a default; a line that starts with spaces
@@ -141,7 +141,7 @@ mod tests {
             .split_once("keys: ")
             .map_or("", |(_, keys)| keys)
             .split(", ")
-            .filter(|k| !["close-hold", "ctl"].contains(k))
+            .filter(|k| !["close-hold", "controller"].contains(k))
             .collect();
         check(
             seen == parsed,

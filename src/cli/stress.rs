@@ -18,9 +18,9 @@
 //!    killed at the timeout still shows it was pressured. The summary says how
 //!    much of the pressured runs' time the pressure overlapped, and warns
 //!    under half.
-//! 6. The command holds the read end of a controller pipe ([`Controller`]):
-//!    if `fdwindow stress` dies, even by SIGKILL, the pressure in the command
-//!    stops within one hold.
+//! 6. The injector watches `fdwindow stress` itself ([`controller`]): if it
+//!    dies, even by SIGKILL, the pressure in the command stops within one
+//!    hold. Nothing of stress's is passed down to the command.
 //! 7. The [`Verdict`]: `exposed` when the one-sided Fisher exact p that the
 //!    alone arm fails less often than the pressured one is at most
 //!    [`EXPOSED_P`], `unpressured` when no pressured process reported back,
@@ -335,42 +335,14 @@ fn verdict_line(verdict: Verdict, p: f64, alone: Count, pressured: Count) -> Str
     }
 }
 
-/// The controller's pipe: `fdwindow stress` and `fdwindow audit` keep the
-/// write end (close-on-exec, so nothing they start keeps it), the pressured
-/// command gets the read end and its number in the spec (`ctl=`). When the
-/// controller ends, killed included, the kernel closes the write end, the
-/// injector reads end-of-file and stops its threads within one hold.
-///
-/// # References
-/// - <https://man7.org/linux/man-pages/man7/pipe.7.html> ("If all file
-///   descriptors referring to the write end of a pipe have been closed, then
-///   an attempt to read(2) from the pipe will see end-of-file")
-pub(crate) struct Controller {
-    read: std::io::PipeReader,
-    _write: std::io::PipeWriter,
-}
-
-impl Controller {
-    /// A new pipe, both ends close-on-exec.
-    pub(crate) fn new() -> std::io::Result<Controller> {
-        let (read, write) = std::io::pipe()?;
-        Ok(Controller {
-            read,
-            _write: write,
-        })
-    }
-
-    /// The read end's number, for `ctl=`.
-    pub(crate) fn fd(&self) -> i32 {
-        use std::os::fd::AsRawFd;
-        self.read.as_raw_fd()
-    }
-
-    /// Makes `cmd`'s child inherit the read end: close-on-exec is cleared in
-    /// the child only, between fork and exec.
-    pub(crate) fn pass_to(&self, cmd: &mut Command) {
-        fdwindow::child_hook::inherit(cmd, self.fd());
-    }
+/// This process as the controller of the pressure it starts
+/// (`controller=PID@START`): the injector in the command watches it (a pidfd
+/// on Linux, a kqueue on macOS) and stops its threads within one hold once
+/// it ends, SIGKILL included. Nothing is passed down to the command: a
+/// process the pressure does not reach (`match=`) holds no descriptor of ours.
+pub(crate) fn controller() -> Result<fdwindow::pressure::ProcessId, String> {
+    fdwindow::pressure::ProcessId::this_process()
+        .map_err(|e| format!("cannot name this process for the injector to watch: {e}"))
 }
 
 /// What the injector reported for one pressured run.
@@ -450,10 +422,9 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
     let folder = run_folder()?;
     let injector = Injector::locate(args.injector.as_deref(), folder.dir())?;
     let (preload_var, injector) = (injector.var, injector);
-    let controller = Controller::new().map_err(|e| format!("controller pipe: {e}"))?;
-    // What the reader sees: the pressure without the controller's descriptor.
+    // What the reader sees: the pressure without the controller.
     let shown = spec.to_string();
-    spec.controller = Some(controller.fd());
+    spec.controller = Some(controller()?);
     let report_path = |n: u64| folder.dir().join(format!("{n}.pressure"));
     let preload = match std::env::var(preload_var) {
         Ok(old) if !old.is_empty() => format!("{}:{old}", injector.path().display()),
@@ -486,7 +457,6 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
                 cmd.env(preload_var, &preload)
                     .env(ENV_VAR, spec.to_string())
                     .env(REPORT_VAR, report);
-                controller.pass_to(&mut cmd);
             }
             None => {
                 cmd.env_remove(ENV_VAR);

@@ -638,6 +638,59 @@ fn leave_window(shared: &Shared) {
     }
 }
 
+/// One process, named so that a reused pid is not taken for it: its pid and
+/// its start time as the kernel reports it (Linux: `/proc/PID/stat`'s
+/// `starttime`; macOS: `proc_pidinfo`'s `pbi_start`), as `PID@START`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProcessId {
+    /// Its pid.
+    pub pid: u32,
+    /// Its start time, in the kernel's unit.
+    pub start: u64,
+}
+
+impl ProcessId {
+    /// This process.
+    pub fn this_process() -> std::io::Result<ProcessId> {
+        let pid = std::process::id();
+        Ok(ProcessId {
+            pid,
+            start: crate::sys::start_time_of(pid)?,
+        })
+    }
+}
+
+impl fmt::Display for ProcessId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}@{}", self.pid, self.start)
+    }
+}
+
+impl std::str::FromStr for ProcessId {
+    type Err = String;
+
+    /// `PID@START`, as the injector reads it: a pid of 1 to 2^31-1 and a
+    /// start time of at most 18 digits.
+    fn from_str(text: &str) -> Result<ProcessId, String> {
+        let bad = || format!("controller={text}: expected PID@START");
+        let digits =
+            |s: &str| !s.is_empty() && s.len() <= 18 && s.bytes().all(|b| b.is_ascii_digit());
+        let (pid, start) = text.split_once('@').ok_or_else(bad)?;
+        if !digits(pid) || !digits(start) {
+            return Err(bad());
+        }
+        let pid: u32 = pid
+            .parse()
+            .ok()
+            .filter(|p| (1..=i32::MAX as u32).contains(p))
+            .ok_or_else(bad)?;
+        Ok(ProcessId {
+            pid,
+            start: start.parse().map_err(|_| bad())?,
+        })
+    }
+}
+
 /// A pressure configuration as text, for the injector's [`ENV_VAR`] and
 /// `fdwindow stress --pressure`: comma-separated `key=value` pairs, any
 /// subset, e.g. `threads=4,hold=20ms,path=fork`.
@@ -652,7 +705,7 @@ fn leave_window(shared: &Shared) {
 /// | `match` | start only in a process whose executable's file name matches this glob (`*` only) | any |
 /// | `drop` | fork+exec children close this [`DropClass`] right after the fork: `file`, `listener`, `bound`, `stream`, `dgram`, `pipe`, `all` | `none` |
 /// | `close-hold` | the injector only: no spawning threads; each close of a descriptor of this [`DropClass`] is first held by a child for `hold` ([`Spec::close_hold`]) | `none` |
-/// | `ctl` | the read end of the controller's pipe: the injector stops at its end-of-file | none |
+/// | `controller` | `PID@START`, the controller's process ([`ProcessId`]): the injector stops when it ends, and starts nothing once it has | none |
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct Spec {
     /// The pressure to start.
@@ -660,11 +713,11 @@ pub struct Spec {
     /// Start only in processes whose executable name matches (the injector
     /// checks; a build driver such as cargo and its compilers stay unpressured).
     pub exe_match: Option<String>,
-    /// The read end of a controller's pipe (`ctl=FD`): the injector stops its
-    /// threads within one hold once the pipe reads end-of-file, i.e. once the
-    /// controller (`fdwindow stress`, `fdwindow audit`) is gone, killed
-    /// included. Only the injector reads it; [`Pressure`] ignores it.
-    pub controller: Option<i32>,
+    /// The controller (`fdwindow stress`, `fdwindow audit`), `controller=PID@START`:
+    /// the injector watches that process (no descriptor is passed down) and
+    /// stops its threads within one hold once it ends, killed included.
+    /// Only the injector reads it; [`Pressure`] ignores it.
+    pub controller: Option<ProcessId>,
     /// `close-hold=CLASS`: the injector's deterministic mode. It starts no
     /// spawning threads; instead, before the process closes a descriptor of
     /// this class, a forked child that keeps only that descriptor holds it
@@ -711,16 +764,7 @@ impl FromStr for Spec {
                     }
                 }
                 "match" if !value.is_empty() => spec.exe_match = Some(value.to_owned()),
-                "ctl" => {
-                    spec.controller = Some(
-                        value
-                            .parse::<u32>()
-                            .ok()
-                            .filter(|fd| *fd <= 999_999)
-                            .ok_or_else(|| format!("ctl={value}: expected a descriptor number"))?
-                            as i32,
-                    )
-                }
+                "controller" => spec.controller = Some(value.parse()?),
                 "drop" | "close-hold" => {
                     let class = match value {
                         "none" => None,
@@ -738,7 +782,7 @@ impl FromStr for Spec {
                 }
                 _ => {
                     return Err(format!(
-                        "unknown key {key:?}; keys: threads, hold, path, max-alive, for, match, drop, close-hold, ctl"
+                        "unknown key {key:?}; keys: threads, hold, path, max-alive, for, match, drop, close-hold, controller"
                     ));
                 }
             }
@@ -768,8 +812,8 @@ impl fmt::Display for Spec {
         if let Some(d) = self.close_hold {
             write!(f, ",close-hold={}", d.id())?;
         }
-        if let Some(fd) = self.controller {
-            write!(f, ",ctl={fd}")?;
+        if let Some(c) = self.controller {
+            write!(f, ",controller={c}")?;
         }
         if let Some(m) = &self.exe_match {
             write!(f, ",match={m}")?;
@@ -851,11 +895,18 @@ mod tests {
 
     #[test]
     fn spec_round_trips_and_rejects_nonsense() {
-        let spec: Spec = "threads=2,hold=250us,path=mix,match=demo-*,drop=listener,ctl=7"
-            .parse()
-            .unwrap();
+        let spec: Spec =
+            "threads=2,hold=250us,path=mix,match=demo-*,drop=listener,controller=7@123456"
+                .parse()
+                .unwrap();
         assert_eq!(spec.config.drop, Some(DropClass::Listener));
-        assert_eq!(spec.controller, Some(7));
+        assert_eq!(
+            spec.controller,
+            Some(ProcessId {
+                pid: 7,
+                start: 123456
+            })
+        );
         assert_eq!(spec.config.threads, 2);
         assert_eq!(spec.config.hold, Duration::from_micros(250));
         assert_eq!(spec.config.path, SpawnPath::Mix);
@@ -868,8 +919,14 @@ mod tests {
             "colour=red",
             "threads",
             "drop=sockets",
-            "ctl=-1",
-            "ctl=x",
+            "controller=7",
+            "controller=0@1",
+            "controller=-1@1",
+            "controller=7@",
+            "controller=7@x",
+            "controller=2147483648@1",
+            "controller=7@1234567890123456789",
+            "ctl=7",
         ] {
             assert!(bad.parse::<Spec>().is_err(), "{bad}");
         }

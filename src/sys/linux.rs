@@ -349,6 +349,20 @@ pub(crate) fn children_of(parent: u32) -> std::io::Result<Vec<u32>> {
         .collect())
 }
 
+/// The start time of process `pid`, field 22 (`starttime`, clock ticks since
+/// boot) of `/proc/PID/stat`, counted after the command name's last `)`:
+/// with the pid it names one process, as a reused pid starts later. The
+/// injector reads the same field (shims/inject.c, `start_time_of`).
+///
+/// # References
+/// - <https://man7.org/linux/man-pages/man5/proc_pid_stat.5.html>
+pub(crate) fn start_time_of(pid: u32) -> io::Result<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    stat.rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().nth(19)?.parse().ok())
+        .ok_or_else(|| io::Error::other(format!("/proc/{pid}/stat: no starttime field")))
+}
+
 /// The dynamic loader's preload variable (`ld.so(8)`: "A list of additional,
 /// user-specified, ELF shared objects to be loaded before all others"), and the
 /// suffix of a shared library's file name.

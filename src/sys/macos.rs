@@ -628,6 +628,35 @@ pub(crate) fn spawn_cloexec_default_flag() -> std::io::Result<libc::c_short> {
 /// ([`exit_with_parent`]).
 pub(crate) fn die_with_parent(_cmd: &mut std::process::Command) {}
 
+/// The start time of process `pid` in microseconds since the epoch
+/// (`proc_pidinfo(PROC_PIDTBSDINFO)`'s `pbi_start_tvsec` and `_tvusec`):
+/// with the pid it names one process, as a reused pid starts later. The
+/// injector reads the same fields (shims/inject.c, `start_time_of`).
+///
+/// # References
+/// - xnu `bsd/sys/proc_info.h` (`struct proc_bsdinfo`)
+pub(crate) fn start_time_of(pid: u32) -> io::Result<u64> {
+    let pid = libc::c_int::try_from(pid).map_err(|_| io::Error::from_raw_os_error(libc::ESRCH))?;
+    // SAFETY: all-zero is a valid proc_bsdinfo (integers and byte arrays).
+    let mut info: libc::proc_bsdinfo = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::proc_bsdinfo>() as libc::c_int;
+    // SAFETY: the buffer is `size` bytes of a proc_bsdinfo, which
+    // PROC_PIDTBSDINFO fills.
+    let n = unsafe {
+        libc::proc_pidinfo(
+            pid,
+            libc::PROC_PIDTBSDINFO,
+            0,
+            (&mut info as *mut libc::proc_bsdinfo).cast(),
+            size,
+        )
+    };
+    if n != size {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(info.pbi_start_tvsec * 1_000_000 + info.pbi_start_tvusec)
+}
+
 /// Kills this process's group (this process and every child it started,
 /// when it leads its group; else this process alone) once process `parent`
 /// exits, the stand-in for Linux's parent-death signal, which xnu lacks.

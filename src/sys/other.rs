@@ -31,6 +31,11 @@ pub(crate) fn sigaction_of(
     action
 }
 
+/// No start time to name a process by here.
+pub(crate) fn start_time_of(_pid: u32) -> io::Result<u64> {
+    Err(io::Error::from(io::ErrorKind::Unsupported))
+}
+
 /// Not wired up here.
 pub(crate) fn load_average() -> Option<f64> {
     None

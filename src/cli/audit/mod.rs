@@ -200,8 +200,6 @@ struct Runner {
     /// Pressured runs, and those in which the injector reported pressure.
     pressured_runs: u64,
     reached_runs: u64,
-    /// Its end-of-file stops the pressure in every run if the audit dies.
-    controller: crate::stress::Controller,
     /// Lets the next run take libtest's unstable `--report-time`.
     bootstrap: bool,
 }
@@ -237,7 +235,6 @@ impl Runner {
                 cmd.env(self.preload_var, &self.preload)
                     .env(ENV_VAR, spec.to_string())
                     .env(REPORT_VAR, &report.0);
-                self.controller.pass_to(&mut cmd);
             }
             _ => {
                 cmd.env_remove(ENV_VAR);
@@ -646,7 +643,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
         .parse()
         .map_err(|e| format!("--pressure: {e}"))?;
     if spec.config.drop.is_some() || spec.controller.is_some() || spec.close_hold.is_some() {
-        return Err("--pressure: drop=, close-hold= and ctl= are the audit's to set".into());
+        return Err("--pressure: drop=, close-hold= and controller= are the audit's to set".into());
     }
     // The audit runs each test binary itself, so every pressured run is of
     // a test binary: a `match=` could only keep the pressure out of it.
@@ -673,9 +670,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
     // Before the injector is written to a temporary file: a Ctrl-C during
     // the build then ends the audit through its guards, which remove it.
     harness::catch_interrupts();
-    let controller =
-        crate::stress::Controller::new().map_err(|e| format!("controller pipe: {e}"))?;
-    spec.controller = Some(controller.fd());
+    spec.controller = Some(crate::stress::controller()?);
     // The injector and its per-run reports, in a folder that the next
     // stress or audit removes should this one be killed.
     let folder = crate::stress::run_folder()?;
@@ -737,7 +732,6 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
         seq: 0,
         pressured_runs: 0,
         reached_runs: 0,
-        controller,
         bootstrap: false,
     };
     let mut tests: Vec<TestCase> = binaries
@@ -924,7 +918,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
     Ok(exit)
 }
 
-/// The pressure as the report shows it: without the controller's descriptor.
+/// The pressure as the report shows it: without the controller.
 fn spec_shown(spec: &Spec) -> Spec {
     Spec {
         controller: None,
