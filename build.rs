@@ -1,4 +1,4 @@
-//! Builds the preload libraries fdwindow ships (`fdwindow::preload`).
+//! Builds the preload libraries fdwindow ships (`fdwindow::cotenant::preload`).
 //!
 //! Every `shims/NAME.c` becomes a shared library `$OUT_DIR/shims/NAME`, built
 //! with the C compiler the `cc` crate picks for the target (its flags, `CC`,
@@ -10,7 +10,7 @@
 //! fdwindow uses), or its C toolchain cannot build a shared library (`make
 //! check-macos` type-checks the Apple targets from Linux, where there is no
 //! macOS SDK), every shim becomes an empty file and `$OUT_DIR/shims.rs` says
-//! why; `fdwindow::preload` then answers `Unsupported` with that reason at run
+//! why; `fdwindow::cotenant::preload` then answers `Unsupported` with that reason at run
 //! time. `FDWINDOW_NO_SHIMS=1` forces that stub (to test the path).
 //!
 //! cc builds objects and static archives only, so this script runs the

@@ -1,6 +1,6 @@
 //! Measures what the pressure co-tenant costs: children per second, and per
 //! CPU-second (user+system time of this process and its reaped children),
-//! for `fdwindow::pressure` against a plain loop of `Command::spawn` + `wait`
+//! for `fdwindow::cotenant::pressure` against a plain loop of `Command::spawn` + `wait`
 //! on the same path and thread count. Each pair runs five times, alternating,
 //! and the table shows medians, so a neighbour's load falls on both alike.
 //!
@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use fdwindow::pressure::{Config, Pressure, SpawnPath};
+use fdwindow::cotenant::pressure::{Config, Pressure, SpawnPath};
 
 /// User+system seconds of this process and its reaped children.
 fn cpu_seconds() -> f64 {

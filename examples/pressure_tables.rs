@@ -13,8 +13,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 
-use fdwindow::platform::Platform;
-use fdwindow::pressure_file::{PressureFile, RateRow, StressCell};
+use fdwindow::evidence::pressure_file::{PressureFile, RateRow, StressCell};
+use fdwindow::report::platform::Platform;
 
 /// The pressure settings, as the README's rows.
 const SETTINGS: &[&str] = &[
@@ -115,7 +115,7 @@ fn main() -> ExitCode {
         Err(e) => return fail(format!("run pressure_rate: {e}")),
     };
     let file = PressureFile {
-        schema: fdwindow::pressure_file::PRESSURE_SCHEMA,
+        schema: fdwindow::evidence::pressure_file::PRESSURE_SCHEMA,
         platform: Platform::detect(),
         measured_at,
         command: format!("make pressure PRESSURE_RUNS={runs}"),
@@ -123,16 +123,18 @@ fn main() -> ExitCode {
         rate,
     };
     // Through the writer: 141 after a closed stderr, 1 after a full one.
-    fdwindow::base::out::status(match fdwindow::pressure_file::write(&results, &file) {
-        Ok(path) => {
-            fdwindow::note!("pressure_tables: wrote {}", path.display());
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            fdwindow::note!("error: {e}");
-            ExitCode::FAILURE
-        }
-    })
+    fdwindow::base::out::status(
+        match fdwindow::evidence::pressure_file::write(&results, &file) {
+            Ok(path) => {
+                fdwindow::note!("pressure_tables: wrote {}", path.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                fdwindow::note!("error: {e}");
+                ExitCode::FAILURE
+            }
+        },
+    )
 }
 
 /// The rows of `pressure_rate`'s Markdown table:

@@ -1,5 +1,5 @@
 //! Measures where a default `fdwindow run` spends its time and writes
-//! `results/timing-<platform-id>.json` (see `fdwindow::timing`).
+//! `results/timing-<platform-id>.json` (see `fdwindow::evidence::timing`).
 //!
 //! ```text
 //! cargo build --release --bins && cargo run --release --example run_timing -- [--runs N] [--results DIR] [--idle LOAD]
@@ -18,9 +18,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Instant;
 
-use fdwindow::platform::Platform;
+use fdwindow::evidence::timing::{ArmTiming, RunTiming, TIMING_PREFIX, TIMING_SCHEMA, TimingFile};
+use fdwindow::report::platform::Platform;
 use fdwindow::report::{ResultsFile, utc_now};
-use fdwindow::timing::{ArmTiming, RunTiming, TIMING_PREFIX, TIMING_SCHEMA, TimingFile};
 
 fn main() -> ExitCode {
     // Through the writer: 141 after a closed stderr, 1 after a full one.
@@ -115,7 +115,7 @@ fn run() -> Result<(), String> {
             cells: file
                 .probes
                 .values()
-                .flat_map(fdwindow::timing::cell_times)
+                .flat_map(fdwindow::evidence::timing::cell_times)
                 .collect(),
         });
         last = Some(file);
@@ -159,7 +159,7 @@ fn run() -> Result<(), String> {
     };
     let path = results.join(format!("{TIMING_PREFIX}{}.json", platform.id));
     let json = serde_json::to_string_pretty(&file).map_err(|e| e.to_string())? + "\n";
-    fdwindow::results::write_atomic(&path, json.as_bytes()).map_err(|e| e.to_string())?;
+    fdwindow::evidence::results::write_atomic(&path, json.as_bytes()).map_err(|e| e.to_string())?;
     fdwindow::note!("wrote {}", path.display());
     Ok(())
 }
@@ -174,7 +174,8 @@ fn read_results(dir: &Path) -> Result<ResultsFile, String> {
             .unwrap_or_default();
         if name.ends_with(".json") && !name.starts_with('.') && !name.starts_with("costs-") {
             let text = std::fs::read_to_string(&path).map_err(|e| e.to_string())?;
-            return fdwindow::results::parse(&text).map_err(|e| format!("{}: {e}", path.display()));
+            return fdwindow::evidence::results::parse(&text)
+                .map_err(|e| format!("{}: {e}", path.display()));
         }
     }
     Err(format!("no results file in {}", dir.display()))
@@ -182,7 +183,7 @@ fn read_results(dir: &Path) -> Result<ResultsFile, String> {
 
 /// The 1-minute load average (getloadavg(3)'s first value).
 fn load_average() -> f64 {
-    fdwindow::platform::load_average().unwrap_or(f64::NAN)
+    fdwindow::report::platform::load_average().unwrap_or(f64::NAN)
 }
 
 /// Waits until the 1-minute load average is below `limit` (the previous

@@ -25,12 +25,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Barrier;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use fdwindow::clocks::truncate_to_micros;
 use fdwindow::fix::scratch::unique_name;
 use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Trial};
-use fdwindow::verdict::Kind;
-use fdwindow::verdict::Role::{Control, Mitigation};
-use fdwindow::verdict::Window::InProcess;
+use fdwindow::hazards::clocks::truncate_to_micros;
+use fdwindow::report::verdict::Kind;
+use fdwindow::report::verdict::Role::{Control, Mitigation};
+use fdwindow::report::verdict::Window::InProcess;
 
 /// Threads per round.
 const THREADS: usize = 8;

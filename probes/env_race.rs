@@ -26,9 +26,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Trial};
-use fdwindow::verdict::Kind;
-use fdwindow::verdict::Role::{Control, Mitigation, Sham};
-use fdwindow::verdict::Window::InProcess;
+use fdwindow::report::verdict::Kind;
+use fdwindow::report::verdict::Role::{Control, Mitigation, Sham};
+use fdwindow::report::verdict::Window::InProcess;
 
 /// The first argument that makes this binary one trial's child.
 const CHILD_FLAG: &str = "--fdwindow-env-race-child";

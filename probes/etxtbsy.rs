@@ -12,7 +12,7 @@
 //! (statistical): the same with the harness's race thread spawning `true`
 //! throughout, so a posix_spawn child may hold the copy until its exec.
 //!
-//! `spawn-lock` and its sham run `fdwindow::spawn_lock::spawn_in_gap`: the
+//! `spawn-lock` and its sham run `fdwindow::hazards::spawn_lock::spawn_in_gap`: the
 //! writer parks with the file open until the spawner has either forked its
 //! parked child (the sham: the child holds the copy, every time) or is
 //! waiting for the lock (the fix: the fork comes after the close).
@@ -48,13 +48,13 @@ use std::time::Duration;
 
 use std::time::Instant;
 
-use fdwindow::child::HeldChild;
+use fdwindow::base::child::HeldChild;
+use fdwindow::base::scratch::Scratch;
 use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Settings, Trial};
+use fdwindow::hazards::spawn_lock::{SPAWN_LOCK, spawn_in_gap};
 use fdwindow::report::Table;
-use fdwindow::scratch::Scratch;
-use fdwindow::spawn_lock::{SPAWN_LOCK, spawn_in_gap};
-use fdwindow::verdict::Role::{Control, Mitigation, Sham};
-use fdwindow::verdict::Window::{ForkWindow, PosixSpawn};
+use fdwindow::report::verdict::Role::{Control, Mitigation, Sham};
+use fdwindow::report::verdict::Window::{ForkWindow, PosixSpawn};
 
 static PROBE: Probe = Probe {
     hazard: "etxtbsy",
@@ -73,7 +73,7 @@ static PROBE: Probe = Probe {
         Arm {
             id: "spawn-lock",
             role: Mitigation,
-            about: "Open-to-close under the shared side of fdwindow::spawn_lock::SPAWN_LOCK; forks and the exec under its exclusive side. Sham-tested: its thread choreography differs from the control.",
+            about: "Open-to-close under the shared side of fdwindow::hazards::spawn_lock::SPAWN_LOCK; forks and the exec under its exclusive side. Sham-tested: its thread choreography differs from the control.",
             windows: &[ForkWindow],
             trial: spawn_lock,
             ..ARM

@@ -14,12 +14,12 @@ use std::fs::File;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use fdwindow::base::locks::{flock, flock_is_held, open_rw, set_cloexec};
 use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Trial};
-use fdwindow::locks::{flock, flock_is_held, open_rw, set_cloexec};
-use fdwindow::verdict::Role::{Control, Mitigation};
-use fdwindow::verdict::Window::{ForkWindow, Inherited, PosixSpawn};
+use fdwindow::report::verdict::Role::{Control, Mitigation};
+use fdwindow::report::verdict::Window::{ForkWindow, Inherited, PosixSpawn};
 
-const SPAWNS: &[fdwindow::verdict::Window] = &[ForkWindow, PosixSpawn, Inherited];
+const SPAWNS: &[fdwindow::report::verdict::Window] = &[ForkWindow, PosixSpawn, Inherited];
 
 static PROBE: Probe = Probe {
     hazard: "flock-survival",

@@ -10,10 +10,10 @@
 //! 2. the file arms close their file (the fixture is done with it); the
 //!    listener arms keep the listener open;
 //! 3. the arm scans for the object's holders the way its code does: on Linux
-//!    `/proc/*/fd`, on macOS libproc (`fdwindow::holders`);
+//!    `/proc/*/fd`, on macOS libproc (`fdwindow::hazards::holders`);
 //! 4. a hit is a holder the check must not see: a second holder of the
 //!    listener, any holder of the closed file. The holders seen and their
-//!    kinds (`fdwindow::holders::classify`) are tallied per trial.
+//!    kinds (`fdwindow::hazards::holders::classify`) are tallied per trial.
 //!
 //! `run-isolated` is the fix write-up 001 shipped (HACK-1347: each exposed
 //! test re-runs alone in a child test process), as users get it:
@@ -33,13 +33,13 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use fdwindow::child::HeldChild;
+use fdwindow::base::child::HeldChild;
 use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Trial};
-use fdwindow::holders::{
+use fdwindow::hazards::holders::{
     HolderKind, Object, kinds_summary, object_at, object_of, pending_forks, scan,
 };
-use fdwindow::verdict::Role::{Control, Mitigation};
-use fdwindow::verdict::Window::ForkWindow;
+use fdwindow::report::verdict::Role::{Control, Mitigation};
+use fdwindow::report::verdict::Window::ForkWindow;
 
 /// The isolated "tests" that `run_isolated_exe` selects with `--exact`.
 const ISOLATED_TEST: &str = "holder_scan_isolated";

@@ -9,12 +9,12 @@
 
 use std::time::Duration;
 
+use fdwindow::base::locks::{RecordLock, open_rw, record_lock, record_lock_is_held, set_cloexec};
 use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Trial};
-use fdwindow::locks::{RecordLock, open_rw, record_lock, record_lock_is_held, set_cloexec};
-use fdwindow::verdict::Role::{Control, Mitigation};
-use fdwindow::verdict::Window::{ForkWindow, Inherited, PosixSpawn};
+use fdwindow::report::verdict::Role::{Control, Mitigation};
+use fdwindow::report::verdict::Window::{ForkWindow, Inherited, PosixSpawn};
 
-const SPAWNS: &[fdwindow::verdict::Window] = &[ForkWindow, PosixSpawn, Inherited];
+const SPAWNS: &[fdwindow::report::verdict::Window] = &[ForkWindow, PosixSpawn, Inherited];
 
 static PROBE: Probe = Probe {
     hazard: "ofd-lock-survival",

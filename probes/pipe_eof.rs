@@ -29,14 +29,14 @@
 use std::io::{self, PipeReader, PipeWriter, Read};
 use std::time::{Duration, Instant};
 
-use fdwindow::child::HeldChild;
-use fdwindow::cloexec::{Holder, SpawnHow};
+use fdwindow::base::child::HeldChild;
+use fdwindow::base::locks::set_cloexec;
+use fdwindow::base::sockets::{LOOPBACK_DEADLINE, poll_by};
 use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Trial};
-use fdwindow::locks::set_cloexec;
-use fdwindow::sockets::{LOOPBACK_DEADLINE, poll_by};
-use fdwindow::spawn_lock::{SPAWN_LOCK, spawn_in_gap};
-use fdwindow::verdict::Role::{Control, Mitigation, Sham};
-use fdwindow::verdict::Window::{self, ForkWindow, Inherited, PosixSpawn};
+use fdwindow::hazards::cloexec::{Holder, SpawnHow};
+use fdwindow::hazards::spawn_lock::{SPAWN_LOCK, spawn_in_gap};
+use fdwindow::report::verdict::Role::{Control, Mitigation, Sham};
+use fdwindow::report::verdict::Window::{self, ForkWindow, Inherited, PosixSpawn};
 
 const SPAWNS: &[Window] = &[ForkWindow, PosixSpawn, Inherited];
 
@@ -83,7 +83,7 @@ static PROBE: Probe = Probe {
         Arm {
             id: "spawn-lock",
             role: Mitigation,
-            about: "the pipe made and its write end dropped under the shared side of fdwindow::spawn_lock::SPAWN_LOCK; forks under its exclusive side. Sham-tested: its thread choreography differs from the control.",
+            about: "the pipe made and its write end dropped under the shared side of fdwindow::hazards::spawn_lock::SPAWN_LOCK; forks under its exclusive side. Sham-tested: its thread choreography differs from the control.",
             windows: &[ForkWindow],
             trial: spawn_lock,
             ..ARM

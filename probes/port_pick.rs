@@ -27,12 +27,12 @@ use std::net::{Ipv4Addr, SocketAddr, TcpListener, UdpSocket};
 use std::os::fd::AsFd;
 use std::time::Duration;
 
-use fdwindow::errno::outcome_name;
+use fdwindow::base::errno::outcome_name;
+use fdwindow::base::locks::set_cloexec;
+use fdwindow::base::sockets::{BindOptions, bound, local_addr, loopback_v4};
 use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Trial};
-use fdwindow::locks::set_cloexec;
-use fdwindow::sockets::{BindOptions, bound, local_addr, loopback_v4};
-use fdwindow::verdict::Role::{Control, Mitigation};
-use fdwindow::verdict::Window::{self, ForkWindow, Inherited, PosixSpawn};
+use fdwindow::report::verdict::Role::{Control, Mitigation};
+use fdwindow::report::verdict::Window::{self, ForkWindow, Inherited, PosixSpawn};
 
 const SPAWNS: &[Window] = &[ForkWindow, PosixSpawn, Inherited];
 const HELD: &[Window] = &[ForkWindow, Inherited];

@@ -3,7 +3,7 @@
 //!
 //! Method: per sample, a fresh close-on-exec pipe; the clock starts, the path
 //! spawns `/usr/bin/true`, the parent drops its write end, and `poll(2)` on the
-//! read end wakes when exec has closed the child's copy (see `fdwindow::spawn`).
+//! read end wakes when exec has closed the child's copy (see `fdwindow::hazards::spawn`).
 //! Sweeps touched anonymous memory (4 MiB–1 GiB) and open descriptors
 //! (10–10,000); `--trials` sets the samples per point and path.
 //!
@@ -14,10 +14,10 @@
 
 use std::time::Duration;
 
+use fdwindow::base::scratch::Scratch;
 use fdwindow::harness::{Probe, Settings, interrupted};
+use fdwindow::hazards::spawn::{Sweep, measure_nofile_sweep, measure_sweep, nofile_points};
 use fdwindow::report::Table;
-use fdwindow::scratch::Scratch;
-use fdwindow::spawn::{Sweep, measure_nofile_sweep, measure_sweep, nofile_points};
 
 static PROBE: Probe = Probe {
     hazard: "spawn-window",

@@ -15,7 +15,7 @@
 //! step 2 (how the holder is spawned) or lock steps 1–3 against step 2. A fix
 //! that also changes how the holder is spawned has a sham: the same spawn
 //! path with the fix switched off. `spawn-lock` and its sham run
-//! `fdwindow::spawn_lock::spawn_in_gap`: the creator parks between its two
+//! `fdwindow::hazards::spawn_lock::spawn_in_gap`: the creator parks between its two
 //! steps until the spawner has either spawned (the sham: a hit every time) or
 //! is waiting for the lock (the fix: the spawn can only come after the flag).
 //!
@@ -39,17 +39,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use fdwindow::cloexec::{
+use fdwindow::base::errno::means_unsupported;
+use fdwindow::base::scratch::Scratch;
+use fdwindow::harness::parked::{self, Mode, StdCall};
+use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Settings, Trial};
+use fdwindow::hazards::cloexec::{
     Call, Flag, Holder, LOOKED_UP, Maker, SpawnHow, inheritable_fds, libc_has,
 };
-use fdwindow::errno::means_unsupported;
-use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Settings, Trial};
-use fdwindow::parked::{self, Mode, StdCall};
+use fdwindow::hazards::spawn_lock::{SPAWN_LOCK, spawn_in_gap};
 use fdwindow::report::Table;
-use fdwindow::scratch::Scratch;
-use fdwindow::spawn_lock::{SPAWN_LOCK, spawn_in_gap};
-use fdwindow::verdict::Role::{Control, Mitigation, Sham};
-use fdwindow::verdict::Window::{self, Inherited, ParkedCall, PosixSpawn};
+use fdwindow::report::verdict::Role::{Control, Mitigation, Sham};
+use fdwindow::report::verdict::Window::{self, Inherited, ParkedCall, PosixSpawn};
 
 const BOTH: &[Window] = &[Inherited, PosixSpawn];
 /// The controls run in every window that builds the gap.
@@ -174,7 +174,7 @@ static PROBE: Probe = Probe {
         Arm {
             id: "spawn-lock",
             role: Mitigation,
-            about: "Two-step creation under the shared side of fdwindow::spawn_lock::SPAWN_LOCK, spawns under its exclusive side (Go's ForkLock). Inherited: the creator parks between its steps until the spawner waits for the lock. Sham-tested in both windows.",
+            about: "Two-step creation under the shared side of fdwindow::hazards::spawn_lock::SPAWN_LOCK, spawns under its exclusive side (Go's ForkLock). Inherited: the creator parks between its steps until the spawner waits for the lock. Sham-tested in both windows.",
             windows: BOTH,
             trial: spawn_lock,
             against: FIX_CONTROL,
@@ -377,7 +377,7 @@ static PROBE: Probe = Probe {
 
 fn main() -> std::process::ExitCode {
     // The parked-call window needs the interposer in this process: this
-    // re-executes the probe once with it preloaded (see fdwindow::parked).
+    // re-executes the probe once with it preloaded (see fdwindow::harness::parked).
     parked::preload_self();
     fdwindow::harness::main(&PROBE)
 }
@@ -876,13 +876,14 @@ fn per_call_table(_: &Scratch, _: Settings) -> Vec<Table> {
         .iter()
         .map(|&(call, control, std_arm)| {
             // The socket folder lives until the descriptors are checked.
-            let made = fdwindow::sockets::SocketDir::new().and_then(|dir| {
+            let made = fdwindow::base::sockets::SocketDir::new().and_then(|dir| {
                 let made = Maker::new(call, &dir.path("sock")?)?.make(Flag::Atomic)?;
                 Ok((dir, made))
             });
             let here = match made {
                 Ok((_dir, made)) => match made.raw_fds().iter().all(|&fd| {
-                    fdwindow::cloexec::fd_flags(fd).is_some_and(|f| f & libc::FD_CLOEXEC != 0)
+                    fdwindow::hazards::cloexec::fd_flags(fd)
+                        .is_some_and(|f| f & libc::FD_CLOEXEC != 0)
                 }) {
                     true => "yes".to_owned(),
                     false => "broken: made without FD_CLOEXEC".to_owned(),

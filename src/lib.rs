@@ -6,7 +6,7 @@
 //! others). A lock "released" by close, or a listener "closed", lives on in
 //! that copy. Each probe binary in `probes/` measures one such behaviour on
 //! this machine through the shared [`harness`]; the runner merges the reports
-//! into `results/`, and [`matrix`] renders what they show.
+//! into `results/`, and [`views::matrix`] renders what they show.
 //!
 //! The folders are the stages, lowest first; each imports only from those
 //! before it (`tests/layers.rs` holds the order):
@@ -22,8 +22,8 @@
 //! 9. [`views`]: the matrix, the chart, advice, the README's sections;
 //! 10. [`runner`], then [`vm`]: probes to results to views, here or under other kernels.
 //!
-//! Each module also stays at its old path at the root (`fdwindow::verdict`,
-//! `fdwindow::pressure`, …).
+//! Each module also stays at its old path at the root (`fdwindow::report::verdict`,
+//! `fdwindow::cotenant::pressure`, …).
 #![deny(missing_docs)]
 
 pub mod base;
@@ -38,16 +38,9 @@ mod sys;
 pub mod views;
 pub mod vm;
 
-// The paths users, probes, examples and benches rely on: each module stays
-// reachable at the crate root wherever its stage folder put it.
-pub use base::{child, errno, locks, scratch, sockets};
-pub use cotenant::{preload, pressure};
-pub use evidence::{costs, knowledge, pressure_file, reported, results, timing};
-pub use harness::parked;
-pub use hazards::{clocks, cloexec, holders, spawn, spawn_lock};
-pub use report::{platform, stats, verdict};
+// The one module outside the stage folders' public paths: the `pre_exec`
+// hook lives with the OS calls (`sys`, private), and users reach it here.
 pub use sys::child_hook;
-pub use views::{advise, chart, matrix, readme};
 
 /// Serialises unit tests that fork or watch for descriptor copies: a fork in
 /// one test thread would hold another test's descriptors (the very hazard

@@ -17,12 +17,13 @@ use clap::{Parser, Subcommand};
 
 use fdwindow::base::out;
 use fdwindow::evidence::query::{arm_verdict, cell_detail, cell_line};
+use fdwindow::evidence::results;
 use fdwindow::evidence::sources::{self, Source, Sources};
-use fdwindow::platform::Platform;
 use fdwindow::report::ResultsFile;
+use fdwindow::report::platform::Platform;
+use fdwindow::report::verdict::Window;
 use fdwindow::runner::{self, RunError, RunOptions, Written};
-use fdwindow::verdict::Window;
-use fdwindow::{harness, note, results, say};
+use fdwindow::{harness, note, say};
 
 mod cli;
 
@@ -295,13 +296,13 @@ fn main() -> ExitCode {
 /// `fdwindow preload NAME --out PATH`: the library's bytes, written atomically.
 fn write_preload(name: &str, out: &Path) -> Result<ExitCode, Usage> {
     let names = || {
-        let all: Vec<&str> = fdwindow::preload::Library::ALL
+        let all: Vec<&str> = fdwindow::cotenant::preload::Library::ALL
             .iter()
             .map(|l| l.name())
             .collect();
         all.join(", ")
     };
-    let library = fdwindow::preload::Library::named(name).ok_or_else(|| {
+    let library = fdwindow::cotenant::preload::Library::named(name).ok_or_else(|| {
         Usage(format!(
             "no preload library {name:?}; fdwindow ships {}",
             names()
@@ -316,7 +317,7 @@ fn write_preload(name: &str, out: &Path) -> Result<ExitCode, Usage> {
         "wrote {} ({} bytes); preload it with {}",
         out.display(),
         bytes.len(),
-        fdwindow::preload::variable().unwrap_or("the loader's preload variable")
+        fdwindow::cotenant::preload::variable().unwrap_or("the loader's preload variable")
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -477,7 +478,7 @@ fn matrix(dir: &Path, readme: Option<PathBuf>, check: bool) -> Result<ExitCode, 
         Some(path) => {
             let text = std::fs::read_to_string(&path)
                 .map_err(|e| Usage(format!("{}: {e}", path.display())))?;
-            if !fdwindow::readme::has_sections(&text) {
+            if !fdwindow::views::readme::has_sections(&text) {
                 return Err(Usage(format!(
                     "{}: no generated section (`<!-- fdwindow:begin NAME -->`) to rewrite",
                     path.display()
@@ -492,7 +493,7 @@ fn matrix(dir: &Path, readme: Option<PathBuf>, check: bool) -> Result<ExitCode, 
             let default = Path::new("README.md");
             std::fs::read_to_string(default)
                 .ok()
-                .filter(|t| fdwindow::readme::has_sections(t))
+                .filter(|t| fdwindow::views::readme::has_sections(t))
                 .map(|t| (default.to_owned(), t))
         }
         None => None,
@@ -522,9 +523,9 @@ fn matrix(dir: &Path, readme: Option<PathBuf>, check: bool) -> Result<ExitCode, 
             .find(|(p, _)| p.file_name() == Some(std::ffi::OsStr::new("MATRIX.md")))
             .map(|(_, text)| text.clone())
             .unwrap_or_default();
-        let inputs =
-            fdwindow::readme::Inputs::load(dir, matrix_md).map_err(|e| Usage(e.to_string()))?;
-        let rendered = fdwindow::readme::rewrite(&text, &inputs)
+        let inputs = fdwindow::views::readme::Inputs::load(dir, matrix_md)
+            .map_err(|e| Usage(e.to_string()))?;
+        let rendered = fdwindow::views::readme::rewrite(&text, &inputs)
             .map_err(|e| Usage(format!("{}: {e}", path.display())))?;
         outputs.push((path, rendered));
     }
@@ -723,11 +724,14 @@ fn check(named: Option<&Path>) -> Result<ExitCode, Usage> {
     let sources = Sources::load(named).map_err(Usage)?;
     if sources.files.is_empty() {
         return Err(Usage(format!(
-            "{} holds no results files; run `make probe-linux` first",
-            named.map_or_else(|| sources::LOCAL.into(), |d| d.display().to_string())
+            "{} no results files; run `make probe-linux` first",
+            named.map_or_else(
+                || format!("{} and {} hold", sources::LOCAL, sources::COMMITTED),
+                |d| format!("{} holds", d.display())
+            )
         )));
     }
-    let report = fdwindow::knowledge::check(&sources.files);
+    let report = fdwindow::evidence::knowledge::check(&sources.files);
     let read: String = sources
         .describe(None)
         .iter()
@@ -806,7 +810,7 @@ fn advise(
     let sources = Sources::load(named).map_err(Usage)?;
     let files = &sources.files;
     if list {
-        let lines: String = fdwindow::advise::hazards(files)
+        let lines: String = fdwindow::views::advise::hazards(files)
             .into_iter()
             .map(|(id, about)| format!("{id:<22} {about}\n"))
             .collect();
@@ -815,8 +819,9 @@ fn advise(
     }
     let hazard = hazard.expect("clap requires a hazard without --list");
     let os = os.unwrap_or_else(|| Platform::detect().os);
-    let Some(mut advice) = fdwindow::advise::advise(files, &sources.costs, hazard, &os) else {
-        let known: Vec<String> = fdwindow::advise::hazards(files)
+    let Some(mut advice) = fdwindow::views::advise::advise(files, &sources.costs, hazard, &os)
+    else {
+        let known: Vec<String> = fdwindow::views::advise::hazards(files)
             .into_iter()
             .map(|(id, _)| id)
             .collect();
@@ -830,7 +835,7 @@ fn advise(
         "json" => {
             out::stdout(&(serde_json::to_string_pretty(&advice).expect("advice serialises") + "\n"))
         }
-        _ => out::stdout(&fdwindow::advise::markdown(&advice)),
+        _ => out::stdout(&fdwindow::views::advise::markdown(&advice)),
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -895,7 +900,7 @@ fn probe_times(
     let mut cells: Vec<(String, u64)> = times
         .iter()
         .filter_map(|(h, _)| results.probes.get(*h))
-        .flat_map(fdwindow::timing::cell_times)
+        .flat_map(fdwindow::evidence::timing::cell_times)
         .collect();
     cells.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     let slowest: Vec<String> = cells

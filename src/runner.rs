@@ -16,12 +16,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::child::{GroupExit, wait_group};
+use crate::base::child::{GroupExit, wait_group};
+use crate::base::scratch::{SCRATCH_ENV, Scratch};
+use crate::evidence::results;
 use crate::harness::{PARENT_ENV, interrupted};
-use crate::platform::Platform;
+use crate::report::platform::Platform;
 use crate::report::{ProbeReport, ResultsFile, SCHEMA_VERSION};
-use crate::results;
-use crate::scratch::{SCRATCH_ENV, Scratch};
 
 /// Every probe, by hazard id; its binary is `probe-<id>` beside `fdwindow`.
 /// The clock probes go first: clock-collision creates thousands of files and
@@ -141,7 +141,8 @@ pub fn run(opts: &RunOptions) -> Result<RunSummary, RunError> {
         Err(e) if !replaces_older(&e) => return Err(RunError::Usage(e.to_string())),
         _ => {}
     }
-    crate::costs::load_dir(&opts.results_dir).map_err(|e| RunError::Usage(e.to_string()))?;
+    crate::evidence::costs::load_dir(&opts.results_dir)
+        .map_err(|e| RunError::Usage(e.to_string()))?;
     let scratch = Scratch::new_swept("run").map_err(RunError::Io)?;
 
     let mut measured = BTreeMap::new();
@@ -326,13 +327,13 @@ pub fn merge_own(
                     t.started_at
                 ));
                 let mut ours = ours;
-                crate::results::carry_thorough(&hazard, &mut ours, t);
+                crate::evidence::results::carry_thorough(&hazard, &mut ours, t);
                 file.probes.insert(hazard, ours);
             }
             None => {
                 let mut ours = ours;
                 if let Some(old) = file.probes.get(&hazard) {
-                    crate::results::carry_thorough(&hazard, &mut ours, old);
+                    crate::evidence::results::carry_thorough(&hazard, &mut ours, old);
                 }
                 file.probes.insert(hazard, ours);
             }
@@ -345,9 +346,9 @@ pub fn merge_own(
 /// its contents, all derived from the results and costs files in `dir`.
 pub fn render_outputs(dir: &Path) -> Result<Vec<(&'static str, String)>, results::BadResults> {
     let files = results::load_dir(dir)?;
-    let costs = crate::costs::load_dir(dir)?;
-    let mut outputs = vec![("MATRIX.md", crate::matrix::render(&files, &costs))];
-    if let Some(svg) = crate::chart::render_spawn_window(&files) {
+    let costs = crate::evidence::costs::load_dir(dir)?;
+    let mut outputs = vec![("MATRIX.md", crate::views::matrix::render(&files, &costs))];
+    if let Some(svg) = crate::views::chart::render_spawn_window(&files) {
         outputs.push((crate::views::SPAWN_WINDOW_SVG, svg));
     }
     Ok(outputs)
@@ -459,7 +460,7 @@ fn run_probe(hazard: &str, opts: &RunOptions, scratch: &Path) -> Result<ProbeRep
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verdict::{Outcome, Role, Window};
+    use crate::report::verdict::{Outcome, Role, Window};
 
     fn report(hazard: &str, platform: &Platform, started_at: &str, elapsed_ms: u64) -> ProbeReport {
         ProbeReport {
@@ -475,7 +476,7 @@ mod tests {
                 arm: "close".into(),
                 role: Role::Control,
                 window: Window::InProcess,
-                kind: crate::verdict::Kind::Deterministic,
+                kind: crate::report::verdict::Kind::Deterministic,
                 emulated: false,
                 about: String::new(),
                 against: None,

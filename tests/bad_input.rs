@@ -20,20 +20,20 @@ use std::process::{Command, Output};
 use serde_json::{Value, json};
 
 use common::{fdwindow, probes_dir, scratch, stderr};
-use fdwindow::scratch::Scratch;
+use fdwindow::base::scratch::Scratch;
 
 /// A committed results file that holds bind-matrix and other probes, as a
 /// document, moved onto this machine's platform (the file and each report).
 fn template() -> Value {
     let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
-    let files = fdwindow::results::load_dir(&committed).unwrap();
+    let files = fdwindow::evidence::results::load_dir(&committed).unwrap();
     let file = files
         .iter()
         .find(|f| f.probes.len() > 2 && f.probes.contains_key("bind-matrix"))
         .expect("a committed results file with bind-matrix and more");
     let path = committed.join(format!("{}.json", file.platform.id));
     let mut doc: Value = serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap();
-    let here = serde_json::to_value(fdwindow::platform::Platform::detect()).unwrap();
+    let here = serde_json::to_value(fdwindow::report::platform::Platform::detect()).unwrap();
     doc["platform"] = here.clone();
     for report in doc["probes"].as_object_mut().unwrap().values_mut() {
         report["platform"] = here.clone();
@@ -54,7 +54,7 @@ fn fixture(label: &str, text: &str) -> Fixture {
     let s = scratch(label);
     let dir = s.dir().join("results");
     fs::create_dir(&dir).unwrap();
-    let id = fdwindow::platform::Platform::detect().id;
+    let id = fdwindow::report::platform::Platform::detect().id;
     let file = dir.join(format!("{id}.json"));
     fs::write(&file, text).unwrap();
     Fixture {
@@ -175,7 +175,7 @@ fn the_unmutated_fixture_loads() {
     let other = f.dir.with_file_name("other");
     let out = merge(&f.dir, &other).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let merged = fdwindow::results::load_dir(&other).unwrap();
+    let merged = fdwindow::evidence::results::load_dir(&other).unwrap();
     assert_eq!(
         merged[0].probes.len(),
         doc["probes"].as_object().unwrap().len()
@@ -487,7 +487,7 @@ fn matrix_interrupted_waiting_for_the_lock_says_so() {
 #[test]
 fn an_unknown_row_of_an_observation_lists_the_rows() {
     let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
-    let files = fdwindow::results::load_dir(&committed).unwrap();
+    let files = fdwindow::evidence::results::load_dir(&committed).unwrap();
     let file = files
         .iter()
         .find(|f| {

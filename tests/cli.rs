@@ -101,7 +101,7 @@ fn run_then_ask_for_verdicts() {
     let mut names: Vec<String> = fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .filter(|n| n != fdwindow::results::LOCK_FILE)
+        .filter(|n| n != fdwindow::evidence::results::LOCK_FILE)
         .collect();
     names.sort();
     assert_eq!(names.len(), 2, "{names:?}");
@@ -203,7 +203,7 @@ fn folder_contents(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
     let mut files: Vec<(String, Vec<u8>)> = fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap())
-        .filter(|e| e.file_name() != fdwindow::results::LOCK_FILE)
+        .filter(|e| e.file_name() != fdwindow::evidence::results::LOCK_FILE)
         .map(|e| {
             (
                 e.file_name().into_string().unwrap(),
@@ -407,7 +407,7 @@ fn merge_combines_artifacts_and_keeps_the_newest_report() {
         .output()
         .unwrap();
     assert!(status.status.success(), "{}", stderr(&status));
-    let merged = fdwindow::results::load_dir(&out).unwrap();
+    let merged = fdwindow::evidence::results::load_dir(&out).unwrap();
     assert_eq!(merged.len(), 2);
     let matrix = fs::read_to_string(out.join("MATRIX.md")).unwrap();
     assert!(
@@ -491,10 +491,10 @@ fn spawn_window_chart_and_costs_reach_the_matrix() {
             .collect();
         (
             id.to_owned(),
-            fdwindow::costs::BenchCost::from_samples(samples).unwrap(),
+            fdwindow::evidence::costs::BenchCost::from_samples(samples).unwrap(),
         )
     });
-    fdwindow::costs::merge_and_write(&dir, costs.into()).unwrap();
+    fdwindow::evidence::costs::merge_and_write(&dir, costs.into()).unwrap();
     let check = || {
         fdwindow()
             .args(["matrix", "--check", "--results"])
@@ -547,7 +547,7 @@ fn verdict_per_window_and_check_on_the_committed_results() {
     let committed = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
     // The committed Linux file the views quote: "this machine's" file would
     // depend on the machine the test runs on.
-    let files = fdwindow::results::load_dir(&committed).unwrap();
+    let files = fdwindow::evidence::results::load_dir(&committed).unwrap();
     let platform = fdwindow::evidence::query::quoted_file(&files, "linux")
         .expect("a committed results file of a Linux machine")
         .platform
@@ -600,7 +600,7 @@ fn verdict_per_window_and_check_on_the_committed_results() {
         .iter_mut()
         .find(|a| a.arm == "unlock-then-close" && a.window.id() == "inherited")
         .unwrap();
-    arm.outcome = fdwindow::verdict::Outcome::observed(1, 10);
+    arm.outcome = fdwindow::report::verdict::Outcome::observed(1, 10);
     fs::write(&file, serde_json::to_string_pretty(&results).unwrap()).unwrap();
     let out = fdwindow()
         .args(["check", "--results"])

@@ -7,9 +7,9 @@
 mod common;
 
 use common::run_probe;
-use fdwindow::matrix::arm_verdict;
 use fdwindow::report::ProbeReport;
-use fdwindow::verdict::{Outcome, Role, Verdict, Window};
+use fdwindow::report::verdict::{Outcome, Role, Verdict, Window};
+use fdwindow::views::matrix::arm_verdict;
 
 /// The clock-collision arms all run in-process.
 fn arm<'a>(r: &'a ProbeReport, id: &str) -> &'a fdwindow::report::ArmReport {

@@ -9,7 +9,7 @@ mod common;
 mod linux {
     use super::common::{run_probe, verdict};
     use fdwindow::report::ProbeReport;
-    use fdwindow::verdict::{Verdict, Window};
+    use fdwindow::report::verdict::{Verdict, Window};
 
     fn race_hits(report: &ProbeReport, arm: &str) -> Option<u64> {
         report
@@ -92,7 +92,7 @@ mod linux {
             let a = super::common::arm(&thorough, fix, Window::PosixSpawn);
             assert_eq!(a.against.as_deref(), Some(control), "{fix}");
         }
-        let closefrom = if fdwindow::cloexec::has_addclosefrom_np() {
+        let closefrom = if fdwindow::hazards::cloexec::has_addclosefrom_np() {
             Verdict::Valid
         } else {
             Verdict::Unsupported
@@ -172,7 +172,7 @@ mod linux {
                     .unwrap()
                     .outcome
                 {
-                    fdwindow::verdict::Outcome::Observed {
+                    fdwindow::report::verdict::Outcome::Observed {
                         trials, tallies, ..
                     } => (*trials, tallies["retries"].clone()),
                     other => panic!("{arm}: {other:?}"),

@@ -54,7 +54,7 @@ fn assert_quiet_141(what: &str, out: &Output) {
 /// and prints: `summary`, `verdict` (of the first arm of a probe), `advise`.
 fn reading_commands() -> Vec<Vec<String>> {
     let results = Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
-    let files = fdwindow::results::load_dir(&results).unwrap();
+    let files = fdwindow::evidence::results::load_dir(&results).unwrap();
     let file = files.first().expect("a committed results file");
     let (hazard, arm) = file
         .probes

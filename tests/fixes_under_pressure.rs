@@ -9,10 +9,10 @@ use std::collections::HashSet;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
+use fdwindow::base::locks::{flock, flock_is_held, open_rw, set_cloexec};
+use fdwindow::cotenant::pressure::{Config, Pressure};
 use fdwindow::fix::lock::{ExclusiveLock, unlock_then_close};
 use fdwindow::fix::scratch::{create_unique_dir, unique_name};
-use fdwindow::locks::{flock, flock_is_held, open_rw, set_cloexec};
-use fdwindow::pressure::{Config, Pressure};
 
 const ROUNDS: usize = 200;
 
@@ -28,7 +28,7 @@ fn pressure() -> Pressure {
 
 #[test]
 fn lock_helpers_release_for_every_copy() {
-    let dir = fdwindow::scratch::Scratch::new("fix-pressure-lock").unwrap();
+    let dir = fdwindow::base::scratch::Scratch::new("fix-pressure-lock").unwrap();
     let pressure = pressure();
     for round in 0..ROUNDS {
         let path = dir.fresh("lock");
@@ -88,7 +88,7 @@ fn placeholders_refuse_until_they_listen() {
 
 #[test]
 fn scratch_names_never_repeat_across_threads() {
-    let dir = fdwindow::scratch::Scratch::new("fix-pressure-names").unwrap();
+    let dir = fdwindow::base::scratch::Scratch::new("fix-pressure-names").unwrap();
     let pressure = pressure();
     let names: Vec<String> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..4)

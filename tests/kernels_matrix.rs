@@ -6,13 +6,13 @@ mod common;
 
 use std::path::Path;
 
-use fdwindow::platform::{Platform, Virtualization};
 use fdwindow::report::ResultsFile;
-use fdwindow::verdict::{Outcome, Window};
+use fdwindow::report::platform::{Platform, Virtualization};
+use fdwindow::report::verdict::{Outcome, Window};
 
 fn host() -> ResultsFile {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
-    let mut files = fdwindow::results::load_dir(&dir).expect("committed results load");
+    let mut files = fdwindow::evidence::results::load_dir(&dir).expect("committed results load");
     common::quoted_linux(&mut files).clone()
 }
 
@@ -78,7 +78,7 @@ fn a_deterministic_row_that_differs_between_kernels_is_listed_and_marked() {
         0,
         20,
     );
-    let md = fdwindow::matrix::render(&[host(), other], &[]);
+    let md = fdwindow::views::matrix::render(&[host(), other], &[]);
     let top = md.split("\n## `").next().unwrap();
     assert!(top.contains("## Rows that differ between kernels"), "{top}");
     let listed: Vec<&str> = top
@@ -106,10 +106,10 @@ fn a_deterministic_row_that_differs_between_kernels_is_listed_and_marked() {
 
 #[test]
 fn the_same_verdicts_on_two_kernels_list_none() {
-    let md = fdwindow::matrix::render(&[host(), guest("kvm", "6.1.0-1-amd64")], &[]);
+    let md = fdwindow::views::matrix::render(&[host(), guest("kvm", "6.1.0-1-amd64")], &[]);
     assert!(md.contains("None: every deterministic row"), "{md}");
     // One kernel alone has nothing to compare.
-    let md = fdwindow::matrix::render(&[host()], &[]);
+    let md = fdwindow::views::matrix::render(&[host()], &[]);
     assert!(!md.contains("Rows that differ between kernels"));
 }
 
@@ -125,7 +125,7 @@ fn tcg_race_cells_are_emulated_and_no_claim_uses_them() {
         5,
         20,
     );
-    let report = fdwindow::knowledge::check(std::slice::from_ref(&tcg));
+    let report = fdwindow::evidence::knowledge::check(std::slice::from_ref(&tcg));
     assert_eq!(report.failures, vec![], "{report}");
     assert!(
         report
@@ -135,7 +135,7 @@ fn tcg_race_cells_are_emulated_and_no_claim_uses_them() {
                 && c.evidence.contains("(emulated)")),
         "{report}"
     );
-    let md = fdwindow::matrix::render(&[host(), tcg.clone()], &[]);
+    let md = fdwindow::views::matrix::render(&[host(), tcg.clone()], &[]);
     assert!(
         md.contains("*emulated*: **invalid** 5/20"),
         "emulated cell shown"
@@ -149,7 +149,7 @@ fn tcg_race_cells_are_emulated_and_no_claim_uses_them() {
         3,
         20,
     );
-    let report = fdwindow::knowledge::check(&[tcg]);
+    let report = fdwindow::evidence::knowledge::check(&[tcg]);
     assert_eq!(report.failures.len(), 1, "{report}");
     assert_eq!(
         report.failures[0].cell, "flock-survival unlock-then-close fork-window",
@@ -160,7 +160,7 @@ fn tcg_race_cells_are_emulated_and_no_claim_uses_them() {
 #[test]
 fn advise_names_the_releases_a_fix_was_measured_on() {
     let files = [host(), guest("tcg", "6.1.0-57-cloud-amd64")];
-    let advice = fdwindow::advise::advise(&files, &[], "flock-survival", "linux").unwrap();
+    let advice = fdwindow::views::advise::advise(&files, &[], "flock-survival", "linux").unwrap();
     let fix = advice
         .valid
         .iter()
@@ -175,7 +175,7 @@ fn advise_names_the_releases_a_fix_was_measured_on() {
         fix.measured_on,
         vec![host_release, "`6.1.0-57-cloud-amd64` (tcg)".to_owned()]
     );
-    let md = fdwindow::advise::markdown(&advice);
+    let md = fdwindow::views::advise::markdown(&advice);
     assert!(md.contains("measured on: `"), "{md}");
     assert!(md.contains("emulated: measures QEMU's TCG"), "{md}");
 }

@@ -5,13 +5,13 @@ mod common;
 
 use std::path::Path;
 
-use fdwindow::knowledge::{Finding, check, claim_on, contradictions};
+use fdwindow::evidence::knowledge::{Finding, check, claim_on, contradictions};
 use fdwindow::report::ResultsFile;
-use fdwindow::verdict::{Kind, Outcome, Role, Verdict};
+use fdwindow::report::verdict::{Kind, Outcome, Role, Verdict};
 
 fn committed() -> Vec<ResultsFile> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
-    fdwindow::results::load_dir(&dir).expect("committed results load")
+    fdwindow::evidence::results::load_dir(&dir).expect("committed results load")
 }
 
 fn linux(files: &mut [ResultsFile]) -> &mut ResultsFile {

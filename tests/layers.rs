@@ -9,9 +9,10 @@
 //! the file's own place) name the module they reach; each must be in the
 //! file's own folder or a lower one. Test modules (`#[cfg(test)]` items) may
 //! reach anywhere: they are not part of the layering. Comments and string
-//! literals are skipped. The crate root re-exports modules under their old
-//! names (`crate::verdict` is `crate::report::verdict`); the checker reads
-//! those `pub use` lines from `src/lib.rs` and resolves through them.
+//! literals are skipped. Modules import each other by their stage path
+//! (`crate::report::verdict`): a path through the crate root names no stage
+//! and fails, and the root re-exports nothing but [`ROOT_EXPORTS`], so the
+//! imports draw the pipeline and no module is reachable twice.
 //!
 //! The binary's own modules (`src/main.rs`, `src/cli/`) sit above all of
 //! this and use the library through `fdwindow::…`; they are not checked.
@@ -41,6 +42,10 @@ const INDEPENDENT: &[&str] = &["views"];
 
 /// Items defined in `src/lib.rs` itself that any module may use.
 const ROOT_ITEMS: &[&str] = &["test_serial"];
+
+/// What the crate root re-exports: `child_hook`, whose stage (`sys`) is
+/// private. Inside the crate it too is imported by its stage path.
+const ROOT_EXPORTS: &[&str] = &["child_hook"];
 
 /// One import that breaks the layers.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -376,55 +381,40 @@ fn inline_modules(code: &str) -> Vec<(String, std::ops::Range<usize>)> {
     out
 }
 
-/// The crate root's `pub use folder::{a, b};` and `pub use folder::a;`
-/// lines: old name → its folder.
-fn root_reexports(lib_rs: &str) -> BTreeMap<String, String> {
+/// The names the crate root's `pub use` lines export (`pub use a::{b, c};`
+/// gives `b` and `c`).
+fn root_reexports(lib_rs: &str) -> BTreeSet<String> {
     let code = strip(lib_rs);
-    let mut map = BTreeMap::new();
+    let mut names = BTreeSet::new();
     for stmt in code.split(';') {
-        let stmt = stmt.trim();
-        let Some(rest) = stmt.strip_prefix("pub use ") else {
+        let Some(rest) = stmt.trim().strip_prefix("pub use ") else {
             continue;
         };
-        let Some((folder, names)) = rest.split_once("::") else {
-            continue;
-        };
-        let names = names.trim().trim_start_matches('{').trim_end_matches('}');
-        for name in names.split(',') {
+        let list = rest.rsplit_once("::{").map_or(rest, |(_, l)| l);
+        for name in list.trim_end_matches('}').split(',') {
             let name = name.trim().rsplit("::").next().unwrap_or("").trim();
             if !name.is_empty() {
-                map.insert(name.to_string(), folder.trim().to_string());
+                names.insert(name.to_string());
             }
         }
     }
-    map
+    names
 }
 
-/// The node a path reaches: its top-level module (through the root's
-/// re-exports) and, when it names one, the file module inside it.
-fn resolve(
-    path: &[String],
-    reexports: &BTreeMap<String, String>,
-    files: &BTreeSet<Vec<String>>,
-) -> Option<Vec<String>> {
-    let first = path.first()?;
-    let mut full: Vec<String> = match reexports.get(first) {
-        Some(folder) => std::iter::once(folder.clone())
-            .chain(path.iter().cloned())
-            .collect(),
-        None => path.to_vec(),
-    };
+/// The node a path reaches: its top-level module and, when it names one,
+/// the file module inside it.
+fn resolve(path: &[String], files: &BTreeSet<Vec<String>>) -> Vec<String> {
+    let mut full = path.to_vec();
     full.truncate(2);
     if full.len() == 2 && !files.contains(&full) {
         full.truncate(1);
     }
-    Some(full)
+    full
 }
 
 /// Checks the sources given as (path under `src/`, text): the layers, and no
 /// circle among the modules. Returns every finding, sorted.
-fn check(lib_rs: &str, sources: &[(PathBuf, String)]) -> Vec<Finding> {
-    let reexports = root_reexports(lib_rs);
+fn check(sources: &[(PathBuf, String)]) -> Vec<Finding> {
     let rank = |top: &str| LAYERS.iter().position(|l| *l == top);
     let files: BTreeSet<Vec<String>> = sources.iter().map(|(p, _)| module_path(p)).collect();
     let mut findings = Vec::new();
@@ -448,14 +438,15 @@ fn check(lib_rs: &str, sources: &[(PathBuf, String)]) -> Vec<Finding> {
             if path.len() == 1 && ROOT_ITEMS.contains(&path[0].as_str()) {
                 continue;
             }
-            let Some(to) = resolve(&path, &reexports, &files) else {
-                continue;
-            };
+            let to = resolve(&path, &files);
             match rank(&to[0]) {
                 None => findings.push(Finding {
                     file: file.clone(),
                     import,
-                    why: format!("`{}` is in no layer", to[0]),
+                    why: format!(
+                        "`{}` is no stage folder: import it by its stage path (crate::<stage>::…)",
+                        to[0]
+                    ),
                 }),
                 Some(r) if r > from => findings.push(Finding {
                     file: file.clone(),
@@ -635,18 +626,28 @@ fn report(findings: &[Finding]) -> String {
 
 #[test]
 fn every_import_goes_down_the_layers_and_none_closes_a_circle() {
-    let (lib_rs, sources) = library_sources();
+    let (_, sources) = library_sources();
     assert!(
         sources.len() > 40,
         "found only {} files under src/: is the walk broken?",
         sources.len()
     );
-    let findings = check(&lib_rs, &sources);
+    let findings = check(&sources);
     assert!(
         findings.is_empty(),
         "layer violations (the order, lowest first: {}):\n{}",
         LAYERS.join(" < "),
         report(&findings)
+    );
+}
+
+#[test]
+fn the_root_exports_only_what_has_no_public_stage() {
+    let (lib_rs, _) = library_sources();
+    let exported: Vec<String> = root_reexports(&lib_rs).into_iter().collect();
+    assert_eq!(
+        exported, ROOT_EXPORTS,
+        "src/lib.rs re-exports more than ROOT_EXPORTS: a module reachable twice"
     );
 }
 
@@ -695,7 +696,7 @@ fn with_file(sources: &[(PathBuf, String)], rel: &str, extra: &str) -> Vec<(Path
 
 #[test]
 fn an_upward_import_fails_and_names_the_file() {
-    let (lib_rs, sources) = library_sources();
+    let (_, sources) = library_sources();
     for (rel, extra, offending) in [
         (
             "sys/linux.rs",
@@ -714,7 +715,7 @@ fn an_upward_import_fails_and_names_the_file() {
         ),
         ("base/child.rs", "\nuse crate::harness::Probe;\n", "harness"),
     ] {
-        let findings = check(&lib_rs, &with_file(&sources, rel, extra));
+        let findings = check(&with_file(&sources, rel, extra));
         assert!(
             findings
                 .iter()
@@ -725,17 +726,35 @@ fn an_upward_import_fails_and_names_the_file() {
     }
 }
 
+/// A path through the crate root (the old `crate::results`, or
+/// `crate::child_hook`, which the root does export) names no stage and fails,
+/// even where the module it meant sits in a lower layer.
+#[test]
+fn an_import_through_the_root_fails() {
+    let (_, sources) = library_sources();
+    for (rel, extra) in [
+        ("views/advise.rs", "\nuse crate::results::load_dir;\n"),
+        ("hazards/spawn.rs", "\nuse crate::child_hook::Hook as H;\n"),
+    ] {
+        let findings = check(&with_file(&sources, rel, extra));
+        assert!(
+            findings
+                .iter()
+                .any(|f| f.file == format!("src/{rel}") && f.why.contains("no stage folder")),
+            "adding `{}` to src/{rel} was not caught: {findings:?}",
+            extra.trim()
+        );
+    }
+}
+
 #[test]
 fn a_view_importing_another_view_fails() {
-    let (lib_rs, sources) = library_sources();
-    let findings = check(
-        &lib_rs,
-        &with_file(
-            &sources,
-            "views/advise.rs",
-            "\nuse crate::matrix::render;\n",
-        ),
-    );
+    let (_, sources) = library_sources();
+    let findings = check(&with_file(
+        &sources,
+        "views/advise.rs",
+        "\nuse crate::views::matrix::render;\n",
+    ));
     assert!(
         findings.iter().any(
             |f| f.file == "src/views/advise.rs" && f.why.contains("must not import each other")
@@ -748,12 +767,12 @@ fn a_view_importing_another_view_fails() {
 /// its files, so a view cannot reach another view through one.
 #[test]
 fn a_group_after_a_folder_names_each_file() {
-    let (lib_rs, sources) = library_sources();
+    let (_, sources) = library_sources();
     for extra in [
         "\nuse crate::views::{chart, matrix::render};\n",
         "\nuse crate::{views::{matrix}, evidence::query};\n",
     ] {
-        let findings = check(&lib_rs, &with_file(&sources, "views/advise.rs", extra));
+        let findings = check(&with_file(&sources, "views/advise.rs", extra));
         assert!(
             findings.iter().any(|f| f.file == "src/views/advise.rs"
                 && f.import.contains("views::matrix")
@@ -772,7 +791,7 @@ fn a_group_after_a_folder_names_each_file() {
         "evidence/costs.rs",
         "\nuse crate::evidence::{results};\n",
     );
-    let findings = check(&lib_rs, &sources);
+    let findings = check(&sources);
     assert!(
         findings.iter().any(|f| f.why.starts_with("import circle")),
         "a costs <-> results circle through grouped imports was not caught: {findings:?}"
@@ -781,18 +800,18 @@ fn a_group_after_a_folder_names_each_file() {
 
 #[test]
 fn a_mutual_import_is_a_circle() {
-    let (lib_rs, sources) = library_sources();
+    let (_, sources) = library_sources();
     let sources = with_file(
         &sources,
         "evidence/results.rs",
-        "\nuse crate::costs::CostsFile;\n",
+        "\nuse crate::evidence::costs::CostsFile;\n",
     );
     let sources = with_file(
         &sources,
         "evidence/costs.rs",
-        "\nuse crate::results::load_dir;\n",
+        "\nuse crate::evidence::results::load_dir;\n",
     );
-    let findings = check(&lib_rs, &sources);
+    let findings = check(&sources);
     assert!(
         findings.iter().any(|f| f.why.starts_with("import circle")
             && f.why.contains("evidence::costs -> evidence::results")),
@@ -802,15 +821,16 @@ fn a_mutual_import_is_a_circle() {
 
 #[test]
 fn comments_strings_and_test_modules_are_not_imports() {
-    let (lib_rs, sources) = library_sources();
+    let (_, sources) = library_sources();
     let extra = "\n/// See [`crate::vm`].\nconst S: &str = \"crate::vm::x\";\n\
                  #[cfg(test)]\nmod tests {\n    use crate::vm::emulated;\n    fn f() { let _ = ('{', '\\'', \"}\\\"\"); }\n}\n";
-    let findings = check(&lib_rs, &with_file(&sources, "sys/linux.rs", extra));
+    let findings = check(&with_file(&sources, "sys/linux.rs", extra));
     assert!(findings.is_empty(), "{}", report(&findings));
     // And the same import outside the test module is one.
-    let findings = check(
-        &lib_rs,
-        &with_file(&sources, "sys/linux.rs", "\nuse crate::vm::emulated;\n"),
-    );
+    let findings = check(&with_file(
+        &sources,
+        "sys/linux.rs",
+        "\nuse crate::vm::emulated;\n",
+    ));
     assert_eq!(findings.len(), 1, "{}", report(&findings));
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 #[test]
 fn matrix_md_is_current() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
-    let files = fdwindow::results::load_dir(&dir).expect("committed results load");
+    let files = fdwindow::evidence::results::load_dir(&dir).expect("committed results load");
     assert!(!files.is_empty(), "no results committed");
     let outputs = fdwindow::runner::render_outputs(&dir).expect("committed results load");
     for (name, rendered) in outputs {

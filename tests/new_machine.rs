@@ -10,10 +10,10 @@ use std::fs;
 use std::path::Path;
 
 use fdwindow::evidence::query::quoted_file;
-use fdwindow::platform::{Platform, Virtualization};
-use fdwindow::readme::{Inputs, SECTIONS};
 use fdwindow::report::ResultsFile;
-use fdwindow::verdict::Kind;
+use fdwindow::report::platform::{Platform, Virtualization};
+use fdwindow::report::verdict::Kind;
+use fdwindow::views::readme::{Inputs, SECTIONS};
 
 /// The quoted file as a default run on another host build of its kernel
 /// would write it: a release that sorts first among the real machines'
@@ -54,7 +54,7 @@ fn a_new_host_build_beside_the_committed_files_changes_no_quoted_figure() {
     let s = common::scratch("new-machine");
     let dir = s.dir().join("results");
     common::copy_committed_results(&dir);
-    let files = fdwindow::results::load_dir(&dir).unwrap();
+    let files = fdwindow::evidence::results::load_dir(&dir).unwrap();
     let quoted = quoted_file(&files, "linux")
         .expect("a committed Linux file of a real machine")
         .clone();
@@ -109,7 +109,7 @@ fn a_new_host_build_beside_the_committed_files_changes_no_quoted_figure() {
     )
     .unwrap();
 
-    let files = fdwindow::results::load_dir(&dir).unwrap();
+    let files = fdwindow::evidence::results::load_dir(&dir).unwrap();
     assert_eq!(
         quoted_file(&files, "linux").unwrap().platform.id,
         quoted.platform.id
@@ -141,18 +141,24 @@ fn the_local_folder_is_not_read_as_committed_results() {
     let s = common::scratch("new-machine-local");
     let dir = s.dir().join("results");
     common::copy_committed_results(&dir);
-    let committed = fdwindow::results::load_dir(&dir).unwrap().len();
+    let committed = fdwindow::evidence::results::load_dir(&dir).unwrap().len();
     let local = dir.join("local");
     fs::create_dir(&local).unwrap();
-    let files = fdwindow::results::load_dir(&dir).unwrap();
+    let files = fdwindow::evidence::results::load_dir(&dir).unwrap();
     let fake = new_host_build(quoted_file(&files, "linux").unwrap());
     fs::write(
         local.join(format!("{}.json", fake.platform.id)),
         serde_json::to_string_pretty(&fake).unwrap(),
     )
     .unwrap();
-    assert_eq!(fdwindow::results::load_dir(&dir).unwrap().len(), committed);
-    assert_eq!(fdwindow::results::load_dir(&local).unwrap().len(), 1);
+    assert_eq!(
+        fdwindow::evidence::results::load_dir(&dir).unwrap().len(),
+        committed
+    );
+    assert_eq!(
+        fdwindow::evidence::results::load_dir(&local).unwrap().len(),
+        1
+    );
 
     let ignore =
         fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(".gitignore")).unwrap();
@@ -222,7 +228,7 @@ fn the_read_commands_answer_from_this_machines_run_by_default() {
 
     // This machine's run, as `make probe-linux` leaves it: the quoted
     // file's cells measured here.
-    let files = fdwindow::results::load_dir(&committed).unwrap();
+    let files = fdwindow::evidence::results::load_dir(&committed).unwrap();
     let mut mine = quoted_file(&files, "linux").unwrap().clone();
     mine.platform = here.clone();
     for report in mine.probes.values_mut() {
@@ -260,7 +266,7 @@ fn the_read_commands_answer_from_this_machines_run_by_default() {
     assert!(out.contains("has no measurements"), "{out}");
 
     // `fdwindow run` writes results/local by default, not the committed folder.
-    let before = fdwindow::results::load_dir(&committed).unwrap();
+    let before = fdwindow::evidence::results::load_dir(&committed).unwrap();
     let out = common::fdwindow()
         .args(["run", "--only", "bind-matrix", "--probes"])
         .arg(common::probes_dir())
@@ -268,7 +274,10 @@ fn the_read_commands_answer_from_this_machines_run_by_default() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", common::stderr(&out));
-    let after = fdwindow::results::load_dir(&local).unwrap();
+    let after = fdwindow::evidence::results::load_dir(&local).unwrap();
     assert!(after[0].probes.contains_key("bind-matrix"));
-    assert_eq!(fdwindow::results::load_dir(&committed).unwrap(), before);
+    assert_eq!(
+        fdwindow::evidence::results::load_dir(&committed).unwrap(),
+        before
+    );
 }

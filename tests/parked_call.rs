@@ -11,9 +11,9 @@ use std::process::Command;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use fdwindow::cotenant::preload::{self, Library};
 use fdwindow::harness::Fault;
-use fdwindow::parked::{self, Family, Interposer, Mode, StdCall, Waited};
-use fdwindow::preload::{self, Library};
+use fdwindow::harness::parked::{self, Family, Interposer, Mode, StdCall, Waited};
 
 mod common;
 
@@ -287,9 +287,9 @@ static RAW_PROBE: fdwindow::harness::Probe = fdwindow::harness::Probe {
     race: Duration::from_millis(1),
     arms: &[fdwindow::harness::Arm {
         id: "raw-socket",
-        role: fdwindow::verdict::Role::Control,
+        role: fdwindow::report::verdict::Role::Control,
         about: "socket(2) by syscall(2), past libc.",
-        windows: &[fdwindow::verdict::Window::ParkedCall],
+        windows: &[fdwindow::report::verdict::Window::ParkedCall],
         trial: raw_syscall_arm,
         ..fdwindow::harness::ARM
     }],
@@ -316,8 +316,8 @@ fn child_a_cell_whose_calls_bypass_libc_is_broken() {
     assert_eq!(cell.outcome.count().map(|c| c.trials), Some(0), "{cell:?}");
     assert!(cell.outcome.broken_trials() >= 7, "{cell:?}");
     assert_eq!(
-        fdwindow::verdict::control_verdict(&cell.outcome, cell.kind),
-        fdwindow::verdict::Verdict::Broken,
+        fdwindow::report::verdict::control_verdict(&cell.outcome, cell.kind),
+        fdwindow::report::verdict::Verdict::Broken,
         "a never-parked cell must be broken, not absent: {cell:?}"
     );
 }

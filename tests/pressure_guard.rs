@@ -7,11 +7,11 @@
 use std::fs::OpenOptions;
 use std::time::{Duration, Instant};
 
-use fdwindow::pressure::{Config, Pressure};
+use fdwindow::cotenant::pressure::{Config, Pressure};
 
 #[test]
 fn unlock_before_close_holds_under_pressure() {
-    let dir = fdwindow::scratch::Scratch::new("pressure-guard").unwrap();
+    let dir = fdwindow::base::scratch::Scratch::new("pressure-guard").unwrap();
     let path = dir.fresh("lock");
     let open = || {
         OpenOptions::new()

@@ -16,7 +16,7 @@ mod linux {
     use super::common::verdict;
     use super::*;
     use fdwindow::report::ProbeReport;
-    use fdwindow::verdict::{Role, Verdict, Window};
+    use fdwindow::report::verdict::{Role, Verdict, Window};
 
     const FEW: &[&str] = &["--trials", "7", "--race-ms", "30"];
 
@@ -121,7 +121,7 @@ mod linux {
         // trial is a spawn, so only the deterministic windows count one look
         // per trial).
         for a in &r.arms {
-            let fdwindow::verdict::Outcome::Observed {
+            let fdwindow::report::verdict::Outcome::Observed {
                 trials, tallies, ..
             } = &a.outcome
             else {
@@ -164,7 +164,7 @@ fn arm_filter_runs_only_the_named_arms() {
 #[cfg(target_os = "linux")]
 #[test]
 fn spawn_window_sweeps_every_path() {
-    use fdwindow::spawn::{TABLE_BY_FDS, TABLE_BY_RSS, TABLE_PATHS, TABLE_SLOPES, cell};
+    use fdwindow::hazards::spawn::{TABLE_BY_FDS, TABLE_BY_RSS, TABLE_PATHS, TABLE_SLOPES, cell};
     let r = run_probe("spawn-window", &["--trials", "1"]);
     r.validate().unwrap();
     assert!(r.arms.is_empty());
@@ -198,7 +198,7 @@ fn spawn_window_sweeps_every_path() {
     assert!(
         !r.tables
             .iter()
-            .any(|t| t.id == fdwindow::spawn::TABLE_BY_NOFILE),
+            .any(|t| t.id == fdwindow::hazards::spawn::TABLE_BY_NOFILE),
         "a default run swept RLIMIT_NOFILE"
     );
 }

@@ -33,7 +33,7 @@ fn quick(hazard: &str, dir: &Path, tmp: &Path) -> Command {
 }
 
 fn the_results(dir: &Path) -> (std::path::PathBuf, ResultsFile) {
-    let files = fdwindow::results::load_dir(dir).unwrap();
+    let files = fdwindow::evidence::results::load_dir(dir).unwrap();
     assert_eq!(files.len(), 1, "{files:?}");
     let f = files.into_iter().next().unwrap();
     (dir.join(format!("{}.json", f.platform.id)), f)
@@ -384,9 +384,10 @@ fn readme_sections_are_current_and_an_edited_figure_fails_the_check() {
 #[test]
 fn advice_shows_costs_only_where_the_interval_excludes_zero() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
-    let costs = fdwindow::costs::load_dir(&dir).unwrap();
-    let files = fdwindow::results::load_dir(&dir).unwrap();
-    let Some(advice) = fdwindow::advise::advise(&files, &costs, "two-step-cloexec", "linux") else {
+    let costs = fdwindow::evidence::costs::load_dir(&dir).unwrap();
+    let files = fdwindow::evidence::results::load_dir(&dir).unwrap();
+    let Some(advice) = fdwindow::views::advise::advise(&files, &costs, "two-step-cloexec", "linux")
+    else {
         panic!("no advice for two-step-cloexec");
     };
     let mut seen = 0;

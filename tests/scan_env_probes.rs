@@ -8,8 +8,8 @@
 mod common;
 
 use common::{arm, run_probe};
-use fdwindow::matrix::arm_verdict;
-use fdwindow::verdict::{Outcome, Verdict, Window};
+use fdwindow::report::verdict::{Outcome, Verdict, Window};
+use fdwindow::views::matrix::arm_verdict;
 
 fn tally<'a>(outcome: &'a Outcome, quantity: &str) -> Vec<(&'a str, u64)> {
     match outcome {

@@ -10,7 +10,7 @@ mod common;
 mod linux {
     use super::common::{arm, run_probe, verdict};
     use fdwindow::report::ProbeReport;
-    use fdwindow::verdict::{Outcome, Verdict, Window};
+    use fdwindow::report::verdict::{Outcome, Verdict, Window};
 
     const FEW: &[&str] = &["--trials", "7", "--race-ms", "30"];
     const HELD: [Window; 2] = [Window::ForkWindow, Window::Inherited];

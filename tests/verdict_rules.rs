@@ -1,9 +1,9 @@
 //! Each verdict rule, proved on hand-built reports: what a reviewer may quote
 //! follows from the counts of one window of one run, and nothing else.
 
-use fdwindow::platform::Platform;
+use fdwindow::report::platform::Platform;
+use fdwindow::report::verdict::{Kind, Outcome, Role, Verdict, Window};
 use fdwindow::report::{ArmReport, ProbeReport, ResultsFile, SCHEMA_VERSION};
-use fdwindow::verdict::{Kind, Outcome, Role, Verdict, Window};
 
 fn arm(id: &str, role: Role, window: Window, outcome: Outcome) -> ArmReport {
     ArmReport {
@@ -164,12 +164,12 @@ fn the_meaning_of_valid_is_quotable_everywhere() {
             .collect::<Vec<_>>()
             .join(" ")
     };
-    let sentence = norm(fdwindow::matrix::VALID_MEANS);
+    let sentence = norm(fdwindow::views::matrix::VALID_MEANS);
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     for file in ["README.md", "results/MATRIX.md"] {
         let text = std::fs::read_to_string(root.join(file)).unwrap();
         assert!(norm(&text).contains(&sentence), "{file} lacks: {sentence}");
     }
-    let advice = fdwindow::advise::advise(&[], &[], "flock-survival", "macos").unwrap();
-    assert!(norm(&fdwindow::advise::markdown(&advice)).contains(&sentence));
+    let advice = fdwindow::views::advise::advise(&[], &[], "flock-survival", "macos").unwrap();
+    assert!(norm(&fdwindow::views::advise::markdown(&advice)).contains(&sentence));
 }

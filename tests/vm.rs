@@ -87,10 +87,10 @@ fn flock_survival_runs_in_the_guest_and_merges_under_its_platform() {
         started.elapsed().as_secs_f64()
     );
     assert!(out.status.success(), "{stderr}{stdout}");
-    let files = fdwindow::results::load_dir(&results).unwrap();
+    let files = fdwindow::evidence::results::load_dir(&results).unwrap();
     assert_eq!(files.len(), 1, "{files:?}");
     let platform = &files[0].platform;
-    let host = fdwindow::platform::Platform::detect();
+    let host = fdwindow::report::platform::Platform::detect();
     // The guest's own kernel, not this machine's, and the accelerator.
     assert_ne!(platform.kernel_release, host.kernel_release);
     assert!(
@@ -101,7 +101,7 @@ fn flock_survival_runs_in_the_guest_and_merges_under_its_platform() {
     );
     assert_eq!(
         platform.virtualization,
-        fdwindow::platform::Virtualization::Tcg
+        fdwindow::report::platform::Virtualization::Tcg
     );
     assert!(platform.id.ends_with("-tcg"), "{platform:?}");
     let verdict = |arm: &str| {
@@ -307,7 +307,7 @@ fn cpio_lists_the_initramfs_as_the_kernel_reads_it() {
         line("bin/sh")
     );
     assert!(line("opt/fdwindow/probe-flock-survival").starts_with("-rwxr-xr-x"));
-    for library in fdwindow::preload::Library::ALL {
+    for library in fdwindow::cotenant::preload::Library::ALL {
         line(&format!("opt/fdwindow/{}", library.file_name()));
     }
     line("usr/bin/true");

@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group};
-use fdwindow::cloexec::{Call, Flag, Maker};
-use fdwindow::scratch::Scratch;
-use fdwindow::spawn_lock::SPAWN_LOCK;
+use fdwindow::base::scratch::Scratch;
+use fdwindow::hazards::cloexec::{Call, Flag, Maker};
+use fdwindow::hazards::spawn_lock::SPAWN_LOCK;
 
 use super::support::Group;
 

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use criterion::{Criterion, criterion_group};
 use fdwindow::fix::spawn::{Command as FixCommand, Stdio as FixStdio};
-use fdwindow::spawn::OpenFiles;
+use fdwindow::hazards::spawn::OpenFiles;
 
 use super::support::Group;
 

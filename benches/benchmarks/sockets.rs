@@ -10,7 +10,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group};
-use fdwindow::spawn::{Prepared, SpawnPath};
+use fdwindow::hazards::spawn::{Prepared, SpawnPath};
 
 use super::support::Group;
 

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group};
-use fdwindow::spawn::{OpenFiles, Prepared, SpawnPath};
+use fdwindow::hazards::spawn::{OpenFiles, Prepared, SpawnPath};
 
 use super::support::Group;
 

@@ -165,16 +165,16 @@ fn benchmarking() -> bool {
 /// Listed last in `criterion_main!`: merges the interleaved samples of every
 /// benchmark run now into `$FDWINDOW_RESULTS/costs-<platform>.json` (default
 /// `results/`, beside the manifest: cargo runs benches there), which adds
-/// each linked fix's interval ([`fdwindow::costs::Difference`]).
+/// each linked fix's interval ([`fdwindow::evidence::costs::Difference`]).
 pub fn write_costs() {
     if !benchmarking() {
         return;
     }
     let records = std::mem::take(&mut *RECORDS.lock().unwrap_or_else(|e| e.into_inner()));
-    let measured: BTreeMap<String, fdwindow::costs::BenchCost> = records
+    let measured: BTreeMap<String, fdwindow::evidence::costs::BenchCost> = records
         .into_iter()
         .filter_map(|(id, samples)| {
-            fdwindow::costs::BenchCost::from_samples(samples).map(|c| (id, c))
+            fdwindow::evidence::costs::BenchCost::from_samples(samples).map(|c| (id, c))
         })
         .collect();
     if measured.is_empty() {
@@ -182,7 +182,7 @@ pub fn write_costs() {
     }
     let dir = std::env::var_os("FDWINDOW_RESULTS")
         .map_or_else(|| PathBuf::from("results"), PathBuf::from);
-    match fdwindow::costs::merge_and_write(&dir, measured) {
+    match fdwindow::evidence::costs::merge_and_write(&dir, measured) {
         Ok(path) => eprintln!("fdwindow: wrote {}", path.display()),
         Err(e) => {
             eprintln!("error: writing the costs: {e}");

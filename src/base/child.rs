@@ -74,7 +74,7 @@ impl HeldChild {
         let mut cmd = quiet_command(TRUE_PROGRAM);
         // The hook owns the child's pipe ends, and `cmd` owns the hook: they
         // stay open in the parent until `cmd` goes, after the spawn.
-        crate::child_hook::install(&mut cmd, fds);
+        crate::sys::child_hook::install(&mut cmd, fds);
         let spawner = std::thread::Builder::new()
             .name("fdwindow-hold".into())
             .spawn(move || {
@@ -153,8 +153,8 @@ pub(crate) struct ParkFds {
 // (`backend/libc/io/syscalls.rs`) libc's `write`/`read`, with `errno` read
 // through the `errno` crate. `read` into `&mut [u8; 1]` (`buffer.rs`) only
 // passes the array's pointer and length. Errors come back as values.
-unsafe impl crate::child_hook::ChildCode for ParkFds {
-    fn run(&self, child: &crate::child_hook::InChild) -> io::Result<()> {
+unsafe impl crate::sys::child_hook::ChildCode for ParkFds {
+    fn run(&self, child: &crate::sys::child_hook::InChild) -> io::Result<()> {
         park(self, child)
     }
 }
@@ -162,10 +162,10 @@ unsafe impl crate::child_hook::ChildCode for ParkFds {
 /// Runs in the child between fork and exec: async-signal-safe calls only.
 /// A failure only shortens the hold, which the parent then sees as
 /// end-of-file.
-pub(crate) fn park(fds: &ParkFds, child: &crate::child_hook::InChild) -> io::Result<()> {
+pub(crate) fn park(fds: &ParkFds, child: &crate::sys::child_hook::InChild) -> io::Result<()> {
     // The child's copies of the parent-side pipe ends.
     for fd in [fds.parent_ready, fds.parent_release] {
-        crate::child_hook::close(fd, child);
+        crate::sys::child_hook::close(fd, child);
     }
     // Ignored, as before: had it failed, the parent's wait for the byte
     // would time out.
@@ -461,7 +461,7 @@ mod tests {
         let _serial = crate::test_serial();
         let (r1, w1) = io::pipe().unwrap();
         let (r2, w2) = io::pipe().unwrap();
-        crate::locks::set_cloexec(&w2, false).unwrap();
+        crate::base::locks::set_cloexec(&w2, false).unwrap();
         let child = InheritingChild::spawn().unwrap();
         assert!(!copy_is_held(w1, r1), "close-on-exec copy survived exec");
         assert!(

@@ -227,7 +227,7 @@ pub fn posix_lock_seen_from_child(fd: impl AsFd) -> io::Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scratch::Scratch;
+    use crate::base::scratch::Scratch;
 
     #[test]
     fn flock_conflicts_across_open_file_descriptions() {

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, Socket, Type};
 
-use crate::errno::error_name;
+use crate::base::errno::error_name;
 
 /// How long a loopback handshake, reset or FIN may take before the wait counts
 /// as failed. Generous: under load a loopback answer can take seconds; on an
@@ -317,7 +317,7 @@ impl SocketDir {
     /// Creates `<root>/fdw-<pid>-<n>` exclusively, the root chosen from
     /// `$FDWINDOW_SCRATCH` or the system temp folder by [`socket_root`].
     pub fn new() -> io::Result<SocketDir> {
-        let preferred = std::env::var_os(crate::scratch::SCRATCH_ENV)
+        let preferred = std::env::var_os(crate::base::scratch::SCRATCH_ENV)
             .map_or_else(std::env::temp_dir, PathBuf::from);
         SocketDir::new_in(&socket_root(&preferred))
     }

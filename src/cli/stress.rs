@@ -36,12 +36,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
-use fdwindow::child::{GroupExit, wait_group};
+use fdwindow::base::child::{GroupExit, wait_group};
+use fdwindow::base::scratch::Scratch;
+use fdwindow::cotenant::preload;
+use fdwindow::cotenant::pressure::{self, ENV_VAR, Spec};
 use fdwindow::note;
-use fdwindow::preload;
-use fdwindow::pressure::{self, ENV_VAR, Spec};
-use fdwindow::scratch::Scratch;
-use fdwindow::stats::{Count, fisher_less};
+use fdwindow::report::stats::{Count, fisher_less};
 
 use super::pressure_help::PRESSURE_KEYS;
 
@@ -340,8 +340,8 @@ fn verdict_line(verdict: Verdict, p: f64, alone: Count, pressured: Count) -> Str
 /// on Linux, a kqueue on macOS) and stops its threads within one hold once
 /// it ends, SIGKILL included. Nothing is passed down to the command: a
 /// process the pressure does not reach (`match=`) holds no descriptor of ours.
-pub(crate) fn controller() -> Result<fdwindow::pressure::ProcessId, String> {
-    fdwindow::pressure::ProcessId::this_process()
+pub(crate) fn controller() -> Result<fdwindow::cotenant::pressure::ProcessId, String> {
+    fdwindow::cotenant::pressure::ProcessId::this_process()
         .map_err(|e| format!("cannot name this process for the injector to watch: {e}"))
 }
 
@@ -603,7 +603,7 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
     let summary = serde_json::json!({
         "schema": STRESS_SCHEMA,
         "command": args.command,
-        "platform": fdwindow::platform::Platform::detect(),
+        "platform": fdwindow::report::platform::Platform::detect(),
         "fdwindow_version": env!("CARGO_PKG_VERSION"),
         "pressure": shown,
         // The built-in injector's file is gone by the time anyone reads this.
@@ -852,7 +852,7 @@ fn keep(dir: &Path, label: &str, ended: Ended, stdout: &str, stderr: &str) {
         .collect();
     let path = dir.join(format!("{name}.log"));
     let text = format!("# {label}: {ended:?}\n## stdout\n{stdout}\n## stderr\n{stderr}");
-    if let Err(e) = fdwindow::results::write_atomic(&path, text.as_bytes()) {
+    if let Err(e) = fdwindow::evidence::results::write_atomic(&path, text.as_bytes()) {
         note!("warning: --keep-failures: {}: {e}", path.display());
     }
 }

@@ -11,7 +11,7 @@
 //! [`tempfile`]), and dropping the returned [`Written`] removes both.
 //!
 //! ```
-//! use fdwindow::preload::Library;
+//! use fdwindow::cotenant::preload::Library;
 //!
 //! match Library::INJECT.write() {
 //!     Ok(lib) => {
@@ -85,12 +85,12 @@ macro_rules! libraries {
 
 libraries! {
     /// The fork-pressure injector (`shims/inject.c`): the spawn loop of
-    /// [`crate::pressure`] inside any process it is preloaded into,
-    /// configured by [`crate::pressure::ENV_VAR`] in the
-    /// [`crate::pressure::Spec`] syntax; `fdwindow stress` uses it.
+    /// [`crate::cotenant::pressure`] inside any process it is preloaded into,
+    /// configured by [`crate::cotenant::pressure::ENV_VAR`] in the
+    /// [`crate::cotenant::pressure::Spec`] syntax; `fdwindow stress` uses it.
     INJECT = "inject",
     /// The parked-call interposer (`shims/parked_call.c`): parks an armed
-    /// thread right after a descriptor-creating call; see [`crate::parked`].
+    /// thread right after a descriptor-creating call; see [`crate::harness::parked`].
     PARKED_CALL = "parked_call",
 }
 
@@ -153,7 +153,7 @@ impl Library {
 
     /// Writes the library to [`Library::file_name`] in `dir`, a private
     /// directory of the caller's that removes it (a run's swept scratch
-    /// folder, [`crate::scratch::Scratch::new_swept`], which the next run
+    /// folder, [`crate::base::scratch::Scratch::new_swept`], which the next run
     /// removes should this one be killed); its path. Fails if the file is
     /// there already.
     pub fn write_in(&self, dir: &Path) -> io::Result<PathBuf> {

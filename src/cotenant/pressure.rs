@@ -23,7 +23,7 @@
 //! forever.
 //!
 //! ```
-//! use fdwindow::pressure::{Config, Pressure};
+//! use fdwindow::cotenant::pressure::{Config, Pressure};
 //!
 //! let pressure = Pressure::start(Config::default())?;
 //! // ... the code under test: open, lock, close, bind, spawn ...
@@ -34,7 +34,7 @@
 //!
 //! The same loop runs inside any process, in any language, from the injector
 //! ([`injector`]: `shims/inject.c`, a C port of this loop shipped inside the
-//! crate by [`crate::preload`], preloaded with `LD_PRELOAD` /
+//! crate by [`crate::cotenant::preload`], preloaded with `LD_PRELOAD` /
 //! `DYLD_INSERT_LIBRARIES` and configured by [`ENV_VAR`] in the [`Spec`]
 //! syntax), which `fdwindow stress` uses.
 //!
@@ -55,18 +55,18 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::child::{TRUE_PROGRAM, quiet_command};
+use crate::base::child::{TRUE_PROGRAM, quiet_command};
 
 /// The environment variable the injector reads its [`Spec`] from.
 pub const ENV_VAR: &str = "FDWINDOW_PRESSURE";
 
 /// The injector, written to a private file for the loader's preload variable
-/// ([`crate::preload::variable`]): [`crate::preload::Library::INJECT`], the
+/// ([`crate::cotenant::preload::variable`]): [`crate::cotenant::preload::Library::INJECT`], the
 /// bytes built from `shims/inject.c` into this crate, so no separate build
 /// step is needed. `Unsupported` where this build has no preload libraries.
 /// The file is removed when the guard drops.
-pub fn injector() -> io::Result<crate::preload::Written> {
-    crate::preload::Library::INJECT.write()
+pub fn injector() -> io::Result<crate::cotenant::preload::Written> {
+    crate::cotenant::preload::Library::INJECT.write()
 }
 
 /// How pressure threads start their children.
@@ -227,8 +227,8 @@ impl DropClass {
 
     /// Closes every descriptor from 3 up of this class in the calling
     /// process. Async-signal-safe, and only for a forked child before exec
-    /// (the [`crate::child_hook::InChild`] proof).
-    pub(crate) fn close_all(self, child: &crate::child_hook::InChild) -> io::Result<()> {
+    /// (the [`crate::sys::child_hook::InChild`] proof).
+    pub(crate) fn close_all(self, child: &crate::sys::child_hook::InChild) -> io::Result<()> {
         crate::sys::each_open_fd(&mut |fd| {
             if fd <= 2 {
                 return;
@@ -243,7 +243,7 @@ impl DropClass {
                 DropClass::of(borrowed) == Some(self)
             };
             if ours {
-                crate::child_hook::close(fd, child);
+                crate::sys::child_hook::close(fd, child);
             }
         })
     }
@@ -493,7 +493,7 @@ fn true_command() -> Command {
 /// instead of calling posix_spawn; this one sleeps `hold` in the window.
 fn fork_command(hold: Duration, drop: Option<DropClass>) -> Command {
     let mut cmd = true_command();
-    crate::child_hook::install(&mut cmd, ChildHold::new(hold, drop));
+    crate::sys::child_hook::install(&mut cmd, ChildHold::new(hold, drop));
     cmd
 }
 
@@ -523,8 +523,8 @@ impl ChildHold {
 // SAFETY: `hold_in_child` makes only open, getdents64, fstat, getsockopt and
 // close (in `close_all`) and nanosleep, on data copied in before the fork; it
 // allocates nothing.
-unsafe impl crate::child_hook::ChildCode for ChildHold {
-    fn run(&self, child: &crate::child_hook::InChild) -> io::Result<()> {
+unsafe impl crate::sys::child_hook::ChildCode for ChildHold {
+    fn run(&self, child: &crate::sys::child_hook::InChild) -> io::Result<()> {
         hold_in_child(self, child)
     }
 }
@@ -534,7 +534,7 @@ unsafe impl crate::child_hook::ChildCode for ChildHold {
 /// fstat, getsockopt and close in `close_all`; nanosleep); no allocation.
 pub(crate) fn hold_in_child(
     hold: &ChildHold,
-    child: &crate::child_hook::InChild,
+    child: &crate::sys::child_hook::InChild,
 ) -> io::Result<()> {
     if let Some(class) = hold.drop {
         // std's exec-error pipe is a pipe too: with `pipe` or `all` the
@@ -975,14 +975,14 @@ mod tests {
         assert_eq!(DropClass::of(dir.as_fd()), None);
         // In a forked child: close the listeners, then list what is left in
         // /proc/self/fd from the exec'd shell (inheritable copies only).
-        crate::locks::set_cloexec(&file, false).unwrap();
-        crate::locks::set_cloexec(&listener, false).unwrap();
+        crate::base::locks::set_cloexec(&file, false).unwrap();
+        crate::base::locks::set_cloexec(&listener, false).unwrap();
         // `ls -l` names each descriptor's target: the listener's number may
         // be reused by ls itself once the child closed it.
         let mut cmd = Command::new("/bin/sh");
         cmd.args(["-c", "ls -l /proc/self/fd/"]);
         let drop_listeners = ChildHold::new(Duration::ZERO, Some(DropClass::Listener));
-        crate::child_hook::install(&mut cmd, drop_listeners);
+        crate::sys::child_hook::install(&mut cmd, drop_listeners);
         let out = cmd.output().unwrap();
         let listing = String::from_utf8_lossy(&out.stdout);
         let file_line = format!(" {} -> ", file.as_raw_fd());

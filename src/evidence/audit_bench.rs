@@ -8,12 +8,12 @@
 
 use std::path::Path;
 
-use crate::results::BadResults;
+use crate::evidence::results::BadResults;
 
 /// The schema version of the benchmark's document this build reads.
 pub const AUDIT_BENCH_SCHEMA: u64 = 1;
 
-pub use crate::results::AUDIT_BENCH_PREFIX;
+pub use crate::evidence::results::AUDIT_BENCH_PREFIX;
 
 /// One benchmark document.
 #[derive(Clone, Debug, PartialEq)]

@@ -23,13 +23,13 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::platform::Platform;
-use crate::results::BadResults;
+use crate::evidence::results::BadResults;
+use crate::report::platform::Platform;
 
 /// The schema version this build writes and the newest it reads.
 pub const COSTS_SCHEMA: u32 = 2;
 
-pub use crate::results::COSTS_PREFIX;
+pub use crate::evidence::results::COSTS_PREFIX;
 
 /// Every benchmark's median for one platform.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -437,7 +437,7 @@ impl CostsFile {
         use crate::evidence::strict_json;
         // Strictly: a bench merges into this file and rewrites it.
         let head = strict_json::parse(text)?;
-        crate::results::check_schema(&head, COSTS_SCHEMA, "costs", "make bench-quick")?;
+        crate::evidence::results::check_schema(&head, COSTS_SCHEMA, "costs", "make bench-quick")?;
         let file: CostsFile = strict_json::typed(&head, "bad costs")?;
         let time = |t: f64| t.is_finite() && t >= 0.0;
         if let Some((id, c)) = file
@@ -469,12 +469,12 @@ pub fn path_for(dir: &Path, platform_id: &str) -> PathBuf {
 
 /// Loads one costs file; `Ok(None)` when it does not exist.
 pub fn load(path: &Path) -> Result<Option<CostsFile>, BadResults> {
-    crate::results::load_with(path, CostsFile::from_json)
+    crate::evidence::results::load_with(path, CostsFile::from_json)
 }
 
 /// Loads every `costs-*.json` in `dir`, sorted by platform id.
 pub fn load_dir(dir: &Path) -> Result<Vec<CostsFile>, BadResults> {
-    crate::results::load_kind(
+    crate::evidence::results::load_kind(
         dir,
         is_costs_file,
         CostsFile::from_json,
@@ -500,10 +500,11 @@ pub fn merge_and_write(
     let platform = Platform::detect();
     let path = path_for(dir, &platform.id);
     // Read, merge and write under the folder's lock, like every writer.
-    let _lock = crate::results::FolderLock::acquire(dir, || false).map_err(|e| BadResults {
-        path: dir.to_owned(),
-        problem: e.to_string(),
-    })?;
+    let _lock =
+        crate::evidence::results::FolderLock::acquire(dir, || false).map_err(|e| BadResults {
+            path: dir.to_owned(),
+            problem: e.to_string(),
+        })?;
     let mut file = load(&path)?.unwrap_or_else(|| CostsFile {
         schema: COSTS_SCHEMA,
         platform: platform.clone(),
@@ -516,7 +517,7 @@ pub fn merge_and_write(
     file.compute_differences();
     let json = serde_json::to_string_pretty(&file).expect("costs serialise") + "\n";
     fs::create_dir_all(dir)
-        .and_then(|()| crate::results::write_atomic(&path, json.as_bytes()))
+        .and_then(|()| crate::evidence::results::write_atomic(&path, json.as_bytes()))
         .map_err(|e| BadResults {
             path: path.clone(),
             problem: e.to_string(),
@@ -541,7 +542,7 @@ pub fn median_ns(per_iteration: &mut [f64]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scratch::Scratch;
+    use crate::base::scratch::Scratch;
 
     /// `n` samples around `centre`, spread by ±`spread` in a fixed pattern.
     fn samples(n: usize, centre: f64, spread: f64) -> Vec<f64> {
@@ -593,7 +594,11 @@ mod tests {
             "no bench, no cost"
         );
         // Costs files are not results files, and the other way round.
-        assert!(crate::results::load_dir(s.dir()).unwrap().is_empty());
+        assert!(
+            crate::evidence::results::load_dir(s.dir())
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]

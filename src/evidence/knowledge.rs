@@ -9,14 +9,14 @@
 //! claims has no claim.
 //!
 //! Claims about an OS with no results file are only as good as their source:
-//! the macOS ones come from [`crate::reported`] and are marked so everywhere.
+//! the macOS ones come from [`crate::evidence::reported`] and are marked so everywhere.
 
 use std::fmt;
 
-use crate::platform::Platform;
+use crate::evidence::reported::REPORTED;
+use crate::report::platform::Platform;
+use crate::report::verdict::{Kind, Verdict, Window};
 use crate::report::{ArmReport, ProbeReport, ResultsFile};
-use crate::reported::REPORTED;
-use crate::verdict::{Kind, Verdict, Window};
 
 /// A release number, compared part by part: `6.13` < `6.13.2` < `6.14`.
 pub type Version = (u32, u32, u32);
@@ -2235,8 +2235,8 @@ mod tests {
     /// the same arm simply missing is still a claim without evidence.
     #[test]
     fn a_claim_on_a_cell_left_out_is_not_measured() {
+        use crate::report::verdict::Role;
         use crate::report::{ArmReport, LeftOut, ProbeReport, SCHEMA_VERSION};
-        use crate::verdict::Role;
         let mut platform = Platform::detect();
         platform.os = "linux".into();
         let arm = |arm: &str, role: Role, window: Window, hits, trials| ArmReport {
@@ -2249,7 +2249,7 @@ mod tests {
             against: (role != Role::Control).then(|| "close".into()),
             sham: None,
             avoids: None,
-            outcome: crate::verdict::Outcome::observed(hits, trials),
+            outcome: crate::report::verdict::Outcome::observed(hits, trials),
         };
         let (det, race) = (Window::ForkWindow, Window::PosixSpawn);
         let mut report = ProbeReport {

@@ -12,13 +12,13 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::platform::Platform;
-use crate::results::BadResults;
+use crate::evidence::results::BadResults;
+use crate::report::platform::Platform;
 
 /// The schema version this build writes and the only one it reads.
 pub const PRESSURE_SCHEMA: u32 = 1;
 
-pub use crate::results::PRESSURE_PREFIX;
+pub use crate::evidence::results::PRESSURE_PREFIX;
 
 /// The pressure measurements of one platform.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -77,7 +77,12 @@ impl PressureFile {
     pub fn from_json(text: &str) -> Result<PressureFile, String> {
         use crate::evidence::strict_json;
         let head = strict_json::parse(text)?;
-        crate::results::check_schema(&head, PRESSURE_SCHEMA, "pressure", "make pressure")?;
+        crate::evidence::results::check_schema(
+            &head,
+            PRESSURE_SCHEMA,
+            "pressure",
+            "make pressure",
+        )?;
         let file: PressureFile = strict_json::typed(&head, "bad pressure file")?;
         if let Some(c) = file
             .stress
@@ -108,7 +113,7 @@ pub fn is_pressure_file(path: &Path) -> bool {
 
 /// Loads every `pressure-*.json` in `dir`, sorted by platform id.
 pub fn load_dir(dir: &Path) -> Result<Vec<PressureFile>, BadResults> {
-    crate::results::load_kind(
+    crate::evidence::results::load_kind(
         dir,
         is_pressure_file,
         PressureFile::from_json,
@@ -119,10 +124,10 @@ pub fn load_dir(dir: &Path) -> Result<Vec<PressureFile>, BadResults> {
 
 /// Writes `file` into `dir` under the folder's lock, atomically.
 pub fn write(dir: &Path, file: &PressureFile) -> std::io::Result<PathBuf> {
-    let _lock = crate::results::FolderLock::acquire(dir, || false)?;
+    let _lock = crate::evidence::results::FolderLock::acquire(dir, || false)?;
     let path = path_for(dir, &file.platform.id);
     let json = serde_json::to_string_pretty(file).expect("pressure file serialises") + "\n";
     fs::create_dir_all(dir)?;
-    crate::results::write_atomic(&path, json.as_bytes())?;
+    crate::evidence::results::write_atomic(&path, json.as_bytes())?;
     Ok(path)
 }

@@ -11,10 +11,10 @@
 //! cell the same way because they take it from here. Every answer is per
 //! window: counts from different windows are never added together.
 
+use crate::hazards::spawn::{TABLE_BY_FDS, TABLE_BY_RSS};
+use crate::report::stats::Count;
+use crate::report::verdict::{Judgement, Outcome, Verdict, Window, p_text};
 use crate::report::{ArmReport, ProbeReport, ResultsFile, Table};
-use crate::spawn::{TABLE_BY_FDS, TABLE_BY_RSS};
-use crate::stats::Count;
-use crate::verdict::{Judgement, Outcome, Verdict, Window, p_text};
 
 /// The cell of a race-window arm that a default run leaves out.
 pub const NOT_IN_DEFAULT: &str = "not measured in a default run (`--thorough`)";

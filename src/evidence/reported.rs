@@ -2,7 +2,7 @@
 //! been measured yet. The matrix shows them only for an OS with no results
 //! file of its own, each marked `reported` with its source.
 
-use crate::verdict::{Verdict, Window};
+use crate::report::verdict::{Verdict, Window};
 
 /// One claim from a public source about one arm in one window.
 #[derive(Clone, Copy, Debug)]

@@ -401,7 +401,8 @@ fn check_creatable(dir: &Path) -> io::Result<()> {
 /// Tables that only a thorough run (`--thorough`) measures, by hazard. A
 /// default run's report lacks them; [`carry_thorough`] keeps the last
 /// thorough run's, so a default run never replaces a sweep with less.
-pub const THOROUGH_TABLES: &[(&str, &str)] = &[("spawn-window", crate::spawn::TABLE_BY_NOFILE)];
+pub const THOROUGH_TABLES: &[(&str, &str)] =
+    &[("spawn-window", crate::hazards::spawn::TABLE_BY_NOFILE)];
 
 /// Copies into `new` each thorough-only table of `old` that `new` lacks,
 /// noting in its description the run that measured it.
@@ -498,7 +499,7 @@ pub fn collect(path: &Path) -> Result<Vec<ResultsFile>, BadResults> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scratch::Scratch;
+    use crate::base::scratch::Scratch;
 
     #[test]
     fn atomic_write_replaces_whole_files_and_leaves_no_temp() {
@@ -535,8 +536,16 @@ mod tests {
             std::os::unix::fs::symlink(s.dir().join("nowhere"), s.dir().join(name)).unwrap();
         }
         assert!(load_dir(s.dir()).unwrap().is_empty());
-        assert!(crate::costs::load_dir(s.dir()).unwrap().is_empty());
-        assert!(crate::pressure_file::load_dir(s.dir()).unwrap().is_empty());
+        assert!(
+            crate::evidence::costs::load_dir(s.dir())
+                .unwrap()
+                .is_empty()
+        );
+        assert!(
+            crate::evidence::pressure_file::load_dir(s.dir())
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]
@@ -590,7 +599,7 @@ mod tests {
             hazard: "spawn-window".into(),
             about: "a".into(),
             fdwindow_version: "0".into(),
-            platform: crate::platform::Platform::detect(),
+            platform: crate::report::platform::Platform::detect(),
             started_at: started_at.into(),
             elapsed_ms: 1,
             arms: vec![],
@@ -617,7 +626,7 @@ mod tests {
 
     #[test]
     fn a_default_run_keeps_the_thorough_sweep() {
-        use crate::spawn::{TABLE_BY_NOFILE, TABLE_BY_RSS};
+        use crate::hazards::spawn::{TABLE_BY_NOFILE, TABLE_BY_RSS};
         let thorough =
             spawn_window_report("2026-01-01T00:00:00Z", &[TABLE_BY_RSS, TABLE_BY_NOFILE]);
         let default = spawn_window_report("2026-02-01T00:00:00Z", &[TABLE_BY_RSS]);

@@ -15,14 +15,14 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::platform::Platform;
+use crate::report::platform::Platform;
 
 /// The schema version this build writes and the only one it reads.
 ///
 /// 2: each run also records the milliseconds of every cell (`cells`).
 pub const TIMING_SCHEMA: u32 = 2;
 
-pub use crate::results::TIMING_PREFIX;
+pub use crate::evidence::results::TIMING_PREFIX;
 
 /// The run-time measurements of one platform.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -65,7 +65,7 @@ pub fn cell_times(report: &crate::report::ProbeReport) -> BTreeMap<String, u64> 
         .arms
         .iter()
         .filter_map(|a| match &a.outcome {
-            crate::verdict::Outcome::Observed { tallies, .. } => tallies
+            crate::report::verdict::Outcome::Observed { tallies, .. } => tallies
                 .get(crate::harness::TIME_TALLY)
                 .and_then(|t| t.get("total"))
                 .map(|ms| {

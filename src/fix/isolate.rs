@@ -72,7 +72,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{ChildStderr, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::child::{GroupExit, wait_group};
+use crate::base::child::{GroupExit, wait_group};
 
 /// How long [`run_isolated`] lets the child run before it kills it (write-up
 /// 001's hang guard): generous, since a loaded CI machine is slow, and only a

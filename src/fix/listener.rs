@@ -24,7 +24,7 @@ use std::net::{SocketAddr, TcpListener};
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 
-use crate::sockets::{BindOptions, bound, unix_bound};
+use crate::base::sockets::{BindOptions, bound, unix_bound};
 
 /// What [`retire`] achieved.
 #[derive(Debug)]
@@ -130,7 +130,7 @@ impl Placeholder {
 ///
 /// ```
 /// use fdwindow::fix::listener::{retire_unix, Retired};
-/// let dir = fdwindow::sockets::SocketDir::new()?;
+/// let dir = fdwindow::base::sockets::SocketDir::new()?;
 /// let path = dir.path("server")?;
 /// let listener = std::os::unix::net::UnixListener::bind(&path)?;
 /// match retire_unix(listener, &path)? {
@@ -172,11 +172,11 @@ pub struct UnixPlaceholder {
 
 impl UnixPlaceholder {
     /// Binds a close-on-exec Unix-domain stream socket at `path` (at most
-    /// [`crate::sockets::SOCKET_PATH_MAX`] bytes, so it binds on macOS too).
+    /// [`crate::base::sockets::SOCKET_PATH_MAX`] bytes, so it binds on macOS too).
     ///
     /// ```
     /// use fdwindow::fix::listener::UnixPlaceholder;
-    /// let dir = fdwindow::sockets::SocketDir::new()?;
+    /// let dir = fdwindow::base::sockets::SocketDir::new()?;
     /// let path = dir.path("owner.sock")?;
     /// let placeholder = UnixPlaceholder::bind(&path)?;
     /// assert!(std::os::unix::net::UnixStream::connect(&path).is_err()); // bound, not listening
@@ -186,13 +186,13 @@ impl UnixPlaceholder {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn bind(path: &Path) -> io::Result<UnixPlaceholder> {
-        if path.as_os_str().len() > crate::sockets::SOCKET_PATH_MAX {
+        if path.as_os_str().len() > crate::base::sockets::SOCKET_PATH_MAX {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!(
                     "{} is longer than {} bytes",
                     path.display(),
-                    crate::sockets::SOCKET_PATH_MAX
+                    crate::base::sockets::SOCKET_PATH_MAX
                 ),
             ));
         }
@@ -217,7 +217,7 @@ impl UnixPlaceholder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::child::HeldChild;
+    use crate::base::child::HeldChild;
     use std::net::TcpStream;
 
     #[cfg(target_os = "linux")]
@@ -256,9 +256,9 @@ mod tests {
 
     #[test]
     fn unix_placeholder_refuses_while_a_child_holds_a_copy() {
-        use crate::sockets::{SocketDir, UnixConnect, unix_connect};
+        use crate::base::sockets::{SocketDir, UnixConnect, unix_connect};
         let _serial = crate::test_serial();
-        let deadline = || std::time::Instant::now() + crate::sockets::LOOPBACK_DEADLINE;
+        let deadline = || std::time::Instant::now() + crate::base::sockets::LOOPBACK_DEADLINE;
         let dir = SocketDir::new().unwrap();
         let path = dir.path("p").unwrap();
         let p = UnixPlaceholder::bind(&path).unwrap();
@@ -279,7 +279,7 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn retire_unix_shuts_down_and_unlinks() {
-        use crate::sockets::{SocketDir, UnixConnect, unix_connect};
+        use crate::base::sockets::{SocketDir, UnixConnect, unix_connect};
         let _serial = crate::test_serial();
         let dir = SocketDir::new().unwrap();
         let path = dir.path("l").unwrap();
@@ -288,7 +288,7 @@ mod tests {
         let retired = retire_unix(listener, &path).unwrap();
         assert!(matches!(retired, Retired::EveryCopy), "{retired:?}");
         assert!(!path.exists());
-        let deadline = std::time::Instant::now() + crate::sockets::LOOPBACK_DEADLINE;
+        let deadline = std::time::Instant::now() + crate::base::sockets::LOOPBACK_DEADLINE;
         assert!(matches!(
             unix_connect(&path, deadline).unwrap(),
             UnixConnect::Missing

@@ -9,7 +9,7 @@
 use std::fs::File;
 use std::io;
 
-use crate::locks::flock;
+use crate::base::locks::flock;
 
 /// Unlocks `file` with `flock(LOCK_UN)`, then closes it.
 ///
@@ -52,7 +52,7 @@ pub struct ExclusiveLock {
 impl ExclusiveLock {
     /// Opens (creating if needed) and locks `path`, waiting for the lock.
     pub fn acquire(path: &std::path::Path) -> io::Result<ExclusiveLock> {
-        let file = crate::locks::open_rw(path)?;
+        let file = crate::base::locks::open_rw(path)?;
         flock(&file, libc::LOCK_EX)?;
         Ok(ExclusiveLock { file })
     }
@@ -74,16 +74,16 @@ impl Drop for ExclusiveLock {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::child::HeldChild;
-    use crate::locks::flock_is_held;
-    use crate::scratch::Scratch;
+    use crate::base::child::HeldChild;
+    use crate::base::locks::flock_is_held;
+    use crate::base::scratch::Scratch;
 
     #[test]
     fn released_while_a_child_holds_a_copy() {
         let _serial = crate::test_serial();
         let s = Scratch::new("fix-lock").unwrap();
         let (a, b) = (s.fresh("a"), s.fresh("b"));
-        let file = crate::locks::open_rw(&a).unwrap();
+        let file = crate::base::locks::open_rw(&a).unwrap();
         flock(&file, libc::LOCK_EX).unwrap();
         let guard = ExclusiveLock::acquire(&b).unwrap();
         let held = HeldChild::hold().unwrap();

@@ -104,7 +104,7 @@ mod tests {
 
     #[test]
     fn create_skips_names_that_exist() {
-        let scratch = crate::scratch::Scratch::new("fix-test").unwrap();
+        let scratch = crate::base::scratch::Scratch::new("fix-test").unwrap();
         // Occupy the next few names, as a dead process with our pid would have.
         let next = NEXT.load(Ordering::Relaxed);
         for n in next..next + 3 {

@@ -39,15 +39,15 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 
+use crate::base::child::{HeldChild, InheritingChild, SpawnRace};
 use crate::base::out;
-use crate::child::{HeldChild, InheritingChild, SpawnRace};
-use crate::platform::Platform;
-use crate::report::{ArmReport, LeftOut, ProbeReport, SCHEMA_VERSION, Table, utc_now};
-use crate::scratch::Scratch;
-use crate::stats::MAX_TRIALS;
-use crate::verdict::{
+use crate::base::scratch::Scratch;
+use crate::report::platform::Platform;
+use crate::report::stats::MAX_TRIALS;
+use crate::report::verdict::{
     Judgement, Kind, MIN_DETERMINISTIC_TRIALS, Outcome, Role, Tallies, Verdict, Window,
 };
+use crate::report::{ArmReport, LeftOut, ProbeReport, SCHEMA_VERSION, Table, utc_now};
 
 /// A probe: one hazard and the arms that meet it.
 #[derive(Debug)]
@@ -137,7 +137,7 @@ pub trait Context<T> {
     /// Any error means setup failed.
     fn ctx(self, step: &str) -> Result<T, Fault>;
     /// `ENOSYS`, `EINVAL`, `EOPNOTSUPP` and `ENOTSUP` (45 on macOS) mean the OS
-    /// lacks the feature ([`crate::errno::UNSUPPORTED`]); other errors mean setup failed.
+    /// lacks the feature ([`crate::base::errno::UNSUPPORTED`]); other errors mean setup failed.
     fn ctx_feature(self, step: &str) -> Result<T, Fault>;
 }
 
@@ -148,7 +148,7 @@ impl<T> Context<T> for io::Result<T> {
 
     fn ctx_feature(self, step: &str) -> Result<T, Fault> {
         self.map_err(|e| match e.raw_os_error() {
-            Some(n) if crate::errno::UNSUPPORTED.contains(&n) => {
+            Some(n) if crate::base::errno::UNSUPPORTED.contains(&n) => {
                 Fault::Unsupported(format!("{step}: {e}"))
             }
             _ => Fault::Broken(format!("{step}: {e}")),
@@ -171,7 +171,7 @@ pub struct Trial<'a> {
     /// race trials must not pile up files for the scratch folder's removal.
     paths: std::cell::RefCell<Vec<std::path::PathBuf>>,
     /// Short folders for Unix-domain socket paths, removed when the trial ends.
-    socket_dirs: std::cell::RefCell<Vec<crate::sockets::SocketDir>>,
+    socket_dirs: std::cell::RefCell<Vec<crate::base::sockets::SocketDir>>,
 }
 
 impl Trial<'_> {
@@ -191,9 +191,9 @@ impl Trial<'_> {
     /// A path for a Unix-domain socket that no other trial uses, short enough
     /// for every OS's `sun_path` (macOS allows 103 bytes where the scratch
     /// folder under a long `TMPDIR` would not fit: see
-    /// [`crate::sockets::SocketDir`]); removed with its folder when the trial ends.
+    /// [`crate::base::sockets::SocketDir`]); removed with its folder when the trial ends.
     pub fn socket_path(&self, stem: &str) -> Result<std::path::PathBuf, Fault> {
-        let dir = crate::sockets::SocketDir::new().ctx("make the socket folder")?;
+        let dir = crate::base::sockets::SocketDir::new().ctx("make the socket folder")?;
         let path = dir.path(stem).ctx("build the socket path")?;
         self.socket_dirs.borrow_mut().push(dir);
         Ok(path)
@@ -708,7 +708,7 @@ fn arm_report(
         role: arm.role,
         window,
         kind,
-        emulated: crate::verdict::emulated(platform, kind, arm.timed),
+        emulated: crate::report::verdict::emulated(platform, kind, arm.timed),
         about: arm.about.to_owned(),
         against: match arm.role {
             Role::Control => None,
@@ -1128,7 +1128,7 @@ mod tests {
     /// races them all.
     #[test]
     fn a_default_run_races_no_covered_mitigation() {
-        use crate::verdict::Window::{InProcess, PosixSpawn};
+        use crate::report::verdict::Window::{InProcess, PosixSpawn};
         static ARMS: &[Arm] = &[
             Arm {
                 id: "c",
@@ -1200,7 +1200,7 @@ mod tests {
     /// cap, and its fixes with it.
     #[test]
     fn trial_counted_cells_stop_once_decided() {
-        use crate::verdict::Window::InProcess;
+        use crate::report::verdict::Window::InProcess;
         static ALL_HITS: &[Arm] = &[
             Arm {
                 id: "c",
@@ -1224,7 +1224,7 @@ mod tests {
         assert_eq!((count(&r, 1).hits, count(&r, 1).trials), (0, 7));
         assert_eq!(
             r.judgement(&r.arms[1]).verdict,
-            crate::verdict::Verdict::Valid
+            crate::report::verdict::Verdict::Valid
         );
         /// Hits in every other trial.
         fn half(_: &mut Trial<'_>) -> Result<bool, Fault> {
@@ -1258,7 +1258,7 @@ mod tests {
     /// rest on less evidence than the cap asks for; a hit (invalid) stops it.
     #[test]
     fn statistical_fixes_stop_early_only_at_a_hit() {
-        use crate::verdict::Window::InProcess;
+        use crate::report::verdict::Window::InProcess;
         static ARMS: &[Arm] = &[
             Arm {
                 id: "c",
@@ -1294,7 +1294,7 @@ mod tests {
         assert_eq!((count(1).hits, count(1).trials), (0, 40));
         assert_eq!(
             r.judgement(&r.arms[1]).verdict,
-            crate::verdict::Verdict::Valid
+            crate::report::verdict::Verdict::Valid
         );
         assert_eq!(count(2).trials, MIN_DETERMINISTIC_TRIALS);
     }
@@ -1483,7 +1483,7 @@ mod tests {
 
     #[test]
     fn unconfirmed_trials_are_excluded_counted_and_bounded() {
-        use crate::verdict::Window::InProcess;
+        use crate::report::verdict::Window::InProcess;
         static ARMS: &[Arm] = &[
             Arm {
                 id: "c",
@@ -1532,13 +1532,13 @@ mod tests {
         assert_eq!(r.arms[1].outcome.broken_trials(), 15);
         assert_eq!(
             r.judgement(&r.arms[1]).verdict,
-            crate::verdict::Verdict::Broken
+            crate::report::verdict::Verdict::Broken
         );
     }
 
     #[test]
     fn declarations_are_checked() {
-        use crate::verdict::Window::{InProcess, Inherited};
+        use crate::report::verdict::Window::{InProcess, Inherited};
         static GOOD: &[Arm] = &[
             Arm {
                 id: "c",
@@ -1588,7 +1588,7 @@ mod tests {
             id: "c",
             windows: &[InProcess],
             trial: ok,
-            kind: Some(crate::verdict::Kind::Statistical),
+            kind: Some(crate::report::verdict::Kind::Statistical),
             ..ARM
         }];
         let wrong = Probe {
@@ -1624,7 +1624,7 @@ mod tests {
         static UNNAMED: &[Arm] = &[ARM];
         assert!(check(&probe(UNNAMED)).is_err());
         // A fix sham-tested in one of its windows but not in the other.
-        use crate::verdict::Window::PosixSpawn;
+        use crate::report::verdict::Window::PosixSpawn;
         static HALF_SHAM: &[Arm] = &[
             Arm {
                 id: "c",

@@ -52,8 +52,8 @@ use std::path::Path;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use crate::cloexec::{Call, Flag, Holder, Maker, SpawnHow};
 use crate::harness::{Context, Fault};
+use crate::hazards::cloexec::{Call, Flag, Holder, Maker, SpawnHow};
 
 /// The control ABI this code speaks (`FDW_PARKED_ABI` in the shim).
 const ABI: c_int = 2;
@@ -586,15 +586,15 @@ fn reexec_with_library() -> io::Result<()> {
 
 /// The loader's preload variable here.
 fn preload_variable() -> Option<&'static str> {
-    crate::preload::variable()
+    crate::cotenant::preload::variable()
 }
 
-/// Writes the embedded interposer ([`crate::preload::Library::PARKED_CALL`])
+/// Writes the embedded interposer ([`crate::cotenant::preload::Library::PARKED_CALL`])
 /// to a private file; returns it and the directory to remove. The directory
 /// outlives this process image on purpose: the re-executed image removes it
 /// ([`preload_self`]), and a failed exec removes it at once.
 fn write_library() -> io::Result<(std::path::PathBuf, std::path::PathBuf)> {
-    let written = crate::preload::Library::PARKED_CALL.write()?;
+    let written = crate::cotenant::preload::Library::PARKED_CALL.write()?;
     let found = (written.path().to_owned(), written.dir().to_owned());
     // Not dropped: dropping would remove the file before the exec opens it.
     std::mem::forget(written);

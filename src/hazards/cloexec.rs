@@ -22,10 +22,10 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::child::CAT_PROGRAM;
-use crate::child::read_byte_by;
-use crate::child_hook::Hook;
+use crate::base::child::CAT_PROGRAM;
+use crate::base::child::read_byte_by;
 use crate::sys;
+use crate::sys::child_hook::Hook;
 
 /// How long a holder may take to exec and echo before spawning counts as broken.
 const ECHO_TIMEOUT: Duration = Duration::from_secs(30);
@@ -224,7 +224,7 @@ impl Made {
     /// The second step: `fcntl(F_SETFD, FD_CLOEXEC)` on each descriptor.
     pub fn set_cloexec(&self) -> io::Result<()> {
         for fd in &self.fds {
-            crate::locks::set_cloexec(fd, true)?;
+            crate::base::locks::set_cloexec(fd, true)?;
         }
         Ok(())
     }
@@ -247,7 +247,7 @@ fn sock_flag(atomic: bool) -> io::Result<libc::c_int> {
 /// refused as unknown type bits (`EINVAL` on Linux, `EPROTONOSUPPORT` or
 /// `EPROTOTYPE` from xnu): the flag is absent here, reported as unsupported.
 fn flag_unknown(e: io::Error, atomic: bool) -> io::Error {
-    if atomic && crate::errno::means_flag_unknown(&e) {
+    if atomic && crate::base::errno::means_flag_unknown(&e) {
         io::Error::new(
             io::ErrorKind::Unsupported,
             format!("the kernel refused the close-on-exec type flag: {e}"),
@@ -343,7 +343,7 @@ impl Holder {
                     _ => None,
                 };
                 if let Some(hook) = hook {
-                    crate::child_hook::install(&mut cmd, hook);
+                    crate::sys::child_hook::install(&mut cmd, hook);
                 }
                 let mut child = cmd.spawn()?;
                 Holder {
@@ -509,7 +509,7 @@ fn raw_spawn(how: SpawnHow) -> io::Result<Holder> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scratch::Scratch;
+    use crate::base::scratch::Scratch;
 
     fn has_cloexec(fd: RawFd) -> bool {
         let flags = fd_flags(fd).unwrap_or_else(|| panic!("fd {fd} is not open"));

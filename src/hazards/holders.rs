@@ -273,7 +273,7 @@ mod tests {
     #[cfg(any(target_os = "linux", target_os = "macos"))]
     mod live {
         use super::super::*;
-        use crate::child::HeldChild;
+        use crate::base::child::HeldChild;
 
         #[test]
         fn a_held_fork_is_a_second_holder_running_our_exe() {
@@ -294,7 +294,7 @@ mod tests {
         #[test]
         fn a_written_file_is_held_by_the_fork_after_our_close() {
             let _serial = crate::test_serial();
-            let dir = crate::scratch::Scratch::new("holders").unwrap();
+            let dir = crate::base::scratch::Scratch::new("holders").unwrap();
             let path = dir.fresh("written");
             let mut file = std::fs::File::create(&path).unwrap();
             std::io::Write::write_all(&mut file, b"fixture").unwrap();

@@ -37,9 +37,9 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::child::TRUE_PROGRAM;
-use crate::child_hook::Hook;
+use crate::base::child::TRUE_PROGRAM;
 use crate::sys;
+use crate::sys::child_hook::Hook;
 
 /// How long one window may last before the measurement counts as broken.
 const WINDOW_TIMEOUT: Duration = Duration::from_secs(30);
@@ -230,7 +230,7 @@ impl Prepared {
                 .stdout(Stdio::null())
                 .stderr(Stdio::null());
             if let Some(hook) = pre_exec {
-                crate::child_hook::install(&mut cmd, hook);
+                crate::sys::child_hook::install(&mut cmd, hook);
             }
             cmd
         };
@@ -587,7 +587,7 @@ fn set_nofile(limit: &libc::rlimit) -> io::Result<()> {
 pub fn count_open_fds() -> io::Result<usize> {
     let limit = get_nofile()?.rlim_cur.min(1 << 20) as RawFd;
     Ok((0..limit)
-        .filter(|&fd| crate::cloexec::fd_flags(fd).is_some())
+        .filter(|&fd| crate::hazards::cloexec::fd_flags(fd).is_some())
         .count())
 }
 
@@ -1162,7 +1162,7 @@ impl NofileLimit {
                     format!(
                         "setrlimit(RLIMIT_NOFILE, {n}) with hard limit {}: {}",
                         old.rlim_max,
-                        crate::errno::error_name(&e)
+                        crate::base::errno::error_name(&e)
                     ),
                 ))
             }

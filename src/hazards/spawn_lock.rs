@@ -29,7 +29,7 @@
 //!
 //! ```
 //! use std::process::{Command, Stdio};
-//! use fdwindow::spawn_lock::SPAWN_LOCK;
+//! use fdwindow::hazards::spawn_lock::SPAWN_LOCK;
 //!
 //! // Creating: the descriptor and its close-on-exec flag under the shared side.
 //! let file = {

@@ -21,9 +21,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use crate::platform::Platform;
-use crate::stats::{Count, MAX_TRIALS};
-use crate::verdict::{
+use crate::report::platform::Platform;
+use crate::report::stats::{Count, MAX_TRIALS};
+use crate::report::verdict::{
     Against, Judgement, Kind, Outcome, Role, Window, control_judgement, mitigation_judgement,
 };
 
@@ -187,7 +187,7 @@ impl ProbeReport {
     }
 
     /// The derived judgement on one of this report's arms, by the rules in
-    /// [`crate::verdict`]: against its control and sham in the same window.
+    /// [`crate::report::verdict`]: against its control and sham in the same window.
     pub fn judgement(&self, arm: &ArmReport) -> Judgement {
         match arm.role {
             Role::Control | Role::Sham => control_judgement(&arm.outcome, arm.kind),
@@ -432,7 +432,7 @@ pub fn utc_from_unix(secs: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verdict::Tallies;
+    use crate::report::verdict::Tallies;
 
     /// A left-out entry cannot hide a measured cell or a control from the
     /// check: only a mitigation or sham of a race window, once, not measured.
@@ -575,13 +575,13 @@ mod tests {
         assert_eq!(of(&report, 3).as_deref(), Some("pid-realtime-nanos"));
         assert_eq!(
             report.judgement(&report.arms[2]).verdict,
-            crate::verdict::Verdict::Valid
+            crate::report::verdict::Verdict::Valid
         );
         // A sham named but not run leaves the mitigation inconclusive.
         report.arms[2].sham = Some("process-sequence-sham".into());
         assert_eq!(
             report.judgement(&report.arms[2]).verdict,
-            crate::verdict::Verdict::Inconclusive
+            crate::report::verdict::Verdict::Inconclusive
         );
         // The named control missing means no control, never the window's first.
         report.arms.remove(1);
@@ -711,7 +711,7 @@ mod kind_tests {
 #[cfg(test)]
 mod sham_tests {
     use super::*;
-    use crate::verdict::Verdict;
+    use crate::report::verdict::Verdict;
 
     fn arm(
         arm: &str,

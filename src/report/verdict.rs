@@ -8,14 +8,14 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::stats::{ABSENCE_THRESHOLD, Count, MAX_TRIALS, decisive_trials, fisher_less};
+use crate::report::stats::{ABSENCE_THRESHOLD, Count, MAX_TRIALS, decisive_trials, fisher_less};
 
 /// Whether an arm of `kind` measured on `platform` is `emulated` (DESIGN.md,
 /// Platforms): under TCG, every statistical arm (races, clocks, environment
 /// races) and every timed one measures the emulator's scheduling and clock;
 /// a deterministic window built on purpose measures only the guest kernel's
 /// semantics, wherever it runs.
-pub fn emulated(platform: &crate::platform::Platform, kind: Kind, timed: bool) -> bool {
+pub fn emulated(platform: &crate::report::platform::Platform, kind: Kind, timed: bool) -> bool {
     platform.emulated() && (kind == Kind::Statistical || timed)
 }
 

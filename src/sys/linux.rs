@@ -564,9 +564,9 @@ pub(crate) fn spawn_cloexec_default_flag() -> std::io::Result<libc::c_short> {
 /// this only for children spawned from a thread that outlives them.
 pub(crate) fn die_with_parent(cmd: &mut std::process::Command) {
     let parent = rustix::process::getpid();
-    crate::child_hook::install(
+    crate::sys::child_hook::install(
         cmd,
-        crate::child_hook::Hook::Sys(ChildHook::DieWithParent(parent)),
+        crate::sys::child_hook::Hook::Sys(ChildHook::DieWithParent(parent)),
     );
 }
 
@@ -579,7 +579,7 @@ pub(crate) fn exit_with_parent(_parent: u32) -> io::Result<()> {
 }
 
 /// Linux's own code for a child between fork and exec
-/// ([`crate::child_hook`]): each variant names its async-signal-safe calls.
+/// ([`crate::sys::child_hook`]): each variant names its async-signal-safe calls.
 #[derive(Debug)]
 pub(crate) enum ChildHook {
     /// `prctl(PR_SET_PDEATHSIG, SIGKILL)`, then `getppid()` against the
@@ -774,7 +774,7 @@ pub(crate) fn spawn_isolated(
         walk: cmd.walk_fds,
         keep: cmd.keep.clone(),
     };
-    crate::child_hook::install(&mut std_cmd, crate::child_hook::Hook::Sys(hook));
+    crate::sys::child_hook::install(&mut std_cmd, crate::sys::child_hook::Hook::Sys(hook));
     let mut child = std_cmd.spawn()?;
     Ok(super::Spawned {
         stdin: child.stdin.take(),

@@ -35,7 +35,7 @@ mod other;
 pub(crate) use other::*;
 
 /// What identifies one open object across processes, as a holder scan
-/// ([`crate::holders`]) compares it.
+/// ([`crate::hazards::holders`]) compares it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Object {
     /// A file (or, on Linux, any descriptor: sockets have a sockfs inode):

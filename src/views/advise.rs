@@ -9,11 +9,11 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
-use crate::costs::CostsFile;
+use crate::evidence::costs::CostsFile;
+use crate::evidence::knowledge::{Claim, claims};
 use crate::evidence::query::{VALID_MEANS, cell_line, combined_verdict};
-use crate::knowledge::{Claim, claims};
+use crate::report::verdict::{Role, Verdict};
 use crate::report::{ResultsFile, Table};
-use crate::verdict::{Role, Verdict};
 
 /// The advice on one hazard for one OS.
 #[derive(Clone, Debug, Serialize)]
@@ -177,8 +177,9 @@ pub fn advise(
                     cell_line(report, a),
                     f.platform.id
                 ));
-                claim = claim
-                    .or_else(|| crate::knowledge::claim_on(&f.platform, hazard, &arm, a.window));
+                claim = claim.or_else(|| {
+                    crate::evidence::knowledge::claim_on(&f.platform, hazard, &arm, a.window)
+                });
             }
         }
         let measured_here = !verdicts.is_empty() || !evidence.is_empty();
@@ -242,14 +243,14 @@ pub fn advise(
 /// A platform's release as advice names it: the kernel's on Linux (where the
 /// kernel decides the behaviour), the OS version elsewhere; with its
 /// virtualization when it ran in a guest or an emulator.
-fn release_of(p: &crate::platform::Platform) -> String {
+fn release_of(p: &crate::report::platform::Platform) -> String {
     let release = if p.os == "linux" || p.os_release.is_empty() {
         &p.kernel_release
     } else {
         &p.os_release
     };
     match p.virtualization {
-        crate::platform::Virtualization::Bare => format!("`{release}`"),
+        crate::report::platform::Virtualization::Bare => format!("`{release}`"),
         v => format!("`{release}` ({})", v.id()),
     }
 }
@@ -377,7 +378,7 @@ mod tests {
     #[test]
     fn own_claims_for_an_unmeasured_arm_are_not_measured_and_not_reported() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
-        let mut files = crate::results::load_dir(&dir).unwrap();
+        let mut files = crate::evidence::results::load_dir(&dir).unwrap();
         // The arm is gone from every Linux file, this machine's and the VM's.
         for linux in files.iter_mut().filter(|f| f.platform.os == "linux") {
             if let Some(report) = linux.probes.get_mut("flock-survival") {
@@ -409,17 +410,17 @@ mod tests {
     #[test]
     fn valid_fixes_are_ranked_by_measured_cost() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
-        let files = crate::results::load_dir(&dir).unwrap();
+        let files = crate::evidence::results::load_dir(&dir).unwrap();
         let linux = crate::evidence::query::quoted_file(&files, "linux").expect("Linux results");
         let link = |arm: &str| {
-            crate::costs::LINKS
+            crate::evidence::costs::LINKS
                 .iter()
                 .find(|l| l.hazard == "flock-survival" && l.arm == arm)
                 .unwrap()
         };
         // Ten rounds each, in a fixed pattern of ±5 ns.
         let cost = |ns: f64| {
-            crate::costs::BenchCost::from_samples(
+            crate::evidence::costs::BenchCost::from_samples(
                 (0..10)
                     .map(|i| ns + if i % 2 == 0 { 5.0 } else { -5.0 })
                     .collect(),
@@ -428,8 +429,8 @@ mod tests {
         };
         // fs2-unlock cheapest, std-unlock dearest; unlock-then-close unmeasured.
         let (fs2, std) = (link("fs2-unlock"), link("std-unlock"));
-        let mut costs = crate::costs::CostsFile {
-            schema: crate::costs::COSTS_SCHEMA,
+        let mut costs = crate::evidence::costs::CostsFile {
+            schema: crate::evidence::costs::COSTS_SCHEMA,
             platform: linux.platform.clone(),
             benches: [
                 (fs2.bench.to_owned(), cost(110.0)),

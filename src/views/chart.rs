@@ -10,8 +10,8 @@
 use std::fmt::Write;
 
 use crate::evidence::query::{SPAWN_WINDOW, spawn_window_tables};
+use crate::hazards::spawn::{TABLE_BY_FDS, TABLE_BY_NOFILE, TABLE_BY_RSS, cell};
 use crate::report::{ResultsFile, Table};
-use crate::spawn::{TABLE_BY_FDS, TABLE_BY_NOFILE, TABLE_BY_RSS, cell};
 
 pub use super::SPAWN_WINDOW_SVG;
 
@@ -289,9 +289,9 @@ fn plot(svg: &mut String, left: f64, top: f64, series: &[(String, Vec<Point>)], 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::platform::Platform;
+    use crate::hazards::spawn::WINDOW_COLUMNS;
+    use crate::report::platform::Platform;
     use crate::report::{ProbeReport, SCHEMA_VERSION};
-    use crate::spawn::WINDOW_COLUMNS;
 
     fn row(path: &str, rss: &str, fds: &str, median: &str, p90: &str) -> Vec<String> {
         let mut r: Vec<String> = vec![
@@ -421,7 +421,9 @@ mod tests {
         f.probes.get_mut(SPAWN_WINDOW).unwrap().tables.push(Table {
             id: TABLE_BY_NOFILE.into(),
             about: "t".into(),
-            columns: crate::spawn::NOFILE_COLUMNS.map(String::from).to_vec(),
+            columns: crate::hazards::spawn::NOFILE_COLUMNS
+                .map(String::from)
+                .to_vec(),
             rows: vec![
                 nofile_row("close-every-fd-in-child", "1024", "800"),
                 nofile_row("close-every-fd-in-child", "1048576", "150000"),

@@ -7,11 +7,11 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use crate::costs::{CostsFile, ns_text};
+use crate::evidence::costs::{CostsFile, ns_text};
 use crate::evidence::query::{SPAWN_WINDOW, escape_cell as escape, find_arm, has_spawn_window};
+use crate::evidence::reported::{REPORTED, Reported};
+use crate::report::verdict::{Kind, Role, Verdict, Window};
 use crate::report::{ResultsFile, Table};
-use crate::reported::{REPORTED, Reported};
-use crate::verdict::{Kind, Role, Verdict, Window};
 use crate::views::SPAWN_WINDOW_SVG;
 
 /// The first line of MATRIX.md: how it was made and that it is not for editing.
@@ -20,7 +20,7 @@ DO NOT EDIT: run `make probe-linux` (or `make matrix`) instead. -->";
 
 // The cell texts and verdict queries this renderer shares with every other
 // view live in the evidence's query module; re-exported under their old
-// paths (`fdwindow::matrix::arm_verdict`, …), which users' tests call.
+// paths (`fdwindow::views::matrix::arm_verdict`, …), which users' tests call.
 pub use crate::evidence::query::{
     NOT_IN_DEFAULT, VALID_MEANS, arm_judgement, arm_verdict, cell_detail, cell_line, cell_text,
     count_text,
@@ -440,7 +440,7 @@ fn render_costs(out: &mut String, costs: &[CostsFile]) {
 over its samples: the benches time every routine of a group in interleaved batches, one batch each \
 per round, and write each batch's time per iteration to `results/costs-<platform>.json` (`make bench`). \
 A cost column above is the median over the rounds of a mitigation's batch minus its baseline's \
-(`fdwindow::costs::LINKS`) with its bootstrap 95% interval, and the ratio of their medians; where \
+(`fdwindow::evidence::costs::LINKS`) with its bootstrap 95% interval, and the ratio of their medians; where \
 the interval spans zero it reads \"no measurable difference\".\n",
     );
     for c in costs {
@@ -494,14 +494,14 @@ fn find_reported(os: &str, hazard: &str, arm: &str, window: Window) -> Option<&'
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::verdict::Outcome;
     use crate::report::{ArmReport, ProbeReport};
-    use crate::verdict::Outcome;
 
     /// A race control is marked as a rate; a cell a default run left out
     /// has its row, which says it was not measured and how to measure it.
     #[test]
     fn rates_and_cells_left_out_are_marked() {
-        use crate::platform::Platform;
+        use crate::report::platform::Platform;
         use crate::report::{LeftOut, SCHEMA_VERSION};
         let platform = Platform::detect();
         let control = |window: Window| ArmReport {

@@ -10,13 +10,13 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::costs::CostsFile;
+use crate::evidence::costs::CostsFile;
+use crate::evidence::pressure_file::PressureFile;
 use crate::evidence::query::{cell_line, cell_text, count_text, find_arm};
-use crate::pressure_file::PressureFile;
+use crate::evidence::results::BadResults;
+use crate::report::stats::Count;
+use crate::report::verdict::Window;
 use crate::report::{ResultsFile, Table};
-use crate::results::BadResults;
-use crate::stats::Count;
-use crate::verdict::Window;
 
 /// Everything a section is rendered from.
 pub struct Inputs {
@@ -27,7 +27,7 @@ pub struct Inputs {
     /// Every pressure file.
     pub pressure: Vec<PressureFile>,
     /// Every timing file (`make timing`).
-    pub timing: Vec<crate::timing::TimingFile>,
+    pub timing: Vec<crate::evidence::timing::TimingFile>,
     /// Every audit benchmark file (`make bench-audit`).
     pub audit_bench: Vec<crate::evidence::audit_bench::AuditBench>,
     /// MATRIX.md as rendered now from the same folder, whose
@@ -41,10 +41,10 @@ impl Inputs {
     /// MATRIX.md rendered from them.
     pub fn load(dir: &Path, matrix: String) -> Result<Inputs, BadResults> {
         Ok(Inputs {
-            files: crate::results::load_dir(dir)?,
-            costs: crate::costs::load_dir(dir)?,
-            pressure: crate::pressure_file::load_dir(dir)?,
-            timing: crate::timing::load_dir(dir).map_err(|problem| BadResults {
+            files: crate::evidence::results::load_dir(dir)?,
+            costs: crate::evidence::costs::load_dir(dir)?,
+            pressure: crate::evidence::pressure_file::load_dir(dir)?,
+            timing: crate::evidence::timing::load_dir(dir).map_err(|problem| BadResults {
                 path: dir.to_owned(),
                 problem,
             })?,
@@ -342,7 +342,7 @@ fn timing(inputs: &Inputs) -> String {
     inputs
         .timing
         .iter()
-        .map(crate::timing::TimingFile::render)
+        .map(crate::evidence::timing::TimingFile::render)
         .collect::<Vec<_>>()
         .join("\n")
 }

@@ -127,7 +127,7 @@ impl Spec {
         // carries the same bytes for `fdwindow stress`; these copies let a
         // guest preload one by path. A build without them (a stub) leaves
         // them out.
-        for library in crate::preload::Library::ALL {
+        for library in crate::cotenant::preload::Library::ALL {
             if let Ok(bytes) = library.bytes() {
                 spec.entries.insert(
                     format!("{GUEST_BIN_DIR}/{}", library.file_name()),
@@ -150,21 +150,21 @@ impl Spec {
         }
         // The programs the probes' children exec (src/base/child.rs), the host's own.
         spec.file(
-            crate::child::TRUE_PROGRAM,
-            Path::new(crate::child::TRUE_PROGRAM),
+            crate::base::child::TRUE_PROGRAM,
+            Path::new(crate::base::child::TRUE_PROGRAM),
             0o755,
             false,
         );
         spec.file(
-            crate::child::CAT_PROGRAM,
-            Path::new(crate::child::CAT_PROGRAM),
+            crate::base::child::CAT_PROGRAM,
+            Path::new(crate::base::child::CAT_PROGRAM),
             0o755,
             false,
         );
         programs.extend([
             busybox,
-            PathBuf::from(crate::child::TRUE_PROGRAM),
-            PathBuf::from(crate::child::CAT_PROGRAM),
+            PathBuf::from(crate::base::child::TRUE_PROGRAM),
+            PathBuf::from(crate::base::child::CAT_PROGRAM),
         ]);
         for program in &programs {
             for lib in shared_libraries(program)? {
@@ -281,7 +281,7 @@ impl Spec {
         let bytes = self.build(scratch)?;
         std::fs::create_dir_all(cache_dir)
             .map_err(|e| format!("create {}: {e}", cache_dir.display()))?;
-        crate::results::write_atomic(&path, &bytes)
+        crate::evidence::results::write_atomic(&path, &bytes)
             .map_err(|e| format!("write {}: {e}", path.display()))?;
         prune(cache_dir, &path);
         Ok((path, true))

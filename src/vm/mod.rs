@@ -25,9 +25,9 @@ pub mod qemu;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::platform::Platform;
-use crate::results;
-use crate::scratch::Scratch;
+use crate::base::scratch::Scratch;
+use crate::evidence::results;
+use crate::report::platform::Platform;
 pub use qemu::Accel;
 
 /// Whether `platform` ran under emulation (QEMU's TCG): its virtualization,
@@ -40,7 +40,7 @@ pub fn under_tcg(platform: &Platform) -> bool {
 /// The rule that flags an arm `emulated` lives with the verdict rules, which
 /// the harness applies below this layer; it is re-exported here, where
 /// `fdwindow vm` users look for it.
-pub use crate::verdict::emulated;
+pub use crate::report::verdict::emulated;
 
 /// The `--accel` choice.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -353,7 +353,7 @@ fn merge_frame(
     console_tail: Vec<String>,
 ) -> Result<(Option<PathBuf>, Option<Broken>), VmError> {
     let text = String::from_utf8_lossy(&frame.payload);
-    let file = match crate::results::parse(&text) {
+    let file = match crate::evidence::results::parse(&text) {
         Ok(f) => f,
         Err(why) => {
             return Ok((
@@ -560,7 +560,7 @@ mod tests {
         let _serial = crate::test_serial();
         let root = Scratch::new("vm-stale-test").unwrap();
         // A pid that existed and is gone: a child, reaped.
-        let mut child = std::process::Command::new(crate::child::TRUE_PROGRAM)
+        let mut child = std::process::Command::new(crate::base::child::TRUE_PROGRAM)
             .spawn()
             .unwrap();
         let dead = child.id();

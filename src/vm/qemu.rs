@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::channel::{self, Frame};
-use crate::child::{GroupExit, wait_group};
+use crate::base::child::{GroupExit, wait_group};
 use crate::harness::interrupted;
 
 /// The console lines kept for a `broken` report.
@@ -52,10 +52,10 @@ impl Accel {
 
     /// The virtualization a guest booted under it reports (the guest reads
     /// the `fdwindow.accel=` word this accelerator put on its command line).
-    pub fn virtualization(self) -> crate::platform::Virtualization {
+    pub fn virtualization(self) -> crate::report::platform::Virtualization {
         match self {
-            Accel::Kvm => crate::platform::Virtualization::KvmGuest,
-            Accel::Tcg => crate::platform::Virtualization::Tcg,
+            Accel::Kvm => crate::report::platform::Virtualization::KvmGuest,
+            Accel::Tcg => crate::report::platform::Virtualization::Tcg,
         }
     }
 }
@@ -135,7 +135,11 @@ pub fn kernel_params(boot: &Boot) -> String {
         // (seen on Debian 12's 6.1.0-57-rt-amd64). The check guards against
         // broken hardware; this UART is emulated. kernel-parameters.txt.
         "noirqdebug".to_owned(),
-        format!("{}={}", crate::platform::ACCEL_PARAM, boot.accel.id()),
+        format!(
+            "{}={}",
+            crate::report::platform::ACCEL_PARAM,
+            boot.accel.id()
+        ),
     ];
     words.extend(boot.params.iter().cloned());
     words.join(" ")
@@ -433,8 +437,8 @@ mod tests {
         };
         let line = kernel_params(&boot);
         assert_eq!(
-            crate::platform::accel_word(&line),
-            Some(crate::platform::Virtualization::Tcg),
+            crate::report::platform::accel_word(&line),
+            Some(crate::report::platform::Virtualization::Tcg),
             "{line}"
         );
         assert!(line.starts_with("console=ttyS0 "), "{line}");
@@ -444,7 +448,7 @@ mod tests {
 
     #[test]
     fn a_frame_that_stops_coming_is_a_stall_and_one_that_grows_is_not() {
-        let dir = crate::scratch::Scratch::new("qemu-watch-test").unwrap();
+        let dir = crate::base::scratch::Scratch::new("qemu-watch-test").unwrap();
         let port = dir.dir().join("ttyS1");
         let t0 = Instant::now();
         let mut watch = ChannelWatch::new(&port, t0);

@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use fdwindow::base::scratch::Scratch;
+use fdwindow::report::verdict::{Verdict, Window};
 use fdwindow::report::{ArmReport, ProbeReport, ResultsFile};
-use fdwindow::scratch::Scratch;
-use fdwindow::verdict::{Verdict, Window};
 
 /// The `fdwindow` binary cargo built for this test run.
 pub fn fdwindow() -> Command {
@@ -79,8 +79,9 @@ pub fn stderr(out: &Output) -> String {
 
 /// The injector built into fdwindow, written to a private file that is
 /// removed when the guard drops: hold it while any preloaded process starts.
-pub fn injector() -> fdwindow::preload::Written {
-    fdwindow::pressure::injector().expect("the injector is built into fdwindow on this OS")
+pub fn injector() -> fdwindow::cotenant::preload::Written {
+    fdwindow::cotenant::pressure::injector()
+        .expect("the injector is built into fdwindow on this OS")
 }
 
 /// The arm `id` in `window` of a report; panics, naming both, when it did not run.
@@ -94,7 +95,7 @@ pub fn arm<'a>(report: &'a ProbeReport, id: &str, window: Window) -> &'a ArmRepo
 
 /// The derived verdict on arm `id` in `window`.
 pub fn verdict(report: &ProbeReport, id: &str, window: Window) -> Verdict {
-    fdwindow::matrix::arm_verdict(report, arm(report, id, window))
+    fdwindow::views::matrix::arm_verdict(report, arm(report, id, window))
 }
 
 /// `cargo test --example audit-fixture` built into this test run's own

@@ -310,7 +310,7 @@ impl Runner {
                 spec.map_or_else(|| "none".to_owned(), Spec::to_string)
             );
             let path = dir.join(format!("{safe}.log"));
-            if let Err(e) = fdwindow::results::write_atomic(&path, text.as_bytes()) {
+            if let Err(e) = fdwindow::evidence::results::write_atomic(&path, text.as_bytes()) {
                 progress::line(&format!(
                     "warning: --keep-failures: {}: {e}",
                     path.display()

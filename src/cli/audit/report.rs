@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use fdwindow::cotenant::detect::{self, Pairs, SIGN_FAILURES, Tally};
 use fdwindow::report::ResultsFile;
 use fdwindow::report::stats::{Count, fisher_less};
-use fdwindow::verdict::Verdict;
+use fdwindow::report::verdict::Verdict;
 
 use super::diagnose::{Cause, DECIDE_RUNS, Diagnosis, WINDOW_P, ids};
 use super::{Audit, Basis, Word};
@@ -72,7 +72,7 @@ impl Advisor {
             // Every user's own crate: a `results` folder, if any, may be
             // theirs, so an unreadable one is said, never an error.
             let dir = Path::new("results");
-            return Ok(match fdwindow::results::load_dir(dir) {
+            return Ok(match fdwindow::evidence::results::load_dir(dir) {
                 Ok(files) if !files.is_empty() => Advisor::Results {
                     dir: dir.to_owned(),
                     files,
@@ -95,7 +95,8 @@ impl Advisor {
                 }
             ));
         }
-        let files = fdwindow::results::load_dir(dir).map_err(|e| format!("--results: {e}"))?;
+        let files =
+            fdwindow::evidence::results::load_dir(dir).map_err(|e| format!("--results: {e}"))?;
         if files.is_empty() {
             return Err(format!(
                 "--results {}: holds no results file (make probe-linux writes one)",
@@ -130,10 +131,10 @@ impl Advisor {
             Advisor::Results { files, .. } => files,
             Advisor::Claims(_) => &[],
         };
-        let Some(a) = fdwindow::advise::advise(files, &[], hazard, os) else {
+        let Some(a) = fdwindow::views::advise::advise(files, &[], hazard, os) else {
             return format!("see `fdwindow advise {hazard}` (nothing known about it)");
         };
-        let list = |arms: &[&fdwindow::advise::ArmAdvice]| {
+        let list = |arms: &[&fdwindow::views::advise::ArmAdvice]| {
             arms.iter()
                 .map(|v| {
                     let why = if v.about.is_empty() {
@@ -146,11 +147,11 @@ impl Advisor {
                 .collect::<Vec<_>>()
                 .join("; ")
         };
-        let valid: Vec<&fdwindow::advise::ArmAdvice> = a.valid.iter().collect();
+        let valid: Vec<&fdwindow::views::advise::ArmAdvice> = a.valid.iter().collect();
         if !valid.is_empty() {
             return format!("valid fixes on {os}: {}", list(&valid));
         }
-        let claimed: Vec<&fdwindow::advise::ArmAdvice> = a
+        let claimed: Vec<&fdwindow::views::advise::ArmAdvice> = a
             .not_measured
             .iter()
             .filter(|v| matches!(v.verdict, Verdict::Valid | Verdict::Avoids))
@@ -484,7 +485,7 @@ impl Report {
     /// The report of one audit.
     pub fn of(a: &Audit, advisor: &Advisor) -> Report {
         // Detected once: it reads uname, os-release and /proc.
-        let platform = fdwindow::platform::Platform::detect();
+        let platform = fdwindow::report::platform::Platform::detect();
         let tests: Vec<TestReport> = a
             .tests
             .iter()
