@@ -68,9 +68,9 @@ pressure:
 # The VM tests are #[ignore]d here and listed as SKIP: `make test-vm` runs them.
 test:
 	@if $(CARGO) nextest --version >/dev/null 2>&1; then \
-		$(CARGO) nextest run --locked --no-fail-fast --status-level skip && $(CARGO) test --locked --doc; \
+		$(CARGO) nextest run --locked --workspace --no-fail-fast --status-level skip && $(CARGO) test --locked --workspace --doc; \
 	else \
-		$(CARGO) test --locked --no-fail-fast && $(CARGO) test --locked --doc; \
+		$(CARGO) test --locked --workspace --no-fail-fast && $(CARGO) test --locked --workspace --doc; \
 	fi
 
 # Other kernels, each booted under QEMU with the probes (fdwindow vm). The
@@ -119,7 +119,7 @@ test-vm: vm-tools kernel-deb
 
 lint:
 	$(CARGO) fmt --all -- --check
-	$(CARGO) clippy --locked --all-targets -- -D warnings
+	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
 
 check-macos:
 	@missing=""; for p in $(WEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -130,7 +130,7 @@ check-macos:
 	fi
 	@for t in $(MACOS_TARGETS); do \
 		echo "== check and clippy for $$t"; \
-		$(WEB_ENV) /usr/bin/cargo clippy --locked -Zbuild-std=std,panic_abort --target $$t --all-targets -- -D warnings || exit 1; \
+		$(WEB_ENV) /usr/bin/cargo clippy --locked -Zbuild-std=std,panic_abort --target $$t --workspace --all-targets -- -D warnings || exit 1; \
 	done
 
 # Both write $(RESULTS)/costs-<platform>.json (the interleaved samples and the

@@ -12,7 +12,7 @@
 //! 3. the thread sets `FD_CLOEXEC` (too late for that child) and closes it.
 //!
 //! Only step 2 differs between the modes: by default the child is started by
-//! `fdwindow::fix::spawn` (close-on-exec for everything above stdio in the
+//! `fdwindow_fix::spawn` (close-on-exec for everything above stdio in the
 //! child on Linux, `POSIX_SPAWN_CLOEXEC_DEFAULT` on macOS); with `--naive` by
 //! `std::process::Command::spawn`.
 //!
@@ -134,9 +134,9 @@ fn run(naive: bool) -> std::io::Result<ExitCode> {
         });
         ("std::process::Command::spawn", report)
     } else {
-        let child = fdwindow::fix::spawn::Command::new(&exe)
+        let child = fdwindow_fix::spawn::Command::new(&exe)
             .args(&child_args)
-            .stdout(fdwindow::fix::spawn::Stdio::Piped)
+            .stdout(fdwindow_fix::spawn::Stdio::Piped)
             .spawn();
         let _ = spawned_tx.send(());
         let report = child.and_then(|mut c| {
@@ -144,7 +144,7 @@ fn run(naive: bool) -> std::io::Result<ExitCode> {
             let status = c.wait()?; // reaped whatever the read gave
             Ok((c.id(), out?, status.success()))
         });
-        ("fdwindow::fix::spawn", report)
+        ("fdwindow_fix::spawn", report)
     };
     creator
         .join()

@@ -1,6 +1,6 @@
 //! Measures what the pressure co-tenant costs: children per second, and per
 //! CPU-second (user+system time of this process and its reaped children),
-//! for `fdwindow::cotenant::pressure` against a plain loop of `Command::spawn` + `wait`
+//! for `fdwindow_fix::pressure` against a plain loop of `Command::spawn` + `wait`
 //! on the same path and thread count. Each pair runs five times, alternating,
 //! and the table shows medians, so a neighbour's load falls on both alike.
 //!
@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use fdwindow::cotenant::pressure::{Config, Pressure, SpawnPath};
+use fdwindow_fix::pressure::{Config, Pressure, SpawnPath};
 
 /// User+system seconds of this process and its reaped children.
 fn cpu_seconds() -> f64 {
@@ -38,7 +38,7 @@ fn plain(threads: usize, fork: bool, run: Duration) -> u64 {
                 cmd.env_clear().stdin(Stdio::null()).stdout(Stdio::null());
                 if fork {
                     // An empty pre_exec: it only forces the fork path.
-                    fdwindow::child_hook::fork_only(&mut cmd);
+                    fdwindow_fix::sys::child_hook::fork_only(&mut cmd);
                 }
                 while Instant::now() < end {
                     cmd.spawn().unwrap().wait().unwrap();

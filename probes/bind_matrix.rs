@@ -11,14 +11,14 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
-use fdwindow::base::errno::{error_name, outcome_name};
-use fdwindow::base::scratch::Scratch;
-use fdwindow::base::sockets::{
+use fdwindow::harness::{Probe, Settings};
+use fdwindow::report::Table;
+use fdwindow_fix::base::errno::{error_name, outcome_name};
+use fdwindow_fix::base::scratch::Scratch;
+use fdwindow_fix::base::sockets::{
     BindOptions, LOOPBACK_DEADLINE, SocketDir, bound, local_addr, unix_bound, unix_connect,
     unix_listening,
 };
-use fdwindow::harness::{Probe, Settings};
-use fdwindow::report::Table;
 
 static PROBE: Probe = Probe {
     hazard: "bind-matrix",

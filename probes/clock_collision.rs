@@ -25,12 +25,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Barrier;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use fdwindow::fix::scratch::unique_name;
 use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Trial};
 use fdwindow::hazards::clocks::truncate_to_micros;
 use fdwindow::report::verdict::Kind;
 use fdwindow::report::verdict::Role::{Control, Mitigation};
 use fdwindow::report::verdict::Window::InProcess;
+use fdwindow_fix::scratch::unique_name;
 
 /// Threads per round.
 const THREADS: usize = 8;
@@ -64,7 +64,7 @@ static PROBE: Probe = Probe {
         Arm {
             id: "process-sequence",
             role: Mitigation,
-            about: "`fdwindow::fix::scratch::unique_name` (pid + a process-wide atomic counter), \
+            about: "`fdwindow_fix::scratch::unique_name` (pid + a process-wide atomic counter), \
                 with the µs timestamp of `us-truncated` kept in the name.",
             windows: &[InProcess],
             trial: process_sequence,

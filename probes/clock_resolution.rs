@@ -11,12 +11,12 @@ use std::io;
 use std::sync::Barrier;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use fdwindow::base::scratch::Scratch;
 use fdwindow::harness::{Probe, Settings};
 use fdwindow::hazards::clocks::{
     NamedClock, getres, gettime, instant_clock, os_clocks, trailing_zero_digits,
 };
 use fdwindow::report::Table;
+use fdwindow_fix::base::scratch::Scratch;
 
 static PROBE: Probe = Probe {
     hazard: "clock-resolution",

@@ -83,7 +83,7 @@ static PROBE: Probe = Probe {
         Arm {
             id: "one-env-guard",
             role: Mitigation,
-            about: "fdwindow::fix::env: one process-wide guard owns every change (and restores it); readers hold it too. Sham-tested: its writer runs fix::env's code, not libc's.",
+            about: "fdwindow_fix::env: one process-wide guard owns every change (and restores it); readers hold it too. Sham-tested: its writer runs fix::env's code, not libc's.",
             windows: &[InProcess],
             trial: |t| trial(t, "one-env-guard"),
             kind: Some(Kind::Statistical),
@@ -92,7 +92,7 @@ static PROBE: Probe = Probe {
         Arm {
             id: "one-env-guard-sham",
             role: Sham,
-            about: "one-env-guard's writer (fdwindow::fix::env) against the control's libc getenv reader, which does not hold the guard: the guard switched off on the reading side.",
+            about: "one-env-guard's writer (fdwindow_fix::env) against the control's libc getenv reader, which does not hold the guard: the guard switched off on the reading side.",
             windows: &[InProcess],
             trial: |t| trial(t, "one-env-guard-sham"),
             kind: Some(Kind::Statistical),
@@ -287,15 +287,15 @@ fn std_read() -> Option<Vec<u8>> {
     std::env::var_os(TARGET.to_str().expect("ASCII")).map(|v| v.into_encoded_bytes())
 }
 
-/// The TestEnv of write-up 000, as users get it: `fdwindow::fix::env`. One
+/// The TestEnv of write-up 000, as users get it: `fdwindow_fix::env`. One
 /// guard owns each change and restores it when dropped (so each write here is
 /// a change and its undoing, both under the guard).
 fn guarded_write(name: &CStr, value: Option<&CStr>) {
     let name = name.to_str().expect("ASCII");
-    let mut held = fdwindow::fix::env::lock();
+    let mut held = fdwindow_fix::env::lock();
     match value {
         // SAFETY: in `one-env-guard`'s child every read and write of the
-        // environment goes through fdwindow::fix::env (the arm's premise).
+        // environment goes through fdwindow_fix::env (the arm's premise).
         // In the sham's child libc's getenv reads without the guard, racy on
         // purpose: that child exists only to measure the race.
         Some(v) => unsafe { held.set(name, v.to_str().expect("ASCII")) },
@@ -305,7 +305,7 @@ fn guarded_write(name: &CStr, value: Option<&CStr>) {
 }
 
 fn guarded_read() -> Option<Vec<u8>> {
-    fdwindow::fix::env::get(TARGET.to_str().expect("ASCII")).map(|v| v.into_encoded_bytes())
+    fdwindow_fix::env::get(TARGET.to_str().expect("ASCII")).map(|v| v.into_encoded_bytes())
 }
 
 /// No environment change: the value goes to the code that needs it as an

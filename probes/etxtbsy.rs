@@ -48,13 +48,13 @@ use std::time::Duration;
 
 use std::time::Instant;
 
-use fdwindow::base::child::HeldChild;
-use fdwindow::base::scratch::Scratch;
 use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Settings, Trial};
 use fdwindow::hazards::spawn_lock::{SPAWN_LOCK, spawn_in_gap};
 use fdwindow::report::Table;
 use fdwindow::report::verdict::Role::{Control, Mitigation, Sham};
 use fdwindow::report::verdict::Window::{ForkWindow, PosixSpawn};
+use fdwindow_fix::base::child::HeldChild;
+use fdwindow_fix::base::scratch::Scratch;
 
 static PROBE: Probe = Probe {
     hazard: "etxtbsy",

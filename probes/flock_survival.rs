@@ -14,10 +14,10 @@ use std::fs::File;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use fdwindow::base::locks::{flock, flock_is_held, open_rw, set_cloexec};
 use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Trial};
 use fdwindow::report::verdict::Role::{Control, Mitigation};
 use fdwindow::report::verdict::Window::{ForkWindow, Inherited, PosixSpawn};
+use fdwindow_fix::base::locks::{flock, flock_is_held, open_rw, set_cloexec};
 
 const SPAWNS: &[fdwindow::report::verdict::Window] = &[ForkWindow, PosixSpawn, Inherited];
 

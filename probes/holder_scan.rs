@@ -17,7 +17,7 @@
 //!
 //! `run-isolated` is the fix write-up 001 shipped (HACK-1347: each exposed
 //! test re-runs alone in a child test process), as users get it:
-//! `fdwindow::fix::isolate::run_isolated_exe` runs this probe again with
+//! `fdwindow_fix::isolate::run_isolated_exe` runs this probe again with
 //! libtest's arguments (`--exact holder_scan_isolated --include-ignored
 //! --test-threads=1`, or `holder_scan_isolated_file`), which it answers,
 //! before anything else, as a one-test runner would: the "test" makes its own
@@ -33,13 +33,13 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use fdwindow::base::child::HeldChild;
 use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Trial};
 use fdwindow::hazards::holders::{
     HolderKind, Object, kinds_summary, object_at, object_of, pending_forks, scan,
 };
 use fdwindow::report::verdict::Role::{Control, Mitigation};
 use fdwindow::report::verdict::Window::ForkWindow;
+use fdwindow_fix::base::child::HeldChild;
 
 /// The isolated "tests" that `run_isolated_exe` selects with `--exact`.
 const ISOLATED_TEST: &str = "holder_scan_isolated";
@@ -102,7 +102,7 @@ static PROBE: Probe = Probe {
             id: "run-isolated",
             role: Mitigation,
             about: "The listener and the scan live in a child process of their own (this binary \
-                re-run as a one-test runner by fdwindow::fix::isolate::run_isolated_exe) where no \
+                re-run as a one-test runner by fdwindow_fix::isolate::run_isolated_exe) where no \
                 other thread spawns.",
             windows: &[ForkWindow],
             trial: |t| run_isolated(t, Target::Listener),
@@ -115,7 +115,7 @@ static PROBE: Probe = Probe {
             id: "file-run-isolated",
             role: Mitigation,
             about: "Write, close and scan in a child process of its own (this binary re-run as a \
-                one-test runner by fdwindow::fix::isolate::run_isolated_exe) where no other thread \
+                one-test runner by fdwindow_fix::isolate::run_isolated_exe) where no other thread \
                 spawns.",
             windows: &[ForkWindow],
             trial: |t| run_isolated(t, Target::File),
@@ -321,7 +321,7 @@ fn run_isolated(t: &mut Trial<'_>, target: Target) -> Result<bool, Fault> {
         Target::File => ISOLATED_FILE_TEST,
     };
     let outcome = t.during_window(|| {
-        Ok(fdwindow::fix::isolate::run_isolated_exe(
+        Ok(fdwindow_fix::isolate::run_isolated_exe(
             &me,
             test,
             ISOLATED_LIMIT,

@@ -28,15 +28,15 @@
 use std::net::Shutdown;
 use std::time::{Duration, Instant};
 
-use fdwindow::base::errno::outcome_name;
-use fdwindow::base::locks::set_cloexec;
-use fdwindow::base::sockets::{
-    BindOptions, Connect, LOOPBACK_DEADLINE, bound, connect_by, connected_pair, drain, listening,
-    local_addr, loopback_v4, next_read, poll_by,
-};
 use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Trial};
 use fdwindow::report::verdict::Role::{Control, Mitigation};
 use fdwindow::report::verdict::Window::{self, ForkWindow, Inherited, PosixSpawn};
+use fdwindow_fix::base::errno::outcome_name;
+use fdwindow_fix::base::locks::set_cloexec;
+use fdwindow_fix::base::sockets::{
+    BindOptions, Connect, LOOPBACK_DEADLINE, bound, connect_by, connected_pair, drain, listening,
+    local_addr, loopback_v4, next_read, poll_by,
+};
 
 const SPAWNS: &[Window] = &[ForkWindow, PosixSpawn, Inherited];
 const HELD: &[Window] = &[ForkWindow, Inherited];

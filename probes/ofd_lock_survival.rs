@@ -9,10 +9,12 @@
 
 use std::time::Duration;
 
-use fdwindow::base::locks::{RecordLock, open_rw, record_lock, record_lock_is_held, set_cloexec};
 use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Trial};
 use fdwindow::report::verdict::Role::{Control, Mitigation};
 use fdwindow::report::verdict::Window::{ForkWindow, Inherited, PosixSpawn};
+use fdwindow_fix::base::locks::{
+    RecordLock, open_rw, record_lock, record_lock_is_held, set_cloexec,
+};
 
 const SPAWNS: &[fdwindow::report::verdict::Window] = &[ForkWindow, PosixSpawn, Inherited];
 

@@ -25,15 +25,15 @@ use std::io::Write;
 use std::net::Shutdown;
 use std::time::{Duration, Instant};
 
-use fdwindow::base::errno::outcome_name;
-use fdwindow::base::locks::set_cloexec;
-use fdwindow::base::sockets::{
-    LOOPBACK_DEADLINE, PeerSees, connected_pair, local_addr, next_read, tcp_state,
-};
 use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Trial};
 use fdwindow::report::verdict::Kind;
 use fdwindow::report::verdict::Role::{Control, Mitigation};
 use fdwindow::report::verdict::Window::{self, ForkWindow, InProcess, Inherited};
+use fdwindow_fix::base::errno::outcome_name;
+use fdwindow_fix::base::locks::set_cloexec;
+use fdwindow_fix::base::sockets::{
+    LOOPBACK_DEADLINE, PeerSees, connected_pair, local_addr, next_read, tcp_state,
+};
 
 const WINDOWS: &[Window] = &[InProcess, ForkWindow, Inherited];
 

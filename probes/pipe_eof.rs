@@ -19,7 +19,7 @@
 //!    a hit. No waiting is involved.
 //!
 //! `fix-spawn` and its sham make their own exec'd child (`cat`) through
-//! `fdwindow::fix::spawn`, with and without its close-on-exec step, while
+//! `fdwindow_fix::spawn`, with and without its close-on-exec step, while
 //! the write end is inheritable: the inherited window's question asked of
 //! the spawner rather than of the descriptor.
 //!
@@ -29,14 +29,14 @@
 use std::io::{self, PipeReader, PipeWriter, Read};
 use std::time::{Duration, Instant};
 
-use fdwindow::base::child::HeldChild;
-use fdwindow::base::locks::set_cloexec;
-use fdwindow::base::sockets::{LOOPBACK_DEADLINE, poll_by};
 use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Trial};
 use fdwindow::hazards::cloexec::{Holder, SpawnHow};
 use fdwindow::hazards::spawn_lock::{SPAWN_LOCK, spawn_in_gap};
 use fdwindow::report::verdict::Role::{Control, Mitigation, Sham};
 use fdwindow::report::verdict::Window::{self, ForkWindow, Inherited, PosixSpawn};
+use fdwindow_fix::base::child::HeldChild;
+use fdwindow_fix::base::locks::set_cloexec;
+use fdwindow_fix::base::sockets::{LOOPBACK_DEADLINE, poll_by};
 
 const SPAWNS: &[Window] = &[ForkWindow, PosixSpawn, Inherited];
 
@@ -67,7 +67,7 @@ static PROBE: Probe = Probe {
         Arm {
             id: "fix-spawn",
             role: Mitigation,
-            about: "the write end inheritable, as the control's in this window; the child is spawned by fdwindow::fix::spawn, which passes it only stdio. Sham-tested: its child comes from another spawn path than the control's.",
+            about: "the write end inheritable, as the control's in this window; the child is spawned by fdwindow_fix::spawn, which passes it only stdio. Sham-tested: its child comes from another spawn path than the control's.",
             windows: &[Inherited],
             trial: |t| fix_spawn(t, SpawnHow::Fix),
             ..ARM

@@ -27,12 +27,12 @@ use std::net::{Ipv4Addr, SocketAddr, TcpListener, UdpSocket};
 use std::os::fd::AsFd;
 use std::time::Duration;
 
-use fdwindow::base::errno::outcome_name;
-use fdwindow::base::locks::set_cloexec;
-use fdwindow::base::sockets::{BindOptions, bound, local_addr, loopback_v4};
 use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Trial};
 use fdwindow::report::verdict::Role::{Control, Mitigation};
 use fdwindow::report::verdict::Window::{self, ForkWindow, Inherited, PosixSpawn};
+use fdwindow_fix::base::errno::outcome_name;
+use fdwindow_fix::base::locks::set_cloexec;
+use fdwindow_fix::base::sockets::{BindOptions, bound, local_addr, loopback_v4};
 
 const SPAWNS: &[Window] = &[ForkWindow, PosixSpawn, Inherited];
 const HELD: &[Window] = &[ForkWindow, Inherited];

@@ -13,14 +13,14 @@ use std::fs::File;
 use std::path::Path;
 use std::time::Duration;
 
-use fdwindow::base::locks::{
-    RecordLock, flock, flock_is_held, open_rw, posix_lock_seen_from_child, record_lock,
-    record_lock_is_held,
-};
 use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Trial};
 use fdwindow::report::verdict::Kind;
 use fdwindow::report::verdict::Role::{Control, Mitigation};
 use fdwindow::report::verdict::Window::InProcess;
+use fdwindow_fix::base::locks::{
+    RecordLock, flock, flock_is_held, open_rw, posix_lock_seen_from_child, record_lock,
+    record_lock_is_held,
+};
 
 static PROBE: Probe = Probe {
     hazard: "posix-lock-drop",

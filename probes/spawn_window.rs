@@ -14,10 +14,10 @@
 
 use std::time::Duration;
 
-use fdwindow::base::scratch::Scratch;
 use fdwindow::harness::{Probe, Settings, interrupted};
 use fdwindow::hazards::spawn::{Sweep, measure_nofile_sweep, measure_sweep, nofile_points};
 use fdwindow::report::Table;
+use fdwindow_fix::base::scratch::Scratch;
 
 static PROBE: Probe = Probe {
     hazard: "spawn-window",

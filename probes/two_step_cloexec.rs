@@ -39,8 +39,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use fdwindow::base::errno::means_unsupported;
-use fdwindow::base::scratch::Scratch;
 use fdwindow::harness::parked::{self, Mode, StdCall};
 use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Settings, Trial};
 use fdwindow::hazards::cloexec::{
@@ -50,6 +48,8 @@ use fdwindow::hazards::spawn_lock::{SPAWN_LOCK, spawn_in_gap};
 use fdwindow::report::Table;
 use fdwindow::report::verdict::Role::{Control, Mitigation, Sham};
 use fdwindow::report::verdict::Window::{self, Inherited, ParkedCall, PosixSpawn};
+use fdwindow_fix::base::errno::means_unsupported;
+use fdwindow_fix::base::scratch::Scratch;
 
 const BOTH: &[Window] = &[Inherited, PosixSpawn];
 /// The controls run in every window that builds the gap.
@@ -246,7 +246,7 @@ static PROBE: Probe = Probe {
         Arm {
             id: "fix-spawn",
             role: Mitigation,
-            about: "Two-step creation; the child is spawned by fdwindow::fix::spawn (Linux: close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) in pre_exec, 5.11+, else a /proc/self/fd walk; macOS: posix_spawn with POSIX_SPAWN_CLOEXEC_DEFAULT). Sham-tested: its spawn path differs from std's.",
+            about: "Two-step creation; the child is spawned by fdwindow_fix::spawn (Linux: close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) in pre_exec, 5.11+, else a /proc/self/fd walk; macOS: posix_spawn with POSIX_SPAWN_CLOEXEC_DEFAULT). Sham-tested: its spawn path differs from std's.",
             windows: &[Inherited],
             trial: fix_spawn,
             against: FIX_CONTROL,
@@ -255,7 +255,7 @@ static PROBE: Probe = Probe {
         Arm {
             id: "fix-spawn-sham",
             role: Sham,
-            about: "The same fdwindow::fix::spawn with its close-on-exec step switched off.",
+            about: "The same fdwindow_fix::spawn with its close-on-exec step switched off.",
             windows: &[Inherited],
             trial: fix_spawn_sham,
             against: FIX_CONTROL,
@@ -876,7 +876,7 @@ fn per_call_table(_: &Scratch, _: Settings) -> Vec<Table> {
         .iter()
         .map(|&(call, control, std_arm)| {
             // The socket folder lives until the descriptors are checked.
-            let made = fdwindow::base::sockets::SocketDir::new().and_then(|dir| {
+            let made = fdwindow_fix::base::sockets::SocketDir::new().and_then(|dir| {
                 let made = Maker::new(call, &dir.path("sock")?)?.make(Flag::Atomic)?;
                 Ok((dir, made))
             });

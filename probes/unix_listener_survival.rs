@@ -2,7 +2,7 @@
 //! takes connections at its path because a child holds a copy of it.
 //!
 //! Method: each trial makes a short private folder (paths within the 103
-//! bytes macOS allows, see `fdwindow::base::sockets::SocketDir`) and listens at a
+//! bytes macOS allows, see `fdwindow_fix::base::sockets::SocketDir`) and listens at a
 //! path in it (or only binds there, for `bound-unlistened`), then:
 //! 1. opens the window (a child parked between fork and exec, a posix_spawn
 //!    race, or an exec'd child that inherited the listener);
@@ -22,14 +22,14 @@
 use std::net::Shutdown;
 use std::time::{Duration, Instant};
 
-use fdwindow::base::errno::outcome_name;
-use fdwindow::base::locks::set_cloexec;
-use fdwindow::base::sockets::{
-    LOOPBACK_DEADLINE, SocketDir, UnixConnect, next_read, unix_bound, unix_connect, unix_listening,
-};
 use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Trial};
 use fdwindow::report::verdict::Role::{Control, Mitigation};
 use fdwindow::report::verdict::Window::{self, ForkWindow, Inherited, PosixSpawn};
+use fdwindow_fix::base::errno::outcome_name;
+use fdwindow_fix::base::locks::set_cloexec;
+use fdwindow_fix::base::sockets::{
+    LOOPBACK_DEADLINE, SocketDir, UnixConnect, next_read, unix_bound, unix_connect, unix_listening,
+};
 
 const SPAWNS: &[Window] = &[ForkWindow, PosixSpawn, Inherited];
 const HELD: &[Window] = &[ForkWindow, Inherited];

@@ -8,39 +8,34 @@
 //! this machine through the shared [`harness`]; the runner merges the reports
 //! into `results/`, and [`views::matrix`] renders what they show.
 //!
-//! The folders are the stages, lowest first; each imports only from those
-//! before it (`tests/layers.rs` holds the order):
+//! The OS calls, the building blocks and the fixes users depend on live in
+//! the `fdwindow-fix` crate (its `sys` and `base` below everything here).
+//! The folders here are the stages above it, lowest first; each imports only
+//! from those before it (`tests/layers.rs` holds the order):
 //!
-//! 1. `sys` (private): the OS calls, one file per OS;
-//! 2. [`report`]: the vocabulary: documents, verdict rules, the platform;
-//! 3. [`base`]: descriptors, locks, sockets, held children, scratch names;
-//! 4. [`fix`]: the helpers for users' tests;
-//! 5. [`hazards`]: what probes are made of beyond the base;
-//! 6. [`cotenant`]: fork pressure and the preloaded shims;
-//! 7. [`harness`]: runs a probe's arms and prints its report;
-//! 8. [`evidence`]: the results folder, costs, claims, and the queries over them;
-//! 9. [`views`]: the matrix, the chart, advice, the README's sections;
-//! 10. [`runner`], then [`vm`]: probes to results to views, here or under other kernels.
+//! 1. [`report`]: the vocabulary: documents, verdict rules, the platform;
+//! 2. [`base`]: the one writer of stdout and stderr;
+//! 3. [`hazards`]: what probes are made of beyond the fixes;
+//! 4. [`cotenant`]: the preloaded shims and the audit's detection rule;
+//! 5. [`harness`]: runs a probe's arms and prints its report;
+//! 6. [`evidence`]: the results folder, costs, claims, and the queries over them;
+//! 7. [`views`]: the matrix, the chart, advice, the README's sections;
+//! 8. [`runner`], then [`vm`]: probes to results to views, here or under other kernels.
 //!
-//! Each module also stays at its old path at the root (`fdwindow::report::verdict`,
-//! `fdwindow::cotenant::pressure`, …).
+//! Every module is reached by its stage path (`fdwindow::report::verdict`),
+//! inside the crate too, and the root re-exports nothing: the imports draw
+//! the pipeline.
 #![deny(missing_docs)]
 
 pub mod base;
 pub mod cotenant;
 pub mod evidence;
-pub mod fix;
 pub mod harness;
 pub mod hazards;
 pub mod report;
 pub mod runner;
-mod sys;
 pub mod views;
 pub mod vm;
-
-// The one module outside the stage folders' public paths: the `pre_exec`
-// hook lives with the OS calls (`sys`, private), and users reach it here.
-pub use sys::child_hook;
 
 /// Serialises unit tests that fork or watch for descriptor copies: a fork in
 /// one test thread would hold another test's descriptors (the very hazard

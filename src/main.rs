@@ -383,7 +383,7 @@ fn run(
         Err(RunError::Usage(msg)) => Err(Usage(msg)),
         Err(RunError::Interrupted) => {
             note!("interrupted: probes killed, results unchanged");
-            Ok(fdwindow::base::interrupts::exit_code())
+            Ok(fdwindow_fix::base::interrupts::exit_code())
         }
         Err(RunError::Io(e)) => {
             note!("error: {e}");
@@ -456,7 +456,7 @@ fn vm(
         Err(VmError::Usage(msg)) => Err(Usage(msg)),
         Err(VmError::Interrupted) => {
             note!("interrupted: the VM was killed; kernels done before were merged");
-            Ok(fdwindow::base::interrupts::exit_code())
+            Ok(fdwindow_fix::base::interrupts::exit_code())
         }
         Err(VmError::Failed(msg)) => {
             note!("error: {msg}");
@@ -506,7 +506,7 @@ fn matrix(dir: &Path, readme: Option<PathBuf>, check: bool) -> Result<ExitCode, 
             Ok(lock) => Some(lock),
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
                 note!("interrupted while waiting for the results folder's lock: nothing written");
-                return Ok(fdwindow::base::interrupts::exit_code());
+                return Ok(fdwindow_fix::base::interrupts::exit_code());
             }
             Err(e) => return Err(Usage(format!("results folder is not writable: {e}"))),
         }
@@ -762,7 +762,7 @@ fn merge(inputs: &[PathBuf], dir: &Path) -> Result<ExitCode, Usage> {
         Ok(lock) => lock,
         Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
             note!("interrupted: nothing merged");
-            return Ok(fdwindow::base::interrupts::exit_code());
+            return Ok(fdwindow_fix::base::interrupts::exit_code());
         }
         Err(e) => {
             note!("error: {e}");

@@ -16,12 +16,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::base::child::{GroupExit, wait_group};
-use crate::base::scratch::{SCRATCH_ENV, Scratch};
 use crate::evidence::results;
 use crate::harness::{PARENT_ENV, interrupted};
 use crate::report::platform::Platform;
 use crate::report::{ProbeReport, ResultsFile, SCHEMA_VERSION};
+use fdwindow_fix::base::child::{GroupExit, wait_group};
+use fdwindow_fix::base::scratch::{SCRATCH_ENV, Scratch};
 
 /// Every probe, by hazard id; its binary is `probe-<id>` beside `fdwindow`.
 /// The clock probes go first: clock-collision creates thousands of files and
@@ -402,7 +402,7 @@ fn run_probe(hazard: &str, opts: &RunOptions, scratch: &Path) -> Result<ProbeRep
     // NOTE_EXIT watch) and kills its group. A probe's held children need
     // neither: each is parked on, or reads, a pipe whose write end only the
     // probe holds, so it ends at end-of-file when the probe dies.
-    crate::sys::die_with_parent(&mut cmd);
+    fdwindow_fix::sys::die_with_parent(&mut cmd);
     cmd.env(PARENT_ENV, std::process::id().to_string());
     let mut child = cmd.spawn().map_err(|e| {
         ProbeFailure::Failed(format!(

@@ -20,7 +20,7 @@ use std::process::{Command, Output};
 use serde_json::{Value, json};
 
 use common::{fdwindow, probes_dir, scratch, stderr};
-use fdwindow::base::scratch::Scratch;
+use fdwindow_fix::base::scratch::Scratch;
 
 /// A committed results file that holds bind-matrix and other probes, as a
 /// document, moved onto this machine's platform (the file and each report).

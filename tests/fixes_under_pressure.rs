@@ -1,4 +1,4 @@
-//! Every fix helper in `fdwindow::fix` holds while the fork-pressure
+//! Every fix helper in `fdwindow_fix` holds while the fork-pressure
 //! co-tenant starts children all around it (the spawn lock is held against a
 //! racing spawner by the two-step-cloexec probe and its own unit test). Each check is one
 //! that the naive code fails under the same pressure by chance (measured in
@@ -9,10 +9,10 @@ use std::collections::HashSet;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use fdwindow::base::locks::{flock, flock_is_held, open_rw, set_cloexec};
-use fdwindow::cotenant::pressure::{Config, Pressure};
-use fdwindow::fix::lock::{ExclusiveLock, unlock_then_close};
-use fdwindow::fix::scratch::{create_unique_dir, unique_name};
+use fdwindow_fix::base::locks::{flock, flock_is_held, open_rw, set_cloexec};
+use fdwindow_fix::lock::{ExclusiveLock, unlock_then_close};
+use fdwindow_fix::pressure::{Config, Pressure};
+use fdwindow_fix::scratch::{create_unique_dir, unique_name};
 
 const ROUNDS: usize = 200;
 
@@ -28,7 +28,7 @@ fn pressure() -> Pressure {
 
 #[test]
 fn lock_helpers_release_for_every_copy() {
-    let dir = fdwindow::base::scratch::Scratch::new("fix-pressure-lock").unwrap();
+    let dir = fdwindow_fix::base::scratch::Scratch::new("fix-pressure-lock").unwrap();
     let pressure = pressure();
     for round in 0..ROUNDS {
         let path = dir.fresh("lock");
@@ -55,7 +55,7 @@ fn lock_helpers_release_for_every_copy() {
 #[cfg(target_os = "linux")]
 #[test]
 fn retired_listeners_refuse() {
-    use fdwindow::fix::listener::{Retired, retire};
+    use fdwindow_fix::listener::{Retired, retire};
     let pressure = pressure();
     for round in 0..ROUNDS {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -73,7 +73,7 @@ fn retired_listeners_refuse() {
 
 #[test]
 fn placeholders_refuse_until_they_listen() {
-    use fdwindow::fix::listener::Placeholder;
+    use fdwindow_fix::listener::Placeholder;
     let pressure = pressure();
     for round in 0..ROUNDS {
         let placeholder = Placeholder::bind("127.0.0.1:0".parse().unwrap()).unwrap();
@@ -88,7 +88,7 @@ fn placeholders_refuse_until_they_listen() {
 
 #[test]
 fn scratch_names_never_repeat_across_threads() {
-    let dir = fdwindow::base::scratch::Scratch::new("fix-pressure-names").unwrap();
+    let dir = fdwindow_fix::base::scratch::Scratch::new("fix-pressure-names").unwrap();
     let pressure = pressure();
     let names: Vec<String> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..4)

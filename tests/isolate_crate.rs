@@ -1,8 +1,10 @@
-//! `fdwindow::fix::isolate::run_isolated` from a crate of its own that
-//! depends on fdwindow by path as a dev-dependency, the way users adopt it: a
-//! scratch crate is written to a temporary folder and tested with `cargo
-//! test --offline` (no network: fdwindow's own Cargo.lock pins every crate,
-//! and they are already in cargo's cache and in this target folder).
+//! `fdwindow_fix::isolate::run_isolated` from a crate of its own that
+//! depends on `fdwindow-fix` by path as a dev-dependency, the way users adopt
+//! it: a scratch crate is written to a temporary folder and tested with
+//! `cargo test --offline` (no network: fdwindow's own Cargo.lock pins every
+//! crate, and they are already in cargo's cache and in this target folder),
+//! with no C compiler (`CC=/bin/false`): the crate users depend on builds
+//! none.
 //!
 //! This file holds one test, so it runs as its own process under both cargo
 //! test and nextest.
@@ -10,7 +12,7 @@
 use std::process::Command;
 
 const USER_TESTS: &str = r#"
-use fdwindow::fix::isolate::run_isolated;
+use fdwindow_fix::isolate::run_isolated;
 
 #[test]
 #[ignore = "run isolated by parent_of_a_passing_child_passes"]
@@ -43,8 +45,9 @@ fn parent_of_a_failing_child_gets_err() {
 "#;
 
 #[test]
-fn run_isolated_works_from_a_crate_with_fdwindow_as_a_dev_dependency() {
+fn run_isolated_works_from_a_crate_with_fdwindow_fix_as_a_dev_dependency() {
     let manifest_dir = env!("CARGO_MANIFEST_DIR");
+    let fix_dir = std::path::Path::new(manifest_dir).join("fdwindow-fix");
     let dir = tempfile::Builder::new()
         .prefix("fdwindow-isolate-user-")
         .tempdir()
@@ -56,7 +59,7 @@ fn run_isolated_works_from_a_crate_with_fdwindow_as_a_dev_dependency() {
         root.join("Cargo.toml"),
         format!(
             "[package]\nname = \"isolate-user\"\nversion = \"0.0.0\"\nedition = \"2024\"\npublish = false\n\n\
-             [dev-dependencies]\nfdwindow = {{ path = {manifest_dir:?} }}\n\n\
+             [dev-dependencies]\nfdwindow-fix = {{ path = {fix_dir:?} }}\n\n\
              # Not part of any enclosing workspace.\n[workspace]\n"
         ),
     )
@@ -78,6 +81,9 @@ fn run_isolated_works_from_a_crate_with_fdwindow_as_a_dev_dependency() {
         .args(["test", "--offline", "--quiet", "--test", "user"])
         .current_dir(root)
         .env("CARGO_TARGET_DIR", &target)
+        // A C build anywhere in its graph fails: it must have none.
+        .env("CC", "/bin/false")
+        .env("CXX", "/bin/false")
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);

@@ -1,18 +1,20 @@
-//! Holds the library's layers: each stage folder of `src/` imports only from
-//! the folders below it, and no modules import each other in a circle.
+//! Holds the layers of the workspace's two library crates: each stage
+//! folder imports only from the folders below it, and no modules import each
+//! other in a circle.
 //!
-//! The pipeline runs one way: probes run on the harness, which writes
-//! reports; the runner merges them into the results folder; the evidence
-//! answers questions about it; the views render the answers. [`LAYERS`] is
-//! that order, lowest first, with the building blocks underneath. A file's
-//! non-test `crate::…` paths (in `use` or inline; `super::` resolved against
-//! the file's own place) name the module they reach; each must be in the
-//! file's own folder or a lower one. Test modules (`#[cfg(test)]` items) may
-//! reach anywhere: they are not part of the layering. Comments and string
-//! literals are skipped. Modules import each other by their stage path
-//! (`crate::report::verdict`): a path through the crate root names no stage
-//! and fails, and the root re-exports nothing but [`ROOT_EXPORTS`], so the
-//! imports draw the pipeline and no module is reachable twice.
+//! The pipeline runs one way. `fdwindow-fix` ([`FIX`]) holds the OS calls,
+//! the building blocks, and on top the fixes and the co-tenant users depend
+//! on. `fdwindow` ([`FDWINDOW`]) builds on it: probes run on the harness,
+//! which writes reports; the runner merges them into the results folder; the
+//! evidence answers questions about it; the views render the answers. A
+//! file's non-test `crate::…` paths (in `use` or inline; `super::` resolved
+//! against the file's own place) name the module they reach; each must be in
+//! the file's own folder or a lower one. Test modules (`#[cfg(test)]` items)
+//! may reach anywhere: they are not part of the layering. Comments and
+//! string literals are skipped. Modules import each other by their stage path
+//! (`crate::report::verdict`): a path through a crate root names no stage
+//! and fails, and neither root re-exports a module, so the imports draw the
+//! pipeline and no module is reachable twice.
 //!
 //! The binary's own modules (`src/main.rs`, `src/cli/`) sit above all of
 //! this and use the library through `fdwindow::…`; they are not checked.
@@ -20,32 +22,61 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// The library's top-level modules, lowest first. A module may import from
-/// itself and from any module before it, never from one after it.
-const LAYERS: &[&str] = &[
-    "sys",      // the OS calls, one file per platform
-    "report",   // the vocabulary: windows, verdict rules, the platform, the documents
-    "base",     // safe building blocks: descriptors, locks, sockets, children, scratch
-    "fix",      // the helpers users put in their tests
-    "hazards",  // what probes are made of beyond the base
-    "cotenant", // fork pressure and the preloaded shims
-    "harness",  // runs a probe's arms and writes its report
-    "evidence", // the results folder, claims, costs, and the queries over them
-    "views",    // the matrix, the chart, advice, the README's sections
-    "runner",   // runs the probes and writes results and views
-    "vm",       // the same under other kernels in QEMU
-];
+/// A library crate of the workspace: where its sources are and its
+/// top-level modules in layers, lowest first. A module may import from its
+/// own layer's files and from any layer before it, never from one after it;
+/// two modules of one layer must not import each other.
+struct Crate {
+    /// Its source folder, from the workspace root.
+    src: &'static str,
+    /// Its top-level modules by layer, lowest first.
+    layers: &'static [&'static [&'static str]],
+    /// Folders whose files must not import each other.
+    independent: &'static [&'static str],
+    /// Files and folders under `src` that are not the library's (a binary's).
+    skip: &'static [&'static str],
+}
 
-/// Folders whose modules must not import each other: each view renders from
-/// the evidence alone, so no view reaches into another for a query.
-const INDEPENDENT: &[&str] = &["views"];
+/// The crate users depend on: the OS calls, the building blocks, then the
+/// fixes and the co-tenant, none of which imports another.
+const FIX: Crate = Crate {
+    src: "fdwindow-fix/src",
+    layers: &[
+        &["sys"],  // the OS calls, one file per platform
+        &["base"], // safe building blocks: descriptors, locks, sockets, children, scratch
+        // the helpers users put in their tests, and the in-process co-tenant
+        &[
+            "env", "isolate", "listener", "lock", "pressure", "scratch", "spawn",
+        ],
+    ],
+    independent: &[],
+    skip: &[],
+};
 
-/// Items defined in `src/lib.rs` itself that any module may use.
+/// The `fdwindow` crate, on top of `fdwindow-fix` (whose paths it may use
+/// anywhere: they are not `crate::` paths).
+const FDWINDOW: Crate = Crate {
+    src: "src",
+    layers: &[
+        &["report"],   // the vocabulary: windows, verdict rules, the platform, the documents
+        &["base"],     // the one writer of stdout and stderr
+        &["hazards"],  // what probes are made of beyond the fixes
+        &["cotenant"], // the preloaded shims and the audit's detection rule
+        &["harness"],  // runs a probe's arms and writes its report
+        &["evidence"], // the results folder, claims, costs, and the queries over them
+        // the matrix, the chart, advice, the README's sections: each view
+        // renders from the evidence alone, so no view reaches into another
+        &["views"],
+        &["runner"], // runs the probes and writes results and views
+        &["vm"],     // the same under other kernels in QEMU
+    ],
+    independent: &["views"],
+    // The binary's own modules sit above all of this.
+    skip: &["main.rs", "cli"],
+};
+
+/// Items defined in a crate's `lib.rs` itself that any module may use.
 const ROOT_ITEMS: &[&str] = &["test_serial"];
-
-/// What the crate root re-exports: `child_hook`, whose stage (`sys`) is
-/// private. Inside the crate it too is imported by its stage path.
-const ROOT_EXPORTS: &[&str] = &["child_hook"];
 
 /// One import that breaks the layers.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -414,14 +445,14 @@ fn resolve(path: &[String], files: &BTreeSet<Vec<String>>) -> Vec<String> {
 
 /// Checks the sources given as (path under `src/`, text): the layers, and no
 /// circle among the modules. Returns every finding, sorted.
-fn check(sources: &[(PathBuf, String)]) -> Vec<Finding> {
-    let rank = |top: &str| LAYERS.iter().position(|l| *l == top);
+fn check(krate: &Crate, sources: &[(PathBuf, String)]) -> Vec<Finding> {
+    let rank = |top: &str| krate.layers.iter().position(|l| l.contains(&top));
     let files: BTreeSet<Vec<String>> = sources.iter().map(|(p, _)| module_path(p)).collect();
     let mut findings = Vec::new();
     let mut edges: BTreeMap<Vec<String>, BTreeMap<Vec<String>, String>> = BTreeMap::new();
     for (rel, text) in sources {
         let here = module_path(rel);
-        let file = format!("src/{}", rel.display());
+        let file = format!("{}/{}", krate.src, rel.display());
         let Some(top) = here.first() else {
             continue; // lib.rs: only declarations and re-exports
         };
@@ -453,8 +484,16 @@ fn check(sources: &[(PathBuf, String)]) -> Vec<Finding> {
                     import,
                     why: format!("`{top}` imports from `{}`, a higher layer", to[0]),
                 }),
+                Some(r) if r == from && to[0] != *top => findings.push(Finding {
+                    file: file.clone(),
+                    import,
+                    why: format!(
+                        "`{top}` imports `{}`, a module of its own layer: they must not import each other",
+                        to[0]
+                    ),
+                }),
                 Some(_)
-                    if INDEPENDENT.contains(&top.as_str())
+                    if krate.independent.contains(&top.as_str())
                         && to[0] == *top
                         && to.len() == 2
                         && here.len() == 2
@@ -591,17 +630,18 @@ fn circles(edges: &BTreeMap<Vec<String>, BTreeMap<Vec<String>, String>>) -> Vec<
         .collect()
 }
 
-fn library_sources() -> (String, Vec<(PathBuf, String)>) {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let lib_rs = std::fs::read_to_string(src.join("lib.rs")).expect("src/lib.rs");
+/// A crate's `lib.rs` and its library's other sources (path under its
+/// `src`, text), sorted.
+fn library_sources(krate: &Crate) -> (String, Vec<(PathBuf, String)>) {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(krate.src);
+    let lib_rs = std::fs::read_to_string(src.join("lib.rs")).expect("lib.rs");
     let mut out = Vec::new();
     let mut dirs = vec![src.clone()];
     while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).expect("read src/") {
+        for entry in std::fs::read_dir(&dir).expect("read the source folder") {
             let path = entry.expect("a folder entry").path();
             let rel = path.strip_prefix(&src).expect("under src/").to_path_buf();
-            // The binary: main.rs and its own folder.
-            if rel == Path::new("main.rs") || rel.starts_with("cli") {
+            if krate.skip.iter().any(|s| rel.starts_with(s)) {
                 continue;
             }
             if path.is_dir() {
@@ -626,59 +666,78 @@ fn report(findings: &[Finding]) -> String {
 
 #[test]
 fn every_import_goes_down_the_layers_and_none_closes_a_circle() {
-    let (_, sources) = library_sources();
-    assert!(
-        sources.len() > 40,
-        "found only {} files under src/: is the walk broken?",
-        sources.len()
-    );
-    let findings = check(&sources);
-    assert!(
-        findings.is_empty(),
-        "layer violations (the order, lowest first: {}):\n{}",
-        LAYERS.join(" < "),
-        report(&findings)
-    );
+    for (krate, at_least) in [(&FDWINDOW, 40), (&FIX, 15)] {
+        let (_, sources) = library_sources(krate);
+        assert!(
+            sources.len() > at_least,
+            "found only {} files under {}: is the walk broken?",
+            sources.len(),
+            krate.src
+        );
+        let findings = check(krate, &sources);
+        assert!(
+            findings.is_empty(),
+            "layer violations in {} (the order, lowest first: {:?}):\n{}",
+            krate.src,
+            krate.layers,
+            report(&findings)
+        );
+    }
 }
 
+/// Neither crate's root re-exports a module: each is reached once, by its
+/// stage path.
 #[test]
-fn the_root_exports_only_what_has_no_public_stage() {
-    let (lib_rs, _) = library_sources();
-    let exported: Vec<String> = root_reexports(&lib_rs).into_iter().collect();
-    assert_eq!(
-        exported, ROOT_EXPORTS,
-        "src/lib.rs re-exports more than ROOT_EXPORTS: a module reachable twice"
-    );
+fn the_roots_reexport_nothing() {
+    for krate in [&FDWINDOW, &FIX] {
+        let (lib_rs, _) = library_sources(krate);
+        let exported = root_reexports(&lib_rs);
+        assert!(
+            exported.is_empty(),
+            "{}/lib.rs re-exports {exported:?}: a module reachable twice",
+            krate.src
+        );
+    }
 }
 
 #[test]
 fn every_top_level_module_is_in_a_layer() {
-    let (_, sources) = library_sources();
-    let tops: BTreeSet<String> = sources
-        .iter()
-        .filter_map(|(p, _)| module_path(p).first().cloned())
-        .collect();
-    let listed: BTreeSet<String> = LAYERS.iter().map(|s| s.to_string()).collect();
-    assert_eq!(
-        tops, listed,
-        "src/ and LAYERS list different top-level modules"
-    );
+    for krate in [&FDWINDOW, &FIX] {
+        let (_, sources) = library_sources(krate);
+        let tops: BTreeSet<String> = sources
+            .iter()
+            .filter_map(|(p, _)| module_path(p).first().cloned())
+            .collect();
+        let listed: BTreeSet<String> = krate
+            .layers
+            .iter()
+            .flat_map(|l| l.iter().map(|s| s.to_string()))
+            .collect();
+        assert_eq!(
+            tops, listed,
+            "{} and its layers list different top-level modules",
+            krate.src
+        );
+    }
 }
 
 #[test]
 fn src_holds_at_most_ten_files_directly() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let files: Vec<String> = std::fs::read_dir(&src)
-        .expect("read src/")
-        .map(|e| e.expect("an entry").path())
-        .filter(|p| p.is_file())
-        .map(|p| p.display().to_string())
-        .collect();
-    assert!(
-        files.len() <= 10,
-        "src/ holds {} files: {files:?}",
-        files.len()
-    );
+    for krate in [&FDWINDOW, &FIX] {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(krate.src);
+        let files: Vec<String> = std::fs::read_dir(&src)
+            .expect("read the source folder")
+            .map(|e| e.expect("an entry").path())
+            .filter(|p| p.is_file())
+            .map(|p| p.display().to_string())
+            .collect();
+        assert!(
+            files.len() <= 10,
+            "{} holds {} files: {files:?}",
+            krate.src,
+            files.len()
+        );
+    }
 }
 
 // The mutations that must break the check (STYLE.md 14): each adds one bad
@@ -696,47 +755,79 @@ fn with_file(sources: &[(PathBuf, String)], rel: &str, extra: &str) -> Vec<(Path
 
 #[test]
 fn an_upward_import_fails_and_names_the_file() {
-    let (_, sources) = library_sources();
-    for (rel, extra, offending) in [
+    for (krate, rel, extra, offending) in [
         (
+            &FIX,
             "sys/linux.rs",
-            "\nuse crate::fix::spawn::Command;\n",
-            "fix::spawn",
+            "\nuse crate::spawn::Command;\n",
+            "spawn",
         ),
         (
+            &FIX,
+            "base/child.rs",
+            "\nuse crate::pressure::Spec;\n",
+            "pressure",
+        ),
+        (
+            &FDWINDOW,
             "report/mod.rs",
             "\nfn f() { crate::harness::main(todo!()); }\n",
             "harness",
         ),
         (
+            &FDWINDOW,
             "views/advise.rs",
             "\nuse crate::{evidence::query, runner::RunOptions};\n",
             "runner",
         ),
-        ("base/child.rs", "\nuse crate::harness::Probe;\n", "harness"),
+        (
+            &FDWINDOW,
+            "base/out.rs",
+            "\nuse crate::harness::Probe;\n",
+            "harness",
+        ),
     ] {
-        let findings = check(&with_file(&sources, rel, extra));
+        let (_, sources) = library_sources(krate);
+        let findings = check(krate, &with_file(&sources, rel, extra));
+        let file = format!("{}/{rel}", krate.src);
         assert!(
             findings
                 .iter()
-                .any(|f| f.file == format!("src/{rel}") && f.import.contains(offending)),
-            "adding `{}` to src/{rel} was not caught: {findings:?}",
+                .any(|f| f.file == file && f.import.contains(offending)),
+            "adding `{}` to {file} was not caught: {findings:?}",
             extra.trim()
         );
     }
 }
 
+/// The fixes are siblings: one importing another fails.
+#[test]
+fn a_fix_importing_another_fails() {
+    let (_, sources) = library_sources(&FIX);
+    let findings = check(
+        &FIX,
+        &with_file(&sources, "listener.rs", "\nuse crate::lock::unlock;\n"),
+    );
+    assert!(
+        findings
+            .iter()
+            .any(|f| f.file == "fdwindow-fix/src/listener.rs"
+                && f.why.contains("must not import each other")),
+        "listener importing lock was not caught: {findings:?}"
+    );
+}
+
 /// A path through the crate root (the old `crate::results`, or
-/// `crate::child_hook`, which the root does export) names no stage and fails,
-/// even where the module it meant sits in a lower layer.
+/// `crate::child_hook`) names no stage and fails, even where the module it
+/// meant sits in a lower layer.
 #[test]
 fn an_import_through_the_root_fails() {
-    let (_, sources) = library_sources();
+    let (_, sources) = library_sources(&FDWINDOW);
     for (rel, extra) in [
         ("views/advise.rs", "\nuse crate::results::load_dir;\n"),
         ("hazards/spawn.rs", "\nuse crate::child_hook::Hook as H;\n"),
     ] {
-        let findings = check(&with_file(&sources, rel, extra));
+        let findings = check(&FDWINDOW, &with_file(&sources, rel, extra));
         assert!(
             findings
                 .iter()
@@ -749,12 +840,15 @@ fn an_import_through_the_root_fails() {
 
 #[test]
 fn a_view_importing_another_view_fails() {
-    let (_, sources) = library_sources();
-    let findings = check(&with_file(
-        &sources,
-        "views/advise.rs",
-        "\nuse crate::views::matrix::render;\n",
-    ));
+    let (_, sources) = library_sources(&FDWINDOW);
+    let findings = check(
+        &FDWINDOW,
+        &with_file(
+            &sources,
+            "views/advise.rs",
+            "\nuse crate::views::matrix::render;\n",
+        ),
+    );
     assert!(
         findings.iter().any(
             |f| f.file == "src/views/advise.rs" && f.why.contains("must not import each other")
@@ -767,12 +861,12 @@ fn a_view_importing_another_view_fails() {
 /// its files, so a view cannot reach another view through one.
 #[test]
 fn a_group_after_a_folder_names_each_file() {
-    let (_, sources) = library_sources();
+    let (_, sources) = library_sources(&FDWINDOW);
     for extra in [
         "\nuse crate::views::{chart, matrix::render};\n",
         "\nuse crate::{views::{matrix}, evidence::query};\n",
     ] {
-        let findings = check(&with_file(&sources, "views/advise.rs", extra));
+        let findings = check(&FDWINDOW, &with_file(&sources, "views/advise.rs", extra));
         assert!(
             findings.iter().any(|f| f.file == "src/views/advise.rs"
                 && f.import.contains("views::matrix")
@@ -791,7 +885,7 @@ fn a_group_after_a_folder_names_each_file() {
         "evidence/costs.rs",
         "\nuse crate::evidence::{results};\n",
     );
-    let findings = check(&sources);
+    let findings = check(&FDWINDOW, &sources);
     assert!(
         findings.iter().any(|f| f.why.starts_with("import circle")),
         "a costs <-> results circle through grouped imports was not caught: {findings:?}"
@@ -800,7 +894,7 @@ fn a_group_after_a_folder_names_each_file() {
 
 #[test]
 fn a_mutual_import_is_a_circle() {
-    let (_, sources) = library_sources();
+    let (_, sources) = library_sources(&FDWINDOW);
     let sources = with_file(
         &sources,
         "evidence/results.rs",
@@ -811,7 +905,7 @@ fn a_mutual_import_is_a_circle() {
         "evidence/costs.rs",
         "\nuse crate::evidence::results::load_dir;\n",
     );
-    let findings = check(&sources);
+    let findings = check(&FDWINDOW, &sources);
     assert!(
         findings.iter().any(|f| f.why.starts_with("import circle")
             && f.why.contains("evidence::costs -> evidence::results")),
@@ -821,16 +915,15 @@ fn a_mutual_import_is_a_circle() {
 
 #[test]
 fn comments_strings_and_test_modules_are_not_imports() {
-    let (_, sources) = library_sources();
+    let (_, sources) = library_sources(&FDWINDOW);
     let extra = "\n/// See [`crate::vm`].\nconst S: &str = \"crate::vm::x\";\n\
                  #[cfg(test)]\nmod tests {\n    use crate::vm::emulated;\n    fn f() { let _ = ('{', '\\'', \"}\\\"\"); }\n}\n";
-    let findings = check(&with_file(&sources, "sys/linux.rs", extra));
+    let findings = check(&FDWINDOW, &with_file(&sources, "report/mod.rs", extra));
     assert!(findings.is_empty(), "{}", report(&findings));
     // And the same import outside the test module is one.
-    let findings = check(&with_file(
-        &sources,
-        "sys/linux.rs",
-        "\nuse crate::vm::emulated;\n",
-    ));
+    let findings = check(
+        &FDWINDOW,
+        &with_file(&sources, "report/mod.rs", "\nuse crate::vm::emulated;\n"),
+    );
     assert_eq!(findings.len(), 1, "{}", report(&findings));
 }

@@ -1,5 +1,5 @@
 //! The injector shipped inside fdwindow (`shims/inject.c`) is a port of
-//! `fdwindow::cotenant::pressure`: it reads the same spec syntax, accepts what
+//! `fdwindow_fix::pressure`: it reads the same spec syntax, accepts what
 //! `Spec::from_str` accepts and refuses the rest with the same message.
 #![cfg(target_os = "linux")]
 
@@ -7,7 +7,7 @@ mod common;
 
 use std::process::{Command, Stdio};
 
-use fdwindow::cotenant::pressure::Spec;
+use fdwindow_fix::pressure::Spec;
 
 #[test]
 fn injector_reads_the_spec_as_pressure_does() {
@@ -41,7 +41,7 @@ fn injector_reads_the_spec_as_pressure_does() {
         "controller=7@1234567890123456789",
     ];
     // A controller that is alive: this test process.
-    let me = fdwindow::cotenant::pressure::ProcessId::this_process().unwrap();
+    let me = fdwindow_fix::pressure::ProcessId::this_process().unwrap();
     let alive = format!("threads=1,controller={me}");
     let specs = specs.iter().copied().chain([alive.as_str()]);
     for (i, text) in specs.enumerate() {
@@ -129,7 +129,7 @@ fn a_pressured_process_hides_the_injector_from_its_children() {
 fn a_controller_gone_or_reused_starts_no_pressure() {
     let injector = common::injector();
     let scratch = common::scratch("preload-controller");
-    let me = fdwindow::cotenant::pressure::ProcessId::this_process().unwrap();
+    let me = fdwindow_fix::pressure::ProcessId::this_process().unwrap();
     let mut gone = Command::new("/bin/true").spawn().unwrap();
     let gone_pid = gone.id();
     gone.wait().unwrap();

@@ -7,11 +7,11 @@
 use std::fs::OpenOptions;
 use std::time::{Duration, Instant};
 
-use fdwindow::cotenant::pressure::{Config, Pressure};
+use fdwindow_fix::pressure::{Config, Pressure};
 
 #[test]
 fn unlock_before_close_holds_under_pressure() {
-    let dir = fdwindow::base::scratch::Scratch::new("pressure-guard").unwrap();
+    let dir = fdwindow_fix::base::scratch::Scratch::new("pressure-guard").unwrap();
     let path = dir.fresh("lock");
     let open = || {
         OpenOptions::new()

@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group};
-use fdwindow::base::scratch::Scratch;
 use fdwindow::hazards::cloexec::{Call, Flag, Maker};
 use fdwindow::hazards::spawn_lock::SPAWN_LOCK;
+use fdwindow_fix::base::scratch::Scratch;
 
 use super::support::Group;
 

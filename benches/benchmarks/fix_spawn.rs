@@ -1,4 +1,4 @@
-//! `fdwindow::fix::spawn` against what it replaces, `std::process::Command::spawn`
+//! `fdwindow_fix::spawn` against what it replaces, `std::process::Command::spawn`
 //! (posix_spawn): the same child (`/usr/bin/true`, empty environment, stdio
 //! to /dev/null), reaped inside the timed call. `fix-spawn` is the default
 //! path (Linux: close_range with CLOSE_RANGE_CLOEXEC in `pre_exec`, which
@@ -11,8 +11,8 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group};
-use fdwindow::fix::spawn::{Command as FixCommand, Stdio as FixStdio};
 use fdwindow::hazards::spawn::OpenFiles;
+use fdwindow_fix::spawn::{Command as FixCommand, Stdio as FixStdio};
 
 use super::support::Group;
 

@@ -11,8 +11,8 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group};
-use fdwindow::base::locks::{flock, open_rw};
-use fdwindow::base::scratch::Scratch;
+use fdwindow_fix::base::locks::{flock, open_rw};
+use fdwindow_fix::base::scratch::Scratch;
 
 use super::support::Group;
 

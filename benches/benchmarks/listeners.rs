@@ -41,7 +41,7 @@ fn listener_retire(c: &mut Criterion) {
     }
     // The placeholder never listened: binding it is the whole cost.
     group.bench("bound-unlistened", param, || {
-        fdwindow::fix::listener::Placeholder::bind("127.0.0.1:0".parse().expect("address"))
+        fdwindow_fix::listener::Placeholder::bind("127.0.0.1:0".parse().expect("address"))
             .expect("bind a placeholder")
     });
     group.bench_batched("drain-then-close", param, listener, |l| {
@@ -97,7 +97,7 @@ fn port_pick(c: &mut Criterion) {
     group.bench("bind-zero-in-server", param, listener);
     group.bench("pick-unlistened", param, || {
         let placeholder =
-            fdwindow::fix::listener::Placeholder::bind("127.0.0.1:0".parse().expect("address"))
+            fdwindow_fix::listener::Placeholder::bind("127.0.0.1:0".parse().expect("address"))
                 .expect("bind a placeholder");
         placeholder.listen(128).expect("listen")
     });

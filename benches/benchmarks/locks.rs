@@ -7,8 +7,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group};
-use fdwindow::base::locks::{RecordLock, flock, open_rw, record_lock};
-use fdwindow::base::scratch::Scratch;
+use fdwindow_fix::base::locks::{RecordLock, flock, open_rw, record_lock};
+use fdwindow_fix::base::scratch::Scratch;
 
 use super::support::Group;
 

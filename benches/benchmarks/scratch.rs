@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use criterion::{Criterion, criterion_group};
-use fdwindow::base::scratch::Scratch;
+use fdwindow_fix::base::scratch::Scratch;
 
 use super::support::Group;
 

@@ -11,11 +11,11 @@
 //!    exits, on stdout or stderr). Rust ignores SIGPIPE, so the write
 //!    fails instead of killing the process. The writer records SIGPIPE in
 //!    [`interrupts`](super::interrupts) as if it had arrived and returns:
-//!    [`interrupted`](super::interrupts::interrupted) turns true, so a
+//!    [`interrupted`](fdwindow_fix::base::interrupts::interrupted) turns true, so a
 //!    command in the middle of its work (`run`'s probes, `stress`'s and
 //!    `audit`'s test processes, `vm`'s QEMU) winds down as on Ctrl-C: it
 //!    kills its children, removes its scratch and exits with
-//!    [`exit_code`](super::interrupts::exit_code), 141 (128 + SIGPIPE), as
+//!    [`exit_code`](fdwindow_fix::base::interrupts::exit_code), 141 (128 + SIGPIPE), as
 //!    a shell pipeline expects of a process the signal ended. The writer
 //!    says nothing (the reader has gone); a command's own Ctrl-C note still
 //!    reaches a stderr that is open.
@@ -98,7 +98,7 @@ pub fn write(stream: Stream, text: &str) {
 fn failed(stream: Stream, e: &io::Error) {
     if e.kind() == io::ErrorKind::BrokenPipe {
         state(stream).store(CLOSED, Ordering::Relaxed);
-        super::interrupts::record(libc::SIGPIPE);
+        fdwindow_fix::base::interrupts::record(libc::SIGPIPE);
         return;
     }
     let first = state(stream)
@@ -145,8 +145,8 @@ fn all_written() -> bool {
 pub fn status(code: ExitCode) -> ExitCode {
     if all_written() {
         code
-    } else if super::interrupts::signal().is_some() {
-        super::interrupts::exit_code()
+    } else if fdwindow_fix::base::interrupts::signal().is_some() {
+        fdwindow_fix::base::interrupts::exit_code()
     } else {
         ExitCode::FAILURE
     }

@@ -1017,15 +1017,16 @@ fn build(mut cmd: Command) -> Result<String, String> {
         stdout.read_to_end(&mut buf).map(|_| buf)
     });
     let far = std::time::Instant::now() + std::time::Duration::from_secs(86_400 * 365);
-    let ended = fdwindow::base::child::wait_group(&mut child, far, fdwindow::harness::interrupted)
-        .map_err(|e| format!("{shown}: {e}"))?;
+    let ended =
+        fdwindow_fix::base::child::wait_group(&mut child, far, fdwindow::harness::interrupted)
+            .map_err(|e| format!("{shown}: {e}"))?;
     let out = reader
         .join()
         .map_err(|_| format!("{shown}: its output reader panicked"))?
         .map_err(|e| format!("{shown}: {e}"))?;
     match ended {
-        fdwindow::base::child::GroupExit::Exited(st) if st.success() => {}
-        fdwindow::base::child::GroupExit::Exited(st) => {
+        fdwindow_fix::base::child::GroupExit::Exited(st) if st.success() => {}
+        fdwindow_fix::base::child::GroupExit::Exited(st) => {
             return Err(format!("{shown} failed ({st})"));
         }
         _ => return Err(format!("{shown}: interrupted")),

@@ -1,6 +1,6 @@
 //! The keys of a pressure spec (`--pressure`), as `--help` shows them: one
 //! text that `fdwindow stress` and the audit can both show, held against
-//! [`Spec::default`](fdwindow::cotenant::pressure::Spec) by a test so that a changed
+//! [`Spec::default`](fdwindow_fix::pressure::Spec) by a test so that a changed
 //! default cannot leave the help behind.
 //!
 //! Only the keys a user sets are listed: `close-hold` is the audit's own
@@ -9,7 +9,7 @@
 /// One entry per key: `KEY=VALUE`, what it sets with its unit or values, and
 /// `[default: …]` as clap writes a default; a line that starts with spaces
 /// continues the entry above. The defaults are
-/// [`Config::default`](fdwindow::cotenant::pressure::Config)'s.
+/// [`Config::default`](fdwindow_fix::pressure::Config)'s.
 pub const PRESSURE_KEYS: &str = "\
 threads=N       spawning threads, 1 to 1024 [default: 4]
 hold=DURATION   how long each fork+exec child lives, held between fork and exec:
@@ -25,7 +25,7 @@ drop=CLASS      none|file|listener|bound|stream|dgram|pipe|all: the descriptors
 /// [`PRESSURE_KEYS`] with the defaults of `base` (a spec over which the
 /// user's keys apply, as the audit's `threads=8,hold=5ms,path=mix`) and
 /// without the keys in `omit` (those a command sets itself).
-pub fn keys_over(base: &fdwindow::cotenant::pressure::Spec, omit: &[&str]) -> String {
+pub fn keys_over(base: &fdwindow_fix::pressure::Spec, omit: &[&str]) -> String {
     let shown = base.to_string();
     let value = |key: &str| {
         shown
@@ -54,7 +54,7 @@ pub fn keys_over(base: &fdwindow::cotenant::pressure::Spec, omit: &[&str]) -> St
 #[cfg(test)]
 mod tests {
     use super::{PRESSURE_KEYS, keys_over};
-    use fdwindow::cotenant::pressure::{DropClass, SpawnPath, Spec, parse_duration};
+    use fdwindow_fix::pressure::{DropClass, SpawnPath, Spec, parse_duration};
 
     /// Each entry's key, its text, and its default.
     fn entries(text: &str) -> Vec<(String, String, String)> {

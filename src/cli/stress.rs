@@ -36,12 +36,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
-use fdwindow::base::child::{GroupExit, wait_group};
-use fdwindow::base::scratch::Scratch;
 use fdwindow::cotenant::preload;
-use fdwindow::cotenant::pressure::{self, ENV_VAR, Spec};
 use fdwindow::note;
 use fdwindow::report::stats::{Count, fisher_less};
+use fdwindow_fix::base::child::{GroupExit, wait_group};
+use fdwindow_fix::base::scratch::Scratch;
+use fdwindow_fix::pressure::{self, ENV_VAR, Spec};
 
 use super::pressure_help::PRESSURE_KEYS;
 
@@ -62,7 +62,7 @@ pub const EXIT_USAGE: u8 = 2;
 pub const EXIT_EXPOSED: u8 = 4;
 /// Exit status: interrupted by SIGINT, SIGTERM or SIGHUP: this plus the
 /// signal's number, the shells' convention (130, 143, 129), as
-/// [`exit_code`](fdwindow::base::interrupts::exit_code) gives it.
+/// [`exit_code`](fdwindow_fix::base::interrupts::exit_code) gives it.
 pub const EXIT_INTERRUPTED_BASE: u8 = 128;
 
 /// The largest one-sided Fisher p at which the verdict is `exposed`.
@@ -340,8 +340,8 @@ fn verdict_line(verdict: Verdict, p: f64, alone: Count, pressured: Count) -> Str
 /// on Linux, a kqueue on macOS) and stops its threads within one hold once
 /// it ends, SIGKILL included. Nothing is passed down to the command: a
 /// process the pressure does not reach (`match=`) holds no descriptor of ours.
-pub(crate) fn controller() -> Result<fdwindow::cotenant::pressure::ProcessId, String> {
-    fdwindow::cotenant::pressure::ProcessId::this_process()
+pub(crate) fn controller() -> Result<fdwindow_fix::pressure::ProcessId, String> {
+    fdwindow_fix::pressure::ProcessId::this_process()
         .map_err(|e| format!("cannot name this process for the injector to watch: {e}"))
 }
 
@@ -631,7 +631,7 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
     );
     if interrupted {
         // EXIT_INTERRUPTED_BASE plus the signal that arrived first.
-        return Ok(fdwindow::base::interrupts::exit_code());
+        return Ok(fdwindow_fix::base::interrupts::exit_code());
     }
     if never_overlapped {
         // `main` prints it as one `error:` line and exits EXIT_USAGE.
@@ -817,7 +817,7 @@ fn run_once(mut cmd: Command, timeout: Duration) -> std::io::Result<RunOutput> {
     // the terminal's Ctrl-C reaches only us, and wait_group passes it on.
     // It dies with us too: a stress killed outright leaves no command
     // running under pressure (this thread waits for it below).
-    fdwindow::child_hook::die_with_parent(&mut cmd);
+    fdwindow_fix::sys::child_hook::die_with_parent(&mut cmd);
     let mut child = cmd.process_group(0).spawn()?;
     let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
         pipe.map(|mut p| {

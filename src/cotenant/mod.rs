@@ -1,8 +1,8 @@
 //! The co-tenant: fork pressure started from threads of a process under
-//! test, in-process ([`pressure`]) or by the preloaded injector
+//! test, in-process (`fdwindow_fix::pressure`) or by the preloaded injector
 //! ([`preload`]) in any binary.
 //!
-//! Takes in a [`Spec`](pressure::Spec) (how many threads, which spawn path,
+//! Takes in a [`Spec`](fdwindow_fix::pressure::Spec) (how many threads, which spawn path,
 //! which descriptor class each pressure child drops right after fork); gives
 //! out bounded, never cascading children that hold the process's
 //! descriptors, and a count of what they did. [`preload`] also embeds the
@@ -12,4 +12,3 @@
 
 pub mod detect;
 pub mod preload;
-pub mod pressure;

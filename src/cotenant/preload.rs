@@ -85,9 +85,9 @@ macro_rules! libraries {
 
 libraries! {
     /// The fork-pressure injector (`shims/inject.c`): the spawn loop of
-    /// [`crate::cotenant::pressure`] inside any process it is preloaded into,
-    /// configured by [`crate::cotenant::pressure::ENV_VAR`] in the
-    /// [`crate::cotenant::pressure::Spec`] syntax; `fdwindow stress` uses it.
+    /// [`fdwindow_fix::pressure`] inside any process it is preloaded into,
+    /// configured by [`fdwindow_fix::pressure::ENV_VAR`] in the
+    /// [`fdwindow_fix::pressure::Spec`] syntax; `fdwindow stress` uses it.
     INJECT = "inject",
     /// The parked-call interposer (`shims/parked_call.c`): parks an armed
     /// thread right after a descriptor-creating call; see [`crate::harness::parked`].
@@ -114,7 +114,7 @@ impl Library {
                 "fdwindow was built without its preload libraries: {why}"
             )));
         }
-        if crate::sys::PRELOAD.is_none() {
+        if fdwindow_fix::sys::PRELOAD.is_none() {
             return Err(unsupported(
                 "fdwindow knows no preload mechanism on this OS".into(),
             ));
@@ -125,13 +125,13 @@ impl Library {
     /// The file name the library gets when written:
     /// `libfdwindow_NAME.so` (`.dylib` on macOS).
     pub fn file_name(&self) -> String {
-        let suffix = crate::sys::PRELOAD.map_or("so", |(_, suffix)| suffix);
+        let suffix = fdwindow_fix::sys::PRELOAD.map_or("so", |(_, suffix)| suffix);
         format!("libfdwindow_{}.{suffix}", self.name)
     }
 
     /// Writes the library to [`Library::file_name`] in a new private
     /// directory (mode 0700) under the scratch root
-    /// ([`crate::base::scratch::root`]: the run's folder under `fdwindow
+    /// ([`fdwindow_fix::base::scratch::root`]: the run's folder under `fdwindow
     /// run`, else the temporary folder); the file and the
     /// directory are removed when the returned guard drops (also when a panic
     /// unwinds past it). Keep the guard alive until every process that
@@ -146,14 +146,14 @@ impl Library {
             .permissions(std::fs::Permissions::from_mode(0o700))
             // Under `fdwindow run`, inside its swept scratch folder: a probe
             // killed between writing and removing it leaves nothing behind.
-            .tempdir_in(crate::base::scratch::root())?;
+            .tempdir_in(fdwindow_fix::base::scratch::root())?;
         let path = self.write_in(dir.path())?;
         Ok(Written { dir, path })
     }
 
     /// Writes the library to [`Library::file_name`] in `dir`, a private
     /// directory of the caller's that removes it (a run's swept scratch
-    /// folder, [`crate::base::scratch::Scratch::new_swept`], which the next run
+    /// folder, [`fdwindow_fix::base::scratch::Scratch::new_swept`], which the next run
     /// removes should this one be killed); its path. Fails if the file is
     /// there already.
     pub fn write_in(&self, dir: &Path) -> io::Result<PathBuf> {
@@ -179,7 +179,7 @@ impl Library {
 /// protected binaries (those under /usr/bin and /bin), so the preloaded
 /// program must be one of the user's own, not a shell that runs it.
 pub fn variable() -> Option<&'static str> {
-    crate::sys::PRELOAD.map(|(var, _)| var)
+    fdwindow_fix::sys::PRELOAD.map(|(var, _)| var)
 }
 
 /// A library written by [`Library::write`]; dropping it removes the file and

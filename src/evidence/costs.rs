@@ -542,7 +542,7 @@ pub fn median_ns(per_iteration: &mut [f64]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::base::scratch::Scratch;
+    use fdwindow_fix::base::scratch::Scratch;
 
     /// `n` samples around `centre`, spread by ±`spread` in a fixed pattern.
     fn samples(n: usize, centre: f64, spread: f64) -> Vec<f64> {

@@ -499,7 +499,7 @@ pub fn collect(path: &Path) -> Result<Vec<ResultsFile>, BadResults> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::base::scratch::Scratch;
+    use fdwindow_fix::base::scratch::Scratch;
 
     #[test]
     fn atomic_write_replaces_whole_files_and_leaves_no_temp() {

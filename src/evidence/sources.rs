@@ -206,7 +206,7 @@ mod tests {
 
     #[test]
     fn local_beside_committed_local_wins_and_this_machine_is_named() {
-        let s = crate::base::scratch::Scratch::new("sources-test").unwrap();
+        let s = fdwindow_fix::base::scratch::Scratch::new("sources-test").unwrap();
         let (committed, local) = (s.dir().join("results"), s.dir().join("results/local"));
         let t = template();
         folder(&committed, &["linux-a", "linux-here"], &t);
@@ -259,7 +259,7 @@ mod tests {
 
     #[test]
     fn without_either_folder_it_says_where_it_looked() {
-        let s = crate::base::scratch::Scratch::new("sources-test").unwrap();
+        let s = fdwindow_fix::base::scratch::Scratch::new("sources-test").unwrap();
         let (committed, local) = (s.dir().join("results"), s.dir().join("results/local"));
         let err = Sources::load_from(None, &committed, &local, "x".into()).unwrap_err();
         assert!(err.starts_with("no results here"), "{err}");

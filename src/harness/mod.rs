@@ -39,15 +39,15 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 
-use crate::base::child::{HeldChild, InheritingChild, SpawnRace};
 use crate::base::out;
-use crate::base::scratch::Scratch;
 use crate::report::platform::Platform;
 use crate::report::stats::MAX_TRIALS;
 use crate::report::verdict::{
     Judgement, Kind, MIN_DETERMINISTIC_TRIALS, Outcome, Role, Tallies, Verdict, Window,
 };
 use crate::report::{ArmReport, LeftOut, ProbeReport, SCHEMA_VERSION, Table, utc_now};
+use fdwindow_fix::base::child::{HeldChild, InheritingChild, SpawnRace};
+use fdwindow_fix::base::scratch::Scratch;
 
 /// A probe: one hazard and the arms that meet it.
 #[derive(Debug)]
@@ -137,7 +137,7 @@ pub trait Context<T> {
     /// Any error means setup failed.
     fn ctx(self, step: &str) -> Result<T, Fault>;
     /// `ENOSYS`, `EINVAL`, `EOPNOTSUPP` and `ENOTSUP` (45 on macOS) mean the OS
-    /// lacks the feature ([`crate::base::errno::UNSUPPORTED`]); other errors mean setup failed.
+    /// lacks the feature ([`fdwindow_fix::base::errno::UNSUPPORTED`]); other errors mean setup failed.
     fn ctx_feature(self, step: &str) -> Result<T, Fault>;
 }
 
@@ -148,7 +148,7 @@ impl<T> Context<T> for io::Result<T> {
 
     fn ctx_feature(self, step: &str) -> Result<T, Fault> {
         self.map_err(|e| match e.raw_os_error() {
-            Some(n) if crate::base::errno::UNSUPPORTED.contains(&n) => {
+            Some(n) if fdwindow_fix::base::errno::UNSUPPORTED.contains(&n) => {
                 Fault::Unsupported(format!("{step}: {e}"))
             }
             _ => Fault::Broken(format!("{step}: {e}")),
@@ -171,7 +171,7 @@ pub struct Trial<'a> {
     /// race trials must not pile up files for the scratch folder's removal.
     paths: std::cell::RefCell<Vec<std::path::PathBuf>>,
     /// Short folders for Unix-domain socket paths, removed when the trial ends.
-    socket_dirs: std::cell::RefCell<Vec<crate::base::sockets::SocketDir>>,
+    socket_dirs: std::cell::RefCell<Vec<fdwindow_fix::base::sockets::SocketDir>>,
 }
 
 impl Trial<'_> {
@@ -191,9 +191,9 @@ impl Trial<'_> {
     /// A path for a Unix-domain socket that no other trial uses, short enough
     /// for every OS's `sun_path` (macOS allows 103 bytes where the scratch
     /// folder under a long `TMPDIR` would not fit: see
-    /// [`crate::base::sockets::SocketDir`]); removed with its folder when the trial ends.
+    /// [`fdwindow_fix::base::sockets::SocketDir`]); removed with its folder when the trial ends.
     pub fn socket_path(&self, stem: &str) -> Result<std::path::PathBuf, Fault> {
-        let dir = crate::base::sockets::SocketDir::new().ctx("make the socket folder")?;
+        let dir = fdwindow_fix::base::sockets::SocketDir::new().ctx("make the socket folder")?;
         let path = dir.path(stem).ctx("build the socket path")?;
         self.socket_dirs.borrow_mut().push(dir);
         Ok(path)
@@ -257,7 +257,7 @@ fn holder_fault(what: &str, e: io::Error) -> Fault {
 // The process's interrupt flag lives in the base, where the fix helpers
 // that stop at an interrupt can reach it; the harness is where probes and
 // the CLI look for it.
-pub use crate::base::interrupts::{catch_interrupts, interrupted};
+pub use fdwindow_fix::base::interrupts::{catch_interrupts, interrupted};
 
 /// Trial settings; the defaults come from the probe's declaration.
 #[derive(Clone, Copy, Debug)]
@@ -435,7 +435,7 @@ fn sham_of(probe: &Probe, arm: &Arm, window: Window) -> Option<&'static str> {
 
 /// The variable through which `fdwindow run` gives each probe its own pid:
 /// the probe ends, with every child in its process group, when that runner
-/// dies ([`crate::sys::exit_with_parent`]; on Linux the runner's
+/// dies ([`fdwindow_fix::sys::exit_with_parent`]; on Linux the runner's
 /// parent-death signal does it, and this variable is not needed).
 pub const PARENT_ENV: &str = "FDWINDOW_RUNNER_PID";
 
@@ -450,7 +450,7 @@ fn follow_runner() {
     };
     // Where the watch cannot be set up, the probe runs as before: the
     // runner's timeout ends it while the runner lives.
-    let _ = crate::sys::exit_with_parent(runner);
+    let _ = fdwindow_fix::sys::exit_with_parent(runner);
 }
 
 /// A probe binary's `main`: parses the command line, runs the probe, prints
@@ -505,7 +505,7 @@ pub fn main(probe: &Probe) -> ExitCode {
                 "{}: interrupted; children reaped, scratch removed",
                 probe.hazard
             );
-            crate::base::interrupts::exit_code()
+            fdwindow_fix::base::interrupts::exit_code()
         }
         Err(RunError::Setup(e)) => {
             out::note!("error: {}: {e}", probe.hazard);

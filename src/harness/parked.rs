@@ -183,9 +183,9 @@ pub const NOT_LOADED: &str = "the parked-call interposer is not loaded in this p
 impl Interposer {
     /// The shim's control functions, or why they are unavailable.
     pub fn find() -> Result<Interposer, String> {
-        let Some(table) = crate::sys::symbol(c"fdwindow_parked_api") else {
+        let Some(table) = fdwindow_fix::sys::symbol(c"fdwindow_parked_api") else {
             // An ABI 1 shim exported only the functions, no table.
-            return Err(if crate::sys::has_function(c"fdwindow_parked_abi") {
+            return Err(if fdwindow_fix::sys::has_function(c"fdwindow_parked_abi") {
                 format!("the parked-call interposer predates ABI {ABI} (no control table)")
             } else {
                 NOT_LOADED.to_owned()

@@ -18,7 +18,7 @@ pub struct NamedClock {
 
 /// The clocks this OS may offer, CLOCK_REALTIME first.
 pub fn os_clocks() -> Vec<NamedClock> {
-    crate::sys::CLOCKS
+    fdwindow_fix::sys::CLOCKS
         .iter()
         .map(|&(name, id)| NamedClock { name, id })
         .collect()
@@ -26,7 +26,7 @@ pub fn os_clocks() -> Vec<NamedClock> {
 
 /// The C clock behind `std::time::Instant` on this OS.
 pub fn instant_clock() -> &'static str {
-    crate::sys::INSTANT_CLOCK
+    fdwindow_fix::sys::INSTANT_CLOCK
 }
 
 /// `clock_getres(clockid, res)`—Find the resolution (precision) of the

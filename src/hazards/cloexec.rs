@@ -22,10 +22,10 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::base::child::CAT_PROGRAM;
-use crate::base::child::read_byte_by;
-use crate::sys;
-use crate::sys::child_hook::Hook;
+use fdwindow_fix::base::child::CAT_PROGRAM;
+use fdwindow_fix::base::child::read_byte_by;
+use fdwindow_fix::sys;
+use fdwindow_fix::sys::child_hook::Hook;
 
 /// How long a holder may take to exec and echo before spawning counts as broken.
 const ECHO_TIMEOUT: Duration = Duration::from_secs(30);
@@ -224,7 +224,7 @@ impl Made {
     /// The second step: `fcntl(F_SETFD, FD_CLOEXEC)` on each descriptor.
     pub fn set_cloexec(&self) -> io::Result<()> {
         for fd in &self.fds {
-            crate::base::locks::set_cloexec(fd, true)?;
+            fdwindow_fix::base::locks::set_cloexec(fd, true)?;
         }
         Ok(())
     }
@@ -247,7 +247,7 @@ fn sock_flag(atomic: bool) -> io::Result<libc::c_int> {
 /// refused as unknown type bits (`EINVAL` on Linux, `EPROTONOSUPPORT` or
 /// `EPROTOTYPE` from xnu): the flag is absent here, reported as unsupported.
 fn flag_unknown(e: io::Error, atomic: bool) -> io::Error {
-    if atomic && crate::base::errno::means_flag_unknown(&e) {
+    if atomic && fdwindow_fix::base::errno::means_flag_unknown(&e) {
         io::Error::new(
             io::ErrorKind::Unsupported,
             format!("the kernel refused the close-on-exec type flag: {e}"),
@@ -299,11 +299,11 @@ pub enum SpawnHow {
     /// `posix_spawn` called directly, as [`SpawnHow::ClosefromFileAction`]
     /// and [`SpawnHow::CloexecDefault`] call it, without their fix (their sham).
     RawPlain,
-    /// [`crate::fix::spawn`], the helper users call instead of
+    /// [`fdwindow_fix::spawn`], the helper users call instead of
     /// `Command::spawn` (close_range with `CLOSE_RANGE_CLOEXEC` on Linux,
     /// `POSIX_SPAWN_CLOEXEC_DEFAULT` on macOS).
     Fix,
-    /// [`crate::fix::spawn`] with its close-on-exec step switched off (its sham).
+    /// [`fdwindow_fix::spawn`] with its close-on-exec step switched off (its sham).
     FixSham,
 }
 
@@ -316,8 +316,8 @@ pub struct Holder {
     stdout: File,
     /// Set when std spawned it (std then reaps it); else reaped by waitpid.
     child: Option<Child>,
-    /// Set when [`crate::fix::spawn`] spawned it (it reaps it).
-    fix_child: Option<crate::fix::spawn::Child>,
+    /// Set when [`fdwindow_fix::spawn`] spawned it (it reaps it).
+    fix_child: Option<fdwindow_fix::spawn::Child>,
     reaped: bool,
 }
 
@@ -343,7 +343,7 @@ impl Holder {
                     _ => None,
                 };
                 if let Some(hook) = hook {
-                    crate::sys::child_hook::install(&mut cmd, hook);
+                    fdwindow_fix::sys::child_hook::install(&mut cmd, hook);
                 }
                 let mut child = cmd.spawn()?;
                 Holder {
@@ -359,7 +359,7 @@ impl Holder {
                 raw_spawn(how)?
             }
             SpawnHow::Fix | SpawnHow::FixSham => {
-                use crate::fix::spawn::{Command as FixCommand, Stdio as FixStdio};
+                use fdwindow_fix::spawn::{Command as FixCommand, Stdio as FixStdio};
                 let mut child = FixCommand::new(CAT_PROGRAM)
                     .env_clear()
                     .stdin(FixStdio::Piped)
@@ -509,7 +509,7 @@ fn raw_spawn(how: SpawnHow) -> io::Result<Holder> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::base::scratch::Scratch;
+    use fdwindow_fix::base::scratch::Scratch;
 
     fn has_cloexec(fd: RawFd) -> bool {
         let flags = fd_flags(fd).unwrap_or_else(|| panic!("fd {fd} is not open"));

@@ -13,11 +13,11 @@ use std::path::{Path, PathBuf};
 
 // Defined beside the per-OS scans that make and compare it, which sit below
 // this module; this is its public home.
-pub use crate::sys::Object;
+pub use fdwindow_fix::sys::Object;
 
 /// The object `fd` refers to.
 pub fn object_of(fd: impl AsFd) -> io::Result<Object> {
-    crate::sys::object_of(fd.as_fd())
+    fdwindow_fix::sys::object_of(fd.as_fd())
 }
 
 /// The file at `path`, as a scan for its holders compares it (`stat(2)`):
@@ -25,7 +25,7 @@ pub fn object_of(fd: impl AsFd) -> io::Result<Object> {
 pub fn object_at(path: &Path) -> io::Result<Object> {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::metadata(path)?;
-    Ok(crate::sys::inode_object(m.dev(), m.ino()))
+    Ok(fdwindow_fix::sys::inode_object(m.dev(), m.ino()))
 }
 
 /// The pids of every process (this one included) that holds a descriptor for
@@ -45,18 +45,18 @@ pub fn holders_of(fd: impl AsFd) -> io::Result<Vec<u32>> {
 
 /// The pids holding `object` (see [`holders_of`]).
 pub fn holders_of_object(object: Object) -> io::Result<Vec<u32>> {
-    crate::sys::holders_of_object(object)
+    fdwindow_fix::sys::holders_of_object(object)
 }
 
 /// The executable `pid` runs now (`/proc/PID/exe` on Linux, `proc_pidpath`
 /// on macOS). A child between fork and exec still shows its parent's.
 pub fn exe_of(pid: u32) -> io::Result<PathBuf> {
-    crate::sys::exe_of(pid)
+    fdwindow_fix::sys::exe_of(pid)
 }
 
 /// The live children of `pid` (zombies included until reaped).
 pub fn children_of(pid: u32) -> io::Result<Vec<u32>> {
-    crate::sys::children_of(pid)
+    fdwindow_fix::sys::children_of(pid)
 }
 
 /// What a scan learned about one holder.
@@ -273,7 +273,7 @@ mod tests {
     #[cfg(any(target_os = "linux", target_os = "macos"))]
     mod live {
         use super::super::*;
-        use crate::base::child::HeldChild;
+        use fdwindow_fix::base::child::HeldChild;
 
         #[test]
         fn a_held_fork_is_a_second_holder_running_our_exe() {
@@ -294,7 +294,7 @@ mod tests {
         #[test]
         fn a_written_file_is_held_by_the_fork_after_our_close() {
             let _serial = crate::test_serial();
-            let dir = crate::base::scratch::Scratch::new("holders").unwrap();
+            let dir = fdwindow_fix::base::scratch::Scratch::new("holders").unwrap();
             let path = dir.fresh("written");
             let mut file = std::fs::File::create(&path).unwrap();
             std::io::Write::write_all(&mut file, b"fixture").unwrap();

@@ -37,9 +37,9 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::base::child::TRUE_PROGRAM;
-use crate::sys;
-use crate::sys::child_hook::Hook;
+use fdwindow_fix::base::child::TRUE_PROGRAM;
+use fdwindow_fix::sys;
+use fdwindow_fix::sys::child_hook::Hook;
 
 /// How long one window may last before the measurement counts as broken.
 const WINDOW_TIMEOUT: Duration = Duration::from_secs(30);
@@ -64,11 +64,11 @@ pub enum SpawnPath {
     /// what other spawners do. Its cost grows with the limit, not with the
     /// descriptors actually open.
     CloseEveryFdInChild,
-    /// [`crate::fix::spawn`], the leak-free spawn helper: on Linux
+    /// [`fdwindow_fix::spawn`], the leak-free spawn helper: on Linux
     /// `close_range(3, ~0U, CLOSE_RANGE_CLOEXEC)` in the child (5.11+), on
     /// macOS `POSIX_SPAWN_CLOEXEC_DEFAULT`.
     FixSpawn,
-    /// [`crate::fix::spawn`] forced onto its fallback for kernels without
+    /// [`fdwindow_fix::spawn`] forced onto its fallback for kernels without
     /// `CLOSE_RANGE_CLOEXEC`: a `getdents64` walk of `/proc/self/fd` in the
     /// child, flagging only the descriptors that are open. Linux only.
     FixSpawnFdWalk,
@@ -132,11 +132,11 @@ impl SpawnPath {
                  soft RLIMIT_NOFILE (fork, then exec), as Python's close_fds fallback does."
             }
             SpawnPath::FixSpawn => {
-                "fdwindow::fix::spawn (Linux: close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) in pre_exec; \
+                "fdwindow_fix::spawn (Linux: close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) in pre_exec; \
                  macOS: posix_spawn with POSIX_SPAWN_CLOEXEC_DEFAULT)."
             }
             SpawnPath::FixSpawnFdWalk => {
-                "fdwindow::fix::spawn forced onto its fallback: a getdents64 walk of /proc/self/fd \
+                "fdwindow_fix::spawn forced onto its fallback: a getdents64 walk of /proc/self/fd \
                  in the child, flagging each open descriptor close-on-exec (Linux)."
             }
             SpawnPath::LibcPosixSpawn => "posix_spawn(3) called directly, stdio by adddup2.",
@@ -157,7 +157,7 @@ pub struct Spawned(Reap);
 #[derive(Debug)]
 enum Reap {
     Std(Child),
-    Fix(crate::fix::spawn::Child),
+    Fix(fdwindow_fix::spawn::Child),
     Pid(libc::pid_t),
     Done,
 }
@@ -210,8 +210,8 @@ impl Drop for Spawned {
 pub struct Prepared {
     path: SpawnPath,
     command: Option<Command>,
-    /// The command of the [`crate::fix::spawn`] paths.
-    fix: Option<crate::fix::spawn::Command>,
+    /// The command of the [`fdwindow_fix::spawn`] paths.
+    fix: Option<fdwindow_fix::spawn::Command>,
     program: CString,
     /// argv (`true`) and an empty envp for the direct posix_spawn paths.
     argv: sys::CStrArray,
@@ -230,7 +230,7 @@ impl Prepared {
                 .stdout(Stdio::null())
                 .stderr(Stdio::null());
             if let Some(hook) = pre_exec {
-                crate::sys::child_hook::install(&mut cmd, hook);
+                fdwindow_fix::sys::child_hook::install(&mut cmd, hook);
             }
             cmd
         };
@@ -265,7 +265,7 @@ impl Prepared {
         }
         let fix = match path {
             SpawnPath::FixSpawn | SpawnPath::FixSpawnFdWalk => {
-                use crate::fix::spawn::{Command as FixCommand, Stdio as FixStdio};
+                use fdwindow_fix::spawn::{Command as FixCommand, Stdio as FixStdio};
                 let walk = path == SpawnPath::FixSpawnFdWalk;
                 if walk && !cfg!(target_os = "linux") {
                     return Err(io::Error::new(
@@ -1162,7 +1162,7 @@ impl NofileLimit {
                     format!(
                         "setrlimit(RLIMIT_NOFILE, {n}) with hard limit {}: {}",
                         old.rlim_max,
-                        crate::base::errno::error_name(&e)
+                        fdwindow_fix::base::errno::error_name(&e)
                     ),
                 ))
             }

@@ -34,7 +34,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::sys as os;
+use fdwindow_fix::sys as os;
 
 /// The machine a result was measured on.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -310,7 +310,7 @@ fn uname() -> Uname {
 /// - <https://man7.org/linux/man-pages/man5/proc_loadavg.5.html>
 /// - <https://man7.org/linux/man-pages/man3/getloadavg.3.html>
 pub fn load_average() -> Option<f64> {
-    crate::sys::load_average()
+    fdwindow_fix::sys::load_average()
 }
 
 #[cfg(test)]

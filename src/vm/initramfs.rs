@@ -150,21 +150,21 @@ impl Spec {
         }
         // The programs the probes' children exec (src/base/child.rs), the host's own.
         spec.file(
-            crate::base::child::TRUE_PROGRAM,
-            Path::new(crate::base::child::TRUE_PROGRAM),
+            fdwindow_fix::base::child::TRUE_PROGRAM,
+            Path::new(fdwindow_fix::base::child::TRUE_PROGRAM),
             0o755,
             false,
         );
         spec.file(
-            crate::base::child::CAT_PROGRAM,
-            Path::new(crate::base::child::CAT_PROGRAM),
+            fdwindow_fix::base::child::CAT_PROGRAM,
+            Path::new(fdwindow_fix::base::child::CAT_PROGRAM),
             0o755,
             false,
         );
         programs.extend([
             busybox,
-            PathBuf::from(crate::base::child::TRUE_PROGRAM),
-            PathBuf::from(crate::base::child::CAT_PROGRAM),
+            PathBuf::from(fdwindow_fix::base::child::TRUE_PROGRAM),
+            PathBuf::from(fdwindow_fix::base::child::CAT_PROGRAM),
         ]);
         for program in &programs {
             for lib in shared_libraries(program)? {

@@ -25,9 +25,9 @@ pub mod qemu;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::base::scratch::Scratch;
 use crate::evidence::results;
 use crate::report::platform::Platform;
+use fdwindow_fix::base::scratch::Scratch;
 pub use qemu::Accel;
 
 /// Whether `platform` ran under emulation (QEMU's TCG): its virtualization,
@@ -272,7 +272,8 @@ pub fn remove_stale_scratch(root: &Path) {
         else {
             continue;
         };
-        if !crate::base::scratch::process_exists(pid) && entry.file_type().is_ok_and(|t| t.is_dir())
+        if !fdwindow_fix::base::scratch::process_exists(pid)
+            && entry.file_type().is_ok_and(|t| t.is_dir())
         {
             let _ = std::fs::remove_dir_all(entry.path());
         }
@@ -560,7 +561,7 @@ mod tests {
         let _serial = crate::test_serial();
         let root = Scratch::new("vm-stale-test").unwrap();
         // A pid that existed and is gone: a child, reaped.
-        let mut child = std::process::Command::new(crate::base::child::TRUE_PROGRAM)
+        let mut child = std::process::Command::new(fdwindow_fix::base::child::TRUE_PROGRAM)
             .spawn()
             .unwrap();
         let dead = child.id();
@@ -574,7 +575,9 @@ mod tests {
             std::fs::create_dir_all(d.join("deb")).unwrap();
         }
         remove_stale_scratch(root.dir());
-        assert!(!stale.exists() || crate::base::scratch::process_exists(dead as libc::pid_t));
+        assert!(
+            !stale.exists() || fdwindow_fix::base::scratch::process_exists(dead as libc::pid_t)
+        );
         assert!(live.exists() && other.exists());
     }
 }

@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::channel::{self, Frame};
-use crate::base::child::{GroupExit, wait_group};
 use crate::harness::interrupted;
+use fdwindow_fix::base::child::{GroupExit, wait_group};
 
 /// The console lines kept for a `broken` report.
 pub const CONSOLE_TAIL: usize = 40;
@@ -178,7 +178,7 @@ pub fn run(boot: &Boot, scratch: &Path) -> std::io::Result<Outcome> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    crate::sys::die_with_parent(&mut cmd);
+    fdwindow_fix::sys::die_with_parent(&mut cmd);
     let started = Instant::now();
     let mut child = cmd.spawn().map_err(|e| {
         std::io::Error::new(
@@ -448,7 +448,7 @@ mod tests {
 
     #[test]
     fn a_frame_that_stops_coming_is_a_stall_and_one_that_grows_is_not() {
-        let dir = crate::base::scratch::Scratch::new("qemu-watch-test").unwrap();
+        let dir = fdwindow_fix::base::scratch::Scratch::new("qemu-watch-test").unwrap();
         let port = dir.dir().join("ttyS1");
         let t0 = Instant::now();
         let mut watch = ChannelWatch::new(&port, t0);

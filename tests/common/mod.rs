@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use fdwindow::base::scratch::Scratch;
 use fdwindow::report::verdict::{Verdict, Window};
 use fdwindow::report::{ArmReport, ProbeReport, ResultsFile};
+use fdwindow_fix::base::scratch::Scratch;
 
 /// The `fdwindow` binary cargo built for this test run.
 pub fn fdwindow() -> Command {
@@ -80,7 +80,8 @@ pub fn stderr(out: &Output) -> String {
 /// The injector built into fdwindow, written to a private file that is
 /// removed when the guard drops: hold it while any preloaded process starts.
 pub fn injector() -> fdwindow::cotenant::preload::Written {
-    fdwindow::cotenant::pressure::injector()
+    fdwindow::cotenant::preload::Library::INJECT
+        .write()
         .expect("the injector is built into fdwindow on this OS")
 }
 

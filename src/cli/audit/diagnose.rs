@@ -33,9 +33,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use fdwindow::cotenant::detect::{Coin, Tally};
-use fdwindow::cotenant::pressure::{DropClass, SpawnPath, Spec};
 use fdwindow::harness;
 use fdwindow::report::stats::{Count, fisher_less};
+use fdwindow_fix::pressure::{DropClass, SpawnPath, Spec};
 
 use super::progress::Progress;
 use super::{Runner, TestCase, seen};

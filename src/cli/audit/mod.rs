@@ -33,10 +33,10 @@ use std::path::PathBuf;
 use std::process::{Command, ExitCode, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use fdwindow::base::child::{GroupExit, wait_group};
 use fdwindow::cotenant::detect::{self, Bench, Detection, Plan, Rerun, ScreenStop, Seen, Verdict};
-use fdwindow::cotenant::pressure::{self, ENV_VAR, Spec};
 use fdwindow::harness;
+use fdwindow_fix::base::child::{GroupExit, wait_group};
+use fdwindow_fix::pressure::{self, ENV_VAR, Spec};
 
 use crate::cli::partition::Partition;
 
@@ -242,7 +242,7 @@ impl Runner {
         }
         // It dies with the audit: one killed outright leaves no test
         // running (this thread waits for it below).
-        fdwindow::child_hook::die_with_parent(&mut cmd);
+        fdwindow_fix::sys::child_hook::die_with_parent(&mut cmd);
         let start = Instant::now();
         let mut child = cmd
             .spawn()
@@ -682,7 +682,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
     }
     let binaries = discover::discover(&args.command);
     if harness::interrupted() {
-        return Ok(fdwindow::base::interrupts::exit_code());
+        return Ok(fdwindow_fix::base::interrupts::exit_code());
     }
     let discover::Found {
         mut binaries,
@@ -906,7 +906,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
     let report = report::Report::of(&audit, &advisor);
     let text = render(&report, &args.format);
     let exit = if audit.interrupted {
-        fdwindow::base::interrupts::exit_code()
+        fdwindow_fix::base::interrupts::exit_code()
     } else {
         exit_code(&report)
     };
@@ -1029,7 +1029,7 @@ mod tests {
     use super::*;
     use diagnose::{Cause, ClassRuns, DECIDE_RUNS};
     use fdwindow::cotenant::detect::{Pairs, SIGN_FAILURES, Tally};
-    use fdwindow::cotenant::pressure::DropClass;
+    use fdwindow_fix::pressure::DropClass;
 
     fn tally(bad: u64, runs: u64) -> Tally {
         Tally {

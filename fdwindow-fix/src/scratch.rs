@@ -28,7 +28,7 @@ static NEXT: AtomicU64 = AtomicU64::new(0);
 /// # Examples
 ///
 /// ```
-/// use fdwindow::fix::scratch::unique_name;
+/// use fdwindow_fix::scratch::unique_name;
 ///
 /// let a = unique_name("fixture");
 /// let b = std::thread::spawn(|| unique_name("fixture")).join().unwrap();
@@ -48,7 +48,7 @@ pub fn unique_name(prefix: &str) -> String {
 ///
 /// ```
 /// let parent = std::env::temp_dir();
-/// let dir = fdwindow::fix::scratch::create_unique_dir(&parent, "doc-example").unwrap();
+/// let dir = fdwindow_fix::scratch::create_unique_dir(&parent, "doc-example").unwrap();
 /// assert!(dir.is_dir());
 /// std::fs::remove_dir(&dir).unwrap();
 /// ```

@@ -20,7 +20,7 @@
     all(not(target_os = "macos"), not(test)),
     expect(dead_code, reason = "called only on macOS; tested everywhere")
 )]
-pub(crate) fn product_version(reported: &str, darwin_major: Option<u32>) -> String {
+pub fn product_version(reported: &str, darwin_major: Option<u32>) -> String {
     let mut parts = reported.split('.');
     let (major, minor) = (parts.next(), parts.next());
     match (major, minor, darwin_major) {

@@ -231,7 +231,7 @@ pub fn sweep(root: &Path, label: &str) -> usize {
 /// process id (0, negative) is taken as existing, so nothing is removed on
 /// its account. Pids speak for this pid namespace only: a sweeper in
 /// another container sharing the folder would take a live creator for dead.
-pub(crate) fn process_exists(pid: i32) -> bool {
+pub fn process_exists(pid: i32) -> bool {
     rustix::process::Pid::from_raw(pid)
         .is_none_or(|pid| rustix::process::test_kill_process(pid) != Err(rustix::io::Errno::SRCH))
 }

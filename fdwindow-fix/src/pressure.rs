@@ -23,7 +23,7 @@
 //! forever.
 //!
 //! ```
-//! use fdwindow::cotenant::pressure::{Config, Pressure};
+//! use fdwindow_fix::pressure::{Config, Pressure};
 //!
 //! let pressure = Pressure::start(Config::default())?;
 //! // ... the code under test: open, lock, close, bind, spawn ...
@@ -33,10 +33,10 @@
 //! ```
 //!
 //! The same loop runs inside any process, in any language, from the injector
-//! ([`injector`]: `shims/inject.c`, a C port of this loop shipped inside the
-//! crate by [`crate::cotenant::preload`], preloaded with `LD_PRELOAD` /
+//! (`shims/inject.c` in the `fdwindow` crate, a C port of this loop that
+//! `fdwindow preload inject` writes out, preloaded with `LD_PRELOAD` /
 //! `DYLD_INSERT_LIBRARIES` and configured by [`ENV_VAR`] in the [`Spec`]
-//! syntax), which `fdwindow stress` uses.
+//! syntax), which `fdwindow stress` and `fdwindow audit` use.
 //!
 //! # References
 //! - <https://man7.org/linux/man-pages/man2/fork.2.html> ("The child inherits
@@ -59,15 +59,6 @@ use crate::base::child::{TRUE_PROGRAM, quiet_command};
 
 /// The environment variable the injector reads its [`Spec`] from.
 pub const ENV_VAR: &str = "FDWINDOW_PRESSURE";
-
-/// The injector, written to a private file for the loader's preload variable
-/// ([`crate::cotenant::preload::variable`]): [`crate::cotenant::preload::Library::INJECT`], the
-/// bytes built from `shims/inject.c` into this crate, so no separate build
-/// step is needed. `Unsupported` where this build has no preload libraries.
-/// The file is removed when the guard drops.
-pub fn injector() -> io::Result<crate::cotenant::preload::Written> {
-    crate::cotenant::preload::Library::INJECT.write()
-}
 
 /// How pressure threads start their children.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -9,12 +9,12 @@
 //! this machine. The guard is write-up 000's `TestEnv` made public.
 //!
 //! ```
-//! use fdwindow::fix::env;
+//! use fdwindow_fix::env;
 //!
 //! {
 //!     let mut guard = env::lock();
 //!     // SAFETY: every environment access in this program goes through
-//!     // fdwindow::fix::env, and no C code in it reads the environment.
+//!     // fdwindow_fix::env, and no C code in it reads the environment.
 //!     unsafe { guard.set("FDWINDOW_DOC_MODE", "fast") };
 //!     assert_eq!(guard.get("FDWINDOW_DOC_MODE").as_deref(), Some("fast".as_ref()));
 //! } // the variable is restored (here: removed) and the guard released

@@ -14,7 +14,7 @@
 //! macOS: spawn helpers with `POSIX_SPAWN_CLOEXEC_DEFAULT`.
 //!
 //! ```
-//! use fdwindow::fix::spawn::{Command, Stdio};
+//! use fdwindow_fix::spawn::{Command, Stdio};
 //!
 //! // A descriptor without close-on-exec (as macOS's two-step socket has
 //! // between its two calls): std's Command::spawn would pass it on.

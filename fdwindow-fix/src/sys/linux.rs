@@ -6,10 +6,10 @@ use std::io;
 use super::FreshFd;
 use std::os::fd::{OwnedFd, RawFd};
 
-pub(crate) const OS_ID: Option<&str> = Some("linux");
+pub const OS_ID: Option<&str> = Some("linux");
 
 /// The distribution, from `os-release(5)`'s PRETTY_NAME.
-pub(crate) fn os_release() -> Option<String> {
+pub fn os_release() -> Option<String> {
     let text = std::fs::read_to_string("/etc/os-release")
         .or_else(|_| std::fs::read_to_string("/usr/lib/os-release"))
         .ok()?;
@@ -19,12 +19,12 @@ pub(crate) fn os_release() -> Option<String> {
 
 /// On Linux the kernel's behaviour is what the probes measure, so its full
 /// release, build flavour included, names the platform.
-pub(crate) fn id_version(_os_release: &str, kernel_release: &str) -> String {
+pub fn id_version(_os_release: &str, kernel_release: &str) -> String {
     kernel_release.to_owned()
 }
 
 /// The 1-minute load average: the first field of `/proc/loadavg`.
-pub(crate) fn load_average() -> Option<f64> {
+pub fn load_average() -> Option<f64> {
     let text = std::fs::read_to_string("/proc/loadavg").ok()?;
     text.split_whitespace().next()?.parse().ok()
 }
@@ -34,7 +34,7 @@ pub(crate) fn load_average() -> Option<f64> {
 ///
 /// # References
 /// - <https://man7.org/linux/man-pages/man5/proc_cpuinfo.5.html>
-pub(crate) fn hypervisor_present() -> bool {
+pub fn hypervisor_present() -> bool {
     std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|t| {
         t.lines()
             .filter(|l| l.starts_with("flags"))
@@ -43,7 +43,7 @@ pub(crate) fn hypervisor_present() -> bool {
 }
 
 #[cfg(target_env = "gnu")]
-pub(crate) fn libc_name_version() -> (String, String) {
+pub fn libc_name_version() -> (String, String) {
     // confstr(_CS_GNU_LIBC_VERSION) answers "glibc 2.36": the version of the
     // glibc loaded now, as gnu_get_libc_version(3) would.
     let mut buf = [0u8; 64];
@@ -64,7 +64,7 @@ pub(crate) fn libc_name_version() -> (String, String) {
 
 // musl has no call that reports its version; say so rather than guess.
 #[cfg(not(target_env = "gnu"))]
-pub(crate) fn libc_name_version() -> (String, String) {
+pub fn libc_name_version() -> (String, String) {
     let name = if cfg!(target_env = "musl") {
         "musl"
     } else {
@@ -77,9 +77,9 @@ pub(crate) fn libc_name_version() -> (String, String) {
 ///
 /// # References
 /// - <https://man7.org/linux/man-pages/man2/fcntl.2.html> ("Open file description locks")
-pub(crate) const F_OFD_GETLK: Option<libc::c_int> = Some(libc::F_OFD_GETLK);
+pub const F_OFD_GETLK: Option<libc::c_int> = Some(libc::F_OFD_GETLK);
 /// See [`F_OFD_GETLK`].
-pub(crate) const F_OFD_SETLK: Option<libc::c_int> = Some(libc::F_OFD_SETLK);
+pub const F_OFD_SETLK: Option<libc::c_int> = Some(libc::F_OFD_SETLK);
 
 /// Linux's TCP state names, indexed by the number `/proc/net/tcp` prints
 /// (`include/net/tcp_states.h`).
@@ -107,7 +107,7 @@ const TCP_STATES: [&str; 13] = [
 /// # References
 /// - <https://man7.org/linux/man-pages/man5/proc_pid_net.5.html>
 /// - Linux `net/ipv4/tcp_ipv4.c` (`get_tcp4_sock`), `net/ipv6/tcp_ipv6.c` (`get_tcp6_sock`)
-pub(crate) fn tcp_state(
+pub fn tcp_state(
     local: std::net::SocketAddr,
     peer: std::net::SocketAddr,
 ) -> std::io::Result<Option<&'static str>> {
@@ -166,16 +166,16 @@ fn parse_proc_addr(field: &str) -> Option<std::net::SocketAddr> {
 ///
 /// # References
 /// - <https://man7.org/linux/man-pages/man7/socket.7.html>
-pub(crate) fn set_reuse_port(sock: &socket2::Socket) -> std::io::Result<()> {
+pub fn set_reuse_port(sock: &socket2::Socket) -> std::io::Result<()> {
     sock.set_reuse_port(true)
 }
 
 /// `SOCK_CLOEXEC` (Linux 2.6.27): `socket`/`socketpair` create the descriptor
 /// close-on-exec in one step.
-pub(crate) const SOCK_CLOEXEC: Result<libc::c_int, &str> = Ok(libc::SOCK_CLOEXEC);
+pub const SOCK_CLOEXEC: Result<libc::c_int, &str> = Ok(libc::SOCK_CLOEXEC);
 
 /// `accept4(fd, NULL, NULL, SOCK_CLOEXEC)` (Linux 2.6.28).
-pub(crate) fn accept4_cloexec(fd: RawFd) -> Result<io::Result<OwnedFd>, &'static str> {
+pub fn accept4_cloexec(fd: RawFd) -> Result<io::Result<OwnedFd>, &'static str> {
     // SAFETY: accept4 with null address arguments on a borrowed descriptor.
     let rc = unsafe {
         libc::accept4(
@@ -189,7 +189,7 @@ pub(crate) fn accept4_cloexec(fd: RawFd) -> Result<io::Result<OwnedFd>, &'static
 }
 
 /// `pipe2(fds, O_CLOEXEC)` (Linux 2.6.27).
-pub(crate) fn pipe2_cloexec() -> Result<io::Result<(OwnedFd, OwnedFd)>, &'static str> {
+pub fn pipe2_cloexec() -> Result<io::Result<(OwnedFd, OwnedFd)>, &'static str> {
     let mut fds = [-1; 2];
     // SAFETY: fds has room for the two descriptors pipe2 writes.
     let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
@@ -204,7 +204,7 @@ pub(crate) fn pipe2_cloexec() -> Result<io::Result<(OwnedFd, OwnedFd)>, &'static
 ///
 /// # References
 /// - <https://man7.org/linux/man-pages/man2/close_range.2.html>
-pub(crate) fn close_range_from(first: std::os::fd::RawFd) -> std::io::Result<()> {
+pub fn close_range_from(first: std::os::fd::RawFd) -> std::io::Result<()> {
     close_range(first, 0)
 }
 
@@ -229,12 +229,12 @@ fn close_range(first: RawFd, flags: libc::c_uint) -> io::Result<()> {
 
 /// Whether `close_range(2)` works here, decided in the parent: a call over
 /// an empty range (from the highest descriptor number) closes nothing.
-pub(crate) fn close_range_supported() -> std::io::Result<()> {
+pub fn close_range_supported() -> std::io::Result<()> {
     close_range_from(RawFd::MAX)
 }
 
 /// The descriptors `pid` has open, from `/proc/<pid>/fd` (proc(5)).
-pub(crate) fn process_fds(pid: libc::pid_t) -> io::Result<Vec<RawFd>> {
+pub fn process_fds(pid: libc::pid_t) -> io::Result<Vec<RawFd>> {
     let mut fds = Vec::new();
     for entry in std::fs::read_dir(format!("/proc/{pid}/fd"))? {
         if let Some(fd) = entry?.file_name().to_str().and_then(|s| s.parse().ok()) {
@@ -251,7 +251,7 @@ pub(crate) fn process_fds(pid: libc::pid_t) -> io::Result<Vec<RawFd>> {
 ///
 /// # References
 /// - <https://man7.org/linux/man-pages/man2/clock_gettime.2.html>
-pub(crate) const CLOCKS: &[(&str, libc::clockid_t)] = &[
+pub const CLOCKS: &[(&str, libc::clockid_t)] = &[
     ("CLOCK_REALTIME", libc::CLOCK_REALTIME),
     ("CLOCK_MONOTONIC", libc::CLOCK_MONOTONIC),
     ("CLOCK_MONOTONIC_RAW", libc::CLOCK_MONOTONIC_RAW),
@@ -261,22 +261,22 @@ pub(crate) const CLOCKS: &[(&str, libc::clockid_t)] = &[
 
 /// The clock behind `std::time::Instant` here (rust-lang/rust
 /// `library/std/src/sys/pal/unix/time.rs`).
-pub(crate) const INSTANT_CLOCK: &str = "CLOCK_MONOTONIC";
+pub const INSTANT_CLOCK: &str = "CLOCK_MONOTONIC";
 
 /// A file's identity, as `stat(2)` gives it.
-pub(crate) fn inode_object(dev: u64, ino: u64) -> super::Object {
+pub fn inode_object(dev: u64, ino: u64) -> super::Object {
     super::Object::Inode { dev, ino }
 }
 
 /// `fstat(fd)`'s device and inode: on Linux every descriptor has one
 /// (sockets and pipes live on their own pseudo-filesystems).
-pub(crate) fn object_of(fd: std::os::fd::BorrowedFd<'_>) -> io::Result<super::Object> {
+pub fn object_of(fd: std::os::fd::BorrowedFd<'_>) -> io::Result<super::Object> {
     let st = rustix::fs::fstat(fd)?;
     Ok(inode_object(st.st_dev, st.st_ino))
 }
 
 /// The pids holding `object`: see [`holders_of_inode`].
-pub(crate) fn holders_of_object(object: super::Object) -> io::Result<Vec<u32>> {
+pub fn holders_of_object(object: super::Object) -> io::Result<Vec<u32>> {
     match object {
         super::Object::Inode { dev, ino } => holders_of_inode(dev, ino),
         // Never made on Linux: object_of always answers with an inode.
@@ -326,7 +326,7 @@ fn proc_pids() -> std::io::Result<Vec<u32>> {
 ///
 /// # References
 /// - <https://man7.org/linux/man-pages/man5/proc_pid_exe.5.html>
-pub(crate) fn exe_of(pid: u32) -> std::io::Result<std::path::PathBuf> {
+pub fn exe_of(pid: u32) -> std::io::Result<std::path::PathBuf> {
     std::fs::read_link(format!("/proc/{pid}/exe"))
 }
 
@@ -336,7 +336,7 @@ pub(crate) fn exe_of(pid: u32) -> std::io::Result<std::path::PathBuf> {
 ///
 /// # References
 /// - <https://man7.org/linux/man-pages/man5/proc_pid_stat.5.html>
-pub(crate) fn children_of(parent: u32) -> std::io::Result<Vec<u32>> {
+pub fn children_of(parent: u32) -> std::io::Result<Vec<u32>> {
     Ok(proc_pids()?
         .into_iter()
         .filter(|pid| {
@@ -356,7 +356,7 @@ pub(crate) fn children_of(parent: u32) -> std::io::Result<Vec<u32>> {
 ///
 /// # References
 /// - <https://man7.org/linux/man-pages/man5/proc_pid_stat.5.html>
-pub(crate) fn start_time_of(pid: u32) -> io::Result<u64> {
+pub fn start_time_of(pid: u32) -> io::Result<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
     stat.rsplit_once(')')
         .and_then(|(_, rest)| rest.split_whitespace().nth(19)?.parse().ok())
@@ -369,10 +369,10 @@ pub(crate) fn start_time_of(pid: u32) -> io::Result<u64> {
 ///
 /// # References
 /// - <https://man7.org/linux/man-pages/man8/ld.so.8.html>
-pub(crate) const PRELOAD: Option<(&str, &str)> = Some(("LD_PRELOAD", "so"));
+pub const PRELOAD: Option<(&str, &str)> = Some(("LD_PRELOAD", "so"));
 
 /// vfork's kernel path is available on every Linux.
-pub(crate) fn vfork_supported() -> std::io::Result<()> {
+pub fn vfork_supported() -> std::io::Result<()> {
     Ok(())
 }
 
@@ -404,7 +404,7 @@ fn vfork_fail(args: &mut VforkArgs) -> ! {
 /// address), `mask` and `flags`: built field by field, nothing left unset.
 /// glibc's and musl's `struct sigaction` have a fourth field, the restorer
 /// (set by libc itself; `None` here).
-pub(crate) fn sigaction_of(
+pub fn sigaction_of(
     handler: libc::sighandler_t,
     mask: libc::sigset_t,
     flags: libc::c_int,
@@ -478,7 +478,7 @@ extern "C" fn vfork_child(arg: *mut libc::c_void) -> libc::c_int {
 /// - <https://man7.org/linux/man-pages/man2/vfork.2.html>
 /// - <https://man7.org/linux/man-pages/man2/clone.2.html>
 /// - glibc `sysdeps/unix/sysv/linux/spawni.c` (`__spawnix`)
-pub(crate) fn vfork_exec(
+pub fn vfork_exec(
     program: &std::ffi::CStr,
     argv: &[*const libc::c_char],
     envp: &[*const libc::c_char],
@@ -526,7 +526,7 @@ pub(crate) fn vfork_exec(
 /// Whether this libc has `posix_spawn_file_actions_addclosefrom_np`.
 /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34) is looked up at
 /// run time, so that the binary still runs on an older glibc or on musl.
-pub(crate) fn addclosefrom_supported() -> std::io::Result<()> {
+pub fn addclosefrom_supported() -> std::io::Result<()> {
     if super::has_function(c"posix_spawn_file_actions_addclosefrom_np") {
         Ok(())
     } else {
@@ -546,12 +546,12 @@ fn no_addclosefrom() -> std::io::Error {
 ///
 /// # References
 /// - <https://man7.org/linux/man-pages/man3/posix_spawn_file_actions_addclosefrom_np.3.html>
-pub(crate) fn addclosefrom(spawner: &mut super::Spawner, from: libc::c_int) -> std::io::Result<()> {
+pub fn addclosefrom(spawner: &mut super::Spawner, from: libc::c_int) -> std::io::Result<()> {
     super::addclosefrom_or(spawner, from, no_addclosefrom)
 }
 
 /// `POSIX_SPAWN_CLOEXEC_DEFAULT` is Apple's; Linux has no such attribute.
-pub(crate) fn spawn_cloexec_default_flag() -> std::io::Result<libc::c_short> {
+pub fn spawn_cloexec_default_flag() -> std::io::Result<libc::c_short> {
     Err(std::io::Error::new(
         std::io::ErrorKind::Unsupported,
         "POSIX_SPAWN_CLOEXEC_DEFAULT is an Apple extension; Linux's posix_spawn has no such flag",
@@ -562,7 +562,7 @@ pub(crate) fn spawn_cloexec_default_flag() -> std::io::Result<libc::c_short> {
 /// (`prctl(2)`, `PR_SET_PDEATHSIG`): a VM must not outlive a `fdwindow vm`
 /// that was itself killed. The signal follows the creating *thread*, so call
 /// this only for children spawned from a thread that outlives them.
-pub(crate) fn die_with_parent(cmd: &mut std::process::Command) {
+pub fn die_with_parent(cmd: &mut std::process::Command) {
     let parent = rustix::process::getpid();
     crate::sys::child_hook::install(
         cmd,
@@ -574,14 +574,14 @@ pub(crate) fn die_with_parent(cmd: &mut std::process::Command) {
 /// [`die_with_parent`] set `PR_SET_PDEATHSIG` before exec, which exec keeps
 /// (prctl(2): cleared only for a set-user-ID or capability-raising binary),
 /// and the kernel delivers it when that thread dies, SIGKILL included.
-pub(crate) fn exit_with_parent(_parent: u32) -> io::Result<()> {
+pub fn exit_with_parent(_parent: u32) -> io::Result<()> {
     Ok(())
 }
 
 /// Linux's own code for a child between fork and exec
 /// ([`crate::sys::child_hook`]): each variant names its async-signal-safe calls.
 #[derive(Debug)]
-pub(crate) enum ChildHook {
+pub enum ChildHook {
     /// `prctl(PR_SET_PDEATHSIG, SIGKILL)`, then `getppid()` against the
     /// parent's pid taken before the fork: two raw system calls.
     DieWithParent(rustix::process::Pid),
@@ -600,7 +600,7 @@ pub(crate) enum ChildHook {
 
 impl ChildHook {
     /// Runs in the child between fork and exec.
-    pub(crate) fn run(&self) -> io::Result<()> {
+    pub fn run(&self) -> io::Result<()> {
         match self {
             ChildHook::DieWithParent(parent) => set_pdeathsig(*parent),
             ChildHook::Isolate { sham: true, .. } => Ok(()),
@@ -639,7 +639,7 @@ fn set_pdeathsig(parent: rustix::process::Pid) -> std::io::Result<()> {
 /// - <https://man7.org/linux/man-pages/man5/proc_pid_fd.5.html>
 /// - <https://man7.org/linux/man-pages/man7/signal-safety.7.html> (`open`,
 ///   `close` are async-signal-safe; getdents64 is a plain system call)
-pub(crate) fn each_open_fd(f: &mut dyn FnMut(RawFd)) -> io::Result<()> {
+pub fn each_open_fd(f: &mut dyn FnMut(RawFd)) -> io::Result<()> {
     use rustix::fs::{Mode, OFlags, RawDir};
     use std::os::fd::AsRawFd;
     let dir = rustix::fs::open(
@@ -663,7 +663,7 @@ pub(crate) fn each_open_fd(f: &mut dyn FnMut(RawFd)) -> io::Result<()> {
 /// Whether the stream socket `fd` is listening: `getsockopt(SO_ACCEPTCONN)`
 /// (socket(7): "Returns a value indicating whether or not this socket has
 /// been marked to accept connections with listen(2)"). Async-signal-safe.
-pub(crate) fn is_listening(fd: RawFd) -> bool {
+pub fn is_listening(fd: RawFd) -> bool {
     super::sockopt_int(fd, libc::SOL_SOCKET, libc::SO_ACCEPTCONN).is_some_and(|on| on != 0)
 }
 
@@ -716,22 +716,22 @@ mod tests {
 
 /// A child of `fix::spawn` on Linux: std's own.
 #[derive(Debug)]
-pub(crate) struct SpawnedProcess(std::process::Child);
+pub struct SpawnedProcess(std::process::Child);
 
 impl SpawnedProcess {
-    pub(crate) fn id(&self) -> u32 {
+    pub fn id(&self) -> u32 {
         self.0.id()
     }
 
-    pub(crate) fn kill(&mut self) -> io::Result<()> {
+    pub fn kill(&mut self) -> io::Result<()> {
         self.0.kill()
     }
 
-    pub(crate) fn wait(&mut self) -> io::Result<std::process::ExitStatus> {
+    pub fn wait(&mut self) -> io::Result<std::process::ExitStatus> {
         self.0.wait()
     }
 
-    pub(crate) fn try_wait(&mut self) -> io::Result<Option<std::process::ExitStatus>> {
+    pub fn try_wait(&mut self) -> io::Result<Option<std::process::ExitStatus>> {
         self.0.try_wait()
     }
 }
@@ -740,7 +740,7 @@ impl SpawnedProcess {
 /// descriptor above stdio close-on-exec, then clears it on the kept ones.
 /// std's exec-error pipe is close-on-exec already, so it still reports a
 /// failed exec; the hook forces std's fork path (posix_spawn takes no hook).
-pub(crate) fn spawn_isolated(
+pub fn spawn_isolated(
     cmd: &super::IsolatedSpawn,
     stdio: [super::SpawnStdio; 3],
 ) -> io::Result<super::Spawned> {

@@ -33,7 +33,7 @@ use std::process::Command;
 /// `run` makes only async-signal-safe calls (signal-safety(7)) on data
 /// copied in before the fork: it allocates nothing, takes no lock, prints
 /// nothing, and cannot panic. Each `unsafe impl` names the calls it makes.
-pub(crate) unsafe trait ChildCode: Send + Sync + 'static {
+pub unsafe trait ChildCode: Send + Sync + 'static {
     /// Runs in the child between fork and exec.
     fn run(&self, child: &InChild) -> io::Result<()>;
 }
@@ -41,7 +41,7 @@ pub(crate) unsafe trait ChildCode: Send + Sync + 'static {
 /// The OS-level hooks: the async-signal-safe calls each makes are named.
 /// Everything a hook reads was copied in before the fork.
 #[derive(Debug)]
-pub(crate) enum Hook {
+pub enum Hook {
     /// No call at all: a `pre_exec` hook, even an empty one, makes std fork
     /// and exec instead of calling `posix_spawn` (the probes' fork path).
     ForkOnly,
@@ -62,10 +62,6 @@ pub(crate) enum Hook {
     Inherit(RawFd),
     /// An OS's own hook ([`crate::sys::ChildHook`]: on Linux the
     /// parent-death signal and `fix::spawn`'s close-on-exec pass).
-    #[cfg_attr(
-        not(target_os = "linux"),
-        expect(dead_code, reason = "only Linux has hooks of its own")
-    )]
     Sys(crate::sys::ChildHook),
 }
 
@@ -92,7 +88,7 @@ unsafe impl ChildCode for Hook {
 /// exec: only [`install`]'s hook makes one (the field is private), and only
 /// by reference does it leave there.
 #[derive(Debug)]
-pub(crate) struct InChild(());
+pub struct InChild(());
 
 /// `close(fd)` on a descriptor *number*, errors ignored (`EBADF` for one
 /// that is not open). Safe with the [`InChild`] proof: the child either
@@ -100,7 +96,7 @@ pub(crate) struct InChild(());
 /// caller's frames), so no owner in it (an `OwnedFd`, a `File`) runs its
 /// drop and closes the number a second time; the parent's descriptors are
 /// its own, untouched. Async-signal-safe: one system call.
-pub(crate) fn close(fd: RawFd, _: &InChild) {
+pub fn close(fd: RawFd, _: &InChild) {
     // SAFETY: closes a number in the forked child, which runs no owner's
     // drop afterwards (see above); close takes no pointer.
     unsafe { libc::close(fd) };
@@ -109,7 +105,7 @@ pub(crate) fn close(fd: RawFd, _: &InChild) {
 /// `close(fd)` for every `fd` in `from..limit`, ignoring `EBADF`: the
 /// brute-force loop, one system call per number whether or not it is open.
 /// Async-signal-safe: only `close(2)`.
-pub(crate) fn close_every_fd(from: RawFd, limit: RawFd, child: &InChild) {
+pub fn close_every_fd(from: RawFd, limit: RawFd, child: &InChild) {
     for fd in from..limit {
         close(fd, child);
     }
@@ -140,7 +136,7 @@ pub fn die_with_parent(cmd: &mut Command) {
 
 /// Makes `cmd`'s child run `hook` between fork and exec (and so makes std
 /// fork instead of calling `posix_spawn`).
-pub(crate) fn install(cmd: &mut Command, hook: impl ChildCode) {
+pub fn install(cmd: &mut Command, hook: impl ChildCode) {
     // SAFETY: `hook` is a `ChildCode`, whose contract is that `run` makes
     // only async-signal-safe calls on data copied in before the fork and
     // allocates, locks, prints and panics not at all; every implementor is

@@ -40,7 +40,7 @@ pub enum Retired {
 /// where the kernel allows it, and says so.
 ///
 /// ```
-/// use fdwindow::fix::listener::{retire, Retired};
+/// use fdwindow_fix::listener::{retire, Retired};
 /// let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
 /// match retire(listener) {
 ///     Retired::EveryCopy => {}
@@ -87,7 +87,7 @@ impl Placeholder {
     /// has); port 0 picks a free port.
     ///
     /// ```
-    /// let placeholder = fdwindow::fix::listener::Placeholder::bind("127.0.0.1:0".parse().unwrap())?;
+    /// let placeholder = fdwindow_fix::listener::Placeholder::bind("127.0.0.1:0".parse().unwrap())?;
     /// let addr = placeholder.local_addr()?;
     /// // Bound, not listening: refused (Linux) or no answer (macOS).
     /// let wait = std::time::Duration::from_secs(1);
@@ -129,8 +129,8 @@ impl Placeholder {
 /// gets `ENOENT`. An unlink error other than a missing file is returned.
 ///
 /// ```
-/// use fdwindow::fix::listener::{retire_unix, Retired};
-/// let dir = fdwindow::base::sockets::SocketDir::new()?;
+/// use fdwindow_fix::listener::{retire_unix, Retired};
+/// let dir = fdwindow_fix::base::sockets::SocketDir::new()?;
 /// let path = dir.path("server")?;
 /// let listener = std::os::unix::net::UnixListener::bind(&path)?;
 /// match retire_unix(listener, &path)? {
@@ -175,8 +175,8 @@ impl UnixPlaceholder {
     /// [`crate::base::sockets::SOCKET_PATH_MAX`] bytes, so it binds on macOS too).
     ///
     /// ```
-    /// use fdwindow::fix::listener::UnixPlaceholder;
-    /// let dir = fdwindow::base::sockets::SocketDir::new()?;
+    /// use fdwindow_fix::listener::UnixPlaceholder;
+    /// let dir = fdwindow_fix::base::sockets::SocketDir::new()?;
     /// let path = dir.path("owner.sock")?;
     /// let placeholder = UnixPlaceholder::bind(&path)?;
     /// assert!(std::os::unix::net::UnixStream::connect(&path).is_err()); // bound, not listening

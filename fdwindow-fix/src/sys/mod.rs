@@ -17,25 +17,25 @@ pub mod child_hook;
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]
-pub(crate) use linux::*;
+pub use linux::*;
 
 #[cfg(target_os = "macos")]
 mod macos;
 #[cfg(target_os = "macos")]
-pub(crate) use macos::*;
+pub use macos::*;
 
 // POSIX wrappers shared by every OS (posix_spawn; wait, kill, poll via rustix).
 mod posix;
-pub(crate) use posix::*;
+pub use posix::*;
 
 // Other Unixes compile; their probes report `unsupported` where a call is missing.
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
 mod other;
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
-pub(crate) use other::*;
+pub use other::*;
 
 /// What identifies one open object across processes, as a holder scan
-/// ([`crate::hazards::holders`]) compares it.
+/// (`fdwindow`'s `hazards::holders`) compares it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Object {
     /// A file (or, on Linux, any descriptor: sockets have a sockfs inode):
@@ -55,7 +55,7 @@ pub enum Object {
 /// How one of a child's stdio descriptors is set up: `fix::spawn::Stdio`, as
 /// the platform's `spawn_isolated` reads it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum SpawnStdio {
+pub enum SpawnStdio {
     /// The parent's own descriptor.
     Inherit,
     /// `/dev/null`.
@@ -68,27 +68,27 @@ pub(crate) enum SpawnStdio {
 /// `spawn_isolated` reads: the program, its arguments and environment, and
 /// which descriptors the child keeps.
 #[derive(Clone, Debug)]
-pub(crate) struct IsolatedSpawn {
-    pub(crate) program: std::ffi::OsString,
-    pub(crate) args: Vec<std::ffi::OsString>,
-    pub(crate) env_clear: bool,
-    pub(crate) env: Vec<(std::ffi::OsString, Option<std::ffi::OsString>)>,
-    pub(crate) cwd: Option<std::path::PathBuf>,
-    pub(crate) keep: Vec<std::os::fd::RawFd>,
+pub struct IsolatedSpawn {
+    pub program: std::ffi::OsString,
+    pub args: Vec<std::ffi::OsString>,
+    pub env_clear: bool,
+    pub env: Vec<(std::ffi::OsString, Option<std::ffi::OsString>)>,
+    pub cwd: Option<std::path::PathBuf>,
+    pub keep: Vec<std::os::fd::RawFd>,
     /// Linux: walk `/proc/self/fd` even where `close_range` works.
-    pub(crate) walk_fds: bool,
+    pub walk_fds: bool,
     /// The probe's sham: the same spawn path with the close-on-exec step off.
-    pub(crate) sham: bool,
+    pub sham: bool,
 }
 
 /// What `spawn_isolated` started: the child and the parent's ends of its
 /// piped stdio.
 #[derive(Debug)]
-pub(crate) struct Spawned {
-    pub(crate) stdin: Option<std::process::ChildStdin>,
-    pub(crate) stdout: Option<std::process::ChildStdout>,
-    pub(crate) stderr: Option<std::process::ChildStderr>,
-    pub(crate) process: SpawnedProcess,
+pub struct Spawned {
+    pub stdin: Option<std::process::ChildStdin>,
+    pub stdout: Option<std::process::ChildStdout>,
+    pub stderr: Option<std::process::ChildStderr>,
+    pub process: SpawnedProcess,
 }
 
 // Holder scans: Linux walks /proc, macOS asks libproc; elsewhere the scan
@@ -102,32 +102,32 @@ mod no_scan {
     }
 
     /// A file's identity, as `stat(2)` gives it.
-    pub(crate) fn inode_object(dev: u64, ino: u64) -> Object {
+    pub fn inode_object(dev: u64, ino: u64) -> Object {
         Object::Inode { dev, ino }
     }
 
     /// Unsupported here: see `no_scan`.
-    pub(crate) fn object_of(_fd: std::os::fd::BorrowedFd<'_>) -> std::io::Result<Object> {
+    pub fn object_of(_fd: std::os::fd::BorrowedFd<'_>) -> std::io::Result<Object> {
         no_scan()
     }
 
     /// Unsupported here: see `no_scan`.
-    pub(crate) fn holders_of_object(_object: Object) -> std::io::Result<Vec<u32>> {
+    pub fn holders_of_object(_object: Object) -> std::io::Result<Vec<u32>> {
         no_scan()
     }
 
     /// Unsupported here: see `no_scan`.
-    pub(crate) fn exe_of(_pid: u32) -> std::io::Result<std::path::PathBuf> {
+    pub fn exe_of(_pid: u32) -> std::io::Result<std::path::PathBuf> {
         no_scan()
     }
 
     /// Unsupported here: see `no_scan`.
-    pub(crate) fn children_of(_parent: u32) -> std::io::Result<Vec<u32>> {
+    pub fn children_of(_parent: u32) -> std::io::Result<Vec<u32>> {
         no_scan()
     }
 }
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
-pub(crate) use no_scan::*;
+pub use no_scan::*;
 
 /// Whether the C library this process runs with has the function `name`:
 /// `dlsym(RTLD_DEFAULT, name)`, at run time, since the headers a binary was
@@ -136,7 +136,7 @@ pub(crate) use no_scan::*;
 ///
 /// # References
 /// - <https://man7.org/linux/man-pages/man3/dlsym.3.html>
-pub(crate) fn has_function(name: &std::ffi::CStr) -> bool {
+pub fn has_function(name: &std::ffi::CStr) -> bool {
     symbol(name).is_some()
 }
 
@@ -147,7 +147,7 @@ pub(crate) fn has_function(name: &std::ffi::CStr) -> bool {
 /// # References
 /// - <https://man7.org/linux/man-pages/man3/dlsym.3.html>
 /// - <https://developer.apple.com/library/archive/documentation/System/Conceptual/ManPages_iPhoneOS/man3/dlsym.3.html>
-pub(crate) fn symbol(name: &std::ffi::CStr) -> Option<std::ptr::NonNull<libc::c_void>> {
+pub fn symbol(name: &std::ffi::CStr) -> Option<std::ptr::NonNull<libc::c_void>> {
     // SAFETY: dlsym with a NUL-terminated name; RTLD_DEFAULT searches every
     // loaded image and only reads.
     std::ptr::NonNull::new(unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) })

@@ -37,7 +37,7 @@ pub fn catch_interrupts() {
 /// the writer's closed pipe. Rust ignores SIGPIPE, so a write to a pipe
 /// whose reader has gone fails with EPIPE instead of ending the process;
 /// the writer records the signal that would have ended it.
-pub(crate) fn record(sig: libc::c_int) {
+pub fn record(sig: libc::c_int) {
     on_signal(sig);
 }
 

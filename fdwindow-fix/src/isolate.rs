@@ -17,7 +17,7 @@
 //! // In a test file of a crate with fdwindow as a dev-dependency:
 //! #[test]
 //! fn listener_is_released_on_drop() {
-//!     fdwindow::fix::isolate::run_isolated("listener_is_released_on_drop_isolated").unwrap();
+//!     fdwindow_fix::isolate::run_isolated("listener_is_released_on_drop_isolated").unwrap();
 //! }
 //!
 //! #[test]
@@ -52,7 +52,7 @@
 //! group) that keeps the output open cannot make the parent wait for it;
 //! that is reported as an error. A group of its own also means a terminal's
 //! Ctrl-C (sent to the foreground group) does not reach the child. So: where
-//! this process catches interrupts with [`crate::harness::catch_interrupts`]
+//! this process catches interrupts with [`crate::base::interrupts::catch_interrupts`]
 //! (the probes do), an interrupt kills the child's group at once and the call
 //! returns `ErrorKind::Interrupted`; and on Linux the child gets `SIGKILL`
 //! when the calling thread dies (`PR_SET_PDEATHSIG`), so a Ctrl-C that kills
@@ -279,7 +279,7 @@ mod tests {
     fn a_process_outside_the_group_cannot_hold_the_parent_past_the_guard() {
         let _serial = crate::test_serial();
         let got = run_isolated_within(
-            "fix::isolate::tests::isolated_child_leaves_its_output_open",
+            "isolate::tests::isolated_child_leaves_its_output_open",
             Duration::from_secs(10),
         );
         // End the escaped process whatever the outcome.
@@ -321,7 +321,7 @@ mod tests {
             return;
         }
         let _ = run_isolated_within(
-            "fix::isolate::tests::isolated_child_hangs",
+            "isolate::tests::isolated_child_hangs",
             Duration::from_secs(120),
         );
     }
@@ -340,7 +340,7 @@ mod tests {
         let mut parent = Command::new(std::env::current_exe().unwrap())
             .args([
                 "--exact",
-                "fix::isolate::tests::isolated_parent_of_a_hang",
+                "isolate::tests::isolated_parent_of_a_hang",
                 "--include-ignored",
                 "--test-threads=1",
             ])
@@ -393,17 +393,17 @@ mod tests {
     #[test]
     fn run_isolated_passes_only_the_exact_passing_child() {
         let _serial = crate::test_serial();
-        run_isolated("fix::isolate::tests::isolated_child_passes").unwrap();
+        run_isolated("isolate::tests::isolated_child_passes").unwrap();
         // Misspelled, a prefix, a failing child: never a silent pass.
         for name in [
-            "fix::isolate::tests::isolated_child_pases",
-            "fix::isolate::tests::isolated_child",
+            "isolate::tests::isolated_child_pases",
+            "isolate::tests::isolated_child",
             "isolated_child_passes",
         ] {
             let e = run_isolated(name).unwrap_err();
             assert!(e.to_string().contains("no line"), "{name}: {e}");
         }
-        let e = run_isolated("fix::isolate::tests::isolated_child_fails").unwrap_err();
+        let e = run_isolated("isolate::tests::isolated_child_fails").unwrap_err();
         assert!(e.to_string().contains("failed on purpose"), "{e}");
     }
 }

@@ -5,7 +5,7 @@ use std::io;
 use super::FreshFd;
 use std::os::fd::{OwnedFd, RawFd};
 
-pub(crate) const OS_ID: Option<&str> = Some("macos");
+pub const OS_ID: Option<&str> = Some("macos");
 
 /// `sysctlbyname(name, old, &oldlen, new, newlen)`: reads the value into
 /// `old` (when given) and sets it from `new` (when given); the length read.
@@ -93,7 +93,7 @@ fn set_version_compat(value: libc::c_int) -> bool {
 /// - xnu `libsyscall/wrappers/_libkernel_init.c` (`__libkernel_init_late`),
 ///   `libsyscall/wrappers/system-version-compat.c` (the plist open shim)
 /// - dotnet/runtime#116536: macOS 26 reports 16 unless built with Xcode 26's SDK
-pub(crate) fn os_release() -> Option<String> {
+pub fn os_release() -> Option<String> {
     let compat_on = version_compat() == Some(1);
     let switched_off = compat_on && set_version_compat(0);
     let reported = sysctl_string(c"kern.osproductversion");
@@ -107,7 +107,7 @@ pub(crate) fn os_release() -> Option<String> {
 }
 
 /// The full product version (`15.3.1`): a point release can change the kernel.
-pub(crate) fn id_version(os_release: &str, _kernel_release: &str) -> String {
+pub fn id_version(os_release: &str, _kernel_release: &str) -> String {
     if os_release.is_empty() {
         "unknown".into()
     } else {
@@ -119,7 +119,7 @@ pub(crate) fn id_version(os_release: &str, _kernel_release: &str) -> String {
 ///
 /// # References
 /// - <https://developer.apple.com/documentation/apple-silicon/running-your-app-in-a-virtual-machine>
-pub(crate) fn hypervisor_present() -> bool {
+pub fn hypervisor_present() -> bool {
     sysctl_int(c"kern.hv_vmm_present") == Some(1)
 }
 
@@ -130,7 +130,7 @@ pub(crate) fn hypervisor_present() -> bool {
 ///
 /// # References
 /// - xnu `bsd/sys/resource.h` (`struct loadavg`); Libc `gen/FreeBSD/getloadavg.c`
-pub(crate) fn load_average() -> Option<f64> {
+pub fn load_average() -> Option<f64> {
     let mut raw = [0u8; 24];
     if sysctl(c"vm.loadavg", Some(&mut raw), None)? < raw.len() {
         return None;
@@ -142,7 +142,7 @@ pub(crate) fn load_average() -> Option<f64> {
 
 /// A `struct sigaction` with `handler` (`SIG_DFL`, `SIG_IGN` or a function's
 /// address), `mask` and `flags`: built field by field, nothing left unset.
-pub(crate) fn sigaction_of(
+pub fn sigaction_of(
     handler: libc::sighandler_t,
     mask: libc::sigset_t,
     flags: libc::c_int,
@@ -155,7 +155,7 @@ pub(crate) fn sigaction_of(
 }
 
 /// libSystem carries no version of its own apart from the OS's.
-pub(crate) fn libc_name_version() -> (String, String) {
+pub fn libc_name_version() -> (String, String) {
     ("libsystem".into(), String::new())
 }
 
@@ -164,13 +164,13 @@ pub(crate) fn libc_name_version() -> (String, String) {
 ///
 /// # References
 /// - xnu `bsd/sys/fcntl.h`: `F_OFD_SETLK 90`, `F_OFD_GETLK 92`
-pub(crate) const F_OFD_GETLK: Option<libc::c_int> = Some(92);
+pub const F_OFD_GETLK: Option<libc::c_int> = Some(92);
 /// See [`F_OFD_GETLK`].
-pub(crate) const F_OFD_SETLK: Option<libc::c_int> = Some(90);
+pub const F_OFD_SETLK: Option<libc::c_int> = Some(90);
 
 /// No reader for xnu's TCP connection table yet (netstat reads it through
 /// the `net.inet.tcp.pcblist_n` sysctl); callers report `unsupported`.
-pub(crate) fn tcp_state(
+pub fn tcp_state(
     _local: std::net::SocketAddr,
     _peer: std::net::SocketAddr,
 ) -> std::io::Result<Option<&'static str>> {
@@ -185,7 +185,7 @@ pub(crate) fn tcp_state(
 ///
 /// # References
 /// - <https://developer.apple.com/library/archive/documentation/System/Conceptual/ManPages_iPhoneOS/man2/setsockopt.2.html>
-pub(crate) fn set_reuse_port(sock: &socket2::Socket) -> std::io::Result<()> {
+pub fn set_reuse_port(sock: &socket2::Socket) -> std::io::Result<()> {
     sock.set_reuse_port(true)
 }
 
@@ -198,7 +198,7 @@ pub(crate) fn set_reuse_port(sock: &socket2::Socket) -> std::io::Result<()> {
 /// # References
 /// - gdnsd/gdnsd#180; libc 0.2.68 dropped the constant for Apple targets
 ///   (vmware-archive/differential-datalog#560); rust-lang/rust#24237
-pub(crate) const SOCK_CLOEXEC: Result<libc::c_int, &str> = Err(
+pub const SOCK_CLOEXEC: Result<libc::c_int, &str> = Err(
     "SOCK_CLOEXEC is not defined on this SDK (macOS through 26): sockets are made close-on-exec in a second call",
 );
 
@@ -212,7 +212,7 @@ fn lookup(name: &std::ffi::CStr) -> Option<std::ptr::NonNull<libc::c_void>> {
 /// `accept4`, looked up at run time. Even where it exists, its flag
 /// (`SOCK_CLOEXEC`) is not defined on this SDK, so it cannot be called with a
 /// known close-on-exec bit: both cases say so.
-pub(crate) fn accept4_cloexec(_fd: RawFd) -> Result<io::Result<OwnedFd>, &'static str> {
+pub fn accept4_cloexec(_fd: RawFd) -> Result<io::Result<OwnedFd>, &'static str> {
     match lookup(c"accept4") {
         None => Err(
             "libSystem has no accept4 (looked up at run time; absent through macOS 26): accepted sockets are made close-on-exec in a second call",
@@ -226,7 +226,7 @@ pub(crate) fn accept4_cloexec(_fd: RawFd) -> Result<io::Result<OwnedFd>, &'stati
 /// `pipe2(fds, O_CLOEXEC)`, looked up at run time: the macOS 27 SDK declares
 /// it "available since macOS 27.0"; on macOS 26 and earlier the weak symbol is
 /// NULL (rbenv/ruby-build#2641, python/cpython#154718).
-pub(crate) fn pipe2_cloexec() -> Result<io::Result<(OwnedFd, OwnedFd)>, &'static str> {
+pub fn pipe2_cloexec() -> Result<io::Result<(OwnedFd, OwnedFd)>, &'static str> {
     let Some(sym) = lookup(c"pipe2") else {
         return Err(
             "libSystem has no pipe2 (looked up at run time; added in macOS 27): pipes are made close-on-exec in a second call",
@@ -303,7 +303,7 @@ fn list_fds_into(pid: libc::pid_t, buf: Option<&mut [libc::proc_fdinfo]>) -> lib
 
 /// The descriptors `pid` has open: see [`fd_list`] (works for the caller's
 /// own children).
-pub(crate) fn process_fds(pid: libc::pid_t) -> io::Result<Vec<RawFd>> {
+pub fn process_fds(pid: libc::pid_t) -> io::Result<Vec<RawFd>> {
     let mut fds: Vec<RawFd> = fd_list(pid)?.iter().map(|i| i.proc_fd).collect();
     fds.sort_unstable();
     Ok(fds)
@@ -389,7 +389,7 @@ fn pidfdinfo<T: Copy>(pid: libc::pid_t, fd: RawFd, flavor: libc::c_int) -> io::R
 
 /// A file's identity as both `stat(2)` and libproc give it: `vst_dev` is
 /// 32 bits, so the device is compared in 32 bits.
-pub(crate) fn inode_object(dev: u64, ino: u64) -> super::Object {
+pub fn inode_object(dev: u64, ino: u64) -> super::Object {
     super::Object::Inode {
         dev: u64::from(dev as u32),
         ino,
@@ -402,7 +402,7 @@ pub(crate) fn inode_object(dev: u64, ino: u64) -> super::Object {
 /// # References
 /// - xnu `bsd/kern/sys_socket.c` (`soo_stat`), `bsd/kern/socket_info.c`
 ///   (`fill_socketinfo`: `soi_so = VM_KERNEL_ADDRHASH(so)`)
-pub(crate) fn object_of(fd: std::os::fd::BorrowedFd<'_>) -> io::Result<super::Object> {
+pub fn object_of(fd: std::os::fd::BorrowedFd<'_>) -> io::Result<super::Object> {
     use std::os::fd::AsRawFd;
     let st = rustix::fs::fstat(fd)?;
     if st.st_mode & libc::S_IFMT == libc::S_IFSOCK {
@@ -455,7 +455,7 @@ fn list_pids(
 ///
 /// # References
 /// - xnu `bsd/kern/proc_info.c` (`proc_pidfdinfo`, `PROC_PIDLISTFDS`)
-pub(crate) fn holders_of_object(object: super::Object) -> io::Result<Vec<u32>> {
+pub fn holders_of_object(object: super::Object) -> io::Result<Vec<u32>> {
     use super::Object;
     let (fdtype, flavor) = match object {
         Object::Inode { .. } => (libc::PROX_FDTYPE_VNODE, PROC_PIDFDVNODEINFO),
@@ -491,7 +491,7 @@ pub(crate) fn holders_of_object(object: super::Object) -> io::Result<Vec<u32>> {
 
 /// The executable `pid` runs now: `proc_pidpath` (a fork that has not
 /// exec'd still answers its parent's, as it shares the text vnode).
-pub(crate) fn exe_of(pid: u32) -> io::Result<std::path::PathBuf> {
+pub fn exe_of(pid: u32) -> io::Result<std::path::PathBuf> {
     use std::os::unix::ffi::OsStrExt;
     let mut buf = vec![0u8; libc::PROC_PIDPATHINFO_MAXSIZE as usize];
     // SAFETY: buf is writable for the length passed.
@@ -510,7 +510,7 @@ pub(crate) fn exe_of(pid: u32) -> io::Result<std::path::PathBuf> {
 }
 
 /// The live children of `parent`: `proc_listchildpids` (a count of pids).
-pub(crate) fn children_of(parent: u32) -> io::Result<Vec<u32>> {
+pub fn children_of(parent: u32) -> io::Result<Vec<u32>> {
     let pids = list_pids(|buf, bytes| {
         // SAFETY: buf has room for `bytes` bytes.
         unsafe { libc::proc_listchildpids(parent as libc::pid_t, buf, bytes) }
@@ -524,7 +524,7 @@ pub(crate) fn children_of(parent: u32) -> io::Result<Vec<u32>> {
 ///
 /// # References
 /// - Apple `clock_gettime(3)`; Libc-1158.1.2 `gen/clock_gettime.c`, quoted in mono/mono#21137
-pub(crate) const CLOCKS: &[(&str, libc::clockid_t)] = &[
+pub const CLOCKS: &[(&str, libc::clockid_t)] = &[
     ("CLOCK_REALTIME", libc::CLOCK_REALTIME),
     ("CLOCK_MONOTONIC", libc::CLOCK_MONOTONIC),
     ("CLOCK_MONOTONIC_RAW", libc::CLOCK_MONOTONIC_RAW),
@@ -538,7 +538,7 @@ pub(crate) const CLOCKS: &[(&str, libc::clockid_t)] = &[
 
 /// The clock behind `std::time::Instant` on Apple targets (rust-lang/rust
 /// `library/std/src/sys/pal/unix/time.rs`).
-pub(crate) const INSTANT_CLOCK: &str = "CLOCK_UPTIME_RAW";
+pub const INSTANT_CLOCK: &str = "CLOCK_UPTIME_RAW";
 
 /// dyld's insert variable (`dyld(1)`: "a colon separated list of dynamic
 /// libraries to load before the ones specified in the program"), and the
@@ -549,17 +549,17 @@ pub(crate) const INSTANT_CLOCK: &str = "CLOCK_UPTIME_RAW";
 /// # References
 /// - `man 1 dyld` (DYLD_INSERT_LIBRARIES)
 /// - <https://developer.apple.com/library/archive/documentation/Security/Conceptual/System_Integrity_Protection_Guide/RuntimeProtections/RuntimeProtections.html>
-pub(crate) const PRELOAD: Option<(&str, &str)> = Some(("DYLD_INSERT_LIBRARIES", "dylib"));
+pub const PRELOAD: Option<(&str, &str)> = Some(("DYLD_INSERT_LIBRARIES", "dylib"));
 /// macOS has no `close_range(2)`. The error is a bare errno (`ENOSYS`):
 /// this may run in a `pre_exec` hook, between fork and exec, where building
 /// an error with a message would allocate. Callers decide support in the
 /// parent with [`close_range_supported`].
-pub(crate) fn close_range_from(_first: std::os::fd::RawFd) -> std::io::Result<()> {
+pub fn close_range_from(_first: std::os::fd::RawFd) -> std::io::Result<()> {
     Err(std::io::Error::from_raw_os_error(libc::ENOSYS))
 }
 
 /// macOS has no `close_range(2)` (it is Linux 5.9+ and FreeBSD 13+).
-pub(crate) fn close_range_supported() -> std::io::Result<()> {
+pub fn close_range_supported() -> std::io::Result<()> {
     Err(std::io::Error::new(
         std::io::ErrorKind::Unsupported,
         "macOS has no close_range(2)",
@@ -569,7 +569,7 @@ pub(crate) fn close_range_supported() -> std::io::Result<()> {
 /// macOS has `vfork(2)`, but Rust cannot call it soundly (it returns twice
 /// into one stack frame, and Rust has no `returns_twice` attribute), and xnu
 /// offers no clone-style call that runs the child on a stack of its own.
-pub(crate) fn vfork_supported() -> std::io::Result<()> {
+pub fn vfork_supported() -> std::io::Result<()> {
     Err(std::io::Error::new(
         std::io::ErrorKind::Unsupported,
         "vfork() returns twice into one stack frame, which Rust cannot call soundly, and xnu has \
@@ -578,7 +578,7 @@ pub(crate) fn vfork_supported() -> std::io::Result<()> {
 }
 
 /// Never called: [`vfork_supported`] fails first.
-pub(crate) fn vfork_exec(
+pub fn vfork_exec(
     _program: &std::ffi::CStr,
     _argv: &[*const libc::c_char],
     _envp: &[*const libc::c_char],
@@ -592,7 +592,7 @@ pub(crate) fn vfork_exec(
 ///
 /// Looked up at run time: no libSystem has it yet (gnulib lists it missing
 /// on macOS 14), but a binary built today must use it on the macOS that adds it.
-pub(crate) fn addclosefrom_supported() -> std::io::Result<()> {
+pub fn addclosefrom_supported() -> std::io::Result<()> {
     if lookup(c"posix_spawn_file_actions_addclosefrom_np").is_some() {
         Ok(())
     } else {
@@ -609,7 +609,7 @@ fn no_addclosefrom() -> std::io::Error {
 }
 
 /// `posix_spawn_file_actions_addclosefrom_np(actions, from)` where libSystem has it.
-pub(crate) fn addclosefrom(spawner: &mut super::Spawner, from: libc::c_int) -> std::io::Result<()> {
+pub fn addclosefrom(spawner: &mut super::Spawner, from: libc::c_int) -> std::io::Result<()> {
     super::addclosefrom_or(spawner, from, no_addclosefrom)
 }
 
@@ -618,7 +618,7 @@ pub(crate) fn addclosefrom(spawner: &mut super::Spawner, from: libc::c_int) -> s
 ///
 /// # References
 /// - <https://developer.apple.com/library/archive/documentation/System/Conceptual/ManPages_iPhoneOS/man3/posix_spawnattr_setflags.3.html>
-pub(crate) fn spawn_cloexec_default_flag() -> std::io::Result<libc::c_short> {
+pub fn spawn_cloexec_default_flag() -> std::io::Result<libc::c_short> {
     Ok(libc::POSIX_SPAWN_CLOEXEC_DEFAULT as libc::c_short)
 }
 
@@ -626,7 +626,7 @@ pub(crate) fn spawn_cloexec_default_flag() -> std::io::Result<libc::c_short> {
 /// process group's fate (it is killed on every path `fdwindow` survives). A
 /// child that is one of fdwindow's own probes watches its parent itself
 /// ([`exit_with_parent`]).
-pub(crate) fn die_with_parent(_cmd: &mut std::process::Command) {}
+pub fn die_with_parent(_cmd: &mut std::process::Command) {}
 
 /// The start time of process `pid` in microseconds since the epoch
 /// (`proc_pidinfo(PROC_PIDTBSDINFO)`'s `pbi_start_tvsec` and `_tvusec`):
@@ -635,7 +635,7 @@ pub(crate) fn die_with_parent(_cmd: &mut std::process::Command) {}
 ///
 /// # References
 /// - xnu `bsd/sys/proc_info.h` (`struct proc_bsdinfo`)
-pub(crate) fn start_time_of(pid: u32) -> io::Result<u64> {
+pub fn start_time_of(pid: u32) -> io::Result<u64> {
     let pid = libc::c_int::try_from(pid).map_err(|_| io::Error::from_raw_os_error(libc::ESRCH))?;
     // SAFETY: all-zero is a valid proc_bsdinfo (integers and byte arrays).
     let mut info: libc::proc_bsdinfo = unsafe { std::mem::zeroed() };
@@ -675,7 +675,7 @@ pub(crate) fn start_time_of(pid: u32) -> io::Result<u64> {
 /// # References
 /// - <https://developer.apple.com/library/archive/documentation/System/Conceptual/ManPages_iPhoneOS/man2/kqueue.2.html>
 ///   (`EVFILT_PROC`, `NOTE_EXIT`: "The process has exited")
-pub(crate) fn exit_with_parent(parent: u32) -> io::Result<()> {
+pub fn exit_with_parent(parent: u32) -> io::Result<()> {
     use rustix::event::kqueue::{Event, EventFilter, EventFlags, ProcessEvents, kevent, kqueue};
     use rustix::process::{Pid, getppid};
     let Some(parent) = i32::try_from(parent).ok().and_then(Pid::from_raw) else {
@@ -747,11 +747,11 @@ fn kill_own_group() -> ! {
 
 /// No code of this OS's own runs between fork and exec here.
 #[derive(Debug)]
-pub(crate) enum ChildHook {}
+pub enum ChildHook {}
 
 impl ChildHook {
     /// Never called: there is no value to call it on.
-    pub(crate) fn run(&self) -> std::io::Result<()> {
+    pub fn run(&self) -> std::io::Result<()> {
         match *self {}
     }
 }
@@ -765,7 +765,7 @@ impl ChildHook {
 /// # References
 /// - xnu `bsd/sys/proc_info.h` (`PROC_PIDLISTFDS`, `struct proc_fdinfo`):
 ///   <https://github.com/apple-oss-distributions/xnu/blob/main/bsd/sys/proc_info.h>
-pub(crate) fn each_open_fd(f: &mut dyn FnMut(RawFd)) -> io::Result<()> {
+pub fn each_open_fd(f: &mut dyn FnMut(RawFd)) -> io::Result<()> {
     let mut buf = [libc::proc_fdinfo {
         proc_fd: -1,
         proc_fdtype: 0,
@@ -792,7 +792,7 @@ const SOI_OPTIONS_OFFSET: usize = 188;
 /// getsockopt, but `proc_pidfdinfo(PROC_PIDFDSOCKETINFO)` reports the
 /// socket's `so_options`, in which `listen(2)` sets `SO_ACCEPTCONN`
 /// (xnu `bsd/sys/socket.h`). No allocation: a forked child may call it.
-pub(crate) fn is_listening(fd: RawFd) -> bool {
+pub fn is_listening(fd: RawFd) -> bool {
     // 8-byte aligned, as socket_fdinfo is; 4 KiB exceeds its size. On the
     // stack: no allocation.
     let mut buf = FdinfoBuf([0; 4096]);
@@ -808,25 +808,25 @@ pub(crate) fn is_listening(fd: RawFd) -> bool {
 
 /// A child of `fix::spawn` on macOS: its pid, and its status once reaped.
 #[derive(Debug)]
-pub(crate) struct SpawnedProcess {
+pub struct SpawnedProcess {
     pid: libc::pid_t,
     status: Option<std::process::ExitStatus>,
 }
 
 impl SpawnedProcess {
-    pub(crate) fn id(&self) -> u32 {
+    pub fn id(&self) -> u32 {
         self.pid as u32
     }
 
     /// SIGKILL; a child already reaped is left alone (its pid may be reused).
-    pub(crate) fn kill(&mut self) -> io::Result<()> {
+    pub fn kill(&mut self) -> io::Result<()> {
         if self.status.is_some() {
             return Ok(());
         }
         super::kill_pid(self.pid)
     }
 
-    pub(crate) fn wait(&mut self) -> io::Result<std::process::ExitStatus> {
+    pub fn wait(&mut self) -> io::Result<std::process::ExitStatus> {
         use std::os::unix::process::ExitStatusExt;
         if let Some(status) = self.status {
             return Ok(status);
@@ -836,7 +836,7 @@ impl SpawnedProcess {
         Ok(status)
     }
 
-    pub(crate) fn try_wait(&mut self) -> io::Result<Option<std::process::ExitStatus>> {
+    pub fn try_wait(&mut self) -> io::Result<Option<std::process::ExitStatus>> {
         use std::os::unix::process::ExitStatusExt;
         if let Some(status) = self.status {
             return Ok(Some(status));
@@ -899,7 +899,7 @@ fn add_inherit(spawner: &mut super::Spawner, fd: RawFd) -> io::Result<()> {
 /// # References
 /// - Apple, `man 3 posix_spawnattr_setflags` (`POSIX_SPAWN_CLOEXEC_DEFAULT`)
 /// - <https://pubs.opengroup.org/onlinepubs/9799919799/functions/posix_spawn.html>
-pub(crate) fn spawn_isolated(
+pub fn spawn_isolated(
     cmd: &super::IsolatedSpawn,
     stdio: [super::SpawnStdio; 3],
 ) -> io::Result<super::Spawned> {

@@ -23,7 +23,7 @@ use crate::base::locks::flock;
 /// let file = File::create(dir.join("lock"))?;
 /// file.lock()?;
 /// // ... critical section ...
-/// fdwindow::fix::lock::unlock_then_close(file)?; // free now, even if a child holds a copy
+/// fdwindow_fix::lock::unlock_then_close(file)?; // free now, even if a child holds a copy
 /// # std::fs::remove_dir_all(&dir)?;
 /// # Ok::<(), std::io::Error>(())
 /// ```
@@ -38,7 +38,7 @@ pub fn unlock_then_close(file: File) -> io::Result<()> {
 /// let dir = std::env::temp_dir().join(format!("fdwindow-doc-guard-{}", std::process::id()));
 /// std::fs::create_dir_all(&dir)?;
 /// {
-///     let _guard = fdwindow::fix::lock::ExclusiveLock::acquire(&dir.join("lock"))?;
+///     let _guard = fdwindow_fix::lock::ExclusiveLock::acquire(&dir.join("lock"))?;
 ///     // ... critical section ...
 /// } // unlocked here, for every copy
 /// # std::fs::remove_dir_all(&dir)?;

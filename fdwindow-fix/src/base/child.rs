@@ -34,7 +34,7 @@ const HOLD_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A `Command` for a child that can do nothing but exit: no environment (so no
 /// preload variable reaches it), no stdio.
-pub(crate) fn quiet_command(program: &str) -> Command {
+pub fn quiet_command(program: &str) -> Command {
     let mut cmd = Command::new(program);
     cmd.env_clear()
         .stdin(Stdio::null())
@@ -135,7 +135,7 @@ impl Drop for HeldChild {
 /// until the spawn is over), and the numbers of the parent's ends, which the
 /// child closes.
 #[derive(Debug)]
-pub(crate) struct ParkFds {
+pub struct ParkFds {
     ready: PipeWriter,
     release: PipeReader,
     parent_ready: RawFd,
@@ -162,7 +162,7 @@ unsafe impl crate::sys::child_hook::ChildCode for ParkFds {
 /// Runs in the child between fork and exec: async-signal-safe calls only.
 /// A failure only shortens the hold, which the parent then sees as
 /// end-of-file.
-pub(crate) fn park(fds: &ParkFds, child: &crate::sys::child_hook::InChild) -> io::Result<()> {
+pub fn park(fds: &ParkFds, child: &crate::sys::child_hook::InChild) -> io::Result<()> {
     // The child's copies of the parent-side pipe ends.
     for fd in [fds.parent_ready, fds.parent_release] {
         crate::sys::child_hook::close(fd, child);
@@ -181,7 +181,7 @@ pub(crate) fn park(fds: &ParkFds, child: &crate::sys::child_hook::InChild) -> io
 }
 
 /// Reads one byte, waiting at most until `deadline`: `Ok(false)` on end of file.
-pub(crate) fn read_byte_by(reader: &mut (impl Read + AsFd), deadline: Instant) -> io::Result<bool> {
+pub fn read_byte_by(reader: &mut (impl Read + AsFd), deadline: Instant) -> io::Result<bool> {
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {

@@ -18,14 +18,14 @@ use std::time::Duration;
 /// A NULL-terminated array of C strings that owns them: argv or envp for
 /// `posix_spawn` and `execve`, built before any clock starts.
 #[derive(Debug)]
-pub(crate) struct CStrArray {
+pub struct CStrArray {
     _owned: Vec<CString>,
     ptrs: Vec<*mut libc::c_char>,
 }
 
 impl CStrArray {
     /// The array of `items`, in order, then NULL.
-    pub(crate) fn new(items: impl IntoIterator<Item = CString>) -> CStrArray {
+    pub fn new(items: impl IntoIterator<Item = CString>) -> CStrArray {
         let owned: Vec<CString> = items.into_iter().collect();
         let ptrs = owned
             .iter()
@@ -39,7 +39,7 @@ impl CStrArray {
     }
 
     /// The NULL-terminated pointer array.
-    pub(crate) fn as_ptr(&self) -> *const *mut libc::c_char {
+    pub fn as_ptr(&self) -> *const *mut libc::c_char {
         self.ptrs.as_ptr()
     }
 }
@@ -58,7 +58,7 @@ fn spawn_rc(rc: libc::c_int, what: &str) -> io::Result<()> {
 /// are initialised by the `_init` calls in [`Spawner::new`], never read as
 /// Rust values.
 #[derive(Debug)]
-pub(crate) struct Spawner {
+pub struct Spawner {
     actions: std::mem::MaybeUninit<libc::posix_spawn_file_actions_t>,
     attr: std::mem::MaybeUninit<libc::posix_spawnattr_t>,
     /// Whether the attributes were initialised: false only while [`Spawner::new`]
@@ -69,7 +69,7 @@ pub(crate) struct Spawner {
 
 impl Spawner {
     /// Empty file actions and default attributes.
-    pub(crate) fn new() -> io::Result<Spawner> {
+    pub fn new() -> io::Result<Spawner> {
         let mut actions = std::mem::MaybeUninit::zeroed();
         // SAFETY: initialises the storage above in place.
         let rc = unsafe { libc::posix_spawn_file_actions_init(actions.as_mut_ptr()) };
@@ -90,13 +90,13 @@ impl Spawner {
     /// The file actions, initialised, for an OS's own additions
     /// (`addclosefrom_np`, `addinherit_np`, `addchdir_np`): valid while
     /// `self` lives and is not moved.
-    pub(crate) fn actions(&mut self) -> *mut libc::posix_spawn_file_actions_t {
+    pub fn actions(&mut self) -> *mut libc::posix_spawn_file_actions_t {
         self.actions.as_mut_ptr()
     }
 
     /// `posix_spawn_file_actions_adddup2(fd, target)`. `fd` must stay open
     /// until the spawn.
-    pub(crate) fn dup2(&mut self, fd: RawFd, target: RawFd) -> io::Result<()> {
+    pub fn dup2(&mut self, fd: RawFd, target: RawFd) -> io::Result<()> {
         // SAFETY: records an action in the initialised object; no pointer kept.
         let rc = unsafe {
             libc::posix_spawn_file_actions_adddup2(self.actions.as_mut_ptr(), fd, target)
@@ -105,29 +105,21 @@ impl Spawner {
     }
 
     /// `posix_spawnattr_setflags(flags)`.
-    pub(crate) fn set_flags(&mut self, flags: libc::c_short) -> io::Result<()> {
+    pub fn set_flags(&mut self, flags: libc::c_short) -> io::Result<()> {
         // SAFETY: sets a field of the initialised attributes object.
         let rc = unsafe { libc::posix_spawnattr_setflags(self.attr.as_mut_ptr(), flags) };
         spawn_rc(rc, "posix_spawnattr_setflags")
     }
 
     /// `posix_spawnattr_setsigmask(set)` (with `POSIX_SPAWN_SETSIGMASK`).
-    #[cfg_attr(
-        not(target_os = "macos"),
-        expect(dead_code, reason = "fix::spawn's macOS path")
-    )]
-    pub(crate) fn set_sigmask(&mut self, set: &libc::sigset_t) -> io::Result<()> {
+    pub fn set_sigmask(&mut self, set: &libc::sigset_t) -> io::Result<()> {
         // SAFETY: copies the set into the initialised attributes object.
         let rc = unsafe { libc::posix_spawnattr_setsigmask(self.attr.as_mut_ptr(), set) };
         spawn_rc(rc, "posix_spawnattr_setsigmask")
     }
 
     /// `posix_spawnattr_setsigdefault(set)` (with `POSIX_SPAWN_SETSIGDEF`).
-    #[cfg_attr(
-        not(target_os = "macos"),
-        expect(dead_code, reason = "fix::spawn's macOS path")
-    )]
-    pub(crate) fn set_sigdefault(&mut self, set: &libc::sigset_t) -> io::Result<()> {
+    pub fn set_sigdefault(&mut self, set: &libc::sigset_t) -> io::Result<()> {
         // SAFETY: copies the set into the initialised attributes object.
         let rc = unsafe { libc::posix_spawnattr_setsigdefault(self.attr.as_mut_ptr(), set) };
         spawn_rc(rc, "posix_spawnattr_setsigdefault")
@@ -135,7 +127,7 @@ impl Spawner {
 
     /// `posix_spawn` (a path) or, with `search`, `posix_spawnp` (a name
     /// looked up in this process's `PATH`); the child's pid.
-    pub(crate) fn spawn(
+    pub fn spawn(
         &self,
         program: &CStr,
         argv: &CStrArray,
@@ -206,7 +198,7 @@ fn addclosefrom_fn() -> Option<AddClosefrom> {
 /// `posix_spawn_file_actions_addclosefrom_np(actions, from)` where this libc
 /// has it; `missing()` otherwise (each OS says why in its own words).
 #[cfg(any(target_os = "linux", target_os = "macos"))]
-pub(crate) fn addclosefrom_or(
+pub fn addclosefrom_or(
     spawner: &mut Spawner,
     from: libc::c_int,
     missing: impl FnOnce() -> io::Error,
@@ -233,7 +225,7 @@ pub(crate) fn addclosefrom_or(
 ///
 /// # References
 /// - <https://pubs.opengroup.org/onlinepubs/9799919799/functions/pipe.html>
-pub(crate) fn pipe_inheritable() -> io::Result<(OwnedFd, OwnedFd)> {
+pub fn pipe_inheritable() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [-1; 2];
     // SAFETY: fds has room for the two descriptors pipe writes.
     let rc = unsafe { libc::pipe(fds.as_mut_ptr()) };
@@ -246,7 +238,7 @@ pub(crate) fn pipe_inheritable() -> io::Result<(OwnedFd, OwnedFd)> {
 ///
 /// # References
 /// - <https://pubs.opengroup.org/onlinepubs/9799919799/functions/fcntl.html>
-pub(crate) fn dup_from(fd: BorrowedFd<'_>, min: RawFd, cloexec: bool) -> io::Result<OwnedFd> {
+pub fn dup_from(fd: BorrowedFd<'_>, min: RawFd, cloexec: bool) -> io::Result<OwnedFd> {
     let cmd = if cloexec {
         libc::F_DUPFD_CLOEXEC
     } else {
@@ -263,7 +255,7 @@ pub(crate) fn dup_from(fd: BorrowedFd<'_>, min: RawFd, cloexec: bool) -> io::Res
 ///
 /// # References
 /// - <https://pubs.opengroup.org/onlinepubs/9799919799/functions/open.html>
-pub(crate) fn open_dev_null(cloexec: bool) -> io::Result<OwnedFd> {
+pub fn open_dev_null(cloexec: bool) -> io::Result<OwnedFd> {
     let flags = libc::O_RDONLY | if cloexec { libc::O_CLOEXEC } else { 0 };
     // SAFETY: a NUL-terminated path; without O_CREAT open reads no mode.
     let rc = unsafe { libc::open(c"/dev/null".as_ptr(), flags) };
@@ -278,7 +270,7 @@ pub(crate) fn open_dev_null(cloexec: bool) -> io::Result<OwnedFd> {
 /// borrowed descriptor, which a bare number from a directory listing or a
 /// copied-in value is not. One system call, async-signal-safe, so a forked
 /// child may make it before exec.
-pub(crate) fn fd_flags_op(fd: RawFd, set: Option<libc::c_int>) -> io::Result<libc::c_int> {
+pub fn fd_flags_op(fd: RawFd, set: Option<libc::c_int>) -> io::Result<libc::c_int> {
     // F_GETFD ignores its third argument; F_SETFD reads it as an int.
     let (cmd, arg) = set.map_or((libc::F_GETFD, 0), |flags| (libc::F_SETFD, flags));
     // SAFETY: both commands take at most an int argument and no pointer.
@@ -290,7 +282,7 @@ pub(crate) fn fd_flags_op(fd: RawFd, set: Option<libc::c_int>) -> io::Result<lib
 }
 
 /// `fcntl(fd, F_SETFD, flags)` on a descriptor *number* ([`fd_flags_op`]).
-pub(crate) fn set_fd_flags(fd: RawFd, flags: libc::c_int) -> io::Result<()> {
+pub fn set_fd_flags(fd: RawFd, flags: libc::c_int) -> io::Result<()> {
     fd_flags_op(fd, Some(flags)).map(drop)
 }
 
@@ -300,7 +292,7 @@ pub(crate) fn set_fd_flags(fd: RawFd, flags: libc::c_int) -> io::Result<()> {
 /// it. Safe for any input: the kernel writes at most `len` bytes into a
 /// local `int` (rustix's sockopts need a borrowed descriptor, which a bare
 /// number from a directory listing is not).
-pub(crate) fn sockopt_int(fd: RawFd, level: libc::c_int, name: libc::c_int) -> Option<libc::c_int> {
+pub fn sockopt_int(fd: RawFd, level: libc::c_int, name: libc::c_int) -> Option<libc::c_int> {
     let mut value: libc::c_int = 0;
     let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
     // SAFETY: `value` and `len` are valid for the kernel to write; `len`
@@ -312,7 +304,7 @@ pub(crate) fn sockopt_int(fd: RawFd, level: libc::c_int, name: libc::c_int) -> O
 /// Whether the socket `fd` has a local name another socket could want: an
 /// inet port other than 0, a Unix path or (Linux) abstract name.
 /// `getsockname(2)` into the stack: async-signal-safe, safe for any number.
-pub(crate) fn has_socket_name(fd: RawFd) -> bool {
+pub fn has_socket_name(fd: RawFd) -> bool {
     // SAFETY: sockaddr_storage is plain data; all-zero is a valid value.
     let mut addr: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
@@ -348,7 +340,7 @@ pub(crate) fn has_socket_name(fd: RawFd) -> bool {
 
 /// Whether the socket `fd` is connected (`getpeername(2)` succeeds).
 /// Async-signal-safe, safe for any number.
-pub(crate) fn has_socket_peer(fd: RawFd) -> bool {
+pub fn has_socket_peer(fd: RawFd) -> bool {
     // SAFETY: sockaddr_storage is plain data; all-zero is a valid value.
     let mut addr: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
@@ -359,13 +351,13 @@ pub(crate) fn has_socket_peer(fd: RawFd) -> bool {
 
 /// An all-zero `sigset_t`: plain data, for `sigfillset`, `sigemptyset` or
 /// `pthread_sigmask` to fill.
-pub(crate) fn blank_sigset() -> libc::sigset_t {
+pub fn blank_sigset() -> libc::sigset_t {
     // SAFETY: sigset_t is plain data; every caller initialises it before use.
     unsafe { std::mem::zeroed() }
 }
 
 /// The set of every signal (`sigfillset`).
-pub(crate) fn full_sigset() -> libc::sigset_t {
+pub fn full_sigset() -> libc::sigset_t {
     let mut all = blank_sigset();
     // SAFETY: fills a set this function owns.
     unsafe { libc::sigfillset(&mut all) };
@@ -374,7 +366,7 @@ pub(crate) fn full_sigset() -> libc::sigset_t {
 
 /// `pthread_sigmask(how, set, &old)`: this thread's previous mask.
 /// Async-signal-safe (it is one system call), so a vfork child may call it.
-pub(crate) fn thread_sigmask(
+pub fn thread_sigmask(
     how: libc::c_int,
     set: Option<&libc::sigset_t>,
 ) -> io::Result<libc::sigset_t> {
@@ -392,7 +384,7 @@ fn pid_of(pid: libc::pid_t) -> io::Result<rustix::process::Pid> {
 }
 
 /// `waitpid(pid, &status, 0)` retried on `EINTR`: the raw wait status.
-pub(crate) fn wait_pid(pid: libc::pid_t) -> io::Result<libc::c_int> {
+pub fn wait_pid(pid: libc::pid_t) -> io::Result<libc::c_int> {
     let pid = pid_of(pid)?;
     loop {
         match rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty()) {
@@ -405,7 +397,7 @@ pub(crate) fn wait_pid(pid: libc::pid_t) -> io::Result<libc::c_int> {
 }
 
 /// `kill(pid, SIGKILL)`; `ESRCH` (already gone) is not an error.
-pub(crate) fn kill_pid(pid: libc::pid_t) -> io::Result<()> {
+pub fn kill_pid(pid: libc::pid_t) -> io::Result<()> {
     match rustix::process::kill_process(pid_of(pid)?, rustix::process::Signal::KILL) {
         Ok(()) | Err(rustix::io::Errno::SRCH) => Ok(()),
         Err(e) => Err(e.into()),
@@ -415,11 +407,7 @@ pub(crate) fn kill_pid(pid: libc::pid_t) -> io::Result<()> {
 /// `poll` for `events` (`POLLIN`, …; an error or hang-up always counts) on one
 /// descriptor for at most `timeout`: whether it became ready. `EINTR` comes
 /// back as `ErrorKind::Interrupted`, for the caller's deadline loop.
-pub(crate) fn poll_one(
-    fd: BorrowedFd<'_>,
-    events: libc::c_short,
-    timeout: Duration,
-) -> io::Result<bool> {
+pub fn poll_one(fd: BorrowedFd<'_>, events: libc::c_short, timeout: Duration) -> io::Result<bool> {
     use rustix::event::{PollFd, PollFlags, Timespec};
     let mut fds = [PollFd::new(&fd, PollFlags::from_bits_truncate(events as _))];
     let ts = Timespec {
