@@ -129,14 +129,16 @@ fn run() -> Result<(), String> {
             let mut ms = Vec::new();
             for _ in 0..runs {
                 let started = Instant::now();
-                let status = Command::new(bin_dir.join(format!("probe-{hazard}")))
-                    .args(["--arm", arm])
+                let status = Command::new(&fdwindow)
+                    .args(["probe", hazard, "--arm", arm])
                     .stdout(Stdio::null())
                     .stderr(Stdio::null())
                     .status()
-                    .map_err(|e| format!("run probe-{hazard}: {e}"))?;
+                    .map_err(|e| format!("run fdwindow probe {hazard}: {e}"))?;
                 if !status.success() {
-                    return Err(format!("probe-{hazard} --arm {arm} failed: {status}"));
+                    return Err(format!(
+                        "fdwindow probe {hazard} --arm {arm} failed: {status}"
+                    ));
                 }
                 ms.push(started.elapsed().as_millis() as u64);
             }

@@ -29,8 +29,9 @@ static PROBE: Probe = Probe {
     observe: Some(observe),
 };
 
-fn main() -> std::process::ExitCode {
-    fdwindow::harness::main(&PROBE)
+/// Runs this probe with `args` (those after `fdwindow probe bind-matrix`).
+pub fn main(args: Vec<String>) -> std::process::ExitCode {
+    fdwindow::harness::main(&PROBE, args)
 }
 
 const ABOUT: &str = "A first socket binds port 0 on the case's address (and listens, if the case \

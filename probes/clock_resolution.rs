@@ -27,8 +27,9 @@ static PROBE: Probe = Probe {
     observe: Some(observe),
 };
 
-fn main() -> std::process::ExitCode {
-    fdwindow::harness::main(&PROBE)
+/// Runs this probe with `args` (those after `fdwindow probe clock-resolution`).
+pub fn main(args: Vec<String>) -> std::process::ExitCode {
+    fdwindow::harness::main(&PROBE, args)
 }
 
 /// Back-to-back pairs per clock, per cross-thread round.

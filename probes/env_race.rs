@@ -20,7 +20,7 @@
 
 use std::ffi::{CStr, CString};
 use std::os::unix::process::ExitStatusExt;
-use std::process::{Command, ExitCode, Stdio};
+use std::process::{ExitCode, Stdio};
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -112,20 +112,20 @@ static PROBE: Probe = Probe {
     observe: None,
 };
 
-fn main() -> ExitCode {
+/// Runs this probe with `args` (those after `fdwindow probe env-race`).
+pub fn main(args: Vec<String>) -> ExitCode {
     // Before anything else: a child runs its one race and exits, never
     // reaching the harness, so it can never spawn children of its own.
-    let mut args = std::env::args().skip(1);
-    if args.next().as_deref() == Some(CHILD_FLAG) {
-        return race_child(args.next().as_deref().unwrap_or(""));
+    if args.first().map(String::as_str) == Some(CHILD_FLAG) {
+        return race_child(args.get(1).map_or("", String::as_str));
     }
-    fdwindow::harness::main(&PROBE)
+    fdwindow::harness::main(&PROBE, args)
 }
 
 /// One trial: run the child, wait for it (bounded), classify its end.
 fn trial(t: &mut Trial<'_>, arm: &str) -> Result<bool, Fault> {
-    let me = std::env::current_exe().ctx("find our executable")?;
-    let mut child = Command::new(me)
+    let mut child = fdwindow::harness::probe_command(PROBE.hazard)
+        .ctx("find our executable")?
         .arg(CHILD_FLAG)
         .arg(arm)
         .env_clear()

@@ -125,8 +125,9 @@ static PROBE: Probe = Probe {
     observe: Some(exec_while_open),
 };
 
-fn main() -> std::process::ExitCode {
-    fdwindow::harness::main(&PROBE)
+/// Runs this probe with `args` (those after `fdwindow probe etxtbsy`).
+pub fn main(args: Vec<String>) -> std::process::ExitCode {
+    fdwindow::harness::main(&PROBE, args)
 }
 
 const SCRIPT: &[u8] = b"#!/bin/sh\nexit 0\n";

@@ -71,8 +71,9 @@ static PROBE: Probe = Probe {
     observe: None,
 };
 
-fn main() -> std::process::ExitCode {
-    fdwindow::harness::main(&PROBE)
+/// Runs this probe with `args` (those after `fdwindow probe flock-survival`).
+pub fn main(args: Vec<String>) -> std::process::ExitCode {
+    fdwindow::harness::main(&PROBE, args)
 }
 
 /// A fresh file, open (close-on-exec as asked) but not yet locked.

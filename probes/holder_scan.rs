@@ -150,14 +150,14 @@ static PROBE: Probe = Probe {
     observe: None,
 };
 
-fn main() -> ExitCode {
+/// Runs this probe with `args` (those after `fdwindow probe holder-scan`).
+pub fn main(args: Vec<String>) -> ExitCode {
     // Before anything else, so the isolated test never reaches the harness.
-    let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("--exact") {
         // Through the writer: a closed or full stdout is 141 or 1, no panic.
         return fdwindow::base::out::status(isolated_test(&args));
     }
-    fdwindow::harness::main(&PROBE)
+    fdwindow::harness::main(&PROBE, args)
 }
 
 /// What the arm's check looks for.
@@ -315,14 +315,15 @@ fn exe_filter(t: &mut Trial<'_>, target: Target) -> Result<bool, Fault> {
 }
 
 fn run_isolated(t: &mut Trial<'_>, target: Target) -> Result<bool, Fault> {
-    let me = std::env::current_exe().ctx("find our executable")?;
+    // This probe again, as a one-test runner (`fdwindow probe holder-scan --exact …`).
+    let me = fdwindow::harness::probe_command(PROBE.hazard).ctx("find our executable")?;
     let test = match target {
         Target::Listener => ISOLATED_TEST,
         Target::File => ISOLATED_FILE_TEST,
     };
     let outcome = t.during_window(|| {
-        Ok(fdwindow_fix::isolate::run_isolated_exe(
-            &me,
+        Ok(fdwindow_fix::isolate::run_isolated_command(
+            me,
             test,
             ISOLATED_LIMIT,
         ))

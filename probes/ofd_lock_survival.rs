@@ -44,8 +44,9 @@ static PROBE: Probe = Probe {
     observe: None,
 };
 
-fn main() -> std::process::ExitCode {
-    fdwindow::harness::main(&PROBE)
+/// Runs this probe with `args` (those after `fdwindow probe ofd-lock-survival`).
+pub fn main(args: Vec<String>) -> std::process::ExitCode {
+    fdwindow::harness::main(&PROBE, args)
 }
 
 fn trial(t: &mut Trial<'_>, unlock_first: bool) -> Result<bool, Fault> {

@@ -65,8 +65,9 @@ static PROBE: Probe = Probe {
     observe: None,
 };
 
-fn main() -> std::process::ExitCode {
-    fdwindow::harness::main(&PROBE)
+/// Runs this probe with `args` (those after `fdwindow probe peer-fin-with-clone`).
+pub fn main(args: Vec<String>) -> std::process::ExitCode {
+    fdwindow::harness::main(&PROBE, args)
 }
 
 fn soon() -> Instant {

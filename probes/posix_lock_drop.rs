@@ -59,8 +59,9 @@ static PROBE: Probe = Probe {
     observe: None,
 };
 
-fn main() -> std::process::ExitCode {
-    fdwindow::harness::main(&PROBE)
+/// Runs this probe with `args` (those after `fdwindow probe posix-lock-drop`).
+pub fn main(args: Vec<String>) -> std::process::ExitCode {
+    fdwindow::harness::main(&PROBE, args)
 }
 
 #[derive(Clone, Copy)]

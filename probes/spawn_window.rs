@@ -29,8 +29,9 @@ static PROBE: Probe = Probe {
     observe: Some(observe),
 };
 
-fn main() -> std::process::ExitCode {
-    fdwindow::harness::main(&PROBE)
+/// Runs this probe with `args` (those after `fdwindow probe spawn-window`).
+pub fn main(args: Vec<String>) -> std::process::ExitCode {
+    fdwindow::harness::main(&PROBE, args)
 }
 
 fn observe(_: &Scratch, settings: Settings) -> Vec<Table> {

@@ -375,11 +375,12 @@ static PROBE: Probe = Probe {
     observe: Some(per_call_table),
 };
 
-fn main() -> std::process::ExitCode {
+/// Runs this probe with `args` (those after `fdwindow probe two-step-cloexec`).
+pub fn main(args: Vec<String>) -> std::process::ExitCode {
     // The parked-call window needs the interposer in this process: this
     // re-executes the probe once with it preloaded (see fdwindow::harness::parked).
     parked::preload_self();
-    fdwindow::harness::main(&PROBE)
+    fdwindow::harness::main(&PROBE, args)
 }
 
 /// Per (arm, window, call): trials and hits, for the per-call table.

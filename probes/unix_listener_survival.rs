@@ -86,8 +86,9 @@ static PROBE: Probe = Probe {
     observe: None,
 };
 
-fn main() -> std::process::ExitCode {
-    fdwindow::harness::main(&PROBE)
+/// Runs this probe with `args` (those after `fdwindow probe unix-listener-survival`).
+pub fn main(args: Vec<String>) -> std::process::ExitCode {
+    fdwindow::harness::main(&PROBE, args)
 }
 
 #[derive(Clone, Copy)]

@@ -4,8 +4,9 @@
 //! When a thread starts a child, the child holds a copy of every descriptor of
 //! the parent until it execs (close-on-exec ones), or for its whole life (the
 //! others). A lock "released" by close, or a listener "closed", lives on in
-//! that copy. Each probe binary in `probes/` measures one such behaviour on
-//! this machine through the shared [`harness`]; the runner merges the reports
+//! that copy. Each probe in `probes/` (run as `fdwindow probe HAZARD`, a
+//! process of its own) measures one such behaviour on this machine through
+//! the shared [`harness`]; the runner merges the reports
 //! into `results/`, and [`views::matrix`] renders what they show.
 //!
 //! The OS calls, the building blocks and the fixes users depend on live in

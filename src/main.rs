@@ -2,7 +2,7 @@
 //!
 //! Exit status: 0 success, 1 a probe or a write failed (stdout included: a
 //! full disk), 2 bad input (unknown hazard, arm or platform, bad numbers,
-//! missing probe binaries, corrupt, older or future results files, an
+//! a missing probe program, corrupt, older or future results files, an
 //! unwritable results folder), 128+N stopped by signal N (130 SIGINT, 143
 //! SIGTERM, 129 SIGHUP),
 //! 141 stdout or stderr closed by its reader (quietly, as a shell pipeline
@@ -26,6 +26,9 @@ use fdwindow::runner::{self, RunError, RunOptions, Written};
 use fdwindow::{harness, note, say};
 
 mod cli;
+// The probes live in the top-level probes/ folder, one file per behaviour.
+#[path = "../probes/mod.rs"]
+mod probes;
 
 use cli::{audit, stress};
 
@@ -47,9 +50,10 @@ enum Cmd {
         /// `--results results` adds this machine to the committed matrix).
         #[arg(long, default_value = "results/local")]
         results: PathBuf,
-        /// Where the probe binaries are (default: beside this binary).
-        #[arg(long)]
-        probes: Option<PathBuf>,
+        /// The program that runs each probe as `EXE probe HAZARD` (default:
+        /// this one; for tests).
+        #[arg(long, hide = true)]
+        probe_exe: Option<PathBuf>,
         /// Most trials per arm in deterministic and in-process windows (a
         /// deterministic cell stops at 7 once its verdict is decided).
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
@@ -201,6 +205,16 @@ enum Cmd {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Runs one probe in this process and prints its report (what `fdwindow
+    /// run` starts once per probe, each in a process of its own).
+    #[command(hide = true)]
+    Probe {
+        /// The hazard, e.g. flock-survival.
+        hazard: String,
+        /// The probe's own arguments (`--trials`, `--arm`, …).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// The audit's own: cargo's test runner while the audit learns the
     /// environment cargo gives each test binary (see src/cli/discover.rs).
     #[command(name = "__record-env", hide = true)]
@@ -226,13 +240,13 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Cmd::Run {
             results,
-            probes,
+            probe_exe,
             trials,
             race_ms,
             thorough,
             timeout,
             only,
-        } => run(results, probes, trials, race_ms, thorough, timeout, only),
+        } => run(results, probe_exe, trials, race_ms, thorough, timeout, only),
         Cmd::Matrix {
             results,
             readme,
@@ -282,6 +296,13 @@ fn main() -> ExitCode {
         },
         Cmd::Audit(args) => audit::run(args).map_err(Usage),
         Cmd::Preload { name, out } => write_preload(&name, &out),
+        Cmd::Probe { hazard, args } => match probes::find(&hazard) {
+            Some(main) => return main(args),
+            None => Err(Usage(format!(
+                "no probe for hazard {hazard:?}; probes: {}",
+                runner::PROBES.join(", ")
+            ))),
+        },
         Cmd::RecordEnv { file, run } => cli::discover::record_env(&file, &run)
             .map(|()| ExitCode::SUCCESS)
             .map_err(Usage),
@@ -324,24 +345,22 @@ fn write_preload(name: &str, out: &Path) -> Result<ExitCode, Usage> {
 
 fn run(
     results_dir: PathBuf,
-    probes: Option<PathBuf>,
+    probe_exe: Option<PathBuf>,
     trials: Option<u64>,
     race_ms: Option<u64>,
     thorough: bool,
     timeout: u64,
     only: Vec<String>,
 ) -> Result<ExitCode, Usage> {
-    let probes_dir = match probes {
-        Some(dir) => dir,
+    let exe = match probe_exe {
+        Some(exe) => exe,
         None => std::env::current_exe()
-            .ok()
-            .and_then(|p| p.parent().map(Path::to_owned))
-            .ok_or_else(|| Usage("cannot locate the probe binaries; pass --probes DIR".into()))?,
+            .map_err(|e| Usage(format!("cannot locate this program to run the probes: {e}")))?,
     };
     harness::catch_interrupts();
     let opts = RunOptions {
         results_dir,
-        probes_dir,
+        exe,
         trials,
         race_ms,
         thorough,
@@ -403,7 +422,7 @@ fn vm(
     let bin_dir = std::env::current_exe()
         .ok()
         .and_then(|p| p.parent().map(Path::to_owned))
-        .ok_or_else(|| Usage("cannot locate the probe binaries beside fdwindow".into()))?;
+        .ok_or_else(|| Usage("cannot locate this fdwindow to pack into the guest".into()))?;
     let accel = match accel {
         "kvm" => AccelChoice::Only(Accel::Kvm),
         "tcg" => AccelChoice::Only(Accel::Tcg),

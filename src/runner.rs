@@ -1,6 +1,6 @@
-//! `fdwindow run`: runs every probe binary as its own process, under a hard
-//! timeout and in its own process group, and merges the reports into
-//! `results/<platform-id>.json`.
+//! `fdwindow run`: runs every probe as its own process (this binary again,
+//! `fdwindow probe HAZARD`), under a hard timeout and in its own process
+//! group, and merges the reports into `results/<platform-id>.json`.
 //!
 //! A probe that fails, times out or prints a bad report keeps its previous
 //! report (which, like every report in the file, ran on this very platform:
@@ -50,8 +50,9 @@ pub const PROBES: &[&str] = &[
 pub struct RunOptions {
     /// Where results files and MATRIX.md live.
     pub results_dir: PathBuf,
-    /// Where the probe binaries are.
-    pub probes_dir: PathBuf,
+    /// The program that runs one probe as `EXE probe HAZARD` (the `fdwindow`
+    /// binary: the runner re-executes itself per probe).
+    pub exe: PathBuf,
     /// Passed to each probe as `--trials`.
     pub trials: Option<u64>,
     /// Passed to each probe as `--race-ms`.
@@ -122,7 +123,7 @@ pub fn run(opts: &RunOptions) -> Result<RunSummary, RunError> {
         .copied()
         .filter(|h| opts.only.is_empty() || opts.only.iter().any(|o| o == h))
         .collect();
-    check_probes(&opts.probes_dir, &selected).map_err(RunError::Usage)?;
+    check_exe(&opts.exe).map_err(RunError::Usage)?;
     let platform = Platform::detect();
     let results_path = opts.results_dir.join(format!("{}.json", platform.id));
     // Refuse before measuring anything: bad files stay untouched.
@@ -224,44 +225,16 @@ pub fn run(opts: &RunOptions) -> Result<RunSummary, RunError> {
     })
 }
 
-/// Fails with one line unless every selected probe binary is a file in `dir`.
-/// Only a binary that is not there is "missing" (build it); a folder that is
-/// a file, or that this user may not search, says so instead.
-fn check_probes(dir: &Path, selected: &[&str]) -> Result<(), String> {
-    match std::fs::metadata(dir) {
-        Ok(m) if m.is_dir() => {}
-        Ok(_) => {
-            return Err(format!(
-                "probe folder {} is not a directory (pass --probes DIR)",
-                dir.display()
-            ));
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(format!(
-                "probe folder {} does not exist (build with `cargo build --release`, or pass --probes DIR)",
-                dir.display()
-            ));
-        }
-        Err(e) => return Err(format!("probe folder {}: {e}", dir.display())),
-    }
-    let mut missing = Vec::new();
-    for bin in selected.iter().map(|h| format!("probe-{h}")) {
-        match std::fs::metadata(dir.join(&bin)) {
-            Ok(m) if m.is_file() => {}
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(format!("probe folder {}: {e}", dir.display()));
-            }
-            _ => missing.push(bin),
-        }
-    }
-    if missing.is_empty() {
-        Ok(())
-    } else {
-        Err(format!(
-            "{} lacks {} (build with `cargo build --release --bins`)",
-            dir.display(),
-            missing.join(", ")
-        ))
+/// Fails unless `exe`, the program that runs the probes, is a file.
+fn check_exe(exe: &Path) -> Result<(), String> {
+    match std::fs::metadata(exe) {
+        Ok(m) if m.is_file() => Ok(()),
+        Ok(_) => Err(format!("probe program {} is not a file", exe.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(format!(
+            "probe program {} does not exist (build with `cargo build --release`)",
+            exe.display()
+        )),
+        Err(e) => Err(format!("probe program {}: {e}", exe.display())),
     }
 }
 
@@ -370,8 +343,8 @@ enum ProbeFailure {
 }
 
 fn run_probe(hazard: &str, opts: &RunOptions, scratch: &Path) -> Result<ProbeReport, ProbeFailure> {
-    let bin = opts.probes_dir.join(format!("probe-{hazard}"));
-    let mut cmd = Command::new(&bin);
+    let mut cmd = Command::new(&opts.exe);
+    cmd.args(["probe", hazard]);
     if let Some(t) = opts.trials {
         cmd.arg("--trials").arg(t.to_string());
     }
@@ -406,8 +379,8 @@ fn run_probe(hazard: &str, opts: &RunOptions, scratch: &Path) -> Result<ProbeRep
     cmd.env(PARENT_ENV, std::process::id().to_string());
     let mut child = cmd.spawn().map_err(|e| {
         ProbeFailure::Failed(format!(
-            "start {}: {e} (build with `cargo build --release`)",
-            bin.display()
+            "start {} probe {hazard}: {e} (build with `cargo build --release`)",
+            opts.exe.display()
         ))
     })?;
     // Drain both pipes on their own threads, so a chatty probe can never fill

@@ -19,7 +19,7 @@ use std::process::{Command, Output};
 
 use serde_json::{Value, json};
 
-use common::{fdwindow, probes_dir, scratch, stderr};
+use common::{fdwindow, scratch, stderr};
 use fdwindow_fix::base::scratch::Scratch;
 
 /// A committed results file that holds bind-matrix and other probes, as a
@@ -113,13 +113,11 @@ fn at(path: &Path) -> String {
     format!("{}: ", path.display())
 }
 
-/// `fdwindow run --only bind-matrix` on `dir`, with the built probes.
+/// `fdwindow run --only bind-matrix` on `dir`.
 fn run_bind_matrix(dir: &Path) -> Command {
     let mut cmd = fdwindow();
     cmd.args(["run", "--only", "bind-matrix", "--results"])
-        .arg(dir)
-        .arg("--probes")
-        .arg(probes_dir());
+        .arg(dir);
     cmd
 }
 
@@ -292,12 +290,14 @@ fn a_file_given_as_a_folder_is_not_a_directory() {
     let f = fixture("bad-input-notdir", &text(&template()));
     let file = &f.file;
     let says = format!("{} is not a directory", file.display());
+    // And the other way: a folder named as the probe program.
     let mut run = fdwindow();
     run.args(["run", "--only", "bind-matrix", "--results"])
         .arg(&f.dir)
-        .arg("--probes")
-        .arg(file);
-    refused(&mut run, &[&f.dir], "probe folder ", &says);
+        .arg("--probe-exe")
+        .arg(&f.dir);
+    let not_a_file = format!("{} is not a file", f.dir.display());
+    refused(&mut run, &[&f.dir], "probe program ", &not_a_file);
     let mut cmds = vec![run_bind_matrix(file), matrix(file), merge(&f.dir, file)];
     for args in [
         &["verdict", "bind-matrix", "x"][..],
@@ -340,56 +340,6 @@ fn a_missing_results_folder_does_not_exist() {
         );
         assert!(!missing.exists());
     }
-}
-
-/// Restores a folder's mode on drop, so the scratch can be removed.
-struct Mode<'a>(&'a Path);
-
-impl Drop for Mode<'_> {
-    fn drop(&mut self) {
-        use std::os::unix::fs::PermissionsExt;
-        let _ = fs::set_permissions(self.0, fs::Permissions::from_mode(0o755));
-    }
-}
-
-#[test]
-fn an_unreadable_probe_folder_is_permission_denied() {
-    use std::os::unix::fs::PermissionsExt;
-    use std::os::unix::process::CommandExt;
-    let f = fixture("bad-input-eacces", &text(&template()));
-    let probes = f.dir.with_file_name("probes");
-    fs::create_dir(&probes).unwrap();
-    let _restore = Mode(&probes);
-    fs::set_permissions(&probes, fs::Permissions::from_mode(0o000)).unwrap();
-    let mut cmd = fdwindow();
-    cmd.args(["run", "--only", "bind-matrix", "--results"])
-        .arg(&f.dir)
-        .arg("--probes")
-        .arg(&probes);
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    if unsafe { libc::geteuid() } == 0 {
-        // Root passes every permission check (CAP_DAC_OVERRIDE), so the
-        // command runs as nobody, whom mode 000 denies; where nobody cannot
-        // reach the binary (a checkout under a private home) there is no
-        // refusal to see.
-        let reachable = fdwindow()
-            .arg("--version")
-            .uid(65534)
-            .gid(65534)
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if !reachable {
-            eprintln!(
-                "skipped: running as root, and nobody cannot run {:?}",
-                cmd.get_program()
-            );
-            return;
-        }
-        cmd.uid(65534).gid(65534);
-    }
-    let says = format!("probe folder {}: Permission denied", probes.display());
-    let out = refused(&mut cmd, &[&f.dir], &says, "");
-    assert!(!stderr(&out).contains("cargo build"), "{}", stderr(&out));
 }
 
 /// A lock file that is a folder is found before any probe runs (the one

@@ -7,7 +7,7 @@ use std::fs;
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
-use common::{assert_no_scratch_left, fdwindow, probes_dir, scratch, stderr};
+use common::{assert_no_scratch_left, fdwindow, scratch, stderr};
 
 fn assert_usage_error(args: &[&str], needle: &str) {
     let out = fdwindow().args(args).output().unwrap();
@@ -59,16 +59,12 @@ fn bad_numbers_and_names() {
     assert_usage_error(&["run", "--trials", "0"], "--trials");
     assert_usage_error(&["run", "--trials", "abc"], "--trials");
     assert_usage_error(&["run", "--only", "no-such-hazard"], "no probe for hazard");
-    let probe = probes_dir().join("probe-flock-survival");
     for (args, needle) in [
         (&["--trials", "0"][..], "--trials"),
         (&["--trials", "abc"][..], "--trials"),
         (&["--arm", "nope"][..], "no arm"),
     ] {
-        let out = std::process::Command::new(&probe)
-            .args(args)
-            .output()
-            .unwrap();
+        let out = common::probe("flock-survival").args(args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         assert!(stderr(&out).contains(needle), "{args:?}: {}", stderr(&out));
         assert!(out.stdout.is_empty());
@@ -174,14 +170,13 @@ fn a_run_that_measured_nothing_says_so_and_writes_nothing() {
     let dir = s.dir().join("results");
     assert!(quick_run(&dir).status.success());
     let before: Vec<(String, Vec<u8>)> = folder_contents(&dir);
-    let probes = s.dir().join("probes");
-    fs::create_dir(&probes).unwrap();
-    let failing = probes.join("probe-posix-lock-drop");
+    // A probe program whose every probe fails.
+    let failing = s.dir().join("failing-probe");
     fs::write(&failing, "#!/bin/sh\necho broken >&2\nexit 3\n").unwrap();
     fs::set_permissions(&failing, fs::Permissions::from_mode(0o755)).unwrap();
     let out = fdwindow()
-        .args(["run", "--only", "posix-lock-drop", "--probes"])
-        .arg(&probes)
+        .args(["run", "--only", "posix-lock-drop", "--probe-exe"])
+        .arg(&failing)
         .arg("--results")
         .arg(&dir)
         .output()

@@ -88,9 +88,8 @@ fn help_and_version_into_a_full_stdout_are_one_line_and_exit_1() {
         let out = fdwindow().args(args).stdout(full()).output().unwrap();
         assert_one_line_write_error(&format!("{args:?}"), &out);
     }
-    // A probe binary's too: the harness parses through the writer.
-    let probe = common::probes_dir().join("probe-posix-lock-drop");
-    let out = Command::new(probe)
+    // A probe's too: the harness parses through the writer.
+    let out = common::probe("posix-lock-drop")
         .arg("--help")
         .stdout(full())
         .output()
@@ -162,20 +161,14 @@ fn an_error_into_a_closed_stderr_exits_141() {
     assert!(out.stdout.is_empty());
 }
 
-/// A bin folder for `fdwindow vm` that makes a small initramfs: this
-/// fdwindow, and an empty file for each probe (`vm` only packs them).
+/// A bin folder for `fdwindow vm`: a copy of this fdwindow, which packs
+/// itself into the initramfs.
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 fn small_vm_bin(root: &Path) -> std::path::PathBuf {
-    use std::os::unix::fs::PermissionsExt;
     let bin = root.join("bin");
     std::fs::create_dir(&bin).unwrap();
     let exe = bin.join("fdwindow");
     std::fs::copy(env!("CARGO_BIN_EXE_fdwindow"), &exe).unwrap();
-    for hazard in fdwindow::runner::PROBES {
-        let probe = bin.join(format!("probe-{hazard}"));
-        std::fs::write(&probe, "").unwrap();
-        std::fs::set_permissions(&probe, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
     exe
 }
 
@@ -432,14 +425,13 @@ fn run_with_a_closed_stderr_kills_its_probe_and_writes_nothing() {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_probe_into_a_closed_or_full_stdout() {
-    let probe = common::probes_dir().join("probe-posix-lock-drop");
-    let out = Command::new(&probe)
+    let out = common::probe("posix-lock-drop")
         .args(["--trials", "1"])
         .stdout(closed_pipe())
         .output()
         .unwrap();
     assert_quiet_141("probe", &out);
-    let out = Command::new(&probe)
+    let out = common::probe("posix-lock-drop")
         .args(["--trials", "1"])
         .stdout(full())
         .output()

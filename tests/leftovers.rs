@@ -274,18 +274,17 @@ fn a_killed_run_takes_its_probe_and_the_probes_children_along() {
     let tmp = common::scratch("leftovers-run-tmp");
     let mut guard = Leftovers::new("run");
     let mut cmd = guard.command(tmp.dir(), &["run", "--only", "spawn-window"]);
-    cmd.arg("--probes")
-        .arg(common::probes_dir())
-        .arg("--results")
+    cmd.arg("--results")
         .arg(results.dir())
         // Samples enough for hours, at the sweep's first (4 MiB) point.
         .args(["--trials", "1000000", "--timeout", "3600"]);
     let runner = guard.spawn(cmd);
-    // The probe, once it runs the probe's own image (exec'd).
+    // The probe, once it runs (`fdwindow probe spawn-window`, exec'd).
     let probe = poll(DEADLINE, || {
         children(runner).into_iter().find(|&p| {
-            std::fs::read_link(format!("/proc/{p}/exe"))
-                .is_ok_and(|exe| exe.ends_with("probe-spawn-window"))
+            let wanted: &[u8] = b"\0probe\0spawn-window\0";
+            std::fs::read(format!("/proc/{p}/cmdline"))
+                .is_ok_and(|c| c.windows(wanted.len()).any(|w| w == wanted))
         })
     })
     .expect("the runner never started its probe");

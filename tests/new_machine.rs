@@ -268,8 +268,7 @@ fn the_read_commands_answer_from_this_machines_run_by_default() {
     // `fdwindow run` writes results/local by default, not the committed folder.
     let before = fdwindow::evidence::results::load_dir(&committed).unwrap();
     let out = common::fdwindow()
-        .args(["run", "--only", "bind-matrix", "--probes"])
-        .arg(common::probes_dir())
+        .args(["run", "--only", "bind-matrix"])
         .current_dir(root)
         .output()
         .unwrap();

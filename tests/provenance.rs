@@ -131,7 +131,7 @@ fn bad_input_gets_one_line_and_exit_2() {
     let tmp = s.dir().join("tmp");
     fs::create_dir(&tmp).unwrap();
     let out = fdwindow()
-        .args(["run", "--probes", "/nonexistent", "--results"])
+        .args(["run", "--probe-exe", "/nonexistent", "--results"])
         .arg(&dir)
         .output()
         .unwrap();

@@ -306,7 +306,9 @@ fn cpio_lists_the_initramfs_as_the_kernel_reads_it() {
         "{}",
         line("bin/sh")
     );
-    assert!(line("opt/fdwindow/probe-flock-survival").starts_with("-rwxr-xr-x"));
+    // One binary runs every probe (`fdwindow probe HAZARD`): no other.
+    assert!(line("opt/fdwindow/fdwindow").starts_with("-rwxr-xr-x"));
+    assert!(!listing.contains("probe-"), "{listing}");
     for library in fdwindow::cotenant::preload::Library::ALL {
         line(&format!("opt/fdwindow/{}", library.file_name()));
     }

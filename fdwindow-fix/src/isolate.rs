@@ -96,9 +96,15 @@ pub fn run_isolated_within(child: &str, limit: Duration) -> io::Result<()> {
 
 /// Runs `exe --exact CHILD --include-ignored --test-threads=1` and judges its
 /// output as [`run_isolated`] does (for a test runner that is not the
-/// current executable, such as a probe that answers libtest's arguments).
+/// current executable).
 pub fn run_isolated_exe(exe: &std::path::Path, child: &str, limit: Duration) -> io::Result<()> {
-    let mut cmd = Command::new(exe);
+    run_isolated_command(Command::new(exe), child, limit)
+}
+
+/// [`run_isolated_exe`] for a runner that is a command with arguments of its
+/// own (`fdwindow probe holder-scan`, say): `cmd --exact CHILD
+/// --include-ignored --test-threads=1`, its stdio and group set here.
+pub fn run_isolated_command(mut cmd: Command, child: &str, limit: Duration) -> io::Result<()> {
     cmd.args(["--exact", child, "--include-ignored", "--test-threads=1"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -156,7 +156,16 @@ pub fn status(code: ExitCode) -> ExitCode {
 /// error on stderr, as clap prints them, then `Err` with the status to
 /// exit with (0 or 2 from clap, through [`status`]).
 pub fn parse_args<P: clap::Parser>() -> Result<P, ExitCode> {
-    P::try_parse().map_err(|e| {
+    parse_args_from(std::env::args_os())
+}
+
+/// [`parse_args`] of `args` (the program's name first).
+pub fn parse_args_from<P: clap::Parser, I, T>(args: I) -> Result<P, ExitCode>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    P::try_parse_from(args).map_err(|e| {
         let stream = if e.use_stderr() {
             Stream::Stderr
         } else {

@@ -453,12 +453,23 @@ fn follow_runner() {
     let _ = fdwindow_fix::sys::exit_with_parent(runner);
 }
 
-/// A probe binary's `main`: parses the command line, runs the probe, prints
-/// the report. Exit status 2 on bad input, 130 when interrupted, 141 when
-/// stdout or stderr was closed by its reader, 1 after another failed write
-/// (every line goes through [`crate::base::out`]).
-pub fn main(probe: &Probe) -> ExitCode {
-    let args = match out::parse_args::<ProbeArgs>() {
+/// `fdwindow probe HAZARD`: this program again, running one probe in a
+/// process of its own (the runner's way to keep one probe's descriptors and
+/// children from another's measurement; a probe's own helpers re-execute it
+/// the same way). Arguments follow.
+pub fn probe_command(hazard: &str) -> std::io::Result<std::process::Command> {
+    let mut cmd = std::process::Command::new(std::env::current_exe()?);
+    cmd.args(["probe", hazard]);
+    Ok(cmd)
+}
+
+/// A probe's `main` (`fdwindow probe HAZARD ARGS`): parses `args`, runs the
+/// probe, prints the report. Exit status 2 on bad input, 130 when
+/// interrupted, 141 when stdout or stderr was closed by its reader, 1 after
+/// another failed write (every line goes through [`crate::base::out`]).
+pub fn main(probe: &Probe, args: Vec<String>) -> ExitCode {
+    let name = format!("fdwindow probe {}", probe.hazard);
+    let args = match out::parse_args_from::<ProbeArgs, _, _>(std::iter::once(name).chain(args)) {
         Ok(args) => args,
         Err(status) => return status,
     };

@@ -93,8 +93,9 @@ pub struct Spec {
 }
 
 impl Spec {
-    /// The standard guest: `fdwindow` and every `probe-*` in `bin_dir`,
-    /// busybox, `/usr/bin/true`, `/bin/cat`, their shared libraries, `/init`.
+    /// The standard guest: `fdwindow` from `bin_dir` (it runs every probe as
+    /// `fdwindow probe HAZARD`), busybox, `/usr/bin/true`, `/bin/cat`, their
+    /// shared libraries, `/init`.
     pub fn standard(bin_dir: &Path) -> Result<Spec, String> {
         let mut spec = Spec::default();
         let fdwindow = bin_dir.join("fdwindow");
@@ -104,23 +105,9 @@ impl Spec {
                 fdwindow.display()
             ));
         }
-        let mut programs = vec![fdwindow];
-        for hazard in crate::runner::PROBES {
-            let probe = bin_dir.join(format!("probe-{hazard}"));
-            if !probe.is_file() {
-                return Err(format!(
-                    "{}: not built (run `cargo build --release --bins`)",
-                    probe.display()
-                ));
-            }
-            programs.push(probe);
-        }
-        for program in &programs {
-            let name = program.file_name().expect("a file").to_string_lossy();
-            spec.file(&format!("{GUEST_BIN_DIR}/{name}"), program, 0o755, true);
-        }
+        spec.file(&format!("{GUEST_BIN_DIR}/fdwindow"), &fdwindow, 0o755, true);
         // The preload libraries, written from the copies embedded in this
-        // fdwindow (src/cotenant/preload.rs), beside the probes, every one of
+        // fdwindow (src/cotenant/preload.rs), beside it, every one of
         // `Library::ALL`: two-step-cloexec re-executes itself with the
         // parked-call interposer (src/harness/parked.rs), written from the bytes
         // embedded in it to the guest's /tmp, and the guest's own fdwindow
@@ -161,11 +148,12 @@ impl Spec {
             0o755,
             false,
         );
-        programs.extend([
+        let programs = [
+            fdwindow,
             busybox,
             PathBuf::from(fdwindow_fix::base::child::TRUE_PROGRAM),
             PathBuf::from(fdwindow_fix::base::child::CAT_PROGRAM),
-        ]);
+        ];
         for program in &programs {
             for lib in shared_libraries(program)? {
                 let guest = lib.to_string_lossy().into_owned();

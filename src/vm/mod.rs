@@ -1,5 +1,5 @@
 //! The VM stage, the top of the library: takes in kernel images or packages
-//! and the probe binaries; gives out each guest kernel's results, merged
+//! and the `fdwindow` binary (which runs every probe); gives out each guest kernel's results, merged
 //! through the [`runner`](crate::runner) into the results folder.
 //!
 //! `fdwindow vm`: the probes inside a VM, one boot per kernel, each kernel's

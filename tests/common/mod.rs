@@ -2,7 +2,7 @@
 
 #![allow(dead_code, reason = "each test file uses a different subset")]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use fdwindow::report::verdict::{Verdict, Window};
@@ -14,20 +14,16 @@ pub fn fdwindow() -> Command {
     Command::new(env!("CARGO_BIN_EXE_fdwindow"))
 }
 
-/// The folder holding the probe binaries (beside `fdwindow`).
-pub fn probes_dir() -> PathBuf {
-    Path::new(env!("CARGO_BIN_EXE_fdwindow"))
-        .parent()
-        .unwrap()
-        .to_owned()
+/// `fdwindow probe HAZARD`: one probe, run as the runner runs it.
+pub fn probe(hazard: &str) -> Command {
+    let mut cmd = fdwindow();
+    cmd.args(["probe", hazard]);
+    cmd
 }
 
-/// Runs a probe binary with `args` and parses its report.
+/// Runs a probe with `args` and parses its report.
 pub fn run_probe(hazard: &str, args: &[&str]) -> ProbeReport {
-    let out = Command::new(probes_dir().join(format!("probe-{hazard}")))
-        .args(args)
-        .output()
-        .unwrap();
+    let out = probe(hazard).args(args).output().unwrap();
     assert!(
         out.status.success(),
         "{hazard}: {}",
