@@ -3,7 +3,11 @@
 //!
 //! 1. **Screen.** Each test binary runs again and again under pressure,
 //!    round-robin, for its share of the budget ([`SCREEN_SHARE`]) or
-//!    `--runs`/`--duration`. Any test that fails once is a suspect. Real
+//!    `--runs`/`--duration`. The first round runs every binary once and
+//!    times it; after it, the screen's plan is known ([`Event::Planned`]:
+//!    each binary's pace and the rounds its share holds), and a run starts
+//!    only if, at its binary's pace so far, it ends within the share: one
+//!    slow binary cannot carry a round past it. Any test that fails once is a suspect. Real
 //!    exposures fail 1–4% of runs, so the screen is long and runs under
 //!    pressure only: about 230 pressured runs see a 1% test fail at least once
 //!    with 90% probability.
@@ -243,6 +247,14 @@ pub struct Rerun {
 /// Progress, for a [`Bench`] to show.
 #[derive(Clone, Copy, Debug)]
 pub enum Event<'a> {
+    /// The first screen round ended: the plan for the rest.
+    Planned {
+        /// Per binary: seconds its first pressured run took.
+        pace: &'a [f64],
+        /// Full rounds the screen's share holds at that pace (the first
+        /// included); `None` for a screen of `--runs`.
+        rounds: Option<u64>,
+    },
     /// A screen round ended: runs of each binary so far, tests failed so far.
     Screen {
         /// Rounds (pressured runs of each binary).
@@ -365,6 +377,8 @@ pub fn detect<B: Bench>(
         ScreenStop::Runs(_) => None,
     };
     let mut rounds = 0;
+    // Per binary: seconds of its latest pressured run, its pace.
+    let mut pace = vec![0.0f64; binaries];
     loop {
         let done = match plan.screen {
             ScreenStop::Runs(n) => rounds >= n,
@@ -373,16 +387,45 @@ pub fn detect<B: Bench>(
         if done || binaries == 0 || bench.interrupted() {
             break;
         }
-        for b in 0..binaries {
+        let mut ran = false;
+        for (b, pace) in pace.iter_mut().enumerate() {
+            // After the first round, a run that would end past the share
+            // at its binary's pace does not start.
+            if rounds > 0
+                && let Some(end) = screen_end
+                && bench.elapsed().as_secs_f64() + *pace > end.as_secs_f64()
+            {
+                continue;
+            }
+            let before = bench.elapsed();
             for (test, seen) in bench.screen(b)? {
                 d.screen[test].add(seen);
             }
+            *pace = (bench.elapsed() - before).as_secs_f64();
             d.screen_runs[b] += 1;
+            ran = true;
             if bench.interrupted() {
                 break;
             }
         }
+        if !ran {
+            break;
+        }
         rounds += 1;
+        if rounds == 1 {
+            let per_round: f64 = pace.iter().sum();
+            let planned = screen_end.map(|end| {
+                if per_round > 0.0 {
+                    (end.as_secs_f64() / per_round).floor().max(1.0) as u64
+                } else {
+                    1
+                }
+            });
+            bench.progress(Event::Planned {
+                pace: &pace,
+                rounds: planned,
+            });
+        }
         let suspects = d.screen.iter().filter(|t| t.bad() > 0).count();
         bench.progress(Event::Screen { rounds, suspects });
     }
@@ -492,6 +535,72 @@ mod tests {
             let rate = one.powi(SIGN_FAILURES as i32);
             assert!(rate <= false_rate(), "q {q}: {rate}");
         }
+    }
+
+    /// Binaries whose pressured runs take fixed times on a simulated clock;
+    /// every test passes. Records the plan it was told.
+    struct Paced {
+        seconds: Vec<f64>,
+        clock: Duration,
+        planned: Option<(Vec<f64>, Option<u64>)>,
+    }
+
+    impl Bench for Paced {
+        type Error = ();
+
+        fn elapsed(&self) -> Duration {
+            self.clock
+        }
+
+        fn screen(&mut self, binary: usize) -> Result<Vec<(usize, Seen)>, ()> {
+            self.clock += Duration::from_secs_f64(self.seconds[binary]);
+            Ok(vec![(binary, Seen::Ok)])
+        }
+
+        fn rerun(&mut self, _test: usize, _pressured: bool) -> Result<Rerun, ()> {
+            unreachable!("no test fails, so none is rerun")
+        }
+
+        fn progress(&mut self, event: Event<'_>) {
+            if let Event::Planned { pace, rounds } = event {
+                self.planned = Some((pace.to_vec(), rounds));
+            }
+        }
+    }
+
+    /// A slow binary (20 s a run) beside a fast one (0.5 s): rounds of
+    /// 20.5 s would carry the screen 20 s past its 82.5 s share; instead a
+    /// run starts only if it ends within the share at its binary's pace,
+    /// and the plan after the first round says so.
+    #[test]
+    fn a_slow_binary_cannot_carry_the_screen_past_its_share() {
+        let mut bench = Paced {
+            seconds: vec![20.0, 0.5],
+            clock: Duration::ZERO,
+            planned: None,
+        };
+        let d = detect(&mut bench, &[0, 1], 2, &Plan::default()).unwrap();
+        let share = DEFAULT_BUDGET.mul_f64(SCREEN_SHARE).as_secs_f64();
+        assert!(
+            d.seconds[0] <= share,
+            "{} s of a {share} s share",
+            d.seconds[0]
+        );
+        assert_eq!(d.screen_runs, [4, 5]);
+        assert_eq!(bench.planned, Some((vec![20.0, 0.5], Some(4))));
+        // `--runs` keeps its meaning: exactly that many of each.
+        let mut bench = Paced {
+            seconds: vec![20.0, 0.5],
+            clock: Duration::ZERO,
+            planned: None,
+        };
+        let runs = Plan {
+            screen: ScreenStop::Runs(7),
+            ..Plan::default()
+        };
+        let d = detect(&mut bench, &[0, 1], 2, &runs).unwrap();
+        assert_eq!(d.screen_runs, [7, 7]);
+        assert_eq!(bench.planned.map(|p| p.1), Some(None));
     }
 
     #[test]

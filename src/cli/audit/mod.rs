@@ -603,8 +603,27 @@ impl Bench for SuiteBench<'_> {
     fn progress(&mut self, event: detect::Event<'_>) {
         let left = self.budget.saturating_sub(self.started.elapsed());
         match event {
+            detect::Event::Planned { pace, rounds } => {
+                let each: Vec<String> = self
+                    .names
+                    .iter()
+                    .zip(pace)
+                    .map(|(name, s)| format!("{name} {s:.1} s"))
+                    .collect();
+                let plan = rounds.map_or_else(String::new, |n| {
+                    format!(
+                        "; at that pace the screen's share holds about {n} rounds: a test failing \
+                         in {:.1}% of pressured runs of its binary has a 90% chance to be seen",
+                        100.0 * detect::seen_rate90(n)
+                    )
+                });
+                self.progress.step(&format!(
+                    "screen plan: a pressured run of each binary takes {}{plan}",
+                    each.join(", ")
+                ));
+            }
             detect::Event::Screen { rounds, suspects } => self.progress.update(&format!(
-                "screen: {rounds} pressured runs of each binary, {suspects} tests failed; {:.0} s left",
+                "screen: {rounds} rounds of pressured runs, {suspects} tests failed; {:.0} s left",
                 left.as_secs_f64()
             )),
             detect::Event::Confirming { suspects } => self.progress.step(&format!(
