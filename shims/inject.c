@@ -772,7 +772,8 @@ static unsigned long long start_time_of(pid_t pid) {
 /* A descriptor that becomes readable once process `pid` ends, above 2 and
  * never inherited: a pidfd (pidfd_open(2), close-on-exec) on Linux, a kqueue
  * with EVFILT_PROC NOTE_EXIT on macOS (kqueue(2): not inherited by fork).
- * -1 with errno set: ESRCH when it is gone, ENOSYS on Linux before 5.3. */
+ * -1 with errno set: ESRCH when it is gone, ENOSYS on Linux before 5.3,
+ * EPERM or another where a sandbox refuses the call. */
 static int watch_open(pid_t pid) {
 #ifdef __APPLE__
     int w = kqueue();
@@ -804,12 +805,12 @@ static int watch_open(pid_t pid) {
 }
 
 /* Whether the controller is there, as the spec names it: a watch on it is
- * set in `*watch` (-1 where the kernel has none: the watcher then polls its
- * start time). The start time is read after the watch is set, so a watch
- * set on a reused pid is caught. */
+ * set in `*watch` (-1 where none can be set: ENOSYS, or a sandbox that
+ * refuses the call; the watcher then polls its start time). The start time
+ * is read after the watch is set, so a watch set on a reused pid is caught. */
 static int controller_alive(const struct spec *spec, int *watch) {
     *watch = watch_open(spec->ctl_pid);
-    if (*watch < 0 && errno != ENOSYS)
+    if (*watch < 0 && errno == ESRCH)
         return 0;
     if (start_time_of(spec->ctl_pid) == spec->ctl_start)
         return 1;
