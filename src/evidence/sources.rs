@@ -4,7 +4,7 @@
 //! `--results DIR` means that folder and nothing else. Without it, they read
 //! this machine's folder, [`LOCAL`] (where `fdwindow run` and `make
 //! probe-linux` write), beside the committed one, [`COMMITTED`]; a platform
-//! with a file in both is read from [`LOCAL`], this machine's newer run. So
+//! with a file in both is read from [`LOCAL`], this machine's own run. So
 //! a user who ran the probes asks about them without naming a folder, and
 //! every answer says whether this machine's measurements are among its
 //! sources. Writers (`matrix`, `merge`, `vm`) still take one folder: the
@@ -42,7 +42,8 @@ pub struct Sources {
     pub costs: Vec<CostsFile>,
     /// Where each of `files` came from, in the same order.
     pub read: Vec<Source>,
-    /// Committed files not read because `results/local` has their platform.
+    /// Committed files not read because `results/local` has their platform
+    /// (this machine's own run, which a user reading by default means).
     pub shadowed: Vec<PathBuf>,
     /// This machine's platform id.
     pub here: String,
@@ -162,7 +163,7 @@ impl Sources {
             .collect();
         for path in &self.shadowed {
             lines.push(format!(
-                "not read {}: {} has this platform's newer run",
+                "not read {}: {} has this platform's file",
                 path.display(),
                 LOCAL
             ));

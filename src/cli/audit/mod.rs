@@ -608,7 +608,11 @@ impl Bench for SuiteBench<'_> {
                     .names
                     .iter()
                     .zip(pace)
-                    .map(|(name, s)| format!("{name} {s:.1} s"))
+                    .map(|(name, s)| match s {
+                        // A fast binary's pace would read 0.0 s.
+                        s if *s < 1.0 => format!("{name} {:.0} ms", s * 1000.0),
+                        s => format!("{name} {s:.1} s"),
+                    })
                     .collect();
                 let plan = rounds.map_or_else(String::new, |n| {
                     format!(
