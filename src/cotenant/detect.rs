@@ -304,7 +304,8 @@ pub struct Detection {
     pub screen_runs: Vec<u64>,
     /// The suspects' reruns, by test index.
     pub pairs: BTreeMap<usize, Pairs>,
-    /// Seconds spent: screen, confirmation.
+    /// Seconds spent: screen, confirmation (each its own time; the
+    /// screen's share is counted from the bench's start, before it).
     pub seconds: [f64; 2],
     /// Whether an interruption cut it short.
     pub interrupted: bool,
@@ -376,6 +377,7 @@ pub fn detect<B: Bench>(
         ScreenStop::For(t) => Some(t),
         ScreenStop::Runs(_) => None,
     };
+    let screen_start = bench.elapsed();
     let mut rounds = 0;
     // Per binary: seconds of its latest pressured run, its pace.
     let mut pace = vec![0.0f64; binaries];
@@ -414,9 +416,11 @@ pub fn detect<B: Bench>(
         rounds += 1;
         if rounds == 1 {
             let per_round: f64 = pace.iter().sum();
+            // The share left when the screen began, at this pace.
             let planned = screen_end.map(|end| {
+                let left = end.saturating_sub(screen_start).as_secs_f64();
                 if per_round > 0.0 {
-                    (end.as_secs_f64() / per_round).floor().max(1.0) as u64
+                    (left / per_round).floor().max(1.0) as u64
                 } else {
                     1
                 }
@@ -429,7 +433,7 @@ pub fn detect<B: Bench>(
         let suspects = d.screen.iter().filter(|t| t.bad() > 0).count();
         bench.progress(Event::Screen { rounds, suspects });
     }
-    d.seconds[0] = bench.elapsed().as_secs_f64();
+    d.seconds[0] = (bench.elapsed() - screen_start).as_secs_f64();
 
     let suspects: Vec<usize> = (0..d.screen.len())
         .filter(|&t| d.screen[t].bad() > 0)
@@ -568,26 +572,32 @@ mod tests {
         }
     }
 
-    /// A slow binary (20 s a run) beside a fast one (0.5 s): rounds of
-    /// 20.5 s would carry the screen 20 s past its 82.5 s share; instead a
-    /// run starts only if it ends within the share at its binary's pace,
-    /// and the plan after the first round says so.
+    /// A slow binary (20 s a run) beside a fast one (0.5 s), after a 10 s
+    /// timing run: rounds of 20.5 s would carry the screen past its 82.5 s
+    /// share (counted from the audit's start); instead a run starts only if
+    /// it ends within the share at its binary's pace, the fast binary goes
+    /// on once the slow one no longer fits, and the plan after the first
+    /// round counts the rounds left in the share. The screen's own seconds
+    /// leave the timing run out.
     #[test]
     fn a_slow_binary_cannot_carry_the_screen_past_its_share() {
         let mut bench = Paced {
             seconds: vec![20.0, 0.5],
-            clock: Duration::ZERO,
+            clock: Duration::from_secs(10),
             planned: None,
         };
         let d = detect(&mut bench, &[0, 1], 2, &Plan::default()).unwrap();
         let share = DEFAULT_BUDGET.mul_f64(SCREEN_SHARE).as_secs_f64();
+        let end = bench.clock.as_secs_f64();
         assert!(
-            d.seconds[0] <= share,
-            "{} s of a {share} s share",
-            d.seconds[0]
+            end <= share,
+            "the screen ended at {end} s of a {share} s share"
         );
-        assert_eq!(d.screen_runs, [4, 5]);
-        assert_eq!(bench.planned, Some((vec![20.0, 0.5], Some(4))));
+        assert!(end > share - 0.5, "it stopped {} s early", share - end);
+        assert_eq!(d.seconds[0], end - 10.0);
+        assert_eq!(d.screen_runs[0], 3);
+        assert!(d.screen_runs[1] > 20, "{:?}", d.screen_runs);
+        assert_eq!(bench.planned, Some((vec![20.0, 0.5], Some(3))));
         // `--runs` keeps its meaning: exactly that many of each.
         let mut bench = Paced {
             seconds: vec![20.0, 0.5],
