@@ -584,14 +584,12 @@ fn pick_platform(
 ) -> Result<(ResultsFile, Source), Usage> {
     let mut sources = Sources::load(named).map_err(Usage)?;
     let ids: Vec<String> = sources.read.iter().map(|s| s.platform.clone()).collect();
-    let here = sources.here.clone();
     let wanted = platform.map(str::to_owned).or_else(|| {
-        if ids.contains(&here) {
-            Some(here.clone())
-        } else if ids.len() == 1 {
-            Some(ids[0].clone())
-        } else {
-            None
+        let mine = sources.read.iter().find(|s| s.this_machine);
+        match (mine, ids.as_slice()) {
+            (Some(s), _) => Some(s.platform.clone()),
+            (None, [only]) => Some(only.clone()),
+            (None, _) => None,
         }
     });
     let folders = || match named {
@@ -600,8 +598,10 @@ fn pick_platform(
     };
     let Some(wanted) = wanted else {
         return Err(Usage(format!(
-            "{} hold no results for this machine ({here}); run `make probe-linux` (it writes {}), pass --results DIR where a run wrote them, or --platform (one of: {})",
+            "{} {} no results for this machine ({}); run `make probe-linux` (it writes {}), pass --results DIR where a run wrote them, or --platform (one of: {})",
             folders(),
+            if named.is_some() { "holds" } else { "hold" },
+            sources.here,
             sources::LOCAL,
             if ids.is_empty() {
                 "none".into()
@@ -838,8 +838,8 @@ fn advise(
     }
     let hazard = hazard.expect("clap requires a hazard without --list");
     let os = os.unwrap_or_else(|| Platform::detect().os);
-    let Some(mut advice) = fdwindow::views::advise::advise(files, &sources.costs, hazard, &os)
-    else {
+    let costs = sources.costs().map_err(Usage)?;
+    let Some(mut advice) = fdwindow::views::advise::advise(files, &costs, hazard, &os) else {
         let known: Vec<String> = fdwindow::views::advise::hazards(files)
             .into_iter()
             .map(|(id, _)| id)

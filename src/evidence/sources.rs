@@ -38,8 +38,6 @@ pub struct Source {
 pub struct Sources {
     /// The files, sorted by platform id, one per platform.
     pub files: Vec<ResultsFile>,
-    /// The benches' costs, one file per platform, from the same folders.
-    pub costs: Vec<CostsFile>,
     /// Where each of `files` came from, in the same order.
     pub read: Vec<Source>,
     /// Committed files not read because `results/local` has their platform
@@ -47,6 +45,8 @@ pub struct Sources {
     pub shadowed: Vec<PathBuf>,
     /// This machine's platform id.
     pub here: String,
+    /// The folders read, the one that wins a platform first.
+    folders: Vec<PathBuf>,
 }
 
 impl Sources {
@@ -70,15 +70,16 @@ impl Sources {
         local: &Path,
         here: String,
     ) -> Result<Sources, String> {
-        let folders: Vec<&Path> = match named {
+        let folders: Vec<PathBuf> = match named {
             Some(dir) => {
                 results::check_folder(dir, false)?;
-                vec![dir]
+                vec![dir.to_owned()]
             }
             None => {
-                let present: Vec<&Path> = [local, committed]
+                let present: Vec<PathBuf> = [local, committed]
                     .into_iter()
                     .filter(|d| d.is_dir())
+                    .map(Path::to_owned)
                     .collect();
                 if present.is_empty() {
                     return Err(format!(
@@ -91,46 +92,48 @@ impl Sources {
                 present
             }
         };
-        let mut sources = Sources {
-            files: Vec::new(),
-            costs: Vec::new(),
-            read: Vec::new(),
-            shadowed: Vec::new(),
-            here,
-        };
         // The first folder wins a platform both hold: LOCAL comes first.
-        for dir in folders {
+        let mut read: Vec<(ResultsFile, Source)> = Vec::new();
+        let mut shadowed = Vec::new();
+        for dir in &folders {
             for file in results::load_dir(dir).map_err(|e| e.to_string())? {
                 let path = dir.join(format!("{}.json", file.platform.id));
-                if sources
-                    .files
-                    .iter()
-                    .any(|f| f.platform.id == file.platform.id)
-                {
-                    sources.shadowed.push(path);
+                if read.iter().any(|(f, _)| f.platform.id == file.platform.id) {
+                    shadowed.push(path);
                     continue;
                 }
-                sources.read.push(Source {
+                let source = Source {
                     platform: file.platform.id.clone(),
                     file: path,
-                    this_machine: file.platform.id == sources.here,
-                });
-                sources.files.push(file);
+                    this_machine: file.platform.id == here,
+                };
+                read.push((file, source));
             }
+        }
+        read.sort_by(|a, b| a.1.platform.cmp(&b.1.platform));
+        let (files, read) = read.into_iter().unzip();
+        Ok(Sources {
+            files,
+            read,
+            shadowed,
+            here,
+            folders,
+        })
+    }
+
+    /// The benches' costs from the same folders, one file per platform (the
+    /// first folder's where both hold one). Read only when asked: a command
+    /// that shows no cost does not depend on the costs files.
+    pub fn costs(&self) -> Result<Vec<CostsFile>, String> {
+        let mut all: Vec<CostsFile> = Vec::new();
+        for dir in &self.folders {
             for c in costs::load_dir(dir).map_err(|e| e.to_string())? {
-                if !sources.costs.iter().any(|k| k.platform.id == c.platform.id) {
-                    sources.costs.push(c);
+                if !all.iter().any(|k| k.platform.id == c.platform.id) {
+                    all.push(c);
                 }
             }
         }
-        let mut both: Vec<(ResultsFile, Source)> = sources
-            .files
-            .drain(..)
-            .zip(sources.read.drain(..))
-            .collect();
-        both.sort_by(|a, b| a.0.platform.id.cmp(&b.0.platform.id));
-        (sources.files, sources.read) = both.into_iter().unzip();
-        Ok(sources)
+        Ok(all)
     }
 
     /// Where the file of platform `id` came from.

@@ -278,28 +278,27 @@ pub fn run(boot: &Boot, scratch: &Path) -> std::io::Result<Outcome> {
         GroupExit::Exited(status) => status,
     };
     let sent = sent();
-    match channel::decode(&sent) {
-        Ok(frame) => Ok(Outcome::Delivered {
+    // A frame whose header came but not all its payload.
+    let cut_short = arrived(&sent).filter(|p| p.received < p.expected);
+    match (channel::decode(&sent), cut_short) {
+        (Ok(frame), _) => Ok(Outcome::Delivered {
             frame,
             boot_time: console.up,
             elapsed,
             console_tail: tail,
         }),
-        Err(_) if arrived(&sent).is_some_and(|p| p.received < p.expected) => {
-            let p = arrived(&sent).expect("checked");
-            Ok(broken(format!(
-                "the results channel stalled: {} of {} bytes arrived before QEMU exited \
-                 ({status})",
-                p.received, p.expected
-            )))
-        }
-        Err(why) if !status.success() => Ok(broken(format!(
+        (Err(_), Some(p)) => Ok(broken(format!(
+            "the results channel stalled: {} of {} bytes arrived before QEMU exited \
+             ({status})",
+            p.received, p.expected
+        ))),
+        (Err(why), None) if !status.success() => Ok(broken(format!(
             "QEMU exited with {status}{}; {why}",
             qemu_err
                 .first()
                 .map_or(String::new(), |l| format!(" ({l})"))
         ))),
-        Err(why) => Ok(broken(why)),
+        (Err(why), None) => Ok(broken(why)),
     }
 }
 
