@@ -237,6 +237,15 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(status) => return status,
     };
+    // The commands that run others' processes kill them by process group;
+    // its orphans come here to be reaped, so none outlives the command.
+    if matches!(
+        cli.command,
+        Cmd::Run { .. } | Cmd::Stress(_) | Cmd::Vm { .. } | Cmd::Audit(_)
+    ) && let Err(e) = fdwindow_fix::sys::adopt_orphans()
+    {
+        note!("warning: cannot adopt orphaned processes (PR_SET_CHILD_SUBREAPER): {e}");
+    }
     let result = match cli.command {
         Cmd::Run {
             results,

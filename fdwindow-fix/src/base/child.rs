@@ -370,7 +370,8 @@ pub enum GroupExit {
 
 /// Waits for `child`, the leader of its own process group (spawned with
 /// `process_group(0)`), until it exits, `deadline` passes or `stop()` is true;
-/// then kills whatever is left of the group and reaps the leader.
+/// then kills whatever is left of the group and reaps the leader (and the
+/// members orphaned to this process, see [`reap_group`]).
 ///
 /// The exit is watched with `waitid(WNOWAIT)`, so the leader stays a zombie
 /// until the group is killed: its pid, the group id, cannot be reused in
@@ -408,10 +409,29 @@ pub fn wait_group(
         let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
     }
     let status = child.wait();
+    reap_group(pid);
     let _ = watcher.join();
     match ended {
         None => Ok(GroupExit::Exited(status?)),
         Some(other) => other,
+    }
+}
+
+/// Reaps the killed group's members that are this process's children: where
+/// it adopts orphans (`sys::adopt_orphans`), every member the kill reached,
+/// so none is still on its way out (SIGKILL pending, not yet scheduled) when
+/// [`wait_group`] returns. Each is dying, so the wait is short; it ends with
+/// ECHILD once none is left (at once where orphans go to init).
+fn reap_group(pgid: libc::pid_t) {
+    use rustix::process::{Pid, WaitOptions, waitpgid};
+    let Some(pgid) = Pid::from_raw(pgid) else {
+        return;
+    };
+    loop {
+        match waitpgid(pgid, WaitOptions::empty()) {
+            Ok(Some(_)) | Err(rustix::io::Errno::INTR) => {}
+            Ok(None) | Err(_) => return,
+        }
     }
 }
 

@@ -558,6 +558,17 @@ pub fn spawn_cloexec_default_flag() -> std::io::Result<libc::c_short> {
     ))
 }
 
+/// Makes this process the reaper of its orphaned descendants
+/// (`PR_SET_CHILD_SUBREAPER`, prctl(2)): a process group that
+/// [`crate::base::child::wait_group`] killed is then reaped to its last
+/// member, instead of the orphans dying later under init, still running
+/// (SIGKILL pending, not yet scheduled on a loaded machine) when the
+/// command returns. Process-wide: for a command's `main`, not a library.
+pub fn adopt_orphans() -> io::Result<()> {
+    rustix::process::set_child_subreaper(Some(rustix::process::getpid()))?;
+    Ok(())
+}
+
 /// Makes the child `cmd` starts receive SIGKILL when this thread ends
 /// (`prctl(2)`, `PR_SET_PDEATHSIG`): a VM must not outlive a `fdwindow vm`
 /// that was itself killed. The signal follows the creating *thread*, so call

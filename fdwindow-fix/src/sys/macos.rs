@@ -622,6 +622,12 @@ pub fn spawn_cloexec_default_flag() -> std::io::Result<libc::c_short> {
     Ok(libc::POSIX_SPAWN_CLOEXEC_DEFAULT as libc::c_short)
 }
 
+/// No subreaper here: a killed group's orphans go to launchd, which reaps
+/// them once they have died.
+pub fn adopt_orphans() -> io::Result<()> {
+    Ok(())
+}
+
 /// No parent-death signal here: a VM of a killed `fdwindow vm` is left to its
 /// process group's fate (it is killed on every path `fdwindow` survives). A
 /// child that is one of fdwindow's own probes watches its parent itself

@@ -153,6 +153,12 @@ pub fn spawn_cloexec_default_flag() -> std::io::Result<libc::c_short> {
     Err(unsupported("POSIX_SPAWN_CLOEXEC_DEFAULT"))
 }
 
+/// No subreaper here: a killed group's orphans go to init, which reaps
+/// them once they have died.
+pub fn adopt_orphans() -> io::Result<()> {
+    Ok(())
+}
+
 /// No parent-death signal here: a VM of a killed `fdwindow vm` is left to its
 /// process group's fate (it is killed on every path `fdwindow` survives).
 pub fn die_with_parent(_cmd: &mut std::process::Command) {}
