@@ -79,7 +79,7 @@ fn audits(rates: &[(f64, f64)], audits: u64, seed: u64) -> [u64; 4] {
             rng: Rng(seed ^ i.wrapping_mul(0xA24B_AED4_963E_E407)),
         };
         let tests = vec![0; rates.len()];
-        let d = detect::detect(&mut sim, &tests, 1, &Plan::default()).unwrap();
+        let d = detect::detect(&mut sim, &tests, 1, &Plan::default(), &[0.2]).unwrap();
         // Detection ends within the budget (the screen stops at its share,
         // the reruns before the diagnosis's tenth; a pair may run over).
         assert!(
@@ -172,7 +172,7 @@ fn suspects_share_the_confirmation_without_losing_power() {
             seed: i,
             ..Plan::default()
         };
-        let d = detect::detect(&mut sim, &[0; 5], 1, &plan).unwrap();
+        let d = detect::detect(&mut sim, &[0; 5], 1, &plan, &[0.2]).unwrap();
         for (t, f) in flagged.iter_mut().enumerate() {
             *f += u64::from(d.verdict(t) == Verdict::Exposed);
         }

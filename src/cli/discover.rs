@@ -92,6 +92,29 @@ impl Binary {
         }
     }
 
+    /// The runs that run exactly `tests` (names of [`Binary::tests`]) once:
+    /// one run of them all, or one per test where each runs in its own
+    /// process; each with the indexes (into `tests`) that it runs.
+    pub fn group_runs(&self, tests: &[&str]) -> Vec<(Vec<String>, Vec<usize>)> {
+        if self.per_test || tests.len() == 1 {
+            return tests
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (self.exact_args(t), vec![i]))
+                .collect();
+        }
+        let mut args = self.options.clone();
+        if tests.iter().any(|t| self.ignored.contains(*t))
+            && !args.iter().any(|a| is_ignore_flag(a))
+        {
+            // `--include-ignored`, not `--ignored`: the group may hold both.
+            args.push("--include-ignored".into());
+        }
+        args.push("--exact".into());
+        args.extend(tests.iter().map(|t| (*t).to_owned()));
+        vec![(args, (0..tests.len()).collect())]
+    }
+
     /// The arguments of a run of `test` alone.
     pub fn exact_args(&self, test: &str) -> Vec<String> {
         let mut args = self.options.clone();
@@ -1172,6 +1195,34 @@ mod tests {
                 (b.exact_args("a::one"), Some(0)),
                 (b.exact_args("b::a"), Some(1))
             ]
+        );
+    }
+
+    /// A group of a binary's tests runs as one `--exact` run of their names
+    /// (`--include-ignored` where one is `#[ignore]`d, so the group's other
+    /// tests still run), or one run each under nextest.
+    #[test]
+    fn a_group_of_tests_runs_exactly_those() {
+        let mut b =
+            libtest_binary("t".into(), "/x/t".into(), None, &v(&["--test-threads=4"])).unwrap();
+        b.tests = v(&["a", "b", "c"]);
+        assert_eq!(
+            b.group_runs(&["a", "c"]),
+            [(v(&["--test-threads=4", "--exact", "a", "c"]), vec![0, 1])]
+        );
+        assert_eq!(b.group_runs(&["b"]), [(b.exact_args("b"), vec![0])]);
+        b.ignored.insert("c".into());
+        assert_eq!(
+            b.group_runs(&["a", "c"]),
+            [(
+                v(&["--test-threads=4", "--include-ignored", "--exact", "a", "c"]),
+                vec![0, 1]
+            )]
+        );
+        b.per_test = true;
+        assert_eq!(
+            b.group_runs(&["a", "c"]),
+            [(b.exact_args("a"), vec![0]), (b.exact_args("c"), vec![1])]
         );
     }
 

@@ -11,6 +11,19 @@
 //!    exposures fail 1–4% of runs, so the screen is long and runs under
 //!    pressure only: about 230 pressured runs see a 1% test fail at least once
 //!    with 90% probability.
+//!
+//!    Where the timing run says the share holds fewer than
+//!    [`HELD_SCREEN_BELOW`] rounds (a slow suite), random pressure would miss
+//!    most exposures, so the screen first builds the window on purpose
+//!    ([`held_screen`]): each binary runs with a copy of every descriptor it
+//!    closes held by a child (the injector's `close-hold=all`), and a test
+//!    that needs a closed descriptor gone fails whatever its natural rate.
+//!    A run in which the injector's bounds let a close through unheld
+//!    screened its tests only in part: they run again in halves, down to one
+//!    test alone, until each ran in a run without a gap; those the share
+//!    leaves are reported as not screened. Pressure rounds take what the
+//!    share has left. Failures here only make suspects: the verdicts below
+//!    are unchanged.
 //! 2. **Confirmation.** Each suspect reruns in its own process (`--exact`), in
 //!    pairs of one run alone and one under pressure, round-robin over the
 //!    suspects, until the budget's confirmation share ends. The sign rule
@@ -49,6 +62,11 @@ pub const SCREEN_SHARE: f64 = 0.55;
 pub const DIAGNOSIS_SHARE: f64 = 0.1;
 /// The audit's budget by default: the whole audit, screen to diagnosis.
 pub const DEFAULT_BUDGET: Duration = Duration::from_secs(150);
+
+/// Pressure rounds below which the screen holds copies first: 45 rounds see
+/// a test failing in 5% of its binary's pressured runs with 90% probability
+/// ([`seen_rate90`]); fewer would miss most real exposures (1–4%).
+pub const HELD_SCREEN_BELOW: u64 = 45;
 
 /// What one run says about one test.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -244,9 +262,43 @@ pub struct Rerun {
     pub pressured: bool,
 }
 
+/// One held-copy screen run of a group of one binary's tests.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HeldRun {
+    /// Each reporting test's word, by test index.
+    pub seen: Vec<(usize, Seen)>,
+    /// Copies held.
+    pub copies: u64,
+    /// Closes of a held class that went through unheld (the injector's
+    /// bounds), or that the run cannot account for (it died before its
+    /// injector reported).
+    pub unheld: u64,
+    /// The group's tests that ran while a close went through unheld: every
+    /// test of the run where one run cannot tell which, none without a gap.
+    pub gaps: Vec<usize>,
+}
+
 /// Progress, for a [`Bench`] to show.
 #[derive(Clone, Copy, Debug)]
 pub enum Event<'a> {
+    /// The screen's plan, from the timing run, before its first run.
+    Holding {
+        /// Per binary: seconds its timing run took (alone).
+        pace: &'a [f64],
+        /// Pressure rounds the share would hold at that pace.
+        rounds: u64,
+    },
+    /// A held-copy run ended.
+    Held {
+        /// Held runs so far.
+        runs: u64,
+        /// Tests screened so far (in a run without a gap).
+        screened: usize,
+        /// Tests in all.
+        tests: usize,
+        /// Tests that failed at least once.
+        suspects: usize,
+    },
     /// The first screen round ended: the plan for the rest.
     Planned {
         /// Per binary: seconds its first pressured run took.
@@ -291,8 +343,36 @@ pub trait Bench {
     fn screen(&mut self, binary: usize) -> Result<Vec<(usize, Seen)>, Self::Error>;
     /// One `--exact` run of test `test`, alone or under pressure.
     fn rerun(&mut self, test: usize, pressured: bool) -> Result<Rerun, Self::Error>;
+    /// One run of `tests` (of binary `binary`, in its order) with a copy of
+    /// every descriptor they close held; `None` where the bench cannot hold
+    /// copies (then the screen is pressure only).
+    fn screen_held(
+        &mut self,
+        _binary: usize,
+        _tests: &[usize],
+    ) -> Result<Option<HeldRun>, Self::Error> {
+        Ok(None)
+    }
     /// Shows progress.
     fn progress(&mut self, _event: Event<'_>) {}
+}
+
+/// The held-copy screen's account ([`held_screen`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HeldScreen {
+    /// Per test: its held-copy runs.
+    pub tally: Vec<Tally>,
+    /// Per binary: held-copy runs.
+    pub runs: Vec<u64>,
+    /// Per binary: copies held.
+    pub copies: Vec<u64>,
+    /// Per binary: closes that went through unheld.
+    pub unheld: Vec<u64>,
+    /// Tests that ran in a held run without a gap.
+    pub screened: Vec<bool>,
+    /// Tests that still ran only with gaps when the share ended (or that
+    /// close past the bounds even alone), by index.
+    pub unscreened: Vec<usize>,
 }
 
 /// What detection found.
@@ -300,6 +380,8 @@ pub trait Bench {
 pub struct Detection {
     /// Per test: the screen's pressured runs.
     pub screen: Vec<Tally>,
+    /// The held-copy screen, where the plan chose one.
+    pub held: Option<HeldScreen>,
     /// Per binary: pressured runs made in the screen.
     pub screen_runs: Vec<u64>,
     /// The suspects' reruns, by test index.
@@ -316,9 +398,14 @@ impl Detection {
     pub fn verdict(&self, test: usize) -> Verdict {
         match self.pairs.get(&test) {
             Some(p) => p.decided().unwrap_or(Verdict::Undecided),
-            None if self.screen[test].bad() > 0 => Verdict::Undecided,
+            None if self.suspect(test) => Verdict::Undecided,
             None => Verdict::NotExposed,
         }
+    }
+
+    /// Whether the screen saw the test fail, under pressure or held copies.
+    pub fn suspect(&self, test: usize) -> bool {
+        self.screen[test].bad() > 0 || self.held.as_ref().is_some_and(|h| h.tally[test].bad() > 0)
     }
 }
 
@@ -361,11 +448,14 @@ pub fn confirmed_rate90(pairs: u64) -> f64 {
 }
 
 /// Runs detection: the screen, then the confirmation, within `plan`.
+/// `timing` holds each binary's seconds alone (the timing run), from which
+/// the screen is planned; empty where there was none.
 pub fn detect<B: Bench>(
     bench: &mut B,
     test_binaries: &[usize],
     binaries: usize,
     plan: &Plan,
+    timing: &[f64],
 ) -> Result<Detection, B::Error> {
     let mut d = Detection {
         screen: vec![Tally::default(); test_binaries.len()],
@@ -378,13 +468,42 @@ pub fn detect<B: Bench>(
         ScreenStop::Runs(_) => None,
     };
     let screen_start = bench.elapsed();
+    // Too few pressure rounds in the share at the timing run's pace: hold
+    // copies first (never for `--runs`, which asks for pressured runs).
+    let per_round: f64 = timing.iter().sum();
+    if let Some(end) = screen_end
+        && timing.len() == binaries
+        && binaries > 0
+    {
+        let left = end.saturating_sub(screen_start).as_secs_f64();
+        let rounds = if per_round > 0.0 {
+            (left / per_round).floor() as u64
+        } else {
+            u64::MAX
+        };
+        if rounds < HELD_SCREEN_BELOW {
+            bench.progress(Event::Holding {
+                pace: timing,
+                rounds,
+            });
+            d.held = held_screen(bench, test_binaries, timing, end)?;
+        }
+    }
+    // After a held screen, no pressure round is owed: a run starts only
+    // if it fits.
+    let owed = d.held.is_none();
     let mut rounds = 0;
-    // Per binary: seconds of its latest pressured run, its pace.
-    let mut pace = vec![0.0f64; binaries];
+    // Per binary: seconds of its latest pressured run, its pace (until it
+    // has one, the timing run's).
+    let mut pace = if timing.len() == binaries {
+        timing.to_vec()
+    } else {
+        vec![0.0f64; binaries]
+    };
     loop {
         let done = match plan.screen {
             ScreenStop::Runs(n) => rounds >= n,
-            _ => rounds > 0 && screen_end.is_some_and(|end| bench.elapsed() >= end),
+            _ => (rounds > 0 || !owed) && screen_end.is_some_and(|end| bench.elapsed() >= end),
         };
         if done || binaries == 0 || bench.interrupted() {
             break;
@@ -393,7 +512,7 @@ pub fn detect<B: Bench>(
         for (b, pace) in pace.iter_mut().enumerate() {
             // After the first round, a run that would end past the share
             // at its binary's pace does not start.
-            if rounds > 0
+            if (rounds > 0 || !owed)
                 && let Some(end) = screen_end
                 && bench.elapsed().as_secs_f64() + *pace > end.as_secs_f64()
             {
@@ -414,7 +533,7 @@ pub fn detect<B: Bench>(
             break;
         }
         rounds += 1;
-        if rounds == 1 {
+        if rounds == 1 && owed {
             let per_round: f64 = pace.iter().sum();
             // The share left when the screen began, at this pace.
             let planned = screen_end.map(|end| {
@@ -430,14 +549,12 @@ pub fn detect<B: Bench>(
                 rounds: planned,
             });
         }
-        let suspects = d.screen.iter().filter(|t| t.bad() > 0).count();
+        let suspects = (0..d.screen.len()).filter(|&t| d.suspect(t)).count();
         bench.progress(Event::Screen { rounds, suspects });
     }
     d.seconds[0] = (bench.elapsed() - screen_start).as_secs_f64();
 
-    let suspects: Vec<usize> = (0..d.screen.len())
-        .filter(|&t| d.screen[t].bad() > 0)
-        .collect();
+    let suspects: Vec<usize> = (0..d.screen.len()).filter(|&t| d.suspect(t)).collect();
     let start = bench.elapsed();
     let end = match plan.rerun_budget {
         Some(b) => start + b,
@@ -495,6 +612,90 @@ pub fn detect<B: Bench>(
     d.seconds[1] = (bench.elapsed() - start).as_secs_f64();
     d.interrupted = bench.interrupted();
     Ok(d)
+}
+
+/// The held-copy screen: each binary's tests in one run with every closed
+/// descriptor held, then, for a run whose closes were not all held, its
+/// tests again in halves, down to one test alone, while the share (ending at
+/// `end`) has room at the timing run's pace. `None` where the bench cannot
+/// hold copies.
+fn held_screen<B: Bench>(
+    bench: &mut B,
+    test_binaries: &[usize],
+    timing: &[f64],
+    end: Duration,
+) -> Result<Option<HeldScreen>, B::Error> {
+    let binaries = timing.len();
+    let mut h = HeldScreen {
+        tally: vec![Tally::default(); test_binaries.len()],
+        runs: vec![0; binaries],
+        copies: vec![0; binaries],
+        unheld: vec![0; binaries],
+        screened: vec![false; test_binaries.len()],
+        unscreened: Vec::new(),
+    };
+    let mine = |b: usize| -> Vec<usize> {
+        (0..test_binaries.len())
+            .filter(|&t| test_binaries[t] == b)
+            .collect()
+    };
+    let sizes: Vec<usize> = (0..binaries).map(|b| mine(b).len()).collect();
+    let mut queue: std::collections::VecDeque<(usize, Vec<usize>)> = (0..binaries)
+        .map(|b| (b, mine(b)))
+        .filter(|(_, tests)| !tests.is_empty())
+        .collect();
+    let mut left = Vec::new();
+    while let Some((b, group)) = queue.pop_front() {
+        // A group's run takes its share of the binary's timing run (the
+        // process start included: at least a tenth of it).
+        let share = (group.len() as f64 / sizes[b] as f64).max(0.1);
+        let fits = bench.elapsed().as_secs_f64() + timing[b] * share <= end.as_secs_f64();
+        if !fits || bench.interrupted() {
+            left.extend(group);
+            continue;
+        }
+        let Some(run) = bench.screen_held(b, &group)? else {
+            return Ok(None);
+        };
+        h.runs[b] += 1;
+        h.copies[b] += run.copies;
+        h.unheld[b] += run.unheld;
+        for &(t, seen) in &run.seen {
+            h.tally[t].add(seen);
+            if !run.gaps.contains(&t) {
+                h.screened[t] = true;
+            }
+        }
+        let gaps: Vec<usize> = run
+            .gaps
+            .iter()
+            .copied()
+            .filter(|&t| !h.screened[t])
+            .collect();
+        match gaps.len() {
+            0 => {}
+            // Alone, and still a close went unheld: no smaller run helps.
+            1 => left.extend(gaps),
+            n => {
+                let (a, b2) = gaps.split_at(n / 2);
+                queue.push_back((b, a.to_vec()));
+                queue.push_back((b, b2.to_vec()));
+            }
+        }
+        let suspects = h.tally.iter().filter(|t| t.bad() > 0).count();
+        let screened = h.screened.iter().filter(|s| **s).count();
+        bench.progress(Event::Held {
+            runs: h.runs.iter().sum(),
+            screened,
+            tests: test_binaries.len(),
+            suspects,
+        });
+    }
+    left.retain(|&t| !h.screened[t]);
+    left.sort_unstable();
+    left.dedup();
+    h.unscreened = left;
+    Ok(Some(h))
 }
 
 #[cfg(test)]
@@ -586,7 +787,7 @@ mod tests {
             clock: Duration::from_secs(10),
             planned: None,
         };
-        let d = detect(&mut bench, &[0, 1], 2, &Plan::default()).unwrap();
+        let d = detect(&mut bench, &[0, 1], 2, &Plan::default(), &[]).unwrap();
         let share = DEFAULT_BUDGET.mul_f64(SCREEN_SHARE).as_secs_f64();
         let end = bench.clock.as_secs_f64();
         assert!(
@@ -608,9 +809,117 @@ mod tests {
             screen: ScreenStop::Runs(7),
             ..Plan::default()
         };
-        let d = detect(&mut bench, &[0, 1], 2, &runs).unwrap();
+        let d = detect(&mut bench, &[0, 1], 2, &runs, &[]).unwrap();
         assert_eq!(d.screen_runs, [7, 7]);
         assert_eq!(bench.planned.map(|p| p.1), Some(None));
+    }
+
+    /// One slow binary of eight tests: test 2 closes past the injector's
+    /// bounds (any run holding it lets a close through unheld), test 5
+    /// fails whenever its closes are held, no test fails under pressure.
+    struct Slow {
+        clock: Duration,
+        held: Vec<Vec<usize>>,
+        pressured: u64,
+    }
+
+    impl Bench for Slow {
+        type Error = ();
+
+        fn elapsed(&self) -> Duration {
+            self.clock
+        }
+
+        fn screen(&mut self, _binary: usize) -> Result<Vec<(usize, Seen)>, ()> {
+            self.clock += Duration::from_secs(24);
+            self.pressured += 1;
+            Ok((0..8).map(|t| (t, Seen::Ok)).collect())
+        }
+
+        fn screen_held(&mut self, _binary: usize, tests: &[usize]) -> Result<Option<HeldRun>, ()> {
+            self.clock += Duration::from_secs_f64(20.0 * (tests.len() as f64 / 8.0).max(0.1));
+            self.held.push(tests.to_vec());
+            let gap = tests.contains(&2);
+            Ok(Some(HeldRun {
+                seen: tests
+                    .iter()
+                    .map(|&t| (t, if t == 5 { Seen::Failed } else { Seen::Ok }))
+                    .collect(),
+                copies: tests.len() as u64,
+                unheld: u64::from(gap),
+                gaps: if gap { tests.to_vec() } else { Vec::new() },
+            }))
+        }
+
+        fn rerun(&mut self, _test: usize, pressured: bool) -> Result<Rerun, ()> {
+            self.clock += Duration::from_millis(100);
+            Ok(Rerun {
+                seen: Some(Seen::Ok),
+                spawns: u64::from(pressured),
+                pressured,
+            })
+        }
+    }
+
+    /// A suite whose binary takes 20 s alone holds 3 pressure rounds in the
+    /// share: the screen holds copies first. The run with the test that
+    /// closes past the bounds is split in halves down to that test alone,
+    /// which is reported as not screened; every other test was screened in
+    /// a run without a gap; the test that fails with held copies is a
+    /// suspect (its verdict is the reruns', not the screen's); what the
+    /// share has left goes to pressure, never past it.
+    #[test]
+    fn a_slow_suite_is_screened_with_held_copies_and_its_gaps_split() {
+        let mut bench = Slow {
+            clock: Duration::from_secs(20),
+            held: Vec::new(),
+            pressured: 0,
+        };
+        let plan = Plan {
+            max_pairs: 3,
+            ..Plan::default()
+        };
+        let d = detect(&mut bench, &[0; 8], 1, &plan, &[20.0]).unwrap();
+        let h = d.held.as_ref().expect("a held-copy screen");
+        let all: Vec<usize> = (0..8).collect();
+        assert_eq!(
+            bench.held,
+            [
+                all,
+                vec![0, 1, 2, 3],
+                vec![4, 5, 6, 7],
+                vec![0, 1],
+                vec![2, 3],
+                vec![2],
+                vec![3]
+            ]
+        );
+        assert_eq!(h.unscreened, [2]);
+        assert_eq!(
+            h.screened,
+            [true, true, false, true, true, true, true, true]
+        );
+        assert_eq!(
+            (h.runs[0], h.copies[0], h.unheld[0]),
+            (7, 8 + 4 + 4 + 2 + 2 + 1 + 1, 4)
+        );
+        assert_eq!(h.tally[5].bad(), 2, "{:?}", h.tally[5]);
+        assert!(d.suspect(5) && !d.suspect(4));
+        assert_eq!(d.verdict(5), Verdict::Undecided);
+        assert_eq!(d.pairs.keys().copied().collect::<Vec<_>>(), [5]);
+        // The held runs took 20 + 2 × 10 + 2 × 5 + 2 × 2.5 = 55 s from the
+        // 20 s mark; no 24 s pressure run fits in the 7.5 s left of the share.
+        assert_eq!(bench.pressured, 0);
+        assert_eq!(d.seconds[0], 55.0);
+        // A fast suite keeps the pressure screen.
+        let mut bench = Slow {
+            clock: Duration::ZERO,
+            held: Vec::new(),
+            pressured: 0,
+        };
+        let d = detect(&mut bench, &[0; 8], 1, &plan, &[1.0]).unwrap();
+        assert!(d.held.is_none() && bench.held.is_empty());
+        assert!(bench.pressured >= 3, "{}", bench.pressured);
     }
 
     #[test]

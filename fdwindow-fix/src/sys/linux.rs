@@ -29,6 +29,30 @@ pub fn load_average() -> Option<f64> {
     text.split_whitespace().next()?.parse().ok()
 }
 
+/// How many more processes the machine would start now: the smallest of
+/// the kernel's limits (`pid_max`, `threads-max`, this user's
+/// `RLIMIT_NPROC`) less the threads that exist (`/proc/loadavg`'s fourth
+/// field counts every one; the user's own are fewer, so this errs low).
+pub fn process_room() -> Option<u64> {
+    let read =
+        |path: &str| -> Option<u64> { std::fs::read_to_string(path).ok()?.trim().parse().ok() };
+    let nproc = rustix::process::getrlimit(rustix::process::Resource::Nproc)
+        .current
+        .unwrap_or(u64::MAX);
+    let limit = read("/proc/sys/kernel/pid_max")?
+        .min(read("/proc/sys/kernel/threads-max")?)
+        .min(nproc);
+    let loadavg = std::fs::read_to_string("/proc/loadavg").ok()?;
+    let threads: u64 = loadavg
+        .split_whitespace()
+        .nth(3)?
+        .split_once('/')?
+        .1
+        .parse()
+        .ok()?;
+    Some(limit.saturating_sub(threads))
+}
+
 /// Whether the kernel lists the `hypervisor` cpu flag in `/proc/cpuinfo`
 /// (set from CPUID leaf 1 ECX bit 31 on x86, by the firmware elsewhere).
 ///

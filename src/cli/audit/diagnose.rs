@@ -70,8 +70,17 @@ const LOAD_PAIRS: u64 = 200;
 /// The time a diagnosis gets even when the budget is spent.
 pub const MIN_TIME: Duration = Duration::from_secs(20);
 
-/// Held children at once in the deterministic mode.
-const HELD_AT_ONCE: usize = 16;
+/// Held children at once in a close-hold run: an eighth of the processes
+/// the machine has room for now, at least 16, at most 1024 (the injector's
+/// table). A held child is a sleeping fork holding one descriptor; in a
+/// suite at 16 threads a small bound lets the close that matters through
+/// unheld.
+pub fn held_at_once() -> usize {
+    let room = fdwindow_fix::sys::process_room().unwrap_or(0);
+    usize::try_from(room / 8)
+        .unwrap_or(usize::MAX)
+        .clamp(16, 1024)
+}
 
 /// What the injector's close-hold mode reported for one run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -80,6 +89,9 @@ pub struct Holds {
     pub held: Vec<(String, String)>,
     /// Closes the bounds let through unheld.
     pub skipped: u64,
+    /// Whether the injector's count (`holds`) came: a run that died
+    /// before it cannot say what went unheld.
+    pub counted: bool,
 }
 
 /// Reads the `held PID CLASS WHAT` and `holds PID HELD SKIPPED` lines of an
@@ -96,6 +108,7 @@ pub fn read_holds(path: &Path) -> Holds {
             }
             (Some("holds"), Some(_pid), Some(_held), Some(skipped)) => {
                 h.skipped += skipped.trim().parse::<u64>().unwrap_or(0);
+                h.counted = true;
             }
             _ => {}
         }
@@ -548,10 +561,10 @@ pub fn diagnose(
 
 /// The close-hold spec of one class over `spec`; with `sham` its children
 /// keep no copy (`drop=all`).
-fn hold_spec(spec: &Spec, hold: Duration, class: DropClass, sham: bool) -> Spec {
+pub fn hold_spec(spec: &Spec, hold: Duration, class: DropClass, sham: bool) -> Spec {
     let mut s = spec.clone();
     s.config.hold = hold;
-    s.config.max_alive = HELD_AT_ONCE;
+    s.config.max_alive = held_at_once();
     s.close_hold = Some(class);
     if sham {
         s.config.drop = Some(DropClass::All);

@@ -33,10 +33,12 @@ use std::path::PathBuf;
 use std::process::{Command, ExitCode, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use fdwindow::cotenant::detect::{self, Bench, Detection, Plan, Rerun, ScreenStop, Seen, Verdict};
+use fdwindow::cotenant::detect::{
+    self, Bench, Detection, HeldRun, Plan, Rerun, ScreenStop, Seen, Verdict,
+};
 use fdwindow::harness;
 use fdwindow_fix::base::child::{GroupExit, wait_group};
-use fdwindow_fix::pressure::{self, ENV_VAR, Spec};
+use fdwindow_fix::pressure::{self, DropClass, ENV_VAR, Spec};
 
 use crate::cli::partition::Partition;
 
@@ -426,7 +428,7 @@ impl Audit {
             Verdict::Exposed if complete && !held => (Word::PressureOnly, None),
             Verdict::Exposed => (Word::Exposed, Some(Basis::SignRule)),
             Verdict::FailsAlone => (Word::FailsAlone, None),
-            // Failed under pressure in the screen, never alone in its
+            // Failed in the screen (pressure or held copies), never alone in its
             // reruns, and the held-copy window decides on its own that a
             // copy of the descriptor it closes breaks it.
             Verdict::Undecided
@@ -478,7 +480,7 @@ pub enum Word {
 pub enum Basis {
     /// The sign rule of its interleaved reruns.
     SignRule,
-    /// The held-copy window: failed under pressure, ran alone in its reruns
+    /// The held-copy window: failed in the screen, ran alone in its reruns
     /// and never failed there, and its class's copies broke it against
     /// their sham.
     HeldCopy,
@@ -522,6 +524,8 @@ struct SuiteBench<'a> {
     /// Per binary, screen runs in which the pressure never started (not
     /// counted).
     unpressured: Vec<u64>,
+    /// How long a held-copy screen's children hold each closed descriptor.
+    hold: Duration,
 }
 
 impl Bench for SuiteBench<'_> {
@@ -573,6 +577,38 @@ impl Bench for SuiteBench<'_> {
         Ok(out)
     }
 
+    fn screen_held(&mut self, b: usize, group: &[usize]) -> Result<Option<HeldRun>, String> {
+        let bin = &self.binaries[b];
+        let spec = diagnose::hold_spec(self.spec, self.hold, DropClass::All, false);
+        let names: Vec<&str> = group.iter().map(|&t| self.tests[t].name.as_str()).collect();
+        let mut held = HeldRun::default();
+        for (args, ran) in bin.group_runs(&names) {
+            let result = self.runner.run(bin, &args, Some(&spec), "screen-held")?;
+            if harness::interrupted() {
+                break;
+            }
+            let ran: Vec<usize> = ran.iter().map(|&i| group[i]).collect();
+            held.copies += result.holds.held.len() as u64;
+            // A run that died before its injector counted cannot say what
+            // went unheld: its tests count as run with a gap.
+            let gap = result.holds.skipped > 0 || !result.holds.counted;
+            held.unheld += result.holds.skipped;
+            for &t in &ran {
+                let case = &mut self.tests[t];
+                if let Some((s, msg)) = seen(&result, &case.name) {
+                    if case.message.is_none() {
+                        case.message = msg;
+                    }
+                    held.seen.push((t, s));
+                    if gap {
+                        held.gaps.push(t);
+                    }
+                }
+            }
+        }
+        Ok(Some(held))
+    }
+
     fn rerun(&mut self, t: usize, pressured: bool) -> Result<Rerun, String> {
         let case = &self.tests[t];
         let bin = &self.binaries[case.binary];
@@ -603,17 +639,30 @@ impl Bench for SuiteBench<'_> {
     fn progress(&mut self, event: detect::Event<'_>) {
         let left = self.budget.saturating_sub(self.started.elapsed());
         match event {
+            detect::Event::Holding { pace, rounds } => {
+                let each = self.paces(pace);
+                self.progress.step(&format!(
+                    "screen plan: a run of each binary alone takes {each}; the screen's share \
+                     would hold {rounds} pressured rounds, too few to see a test failing in 5% \
+                     of them, so it first runs each binary with a copy of every closed \
+                     descriptor held for {hold:?} (close-hold=all, up to {at_once} copies at \
+                     once), and again in halves where a close went through unheld",
+                    hold = self.hold,
+                    at_once = diagnose::held_at_once()
+                ));
+            }
+            detect::Event::Held {
+                runs,
+                screened,
+                tests,
+                suspects,
+            } => self.progress.update(&format!(
+                "screen (held copies): {runs} runs, {screened} of {tests} tests screened, \
+                 {suspects} failed; {:.0} s left",
+                left.as_secs_f64()
+            )),
             detect::Event::Planned { pace, rounds } => {
-                let each: Vec<String> = self
-                    .names
-                    .iter()
-                    .zip(pace)
-                    .map(|(name, s)| match s {
-                        // A fast binary's pace would read 0.0 s.
-                        s if *s < 1.0 => format!("{name} {:.0} ms", s * 1000.0),
-                        s => format!("{name} {s:.1} s"),
-                    })
-                    .collect();
+                let each = self.paces(pace);
                 let plan = rounds.map_or_else(String::new, |n| {
                     format!(
                         "; at that pace the screen's share holds about {n} rounds: a test failing \
@@ -622,8 +671,7 @@ impl Bench for SuiteBench<'_> {
                     )
                 });
                 self.progress.step(&format!(
-                    "screen plan: a pressured run of each binary takes {}{plan}",
-                    each.join(", ")
+                    "screen plan: a pressured run of each binary takes {each}{plan}"
                 ));
             }
             detect::Event::Screen { rounds, suspects } => self.progress.update(&format!(
@@ -653,6 +701,23 @@ impl Bench for SuiteBench<'_> {
                 }
             }
         }
+    }
+}
+
+impl SuiteBench<'_> {
+    /// Each binary's name and seconds, for the plan's line.
+    fn paces(&self, pace: &[f64]) -> String {
+        let each: Vec<String> = self
+            .names
+            .iter()
+            .zip(pace)
+            .map(|(name, s)| match s {
+                // A fast binary's pace would read 0.0 s.
+                s if *s < 1.0 => format!("{name} {:.0} ms", s * 1000.0),
+                s => format!("{name} {s:.1} s"),
+            })
+            .collect();
+        each.join(", ")
     }
 }
 
@@ -794,7 +859,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
         args.budget.as_secs_f64()
     ));
     let started = Instant::now();
-    let timing_seconds = timing(&mut runner, &binaries, &mut tests, &mut progress)?;
+    let (timing_seconds, timing_each) = timing(&mut runner, &binaries, &mut tests, &mut progress)?;
     let names: Vec<String> = binaries.iter().map(|b| b.name.clone()).collect();
     let test_binaries: Vec<usize> = tests.iter().map(|t| t.binary).collect();
     let (detection, unpressured) = {
@@ -808,8 +873,15 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
             budget: args.budget,
             names: names.clone(),
             unpressured: vec![0; binaries.len()],
+            hold: args.hold,
         };
-        let detection = detect::detect(&mut bench, &test_binaries, binaries.len(), &plan)?;
+        let detection = detect::detect(
+            &mut bench,
+            &test_binaries,
+            binaries.len(),
+            &plan,
+            &timing_each,
+        )?;
         (detection, bench.unpressured)
     };
     let mut audit = Audit {
@@ -963,6 +1035,7 @@ impl Audit {
             tests: Vec::new(),
             detection: Detection {
                 screen: Vec::new(),
+                held: None,
                 screen_runs: Vec::new(),
                 pairs: BTreeMap::new(),
                 seconds: [0.0, 0.0],
@@ -1012,8 +1085,9 @@ fn timing(
     binaries: &[Binary],
     tests: &mut [TestCase],
     progress: &mut Progress,
-) -> Result<f64, String> {
+) -> Result<(f64, Vec<f64>), String> {
     let started = Instant::now();
+    let mut each = vec![0.0; binaries.len()];
     progress.update("timing run: each binary once, alone");
     for (b, bin) in binaries.iter().enumerate() {
         if harness::interrupted() {
@@ -1021,6 +1095,7 @@ fn timing(
         }
         // The binary's tests, in its order.
         let mine: Vec<usize> = (0..tests.len()).filter(|&t| tests[t].binary == b).collect();
+        let bin_started = Instant::now();
         for (args, only) in bin.runs() {
             let args = [
                 &["-Zunstable-options".into(), "--report-time".into()][..],
@@ -1036,8 +1111,9 @@ fn timing(
                 tests[t].time = run.parsed.times.get(&tests[t].name).copied();
             }
         }
+        each[b] = bin_started.elapsed().as_secs_f64();
     }
-    Ok(started.elapsed().as_secs_f64())
+    Ok((started.elapsed().as_secs_f64(), each))
 }
 
 /// A seed from the clock, for the coins that order pairs.
@@ -1123,6 +1199,7 @@ mod tests {
             }],
             detection: Detection {
                 screen: vec![tally(screen_bad, 200)],
+                held: None,
                 screen_runs: vec![200],
                 pairs: reruns.into_iter().map(|p| (0, p)).collect(),
                 seconds: [80.0, 50.0],
@@ -1323,7 +1400,7 @@ mod tests {
     /// is a change of the schema, and bumps [`report::SCHEMA`].
     #[test]
     fn the_json_fields_are_the_schemas() {
-        assert_eq!(report::SCHEMA, "fdwindow-audit/1");
+        assert_eq!(report::SCHEMA, "fdwindow-audit/2");
         let json: serde_json::Value =
             serde_json::from_str(&shard(1, 1, &["a"], Word::Exposed).report.json()).unwrap();
         let keys = |v: &serde_json::Value| -> Vec<String> {
@@ -1364,10 +1441,12 @@ mod tests {
                 "detection",
                 "diagnosis",
                 "hazard",
+                "held_screened",
                 "message",
                 "name",
                 "reruns",
                 "screen",
+                "screen_held",
                 "screen_unattributed",
                 "time_s",
                 "verdict"
@@ -1392,7 +1471,7 @@ mod tests {
                 .unwrap()
                 .contains("no schema")
         );
-        std::fs::write(&path, "{\"schema\": \"fdwindow-audit/1\"}").unwrap();
+        std::fs::write(&path, "{\"schema\": \"fdwindow-audit/2\"}").unwrap();
         assert!(
             report::read_shard(&path)
                 .err()

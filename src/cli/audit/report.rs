@@ -21,7 +21,7 @@ use crate::cli::partition::{Partition, Scheme};
 
 /// The report's format version: a change of any field's name or meaning
 /// bumps it, and `fdwindow audit merge` refuses reports of another.
-pub const SCHEMA: &str = "fdwindow-audit/1";
+pub const SCHEMA: &str = "fdwindow-audit/2";
 
 /// The sign rule as the report states it; the one [`detect::Pairs::decided`] applies.
 fn rule() -> String {
@@ -37,8 +37,8 @@ fn rule() -> String {
 /// and [`Diagnosis::decisive`] apply.
 fn held_copy_rule() -> String {
     format!(
-        "exposed by a held copy: failed under pressure, ran alone in its `--exact` reruns and never \
-         failed there, and \
+        "exposed by a held copy: failed in the screen (under pressure or held copies), ran alone in \
+         its `--exact` reruns and never failed there, and \
          a held copy of a class of descriptor it closes broke it against that class's sham (the \
          same forks, no copy) at one-sided Fisher p <= {WINDOW_P} with at least {DECIDE_RUNS} \
          runs of each ({DECIDE_RUNS}/{DECIDE_RUNS} against 0/{DECIDE_RUNS} gives {:.1e}); this \
@@ -357,6 +357,11 @@ pub struct TestReport {
     pub candidates: Vec<String>,
     /// Its pressured screen runs.
     pub screen: TallyReport,
+    /// Its held-copy screen runs, where the plan chose one.
+    pub screen_held: Option<TallyReport>,
+    /// Whether it ran in a held-copy run in which no close went through
+    /// unheld (`None` without a held-copy screen).
+    pub held_screened: Option<bool>,
     /// Screen runs in which its binary died or timed out before it reported.
     pub screen_unattributed: u64,
     /// Its `--exact` reruns, if a suspect.
@@ -390,6 +395,13 @@ pub struct ScreenRuns {
     pub pressured_runs: u64,
     /// The rate those runs see with 90% probability.
     pub seen_rate90: f64,
+    /// Its held-copy screen runs (`close-hold=all`), where the plan chose
+    /// one.
+    pub held_runs: u64,
+    /// Copies those runs held.
+    pub held_copies: u64,
+    /// Closes those runs let through unheld (the injector's bounds).
+    pub unheld_closes: u64,
     /// The shard that ran it (merged reports).
     #[serde(default)]
     pub shard: Option<u64>,
@@ -482,6 +494,67 @@ fn rules_json() -> serde_json::Value {
 }
 
 impl Report {
+    /// The held-copy screen's paragraph: its runs, what they held, the
+    /// closes that went through unheld and the tests that never ran without
+    /// such a gap. Nothing without a held-copy screen.
+    fn held_screen_md(&self, out: &mut String) {
+        let runs: u64 = self.screen_runs.iter().map(|s| s.held_runs).sum();
+        if runs == 0 {
+            return;
+        }
+        let copies: u64 = self.screen_runs.iter().map(|s| s.held_copies).sum();
+        let unheld: u64 = self.screen_runs.iter().map(|s| s.unheld_closes).sum();
+        let per_binary: Vec<String> = self
+            .screen_runs
+            .iter()
+            .filter(|s| s.held_runs > 0)
+            .map(|s| {
+                format!(
+                    "{} {} runs, {} held, {} unheld",
+                    s.binary, s.held_runs, s.held_copies, s.unheld_closes
+                )
+            })
+            .collect();
+        let missed: Vec<&TestReport> = self
+            .tests
+            .iter()
+            .filter(|t| t.held_screened == Some(false))
+            .collect();
+        let _ = write!(
+            out,
+            "Held-copy screen: {runs} runs with a copy of every closed descriptor held \
+             (close-hold=all) held {copies} copies; {unheld} closes went through unheld \
+             ({}). ",
+            per_binary.join("; ")
+        );
+        if missed.is_empty() {
+            let _ = writeln!(
+                out,
+                "Every test ran in a held-copy run in which no close went through unheld.\n"
+            );
+        } else {
+            const SHOWN: usize = 20;
+            let names: Vec<String> = missed
+                .iter()
+                .take(SHOWN)
+                .map(|t| format!("`{}` ({})", t.name, t.binary))
+                .collect();
+            let more = missed.len().saturating_sub(SHOWN);
+            let _ = writeln!(
+                out,
+                "Not screened with every close held ({} tests: they ran only where a close went \
+                 through unheld, or the screen's share ended first): {}{}.\n",
+                missed.len(),
+                names.join(", "),
+                if more > 0 {
+                    format!(" and {more} more (the JSON report lists all)")
+                } else {
+                    String::new()
+                }
+            );
+        }
+    }
+
     /// The report of one audit.
     pub fn of(a: &Audit, advisor: &Advisor) -> Report {
         // Detected once: it reads uname, os-release and /proc.
@@ -515,6 +588,12 @@ impl Report {
                         .collect(),
                     candidates: candidates.iter().map(|c| (*c).to_owned()).collect(),
                     screen: TallyReport::of(a.detection.screen[t]),
+                    screen_held: a
+                        .detection
+                        .held
+                        .as_ref()
+                        .map(|h| TallyReport::of(h.tally[t])),
+                    held_screened: a.detection.held.as_ref().map(|h| h.screened[t]),
                     screen_unattributed: case.unattributed,
                     reruns: a.detection.pairs.get(&t).map(RerunsReport::of),
                     diagnosis: d.map(DiagnosisReport::of),
@@ -544,11 +623,18 @@ impl Report {
                 .binaries
                 .iter()
                 .zip(&a.detection.screen_runs)
-                .map(|(b, n)| ScreenRuns {
-                    binary: b.clone(),
-                    pressured_runs: *n,
-                    seen_rate90: detect::seen_rate90(*n),
-                    shard: a.partition.map(|p| p.shard),
+                .enumerate()
+                .map(|(i, (b, n))| {
+                    let held = a.detection.held.as_ref();
+                    ScreenRuns {
+                        binary: b.clone(),
+                        pressured_runs: *n,
+                        seen_rate90: detect::seen_rate90(*n),
+                        held_runs: held.map_or(0, |h| h.runs[i]),
+                        held_copies: held.map_or(0, |h| h.copies[i]),
+                        unheld_closes: held.map_or(0, |h| h.unheld[i]),
+                        shard: a.partition.map(|p| p.shard),
+                    }
                 })
                 .collect(),
             pressured_runs: a.pressured.0,
@@ -649,13 +735,28 @@ impl Report {
             .map(|s| s.pressured_runs)
             .min()
             .unwrap_or(0);
-        let _ = writeln!(
-            out,
-            "Coverage: the screen ran each binary at least {least} times under pressure, so a test \
-             failing at least {:.1}% of pressured runs had a 90% chance to be seen; rarer ones may \
-             have been missed (a longer screen, `--budget` or `--runs`, sees rarer ones).\n",
-            100.0 * detect::seen_rate90(least)
-        );
+        let held = self.screen_runs.iter().any(|s| s.held_runs > 0);
+        if held && least == 0 {
+            let _ = writeln!(
+                out,
+                "Coverage: the share left some binary no pressured screen run: for its tests the \
+                 held-copy screen below is the only screen.\n"
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "Coverage: {}the screen ran each binary at least {least} times under pressure, so \
+                 a test failing at least {:.1}% of pressured runs had a 90% chance to be seen; \
+                 rarer ones may have been missed (a longer screen, `--budget` or `--runs`, sees \
+                 rarer ones).\n",
+                if held {
+                    "besides the held-copy screen, "
+                } else {
+                    ""
+                },
+                100.0 * detect::seen_rate90(least)
+            );
+        }
         // Over the suspects left undecided: those decided early (fails-alone
         // after a few pairs) say nothing of what the reruns could confirm.
         let fewest = self
@@ -664,6 +765,7 @@ impl Report {
             .filter(|t| t.detection == detect::Verdict::Undecided.id())
             .filter_map(|t| t.reruns.as_ref().map(|r| r.pressure.runs))
             .min();
+        self.held_screen_md(&mut out);
         if let Some(fewest) = fewest {
             let _ = writeln!(
                 out,
@@ -723,7 +825,10 @@ impl Report {
                 "| {} | `{}` | {} | {} | {} | {} | {:.1e} | {} | {cause} |",
                 t.binary,
                 t.name,
-                t.screen.text(),
+                match &t.screen_held {
+                    Some(h) if h.runs > 0 => format!("{}; held {}", t.screen.text(), h.text()),
+                    _ => t.screen.text(),
+                },
                 reruns.alone.text(),
                 reruns.pressure.text(),
                 reruns.spawns,
