@@ -30,6 +30,8 @@
 //!    decides each: [`SIGN_FAILURES`] pressured failures before any failure
 //!    alone is `exposed`; a failure alone is `fails-alone` (the test is flaky
 //!    or broken without pressure and is reported as such, never as exposed).
+//!    A suspect that only held copies broke gets [`HELD_SUSPECT_PAIRS`]
+//!    pairs, for its runs alone: the held-copy window decides it.
 //!
 //! Why the sign rule holds its error rate at every look: if pressure does not
 //! change a test's failure rate `q`, the two runs of a pair are alike (their
@@ -246,6 +248,13 @@ impl Coin {
         (z ^ (z >> 31)) & 1 == 1
     }
 }
+
+/// Pairs at most for a suspect that only held copies broke in the screen:
+/// enough runs alone to see a test that fails without pressure, while the
+/// held-copy window (the diagnosis), not random pressure, decides it. Pairs
+/// to reach the sign rule would take hundreds of runs of a test that
+/// pressure breaks rarely; the budget goes to the window instead.
+pub const HELD_SUSPECT_PAIRS: u64 = 3;
 
 /// Pairs dropped (one run did not report the test) before any completed,
 /// after which a suspect is given up: its `--exact` runs do not run it.
@@ -575,8 +584,10 @@ pub fn detect<B: Bench>(
             .copied()
             .filter(|t| {
                 let p = &d.pairs[t];
+                let held_only = d.screen[*t].bad() == 0;
                 p.decided().is_none()
                     && p.pressure.runs < plan.max_pairs
+                    && !(held_only && p.pressure.runs >= HELD_SUSPECT_PAIRS)
                     && !(p.pressure.runs == 0 && p.dropped >= DROPPED_PAIRS)
             })
             .collect();
@@ -875,10 +886,7 @@ mod tests {
             held: Vec::new(),
             pressured: 0,
         };
-        let plan = Plan {
-            max_pairs: 3,
-            ..Plan::default()
-        };
+        let plan = Plan::default();
         let d = detect(&mut bench, &[0; 8], 1, &plan, &[20.0]).unwrap();
         let h = d.held.as_ref().expect("a held-copy screen");
         let all: Vec<usize> = (0..8).collect();
@@ -907,6 +915,9 @@ mod tests {
         assert!(d.suspect(5) && !d.suspect(4));
         assert_eq!(d.verdict(5), Verdict::Undecided);
         assert_eq!(d.pairs.keys().copied().collect::<Vec<_>>(), [5]);
+        // Broken only by held copies: a few pairs for its runs alone, then
+        // the held-copy window decides it.
+        assert_eq!(d.pairs[&5].alone.runs, HELD_SUSPECT_PAIRS);
         // The held runs took 20 + 2 × 10 + 2 × 5 + 2 × 2.5 = 55 s from the
         // 20 s mark; no 24 s pressure run fits in the 7.5 s left of the share.
         assert_eq!(bench.pressured, 0);

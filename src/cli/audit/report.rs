@@ -806,7 +806,18 @@ impl Report {
                 .as_ref()
                 .map(|d| d.summary.clone())
                 .unwrap_or_default();
-            if t.verdict == Word::Undecided {
+            let held_only =
+                t.screen.bad() == 0 && t.screen_held.as_ref().is_some_and(|h| h.bad() > 0);
+            if t.verdict == Word::Undecided && held_only {
+                let why = "failed only with held copies in the screen: the held-copy window \
+                           decides it"
+                    .to_owned();
+                cause = if cause.is_empty() {
+                    format!("{why}, and it had no time left")
+                } else {
+                    format!("{why}; {cause}")
+                };
+            } else if t.verdict == Word::Undecided {
                 let why = format!(
                     "{} of {SIGN_FAILURES} pressured failures in {} pairs (a rate of {:.1}% would \
                      reach {SIGN_FAILURES} there with 90% probability)",
