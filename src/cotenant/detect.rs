@@ -65,6 +65,15 @@ pub const DIAGNOSIS_SHARE: f64 = 0.1;
 /// The audit's budget by default: the whole audit, screen to diagnosis.
 pub const DEFAULT_BUDGET: Duration = Duration::from_secs(150);
 
+/// The budget a suite needs, from its timing run (every binary once,
+/// alone): at least [`DEFAULT_BUDGET`], and enough that the screen's share,
+/// counted from the start, holds the timing run and two more runs of every
+/// binary (a held-copy pass and its splits, or two pressure rounds).
+pub fn budget_for(timing_seconds: f64) -> Duration {
+    let fit = Duration::from_secs_f64((3.0 * timing_seconds / SCREEN_SHARE).ceil());
+    fit.max(DEFAULT_BUDGET)
+}
+
 /// Pressure rounds below which the screen holds copies first: 45 rounds see
 /// a test failing in 5% of its binary's pressured runs with 90% probability
 /// ([`seen_rate90`]); fewer would miss most real exposures (1–4%).
@@ -931,6 +940,16 @@ mod tests {
         let d = detect(&mut bench, &[0; 8], 1, &plan, &[1.0]).unwrap();
         assert!(d.held.is_none() && bench.held.is_empty());
         assert!(bench.pressured >= 3, "{}", bench.pressured);
+    }
+
+    /// A quick suite keeps the default; a slow one gets a budget whose
+    /// screen share holds its timing run and two more runs of each binary.
+    #[test]
+    fn the_budget_follows_the_suite() {
+        assert_eq!(budget_for(10.0), DEFAULT_BUDGET);
+        let slow = budget_for(90.0);
+        assert_eq!(slow, Duration::from_secs(491));
+        assert!(slow.mul_f64(SCREEN_SHARE).as_secs_f64() >= 3.0 * 90.0);
     }
 
     #[test]

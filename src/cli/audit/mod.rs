@@ -82,10 +82,11 @@ pub mod exit {
 pub struct AuditArgs {
     #[command(subcommand)]
     merge: Option<AuditCommand>,
-    /// Time for the whole audit (screen, reruns, diagnosis), e.g. 150s; a
-    /// shard (`--partition`) gets all of it.
-    #[arg(long, default_value = "150s", value_parser = pressure::parse_duration)]
-    budget: Duration,
+    /// Time for the whole audit (screen, reruns, diagnosis), e.g. 300s; a
+    /// shard (`--partition`) gets all of it. Default: 150 s, or more where
+    /// the timing run says the suite needs it (the audit says so).
+    #[arg(long, value_parser = pressure::parse_duration)]
+    budget: Option<Duration>,
     /// Audit one shard of the tests, as nextest shards them: count:K/N (or
     /// K/N) deals each binary's tests round-robin, hash:K/N by a hash of the
     /// name. `fdwindow audit merge` joins the shards' JSON reports.
@@ -139,6 +140,14 @@ pub struct AuditArgs {
     /// nextest's `-E` all select what is audited.
     #[arg(last = true, required = true, num_args = 1..)]
     command: Vec<String>,
+}
+
+impl AuditArgs {
+    /// The budget: `--budget`, else the default (until the timing run
+    /// chooses one for the suite).
+    fn budget(&self) -> Duration {
+        self.budget.unwrap_or(detect::DEFAULT_BUDGET)
+    }
 }
 
 /// `--pressure`'s long help: the keys a user may set, with the audit's
@@ -722,7 +731,7 @@ impl SuiteBench<'_> {
 }
 
 /// Runs `fdwindow audit`; `Err` is bad input (exit status 2).
-pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
+pub fn run(mut args: AuditArgs) -> Result<ExitCode, String> {
     if let Some(AuditCommand::Merge(m)) = &args.merge {
         return merge(m);
     }
@@ -740,7 +749,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
             "--pressure: match= is not the audit's: it pressures each test binary it runs".into(),
         );
     }
-    if args.budget.is_zero() {
+    if args.budget.is_some_and(|b| b.is_zero()) {
         return Err("--budget must be longer than 0".into());
     }
     // The injector refuses a hold as long as its deadline (`for`), and a
@@ -836,8 +845,8 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
         })
         .collect();
     let shown_spec = spec_shown(&spec);
-    let plan = Plan {
-        budget: args.budget,
+    let mut plan = Plan {
+        budget: args.budget(),
         screen: match (args.runs, args.duration) {
             (Some(n), _) => ScreenStop::Runs(n),
             (None, Some(d)) => ScreenStop::For(d),
@@ -856,10 +865,25 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
         args.partition
             .map(|p| format!(" (shard {p})"))
             .unwrap_or_default(),
-        args.budget.as_secs_f64()
+        args.budget().as_secs_f64()
     ));
     let started = Instant::now();
     let (timing_seconds, timing_each) = timing(&mut runner, &binaries, &mut tests, &mut progress)?;
+    // No --budget: one the suite fits in.
+    if args.budget.is_none() {
+        let fit = detect::budget_for(timing_seconds);
+        if fit > args.budget() {
+            progress.step(&format!(
+                "budget: {:.0} s, not the default {:.0} s: the timing run took {timing_seconds:.1} \
+                 s, and the screen's share must hold it and two more runs of every binary \
+                 (--budget sets it)",
+                fit.as_secs_f64(),
+                args.budget().as_secs_f64()
+            ));
+            args.budget = Some(fit);
+            plan.budget = fit;
+        }
+    }
     let names: Vec<String> = binaries.iter().map(|b| b.name.clone()).collect();
     let test_binaries: Vec<usize> = tests.iter().map(|t| t.binary).collect();
     let (detection, unpressured) = {
@@ -870,7 +894,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
             spec: &spec,
             started,
             progress: &mut progress,
-            budget: args.budget,
+            budget: args.budget(),
             names: names.clone(),
             unpressured: vec![0; binaries.len()],
             hold: args.hold,
@@ -910,7 +934,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
         // An exposed test gets at least a short diagnosis, even past the
         // budget: without a cause it is half an answer. An undecided one
         // only what the budget has left.
-        let end = started + args.budget;
+        let end = started + args.budget();
         for t in order {
             if harness::interrupted() {
                 break;
@@ -968,11 +992,11 @@ pub fn run(args: AuditArgs) -> Result<ExitCode, String> {
         );
     }
     let spent = started.elapsed();
-    if spent > args.budget + diagnose::MIN_TIME {
+    if spent > args.budget() + diagnose::MIN_TIME {
         audit.warnings.push(format!(
             "took {:.0} s of a {:.0} s budget: each exposed test's diagnosis gets at least {} s",
             spent.as_secs_f64(),
-            args.budget.as_secs_f64(),
+            args.budget().as_secs_f64(),
             diagnose::MIN_TIME.as_secs()
         ));
     }
@@ -1028,7 +1052,7 @@ impl Audit {
         Audit {
             command: args.command.clone(),
             spec,
-            budget: args.budget,
+            budget: args.budget(),
             partition: args.partition,
             timing_seconds: 0.0,
             binaries: Vec::new(),
