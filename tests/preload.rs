@@ -166,3 +166,41 @@ fn a_controller_gone_or_reused_starts_no_pressure() {
         assert!(!report.exists(), "{controller}: pressure started");
     }
 }
+
+/// close-hold's accounting has no silent gap: with room for 4 copies held
+/// for 5 s, `cat` given one file 50 times (it opens and closes each in
+/// turn) gets exactly 4 held copies, and the other 46 closes are counted as
+/// unheld.
+#[test]
+fn every_close_of_the_class_is_held_or_counted_unheld() {
+    let injector = common::injector();
+    let scratch = common::scratch("preload-close-hold");
+    let report = scratch.dir().join("report");
+    let file = scratch.dir().join("f");
+    std::fs::write(&file, "x").unwrap();
+    let started = std::time::Instant::now();
+    let out = Command::new("/bin/cat")
+        .args(std::iter::repeat_n(&file, 50))
+        .env("LD_PRELOAD", injector.path())
+        .env("FDWINDOW_PRESSURE", "close-hold=file,hold=5s,max-alive=4")
+        .env("FDWINDOW_PRESSURE_REPORT", &report)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    assert_eq!(out.stdout.len(), 50);
+    // The holders were killed at exit, not waited for.
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    let text = std::fs::read_to_string(&report).unwrap();
+    let held = text.lines().filter(|l| l.starts_with("held ")).count();
+    let counts: Vec<u64> = text
+        .lines()
+        .find_map(|l| l.strip_prefix("holds "))
+        .unwrap_or_else(|| panic!("no holds line: {text}"))
+        .split(' ')
+        .skip(1)
+        .map(|n| n.parse().unwrap())
+        .collect();
+    assert_eq!(held, 4, "{text}");
+    assert_eq!(counts, [4, 46], "{text}");
+}

@@ -712,8 +712,8 @@ pub struct Spec {
     /// `close-hold=CLASS`: the injector's deterministic mode. It starts no
     /// spawning threads; instead, before the process closes a descriptor of
     /// this class, a forked child that keeps only that descriptor holds it
-    /// for [`Config::hold`] (at most [`Config::max_alive`] at once and 100
-    /// new ones a second). Only the injector can do this (it interposes
+    /// for [`Config::hold`] (at most [`Config::max_alive`] at once, and at
+    /// most half of each second spent forking them). Only the injector can do this (it interposes
     /// `close`); [`Pressure`] ignores it.
     pub close_hold: Option<DropClass>,
 }
