@@ -52,9 +52,32 @@ def build(cargo="cargo", quiet=False):
     return bins
 
 
+def argv(binary):
+    """A test binary's command: its path, or a list of its path and the
+    arguments every run of it takes (a label's `args`)."""
+    if isinstance(binary, (list, tuple)):
+        return [str(a) for a in binary]
+    return [str(binary)]
+
+
 def load_labels():
+    """The labels, each binary's `count` entries expanded into one entry per
+    test (`busy::t{:04}` with count 1000: busy::t0000 to busy::t0999)."""
     with open(LABELS) as f:
-        return json.load(f)
+        labels = json.load(f)
+    for b in labels["binaries"]:
+        tests = []
+        for t in b["tests"]:
+            if "count" not in t:
+                tests.append(t)
+                continue
+            prefix, _, suffix = t["name"].partition("{:04}")
+            rest = {k: v for k, v in t.items() if k not in ("name", "count")}
+            tests.extend(dict(rest, name=f"{prefix}{i:04}{suffix}", generated=True)
+                         for i in range(t["count"]))
+        b["tests"] = tests
+        b.setdefault("args", [])
+    return labels
 
 
 def labelled_tests(labels):
@@ -114,7 +137,7 @@ def stress(fdwindow, binary, runs=None, duration_s=None, timeout_s=60, on_line=N
     if duration_s is not None:
         cmd += ["--duration", f"{max(1, round(duration_s * 1000))}ms"]
     cmd += list(extra)
-    cmd += ["--", str(binary)]
+    cmd += ["--", *argv(binary)]
     start = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             errors="replace")
@@ -157,7 +180,7 @@ def time_alone(binary, n):
     times = []
     for _ in range(n):
         t = time.monotonic()
-        subprocess.run([str(binary)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(argv(binary), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         times.append(time.monotonic() - t)
     return times
 

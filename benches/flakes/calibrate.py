@@ -82,11 +82,12 @@ def main():
     by_binary = {b["binary"]: b for b in labels["binaries"]}
     for name in names:
         print(f"calibrate: {name}: timing {args.timing_runs} plain runs", file=sys.stderr)
-        times = B.time_alone(bins[name], args.timing_runs)
+        binary = [bins[name], *by_binary[name]["args"]]
+        times = B.time_alone(binary, args.timing_runs)
         print(f"calibrate: {name}: stress --runs {args.runs}", file=sys.stderr)
         load_before = B.loadavg()
         t0 = time.monotonic()
-        summary, per_run, rc, own = B.stress(fdwindow, bins[name], runs=args.runs,
+        summary, per_run, rc, own = B.stress(fdwindow, binary, runs=args.runs,
                                         timeout_s=args.timeout,
                                         extra=["--pressure", args.pressure])
         took = time.monotonic() - t0

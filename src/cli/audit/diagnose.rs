@@ -439,6 +439,12 @@ pub fn diagnose(
             if round > 1 && c.held == 0 {
                 continue;
             }
+            progress.update(&format!(
+                "  diagnosing {}: round {round}/{ROUNDS}, holding {} copies; {:.0} s left",
+                case.name,
+                c.class.id(),
+                end.saturating_duration_since(Instant::now()).as_secs_f64()
+            ));
             let s = hold_spec(spec, hold, c.class, false);
             let label = format!("hold-{}", c.class.id());
             c.started += 1;
@@ -457,10 +463,6 @@ pub fn diagnose(
                 *count.entry(what).or_default() += 1;
             }
         }
-        progress.update(&format!(
-            "  diagnosing {}: round {round}/{ROUNDS} of held copies",
-            case.name
-        ));
     }
     for (c, count) in classes.iter_mut().zip(counts) {
         let mut ranked: Vec<(String, u64)> = count.into_iter().collect();

@@ -652,7 +652,7 @@ impl Bench for SuiteBench<'_> {
                 let each = self.paces(pace);
                 self.progress.step(&format!(
                     "screen plan: a run of each binary alone takes {each}; the screen's share \
-                     would hold {rounds} pressured rounds, too few to see a test failing in 5% \
+                     would hold {rounds} pressured rounds, too few to see a test failing in 1% \
                      of them, so it first runs each binary with a copy of every closed \
                      descriptor held for {hold:?} (close-hold=all, up to {at_once} copies at \
                      once), and again in halves where a close went through unheld",
