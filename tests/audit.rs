@@ -192,6 +192,34 @@ fn audit_flags_exactly_the_exposed_fixture_tests() {
     assert!(report["pressured_runs"].as_u64().unwrap() >= 10);
 }
 
+/// A screen whose share holds too few pressure rounds (10 s of a binary
+/// that takes about 0.3 s alone: some 30 rounds, against the 230 that see
+/// a 1% test) holds a copy of every closed descriptor first: each exposed
+/// fixture test fails there, is decided by the held-copy window or the sign
+/// rule, and is named with its hazard; the report counts the held runs and
+/// copies, and every test ran in a held run with no close let through.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_short_screen_holds_copies_and_finds_every_exposed_test() {
+    let (code, report, err) = audit_json(
+        &["--duration", "10s", "--budget", "900s"],
+        &fixture_command(&[]),
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("close-hold=all"), "{err}");
+    let screen = &report["screen_runs"][0];
+    assert!(screen["held_runs"].as_u64().unwrap() >= 1, "{screen}");
+    assert!(screen["held_copies"].as_u64().unwrap() >= 5, "{screen}");
+    assert_eq!(with_verdict(&report, "exposed"), EXPOSED, "{err}");
+    for t in report["tests"].as_array().unwrap() {
+        assert_eq!(t["held_screened"], true, "{t}");
+        if EXPOSED.contains(&t["name"].as_str().unwrap()) {
+            assert!(t["screen_held"]["failures"].as_u64().unwrap() >= 1, "{t}");
+            assert!(t["hazard"].is_string(), "{t}");
+        }
+    }
+}
+
 /// Two shards of the fixture, audited apart and merged, hold every test
 /// once and flag what one unsharded audit flags ([`EXPOSED`]).
 #[cfg(target_os = "linux")]
