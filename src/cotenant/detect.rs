@@ -387,11 +387,10 @@ pub struct HeldScreen {
     pub copies: Vec<u64>,
     /// Per binary: closes that went through unheld.
     pub unheld: Vec<u64>,
-    /// Tests that ran in a held run without a gap.
+    /// Tests that ran in a held run without a gap; the others (gaps in
+    /// every run of theirs, even alone, or the share ended first) were not
+    /// screened with every close held.
     pub screened: Vec<bool>,
-    /// Tests that still ran only with gaps when the share ended (or that
-    /// close past the bounds even alone), by index.
-    pub unscreened: Vec<usize>,
 }
 
 /// What detection found.
@@ -653,7 +652,6 @@ fn held_screen<B: Bench>(
         copies: vec![0; binaries],
         unheld: vec![0; binaries],
         screened: vec![false; test_binaries.len()],
-        unscreened: Vec::new(),
     };
     let mine = |b: usize| -> Vec<usize> {
         (0..test_binaries.len())
@@ -665,14 +663,12 @@ fn held_screen<B: Bench>(
         .map(|b| (b, mine(b)))
         .filter(|(_, tests)| !tests.is_empty())
         .collect();
-    let mut left = Vec::new();
     while let Some((b, group)) = queue.pop_front() {
         // A group's run takes its share of the binary's timing run (the
         // process start included: at least a tenth of it).
         let share = (group.len() as f64 / sizes[b] as f64).max(0.1);
         let fits = bench.elapsed().as_secs_f64() + timing[b] * share <= end.as_secs_f64();
         if !fits || bench.interrupted() {
-            left.extend(group);
             continue;
         }
         let Some(run) = bench.screen_held(b, &group)? else {
@@ -693,15 +689,12 @@ fn held_screen<B: Bench>(
             .copied()
             .filter(|&t| !h.screened[t])
             .collect();
-        match gaps.len() {
-            0 => {}
-            // Alone, and still a close went unheld: no smaller run helps.
-            1 => left.extend(gaps),
-            n => {
-                let (a, b2) = gaps.split_at(n / 2);
-                queue.push_back((b, a.to_vec()));
-                queue.push_back((b, b2.to_vec()));
-            }
+        // Halves run again; one test alone with a gap is left as it is: no
+        // smaller run would hold more of its closes.
+        if gaps.len() > 1 {
+            let (first, second) = gaps.split_at(gaps.len() / 2);
+            queue.push_back((b, first.to_vec()));
+            queue.push_back((b, second.to_vec()));
         }
         let suspects = h.tally.iter().filter(|t| t.bad() > 0).count();
         let screened = h.screened.iter().filter(|s| **s).count();
@@ -712,10 +705,6 @@ fn held_screen<B: Bench>(
             suspects,
         });
     }
-    left.retain(|&t| !h.screened[t]);
-    left.sort_unstable();
-    left.dedup();
-    h.unscreened = left;
     Ok(Some(h))
 }
 
@@ -912,7 +901,6 @@ mod tests {
                 vec![3]
             ]
         );
-        assert_eq!(h.unscreened, [2]);
         assert_eq!(
             h.screened,
             [true, true, false, true, true, true, true, true]

@@ -596,6 +596,11 @@ impl Bench for SuiteBench<'_> {
             if harness::interrupted() {
                 break;
             }
+            // The injector never started (a static binary?): no copy can be
+            // held here, and the pressure screen says so in its warnings.
+            if result.pressure.is_some_and(|p| p.processes == 0) {
+                return Ok(None);
+            }
             let ran: Vec<usize> = ran.iter().map(|&i| group[i]).collect();
             held.copies += result.holds.held.len() as u64;
             // A run that died before its injector counted cannot say what
