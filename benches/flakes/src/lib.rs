@@ -1,8 +1,11 @@
 //! Helpers shared by the benchmark's test binaries (`tests/*.rs`): scratch
 //! folders removed on every way out, a bounded wait for end-of-file, a
-//! per-process random number, and the sleep that models a test's work.
+//! per-process random number, the sleep that models a test's work, and
+//! ([`patterns`]) the exposed patterns and CPU work more than one binary runs.
 //!
 //! Nothing here starts a child process or a thread that outlives its test.
+
+pub mod patterns;
 
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};

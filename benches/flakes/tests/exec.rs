@@ -12,6 +12,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use fdwindow_flakes::patterns::checksum;
 use fdwindow_flakes::{ScratchDir, process_random, work, work_us};
 
 /// Repetitions of the script pattern per run; with [`TEARDOWN_US`] they put
@@ -52,18 +53,6 @@ fn generated_script_runs() {
         );
         work(WORK_MS);
     }
-}
-
-/// A fixed amount of CPU work (an FNV-style hash over a buffer).
-fn checksum(rounds: u32) -> u64 {
-    let data: Vec<u8> = (0..4096u32).map(|i| (i * 31) as u8).collect();
-    let mut h = 0xcbf2_9ce4_8422_2325u64;
-    for _ in 0..rounds {
-        for &b in std::hint::black_box(&data) {
-            h = (h ^ b as u64).wrapping_mul(0x100_0000_01b3);
-        }
-    }
-    h
 }
 
 /// A performance assertion: ten passes of a checksum, about 2 ms each on an

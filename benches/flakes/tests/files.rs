@@ -12,12 +12,12 @@
 //! it was tuned on (calibration.json has the rates measured).
 
 use std::fs::File;
-use std::io::{ErrorKind, Write};
-use std::os::fd::AsRawFd;
+use std::io::ErrorKind;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use fdwindow_flakes::{EofWait, ScratchDir, errno, process_random, read_to_eof_within, work};
+use fdwindow_flakes::patterns::{self, flock};
+use fdwindow_flakes::{ScratchDir, process_random, work};
 
 /// Repetitions of the lock handoff per run.
 const LOCK_ITERS: usize = 2;
@@ -35,15 +35,6 @@ const WORK_MS: u64 = 20;
 /// that sees only the children that were slow to exec.
 const EOF_WAIT: Duration = Duration::from_millis(1);
 
-fn flock(f: &File, op: libc::c_int) -> std::io::Result<()> {
-    // SAFETY: flock(2) on a descriptor the file owns.
-    if unsafe { libc::flock(f.as_raw_fd(), op) } == 0 {
-        Ok(())
-    } else {
-        Err(errno())
-    }
-}
-
 /// A cache takes an exclusive flock on its lock file, writes, and releases
 /// the lock by closing the file; the next writer then takes it without
 /// blocking (a lock-file handoff between two users). A child's copy of the
@@ -51,19 +42,7 @@ fn flock(f: &File, op: libc::c_int) -> std::io::Result<()> {
 #[test]
 fn cache_lock_handoff() {
     let dir = ScratchDir::new("lock");
-    let path = dir.join("cache.lock");
-    File::create(&path).unwrap();
-    for i in 0..LOCK_ITERS {
-        let first = File::options().write(true).open(&path).unwrap();
-        flock(&first, libc::LOCK_EX).unwrap();
-        drop(first);
-        let next = File::options().write(true).open(&path).unwrap();
-        flock(&next, libc::LOCK_EX | libc::LOCK_NB).unwrap_or_else(|e| {
-            panic!("iteration {i}: the lock released by close is still held: {e}")
-        });
-        drop(next);
-        work(WORK_MS);
-    }
+    patterns::lock_handoff(&dir.join("cache.lock"), LOCK_ITERS, WORK_MS);
 }
 
 /// The fix for [`cache_lock_handoff`]: flock(LOCK_UN) before the close
@@ -92,20 +71,7 @@ fn cache_lock_handoff_unlocked() {
 /// end-of-file back until the child execs (pipe-eof).
 #[test]
 fn job_output_reaches_eof() {
-    for i in 0..PIPE_ITERS {
-        let (reader, mut writer) = std::io::pipe().unwrap();
-        writer.write_all(b"job done\n").unwrap();
-        drop(writer);
-        match read_to_eof_within(&reader, EOF_WAIT) {
-            Ok(out) => assert_eq!(out, b"job done\n"),
-            Err(EofWait::TimedOut { read, waited }) => panic!(
-                "iteration {i}: no end-of-file {waited:?} after the writer was dropped ({} bytes read)",
-                read.len()
-            ),
-            Err(EofWait::Io(e)) => panic!("iteration {i}: reading the pipe: {e}"),
-        }
-        work(WORK_MS);
-    }
+    patterns::job_output_eof(PIPE_ITERS, EOF_WAIT, WORK_MS);
 }
 
 /// Two workers each make a scratch file named from the pid and the current

@@ -18,13 +18,12 @@
 //! Nothing starts a child process; every scratch path is removed on every
 //! way out; every wait is bounded; sleeps model work and synchronise nothing.
 
-use std::io::{ErrorKind, Read, Write};
-use std::net::{Ipv4Addr, TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
+use std::io::{Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::time::{Duration, Instant};
 
-use fdwindow_flakes::{EofWait, ScratchDir, errno, process_random, read_to_eof_within, work};
+use fdwindow_flakes::patterns::{self, checksum};
+use fdwindow_flakes::{ScratchDir, process_random, work};
 
 mod busy {
     include!(concat!(env!("OUT_DIR"), "/busy_tests.rs"));
@@ -53,132 +52,55 @@ fn busy(i: usize) {
     std::hint::black_box(checksum(40 + (i % 7) as u32));
 }
 
-/// A fixed amount of CPU work (an FNV-style hash over a buffer): about
-/// 25 µs a round on an idle core.
-fn checksum(rounds: u32) -> u64 {
-    let data: Vec<u8> = (0..4096u32).map(|i| (i * 31) as u8).collect();
-    let mut h = 0xcbf2_9ce4_8422_2325u64;
-    for _ in 0..rounds {
-        for &b in std::hint::black_box(&data) {
-            h = (h ^ b as u64).wrapping_mul(0x100_0000_01b3);
-        }
-    }
-    h
-}
-
 /// Work between repetitions of an exposed pattern, in ms.
 const WORK_MS: u64 = 5;
 
-/// A stopped server's port must refuse a connect (listener-survival).
-fn stopped_server_refuses(iters: usize) {
-    for i in 0..iters {
-        let server = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
-        let addr = server.local_addr().unwrap();
-        drop(server);
-        match TcpStream::connect(addr) {
-            Err(e) if e.kind() == ErrorKind::ConnectionRefused => {}
-            Err(e) => panic!("iteration {i}: connect to the stopped server {addr}: {e}"),
-            Ok(_) => panic!("iteration {i}: the stopped server on {addr} accepted a connection"),
-        }
-        work(WORK_MS);
-    }
-}
+// The exposed patterns of the small binaries (fdwindow_flakes::patterns),
+// checked right after the release: once per run, and 16 times.
 
 #[test]
 fn stopped_server_refuses_once() {
-    stopped_server_refuses(1);
+    patterns::stopped_server_refuses(1, 0, WORK_MS);
 }
 
 #[test]
 fn stopped_server_refuses_often() {
-    stopped_server_refuses(16);
-}
-
-/// A lock released by close must be free for the next open (flock-survival).
-fn lock_handoff(iters: usize) {
-    let dir = ScratchDir::new("lock");
-    let path = dir.join("cache.lock");
-    std::fs::File::create(&path).unwrap();
-    let flock = |f: &std::fs::File, op| {
-        // SAFETY: flock(2) on a descriptor the file owns.
-        if unsafe { libc::flock(f.as_raw_fd(), op) } == 0 {
-            Ok(())
-        } else {
-            Err(errno())
-        }
-    };
-    for i in 0..iters {
-        let first = std::fs::File::options().write(true).open(&path).unwrap();
-        flock(&first, libc::LOCK_EX).unwrap();
-        drop(first);
-        let next = std::fs::File::options().write(true).open(&path).unwrap();
-        flock(&next, libc::LOCK_EX | libc::LOCK_NB).unwrap_or_else(|e| {
-            panic!("iteration {i}: the lock released by close is still held: {e}")
-        });
-        drop(next);
-        work(WORK_MS);
-    }
+    patterns::stopped_server_refuses(16, 0, WORK_MS);
 }
 
 #[test]
 fn lock_handoff_once() {
-    lock_handoff(1);
+    let dir = ScratchDir::new("lock");
+    patterns::lock_handoff(&dir.join("cache.lock"), 1, WORK_MS);
 }
 
 #[test]
 fn lock_handoff_often() {
-    lock_handoff(16);
+    let dir = ScratchDir::new("lock");
+    patterns::lock_handoff(&dir.join("cache.lock"), 16, WORK_MS);
 }
 
-/// A pipe's reader must see end-of-file within 1 ms of the writer's drop
-/// (pipe-eof).
-fn job_output_eof(iters: usize) {
-    for i in 0..iters {
-        let (reader, mut writer) = std::io::pipe().unwrap();
-        writer.write_all(b"job done\n").unwrap();
-        drop(writer);
-        match read_to_eof_within(&reader, Duration::from_millis(1)) {
-            Ok(out) => assert_eq!(out, b"job done\n"),
-            Err(EofWait::TimedOut { waited, .. }) => {
-                panic!("iteration {i}: no end-of-file {waited:?} after the writer was dropped")
-            }
-            Err(EofWait::Io(e)) => panic!("iteration {i}: reading the pipe: {e}"),
-        }
-        work(WORK_MS);
-    }
-}
+/// The reader waits at most this long for end-of-file after the drop.
+const EOF_WAIT: Duration = Duration::from_millis(1);
 
 #[test]
 fn job_output_eof_once() {
-    job_output_eof(1);
+    patterns::job_output_eof(1, EOF_WAIT, WORK_MS);
 }
 
 #[test]
 fn job_output_eof_often() {
-    job_output_eof(16);
-}
-
-/// A port picked by binding port 0 and dropping the socket must bind again
-/// (port-pick, UDP: a bound name).
-fn picked_port_binds(iters: usize) {
-    for i in 0..iters {
-        let pick = std::net::UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
-        let port = pick.local_addr().unwrap().port();
-        drop(pick);
-        std::net::UdpSocket::bind((Ipv4Addr::LOCALHOST, port))
-            .unwrap_or_else(|e| panic!("iteration {i}: the service on picked port {port}: {e}"));
-        work(WORK_MS);
-    }
+    patterns::job_output_eof(16, EOF_WAIT, WORK_MS);
 }
 
 #[test]
 fn picked_port_binds_once() {
-    picked_port_binds(1);
+    patterns::picked_udp_port_binds(1, 0, WORK_MS);
 }
 
 #[test]
 fn picked_port_binds_often() {
-    picked_port_binds(16);
+    patterns::picked_udp_port_binds(16, 0, WORK_MS);
 }
 
 /// Fails in 2% of runs, alone or not (an unpinned property-test seed).
