@@ -81,6 +81,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,12 +97,15 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <unwind.h>
 #ifdef __APPLE__
 #include <libproc.h>
 #include <mach-o/dyld.h>
+#include <mach-o/loader.h>
 #include <sys/event.h>
 #include <sys/proc_info.h>
 #else
+#include <link.h>
 #include <sys/syscall.h>
 #endif
 
@@ -968,8 +972,10 @@ static struct {
     uint64_t held, skipped;
 } H;
 
+#ifndef __APPLE__
 typedef int (*close_fn)(int);
 static close_fn real_close; /* the next close (libc's), found in the constructor */
+#endif
 /* Set while this thread is inside the close wrapper's hold. */
 static __thread int in_hold;
 
@@ -1042,6 +1048,198 @@ static void describe(int fd, enum drop_class c, char *out, size_t size) {
     }
 }
 
+/* ---- call sites ----
+ *
+ * Each held copy's call stack goes to the report as addresses in each
+ * module's own address space (what the linker assigned: the same in every
+ * process, whatever ASLR did), so `fdwindow audit` can name the line whose
+ * drop a copy kept alive. The executable code of every module loaded at
+ * start is noted in the constructor (dl_iterate_phdr; on macOS dyld's image
+ * list); the stack is walked with the unwinder (`_Unwind_Backtrace`: release
+ * Rust keeps no frame pointers), also made ready in the constructor. At a
+ * close only arithmetic and the unwinder run: libgcc 12 finds each frame's
+ * unwind table with glibc's _dl_find_object, which takes no lock and does
+ * not allocate. A module loaded later (dlopen) is reported as unknown. */
+#define SITE_DEPTH 48
+#define MAX_MODULES 256
+#define MAX_RANGES 512
+
+static struct {
+    struct {
+        uintptr_t lo, hi; /* executable addresses of one module, as loaded */
+        uintptr_t bias;   /* loaded address minus the module's own */
+        unsigned module;
+    } ranges[MAX_RANGES];
+    unsigned nranges;
+    char *paths[MAX_MODULES];
+    unsigned nmodules;
+    unsigned char reported[MAX_MODULES]; /* its `module` line written (S.mu) */
+    int self;                            /* this library's module; -1 unknown */
+} M = {.self = -1};
+
+static int add_module(const char *path) {
+    if (M.nmodules == MAX_MODULES || !path)
+        return -1;
+    char *copy = strdup(path);
+    if (!copy)
+        return -1;
+    M.paths[M.nmodules] = copy;
+    return (int)M.nmodules++;
+}
+
+static void add_range(unsigned module, uintptr_t lo, uintptr_t hi, uintptr_t bias) {
+    if (M.nranges == MAX_RANGES)
+        return;
+    M.ranges[M.nranges].lo = lo;
+    M.ranges[M.nranges].hi = hi;
+    M.ranges[M.nranges].bias = bias;
+    M.ranges[M.nranges].module = module;
+    M.nranges++;
+}
+
+#ifdef __APPLE__
+static void note_modules(void) {
+    uint32_t n = _dyld_image_count();
+    for (uint32_t i = 0; i < n; i++) {
+        const struct mach_header_64 *h = (const struct mach_header_64 *)_dyld_get_image_header(i);
+        if (!h || h->magic != MH_MAGIC_64)
+            continue;
+        int m = add_module(_dyld_get_image_name(i));
+        if (m < 0)
+            return;
+        uintptr_t slide = (uintptr_t)_dyld_get_image_vmaddr_slide(i);
+        const struct load_command *lc = (const struct load_command *)(h + 1);
+        for (uint32_t c = 0; c < h->ncmds; c++) {
+            if (lc->cmd == LC_SEGMENT_64) {
+                const struct segment_command_64 *seg = (const struct segment_command_64 *)lc;
+                if (seg->initprot & VM_PROT_EXECUTE)
+                    add_range((unsigned)m, seg->vmaddr + slide, seg->vmaddr + seg->vmsize + slide,
+                              slide);
+            }
+            lc = (const struct load_command *)((const char *)lc + lc->cmdsize);
+        }
+    }
+}
+#else
+static int note_module(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)size;
+    (void)arg;
+    /* The executable comes first, without a name; the vDSO has no file. */
+    char exe[PATH_MAX];
+    const char *path = info->dlpi_name;
+    if (!path || !*path) {
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        if (n <= 0)
+            return 0;
+        exe[n] = '\0';
+        path = exe;
+    }
+    if (path[0] != '/')
+        return 0;
+    int m = add_module(path);
+    if (m < 0)
+        return 1;
+    for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X))
+            add_range((unsigned)m, info->dlpi_addr + ph->p_vaddr,
+                      info->dlpi_addr + ph->p_vaddr + ph->p_memsz, info->dlpi_addr);
+    }
+    return 0;
+}
+
+static void note_modules(void) { dl_iterate_phdr(note_module, NULL); }
+#endif
+
+/* The module whose code holds `pc`, or -1 (its range in *range). */
+static int module_of(uintptr_t pc, unsigned *range) {
+    for (unsigned i = 0; i < M.nranges; i++)
+        if (pc >= M.ranges[i].lo && pc < M.ranges[i].hi) {
+            *range = i;
+            return (int)M.ranges[i].module;
+        }
+    return -1;
+}
+
+struct walk {
+    uintptr_t pcs[SITE_DEPTH];
+    unsigned n;
+    int leaving; /* still in this library's own frames */
+};
+
+static _Unwind_Reason_Code walk_frame(struct _Unwind_Context *ctx, void *arg) {
+    struct walk *w = arg;
+    int before = 0;
+    uintptr_t pc = (uintptr_t)_Unwind_GetIPInfo(ctx, &before);
+    if (!pc)
+        return _URC_END_OF_STACK;
+    /* A return address: the call is the instruction before it (a signal
+     * frame's address is the interrupted instruction itself). */
+    if (!before)
+        pc--;
+    unsigned r;
+    if (w->leaving && M.self >= 0 && module_of(pc, &r) == M.self)
+        return _URC_NO_REASON;
+    w->leaving = 0;
+    w->pcs[w->n++] = pc;
+    return w->n < SITE_DEPTH ? _URC_NO_REASON : _URC_END_OF_STACK;
+}
+
+/* The calling thread's stack above this library's frames. */
+static void walk_stack(struct walk *w) {
+    w->n = 0;
+    w->leaving = 1;
+    _Unwind_Backtrace(walk_frame, w);
+}
+
+/* Appends `s` to buf (of `size`, used `*at`), truncating. */
+static void put(char *buf, size_t size, size_t *at, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void put(char *buf, size_t size, size_t *at, const char *fmt, ...) {
+    if (*at >= size)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + *at, size - *at, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        *at += (size_t)n < size - *at ? (size_t)n : size - *at - 1;
+}
+
+/* Writes the `module PID INDEX PATH` line of each module the stack is the
+ * first to name, then `site PID FRAME...`, each frame `INDEX:ADDRESS` (hex,
+ * in the module's own addresses) or `?:ADDRESS` (no module known). S.mu held. */
+static void report_site(const struct walk *w) {
+    static char line[SITE_DEPTH * 24 + 64];
+    size_t at = 0;
+    for (unsigned i = 0; i < w->n; i++) {
+        unsigned r;
+        int m = module_of(w->pcs[i], &r);
+        if (m < 0 || M.reported[m])
+            continue;
+        M.reported[m] = 1;
+        char head[PATH_MAX + 64];
+        int n = snprintf(head, sizeof head, "module %d %d %s\n", (int)S.pid, m, M.paths[m]);
+        if (n > 0 && (size_t)n < sizeof head) {
+            ssize_t wr = write(S.report_fd, head, (size_t)n);
+            (void)wr;
+        }
+    }
+    put(line, sizeof line, &at, "site %d", (int)S.pid);
+    for (unsigned i = 0; i < w->n; i++) {
+        unsigned r;
+        int m = module_of(w->pcs[i], &r);
+        if (m < 0)
+            put(line, sizeof line, &at, " ?:%lx", (unsigned long)w->pcs[i]);
+        else
+            put(line, sizeof line, &at, " %d:%lx", m,
+                (unsigned long)(w->pcs[i] - M.ranges[r].bias));
+    }
+    put(line, sizeof line, &at, "\n");
+    ssize_t wr = write(S.report_fd, line, at);
+    (void)wr;
+}
+
 /* Forks a child that keeps only `fd` for the hold, then exits. Returns its
  * pid, or -1. The parent goes on (to its close) only once the child has
  * dropped everything else (with drop=all, `fd` too): the child writes one
@@ -1108,6 +1306,8 @@ static void hold_copy(int fd, enum drop_class c) {
     H.pending++;
     pthread_mutex_unlock(&S.mu);
     int saved = errno;
+    struct walk site;
+    walk_stack(&site);
     uint64_t began = now_ns();
     pid_t pid = hold_fork(fd);
     uint64_t took = now_ns() - began;
@@ -1127,6 +1327,7 @@ static void hold_copy(int fd, enum drop_class c) {
                 ssize_t w = write(S.report_fd, line, (size_t)n);
                 (void)w;
             }
+            report_site(&site);
         }
     } else {
         H.skipped++;
@@ -1312,6 +1513,12 @@ __attribute__((constructor)) static void start(void) {
     if (spec.close_hold != DROP_NONE) {
         /* The deterministic mode: no spawning threads, close is held. */
         H.second_ns = S.started_ns;
+        note_modules();
+        unsigned r;
+        M.self = module_of((uintptr_t)&walk_frame, &r);
+        /* The unwinder's first walk sets up its tables: here, not at a close. */
+        struct walk w;
+        walk_stack(&w);
         H.active = 1;
         pthread_mutex_lock(&S.mu);
         report_line(now_ns()); /* reached, whatever ends the process */

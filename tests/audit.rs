@@ -125,7 +125,7 @@ fn audit_flags_exactly_the_exposed_fixture_tests() {
     assert_eq!(code, Some(1), "{err}");
     // Nothing left out, and cargo's own environment learned (no fallback).
     assert_eq!(report["warnings"], serde_json::json!([]), "{report}");
-    assert_eq!(report["schema"], "fdwindow-audit/2", "{report}");
+    assert_eq!(report["schema"], "fdwindow-audit/3", "{report}");
     let tests = report["tests"].as_array().unwrap();
     let find = |name: &str| {
         tests
@@ -141,15 +141,46 @@ fn audit_flags_exactly_the_exposed_fixture_tests() {
     }
     let threshold = report["rule"]["false_rate"].as_f64().unwrap();
     assert!(threshold <= 0.001, "{report}");
-    for (name, class, hazard) in [
-        ("lock_released_by_close", "file", "flock-survival"),
-        ("dropped_listener_refuses", "listener", "listener-survival"),
-        ("picked_port_binds", "listener", "port-pick"),
-        ("bound_port_rebinds", "bound", "port-pick"),
-        ("abstract_name_rebinds", "bound", "unix-listener-survival"),
+    for (name, class, hazard, drop_line) in [
+        ("lock_released_by_close", "file", "flock-survival", 74),
+        (
+            "dropped_listener_refuses",
+            "listener",
+            "listener-survival",
+            90,
+        ),
+        ("picked_port_binds", "listener", "port-pick", 105),
+        ("bound_port_rebinds", "bound", "port-pick", 123),
+        (
+            "abstract_name_rebinds",
+            "bound",
+            "unix-listener-survival",
+            142,
+        ),
     ] {
         let t = find(name);
         assert_eq!(t["hazard"], hazard, "{name}: {t}");
+        // The line that dropped the descriptor is a call site held in every
+        // failing run of the class; where the test closes nothing else of
+        // the class, the only one, named first.
+        let sites = t["diagnosis"]["sites"].as_array().unwrap();
+        let failing = |s: &serde_json::Value| s["failing"].as_u64().unwrap();
+        let most = sites.iter().map(failing).max().unwrap_or(0);
+        let at_drop = sites.iter().find(|s| {
+            s["site"]["file"] == "tests/fixtures/audit_suite.rs" && s["site"]["line"] == drop_line
+        });
+        let at_drop = at_drop.unwrap_or_else(|| panic!("{name}: no site at line {drop_line}: {t}"));
+        assert!(most > 0 && failing(at_drop) == most, "{name}: {t}");
+        assert_eq!(at_drop["site"]["found"], "workspace", "{name}: {t}");
+        assert_eq!(
+            at_drop["site"]["function"],
+            format!("audit_fixture::{name}"),
+            "{name}: {t}"
+        );
+        if class != "file" {
+            assert_eq!(&sites[0], at_drop, "{name}: {t}");
+            assert_eq!(at_drop["only"], true, "{name}: {t}");
+        }
         assert_eq!(
             t["diagnosis"]["cause"],
             format!("held {class}"),

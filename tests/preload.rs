@@ -203,4 +203,31 @@ fn every_close_of_the_class_is_held_or_counted_unheld() {
         .collect();
     assert_eq!(held, 4, "{text}");
     assert_eq!(counts, [4, 46], "{text}");
+    // Each held close's stack follows its `held` line, innermost first and
+    // above the injector's own frames: its first frame is cat's call of
+    // close, in cat's executable, named by a `module` line.
+    let cat = std::fs::canonicalize("/bin/cat").unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let module = |index: &str| {
+        lines.iter().find_map(|l| {
+            let rest = l.strip_prefix("module ")?;
+            let mut f = rest.splitn(3, ' ');
+            (f.nth(1) == Some(index)).then(|| f.next().unwrap_or(""))
+        })
+    };
+    for (i, _) in lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.starts_with("held "))
+    {
+        let site = lines[i + 1..]
+            .iter()
+            .find(|l| l.starts_with("site ") || l.starts_with("held "))
+            .filter(|l| l.starts_with("site "))
+            .unwrap_or_else(|| panic!("no stack after line {i}: {text}"));
+        let first = site.split(' ').nth(2).unwrap_or_else(|| panic!("{text}"));
+        let (index, addr) = first.split_once(':').unwrap();
+        assert_eq!(module(index), cat.to_str(), "{text}");
+        assert!(u64::from_str_radix(addr, 16).unwrap() > 0, "{text}");
+    }
 }

@@ -48,6 +48,9 @@ pub struct Binary {
     pub args: Vec<String>,
     /// Run each test in its own process, as nextest does.
     pub per_test: bool,
+    /// The user's source tree: cargo's workspace root, else the current
+    /// folder (`None`). Call sites in reports are relative to it.
+    pub root: Option<PathBuf>,
     /// The tests to audit, in libtest's (sorted) order.
     pub tests: Vec<String>,
     /// Tests marked `#[ignore]` that the user asked to run (nextest's
@@ -374,6 +377,7 @@ fn libtest_binary(
         options,
         selection,
         per_test: false,
+        root: None,
         tests: Vec::new(),
         ignored: BTreeSet::new(),
     })
@@ -514,13 +518,17 @@ fn cargo_test(command: &[String], rest_at: usize) -> Result<(Vec<Binary>, Vec<St
     let mut failures = Vec::new();
     for a in artifacts {
         let exe = a.executable.clone().expect("kept only with one");
-        let package = packages.get(a.manifest_path.as_std_path());
+        let (package, root) = match packages.get(a.manifest_path.as_std_path()) {
+            Some((p, root)) => (Some(p), Some(root.clone())),
+            None => (None, None),
+        };
         let package_name = package.map_or_else(|| a.target.name.clone(), |p| p.name.to_string());
         let name = RustBinaryId::from_parts(&package_name, &binary_kind(&a.target), &a.target.name)
             .as_str()
             .to_owned();
         let cwd = a.manifest_path.parent().map(|p| p.as_std_path().to_owned());
         let mut bin = libtest_binary(name, exe.clone().into_std_path_buf(), cwd, &bin_args)?;
+        bin.root = root;
         if let Some(env) = recorded.get(exe.as_std_path()) {
             bin.env.clone_from(env);
         } else {
@@ -800,27 +808,32 @@ fn binary_kind(target: &cargo_metadata::Target) -> RustTestBinaryKind {
 /// Packages by manifest path, from `cargo metadata --no-deps` of the
 /// workspace the command builds (and of any other manifest in
 /// `manifests`): nextest's binary ids start with their names, and their
-/// metadata is the tests' `CARGO_PKG_*`.
+/// metadata is the tests' `CARGO_PKG_*`. With each, its workspace root.
 fn packages<'a>(
     command: &[String],
     build_args: &[String],
     manifests: impl Iterator<Item = &'a Path>,
     warnings: &mut Vec<String>,
-) -> BTreeMap<PathBuf, cargo_metadata::Package> {
+) -> BTreeMap<PathBuf, (cargo_metadata::Package, PathBuf)> {
     let mut found = BTreeMap::new();
-    let mut add = |meta: &mut cargo_metadata::MetadataCommand,
-                   found: &mut BTreeMap<PathBuf, cargo_metadata::Package>| {
-        match meta.cargo_path(&command[0]).no_deps().exec() {
-            Ok(m) => {
-                for p in m.packages {
-                    found.insert(p.manifest_path.clone().into_std_path_buf(), p);
+    let mut add =
+        |meta: &mut cargo_metadata::MetadataCommand,
+         found: &mut BTreeMap<PathBuf, (cargo_metadata::Package, PathBuf)>| {
+            match meta.cargo_path(&command[0]).no_deps().exec() {
+                Ok(m) => {
+                    let root = m.workspace_root.into_std_path_buf();
+                    for p in m.packages {
+                        found.insert(
+                            p.manifest_path.clone().into_std_path_buf(),
+                            (p, root.clone()),
+                        );
+                    }
                 }
+                Err(e) => warnings.push(format!(
+                    "cargo metadata: {e}: binaries are named by their targets, without CARGO_PKG_*"
+                )),
             }
-            Err(e) => warnings.push(format!(
-                "cargo metadata: {e}: binaries are named by their targets, without CARGO_PKG_*"
-            )),
-        }
-    };
+        };
     let mut meta = cargo_metadata::MetadataCommand::new();
     let manifest_path = build_args
         .iter()
@@ -934,9 +947,13 @@ fn nextest(command: &[String], rest_at: usize) -> Result<(Vec<Binary>, Vec<Strin
             let all = &suite.test_cases;
             (all.len(), all.values().filter(|c| c.ignored).count())
         });
-        let package = packages
+        let (package, root) = match packages
             .values()
-            .find(|p| p.id.repr == suite.binary.package_id);
+            .find(|(p, _)| p.id.repr == suite.binary.package_id)
+        {
+            Some((p, root)) => (Some(p), Some(root.clone())),
+            None => (None, None),
+        };
         let manifest =
             package.map_or_else(|| suite.cwd.join("Cargo.toml"), |p| p.manifest_path.clone());
         // nextest's library path: the binary's folder, the output folders,
@@ -992,6 +1009,7 @@ fn nextest(command: &[String], rest_at: usize) -> Result<(Vec<Binary>, Vec<Strin
             selection: Vec::new(),
             args: Vec::new(),
             per_test: true,
+            root: root.clone(),
             tests,
             ignored,
             partitioned: false,

@@ -29,15 +29,17 @@
 //! the descriptor it closed") is kept apart from the rate observed under
 //! realistic pressure (detection's reruns); the report gives both.
 
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use fdwindow::cotenant::detect::{Coin, Tally};
+use fdwindow::cotenant::detect::{Coin, Seen, Tally};
 use fdwindow::harness;
 use fdwindow::report::stats::{Count, fisher_less};
 use fdwindow_fix::pressure::{DropClass, SpawnPath, Spec};
 
 use super::progress::Progress;
+use super::site::{Frame, SiteRuns, parse_frames};
 use super::{Runner, TestCase, seen};
 use crate::cli::discover::Binary;
 
@@ -82,8 +84,8 @@ pub fn held_at_once() -> usize {
 /// What the injector's close-hold mode reported for one run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Holds {
-    /// Each held copy: its class id and what it was.
-    pub held: Vec<(String, String)>,
+    /// Each held copy.
+    pub held: Vec<Held>,
     /// Closes the bounds let through unheld.
     pub skipped: u64,
     /// Whether the injector's count (`holds`) came: a run that died
@@ -91,17 +93,47 @@ pub struct Holds {
     pub counted: bool,
 }
 
-/// Reads the `held PID CLASS WHAT` and `holds PID HELD SKIPPED` lines of an
-/// injector report.
+/// One held copy.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Held {
+    /// Its class id.
+    pub class: String,
+    /// What it was: a path, an address.
+    pub what: String,
+    /// The stack of the close that was held, innermost first (empty if the
+    /// injector could not walk it).
+    pub stack: Vec<Frame>,
+}
+
+/// Reads the lines of an injector report: `held PID CLASS WHAT`, the
+/// `site PID FRAME…` of its stack that follows it, the `module PID INDEX
+/// PATH` lines naming each module a stack refers to, and `holds PID HELD
+/// SKIPPED`.
 pub fn read_holds(path: &Path) -> Holds {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let mut h = Holds::default();
+    let mut modules: HashMap<(&str, &str), &str> = HashMap::new();
+    let mut last_held: HashMap<&str, usize> = HashMap::new();
     for line in text.lines() {
         let mut f = line.splitn(4, ' ');
         match (f.next(), f.next(), f.next(), f.next()) {
-            (Some("held"), Some(_pid), Some(class), what) => {
-                h.held
-                    .push((class.to_owned(), what.unwrap_or("").to_owned()));
+            (Some("held"), Some(pid), Some(class), what) => {
+                last_held.insert(pid, h.held.len());
+                h.held.push(Held {
+                    class: class.to_owned(),
+                    what: what.unwrap_or("").to_owned(),
+                    stack: Vec::new(),
+                });
+            }
+            (Some("module"), Some(pid), Some(index), Some(path)) => {
+                modules.insert((pid, index), path);
+            }
+            (Some("site"), Some(pid), ..) => {
+                if let Some(&i) = last_held.get(pid) {
+                    let frames = line.split(' ').skip(2);
+                    h.held[i].stack =
+                        parse_frames(frames, |m| modules.get(&(pid, m)).map(|p| (*p).to_owned()));
+                }
             }
             (Some("holds"), Some(_pid), Some(_held), Some(skipped)) => {
                 h.skipped += skipped.trim().parse::<u64>().unwrap_or(0);
@@ -132,6 +164,10 @@ pub struct ClassRuns {
     pub what: Vec<String>,
     /// Whether any copy held was a Unix socket's.
     pub unix: bool,
+    /// Each run's held stacks, distinct, at most [`STACKS_KEPT`] a run,
+    /// with whether the test failed in it: which call sites were held when
+    /// the test failed ([`super::site`]).
+    pub stacks: Vec<(bool, BTreeSet<Vec<Frame>>)>,
     /// The run (from 1) of the first failure.
     pub first_failure: Option<u64>,
     /// The first failure's message under this class.
@@ -140,6 +176,22 @@ pub struct ClassRuns {
 
 /// Distinct held objects kept per class.
 const WHAT_KEPT: usize = 5;
+
+/// Distinct stacks kept per run: a test closing thousands of files holds
+/// them from a few call sites.
+pub const STACKS_KEPT: usize = 64;
+
+/// Keeps a run's held stacks in `c`.
+fn note_stacks(c: &mut ClassRuns, holds: &Holds, seen: Seen) {
+    let mut stacks = BTreeSet::new();
+    for h in holds.held.iter().filter(|h| !h.stack.is_empty()) {
+        if stacks.len() == STACKS_KEPT {
+            break;
+        }
+        stacks.insert(h.stack.clone());
+    }
+    c.stacks.push((seen != Seen::Ok, stacks));
+}
 
 /// Why the test fails.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -173,6 +225,10 @@ pub struct Diagnosis {
     pub hazard: Option<&'static str>,
     /// The hazards it can be.
     pub candidates: Vec<&'static str>,
+    /// The call sites of the first named class's held copies, the sites
+    /// held in the most failing runs first (filled in by the caller, which
+    /// knows the workspace).
+    pub sites: Vec<SiteRuns>,
     /// Seconds spent.
     pub seconds: f64,
 }
@@ -420,6 +476,7 @@ pub fn diagnose(
             skipped: 0,
             what: Vec::new(),
             unix: false,
+            stacks: Vec::new(),
             first_failure: None,
             message: None,
         })
@@ -448,6 +505,7 @@ pub fn diagnose(
             let result = runner.run(bin, &bin.exact_args(&case.name), Some(&s), &label)?;
             if let Some((seen, msg)) = seen(&result, &case.name) {
                 c.tally.add(seen);
+                note_stacks(c, &result.holds, seen);
                 if c.tally.bad() > 0 && c.first_failure.is_none() {
                     c.first_failure = Some(c.tally.runs);
                     c.message = msg;
@@ -455,9 +513,9 @@ pub fn diagnose(
             }
             c.held += result.holds.held.len() as u64;
             c.skipped += result.holds.skipped;
-            for (_, what) in result.holds.held {
-                c.unix |= what.starts_with("unix ");
-                *count.entry(what).or_default() += 1;
+            for held in result.holds.held {
+                c.unix |= held.what.starts_with("unix ");
+                *count.entry(held.what).or_default() += 1;
             }
         }
     }
@@ -500,6 +558,7 @@ pub fn diagnose(
                     t.add(seen);
                 } else {
                     classes[at].tally.add(seen);
+                    note_stacks(&mut classes[at], &result.holds, seen);
                 }
             }
         }
@@ -514,6 +573,7 @@ pub fn diagnose(
         cause: Cause::Unexplained,
         hazard: None,
         candidates: Vec::new(),
+        sites: Vec::new(),
         seconds: 0.0,
         classes,
     };
@@ -632,6 +692,7 @@ mod tests {
             skipped: 0,
             what: Vec::new(),
             unix: false,
+            stacks: Vec::new(),
             first_failure: (bad > 0).then_some(1),
             message: None,
         }
@@ -756,13 +817,34 @@ mod tests {
         )
         .unwrap();
         let h = read_holds(&path);
-        assert_eq!(
-            h.held,
-            [
-                ("bound".into(), "tcp 127.0.0.1:80".into()),
-                ("file".into(), "/tmp/a b".into())
-            ]
-        );
+        let held: Vec<(&str, &str)> = h
+            .held
+            .iter()
+            .map(|h| (h.class.as_str(), h.what.as_str()))
+            .collect();
+        assert_eq!(held, [("bound", "tcp 127.0.0.1:80"), ("file", "/tmp/a b")]);
         assert_eq!(h.skipped, 3);
+        assert!(h.held.iter().all(|h| h.stack.is_empty()));
+    }
+
+    /// A `site` line belongs to the last `held` line of its process, and
+    /// names its modules by the `module` lines of that process.
+    #[test]
+    fn stacks_are_read_with_their_modules() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r");
+        std::fs::write(
+            &path,
+            "held 10 file /tmp/a\nheld 11 file /tmp/b\nmodule 10 0 /bin/t\n\
+             module 11 0 /bin/u\nsite 10 0:1a ?:5\nsite 11 0:2b\nholds 10 1 0\n",
+        )
+        .unwrap();
+        let h = read_holds(&path);
+        let frame = |m: &str, addr| Frame {
+            module: m.into(),
+            addr,
+        };
+        assert_eq!(h.held[0].stack, [frame("/bin/t", 0x1a), frame("", 5)]);
+        assert_eq!(h.held[1].stack, [frame("/bin/u", 0x2b)]);
     }
 }

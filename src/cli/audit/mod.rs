@@ -25,6 +25,7 @@
 mod diagnose;
 mod progress;
 mod report;
+mod site;
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -940,6 +941,7 @@ pub fn run(mut args: AuditArgs) -> Result<ExitCode, String> {
         // budget: without a cause it is half an answer. An undecided one
         // only what the budget has left.
         let end = started + args.budget();
+        let mut symbols = site::Symbols::default();
         for t in order {
             if harness::interrupted() {
                 break;
@@ -954,7 +956,7 @@ pub fn run(mut args: AuditArgs) -> Result<ExitCode, String> {
                 end
             };
             let case = &audit.tests[t];
-            let d = diagnose::diagnose(
+            let mut d = diagnose::diagnose(
                 &mut runner,
                 &binaries[case.binary],
                 case,
@@ -964,6 +966,14 @@ pub fn run(mut args: AuditArgs) -> Result<ExitCode, String> {
                 end,
                 &mut progress,
             )?;
+            if let diagnose::Cause::Held(classes) = &d.cause
+                && let Some(runs) = d.classes.iter().find(|c| Some(&c.class) == classes.first())
+            {
+                let bin = &binaries[case.binary];
+                let root = bin.root.clone().or_else(|| std::env::current_dir().ok());
+                let workspace = site::Workspace::new(root.unwrap_or_default());
+                d.sites = symbols.attribute(&runs.stacks, &bin.path, &workspace);
+            }
             progress.step(&format!(
                 "  diagnosis {} {}: {} ({} runs, {:.1} s)",
                 audit.binaries[case.binary],
@@ -1187,6 +1197,7 @@ mod tests {
                 skipped: 0,
                 what: vec!["tcp 127.0.0.1:4000".into()],
                 unix: false,
+                stacks: Vec::new(),
                 first_failure: (held > 0).then_some(1),
                 message: None,
             }],
@@ -1197,6 +1208,7 @@ mod tests {
             cause: Cause::Held(vec![DropClass::Listener]),
             hazard: Some("listener-survival"),
             candidates: vec!["listener-survival"],
+            sites: Vec::new(),
             seconds: 1.0,
         }
     }
@@ -1429,7 +1441,7 @@ mod tests {
     /// is a change of the schema, and bumps [`report::SCHEMA`].
     #[test]
     fn the_json_fields_are_the_schemas() {
-        assert_eq!(report::SCHEMA, "fdwindow-audit/2");
+        assert_eq!(report::SCHEMA, "fdwindow-audit/3");
         let json: serde_json::Value =
             serde_json::from_str(&shard(1, 1, &["a"], Word::Exposed).report.json()).unwrap();
         let keys = |v: &serde_json::Value| -> Vec<String> {
@@ -1500,7 +1512,7 @@ mod tests {
                 .unwrap()
                 .contains("no schema")
         );
-        std::fs::write(&path, "{\"schema\": \"fdwindow-audit/2\"}").unwrap();
+        std::fs::write(&path, "{\"schema\": \"fdwindow-audit/3\"}").unwrap();
         assert!(
             report::read_shard(&path)
                 .err()
@@ -1539,6 +1551,57 @@ mod tests {
             let r = shard(1, 1, &["a"], word).report;
             assert_eq!(r.exit_status(), status, "{word:?}");
         }
+    }
+
+    /// The call site of a held cause is in the markdown, the JSON and the
+    /// JUnit case (a property and the failure's text); a site from the
+    /// symbol table alone comes with the hint to build with line tables.
+    #[test]
+    fn the_site_reaches_every_format() {
+        let n = DECIDE_RUNS;
+        let at = |file: Option<&str>, line, found| site::SiteRuns {
+            site: site::Site {
+                file: file.map(str::to_owned),
+                line,
+                function: Some("a::drops_a_listener".into()),
+                found,
+            },
+            runs: n,
+            failing: n,
+            only: true,
+        };
+        let mut d = listener(n, 0, n);
+        d.sites = vec![at(Some("tests/a.rs"), Some(12), site::Found::Workspace)];
+        let claims = report::Advisor::Claims(None);
+        let held = report::Report::of(&audit(1, Some(pairs(0, 2, 50)), Some(d.clone())), &claims);
+        let md = held.markdown();
+        assert!(
+            md.contains(
+                "- call site: `tests/a.rs:12` in `a::drops_a_listener`: the only site held in each \
+                 of its 7 failing runs"
+            ),
+            "{md}"
+        );
+        assert!(!md.contains("line tables"), "{md}");
+        let json: serde_json::Value = serde_json::from_str(&held.json()).unwrap();
+        assert_eq!(
+            json["tests"][0]["diagnosis"]["sites"][0]["site"]["line"],
+            12
+        );
+        let junit = held.junit();
+        assert!(
+            junit.contains("<property name=\"site\" value=\"tests/a.rs:12\"/>"),
+            "{junit}"
+        );
+        assert!(junit.contains("call site: `tests/a.rs:12`"), "{junit}");
+        d.sites = vec![at(None, None, site::Found::Symbol)];
+        let held = report::Report::of(&audit(1, Some(pairs(0, 2, 50)), Some(d)), &claims);
+        let md = held.markdown();
+        assert!(
+            md.contains("`a::drops_a_listener` (from the symbol table"),
+            "{md}"
+        );
+        assert!(md.contains("debug = \"line-tables-only\""), "{md}");
     }
 
     /// Every test is a JUnit case: exposed a failure naming its hazard,

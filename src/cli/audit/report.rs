@@ -16,12 +16,13 @@ use fdwindow::report::stats::{Count, fisher_less};
 use fdwindow::report::verdict::Verdict;
 
 use super::diagnose::{Cause, DECIDE_RUNS, Diagnosis, WINDOW_P, ids};
+use super::site::{DEBUG_HINT, Found, SiteRuns};
 use super::{Audit, Basis, Word};
 use crate::cli::partition::{Partition, Scheme};
 
 /// The report's format version: a change of any field's name or meaning
 /// bumps it, and `fdwindow audit merge` refuses reports of another.
-pub const SCHEMA: &str = "fdwindow-audit/2";
+pub const SCHEMA: &str = "fdwindow-audit/3";
 
 /// The sign rule as the report states it; the one [`detect::Pairs::decided`] applies.
 fn rule() -> String {
@@ -298,6 +299,9 @@ pub struct DiagnosisReport {
     pub holds: Vec<HoldReport>,
     /// The load check, if run.
     pub load: Option<LoadReport>,
+    /// The call sites of the named class's held copies, the sites held in
+    /// the most failing runs first.
+    pub sites: Vec<SiteRuns>,
 }
 
 impl DiagnosisReport {
@@ -331,6 +335,7 @@ impl DiagnosisReport {
                 pressure: TallyReport::of(control),
                 sham: TallyReport::of(sham),
             }),
+            sites: d.sites.clone(),
         }
     }
 }
@@ -912,6 +917,7 @@ impl Report {
                     load.sham.text()
                 );
             }
+            let _ = write!(out, "{}", sites_md(&d.sites));
             out.push('\n');
             for h in t.hazard.iter().chain(
                 t.candidates
@@ -952,6 +958,11 @@ impl Report {
                 let mut body = summary.clone();
                 if let Some(m) = &t.message {
                     let _ = write!(body, "\nfirst failure: {m}");
+                }
+                if let Some(d) = &t.diagnosis {
+                    for line in sites_md(&d.sites).lines() {
+                        let _ = write!(body, "\n{}", line.trim_start_matches("- "));
+                    }
                 }
                 for (h, advice) in &t.advice {
                     let _ = write!(body, "\n{h}: {advice}");
@@ -1000,6 +1011,9 @@ impl Report {
             }
             if let Some(b) = t.basis {
                 props.push(Property::new("basis", b.id()));
+            }
+            if let Some(site) = t.diagnosis.as_ref().and_then(|d| d.sites.first()) {
+                props.push(Property::new("site", site.site.location()));
             }
             case.add_properties(props);
             suites
@@ -1207,4 +1221,49 @@ pub fn merge(shards: &[Shard]) -> Result<Report, String> {
         tests,
     }
     .counted())
+}
+
+/// Sites listed per test at most.
+const SITES_SHOWN: usize = 5;
+
+/// The markdown lines naming a diagnosis's call sites: the one that decides,
+/// or those held in its failing runs (the runs do not separate them).
+pub fn sites_md(sites: &[SiteRuns]) -> String {
+    let mut out = String::new();
+    let Some(first) = sites.first() else {
+        return out;
+    };
+    if first.only {
+        let _ = writeln!(
+            out,
+            "- call site: {}: the only site held in each of its {} failing runs",
+            first.site.label(),
+            first.failing
+        );
+    } else {
+        let listed: Vec<String> = sites
+            .iter()
+            .filter(|s| s.failing > 0)
+            .take(SITES_SHOWN)
+            .map(|s| {
+                format!(
+                    "{} (in {} of its runs, {} failing)",
+                    s.site.label(),
+                    s.runs,
+                    s.failing
+                )
+            })
+            .collect();
+        if !listed.is_empty() {
+            let _ = writeln!(
+                out,
+                "- call sites held when it failed (these runs do not tell them apart): {}",
+                listed.join("; ")
+            );
+        }
+    }
+    if sites.iter().any(|s| s.site.found == Found::Symbol) {
+        let _ = writeln!(out, "- the test binary has no line tables: {DEBUG_HINT}");
+    }
+    out
 }
