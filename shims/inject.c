@@ -141,6 +141,9 @@ static const char *const CLASS_IDS[] = {"none",  "file",  "listener", "bound",
  * half of that second, never stalled, on any machine. */
 #define CLOSE_HOLD_NS_PER_S (NS_PER_S / 2)
 
+/* Addresses a close-site= filter names at most. */
+#define MAX_SITES 16
+
 struct spec {
     unsigned threads;
     uint64_t hold_ns;
@@ -150,6 +153,10 @@ struct spec {
     const char *match; /* NULL: any executable */
     enum drop_class drop;
     enum drop_class close_hold; /* DROP_NONE: no close interposition */
+    /* close-site=: hold only closes whose stack passes through one of these
+     * addresses of the executable (its own addresses); none: every close. */
+    uint64_t sites[MAX_SITES];
+    unsigned nsites;
     pid_t ctl_pid;                /* the controller's pid, 0 for none */
     unsigned long long ctl_start; /* and its start time */
 };
@@ -311,6 +318,25 @@ static int parse_controller(const char *value, unsigned long long *pid,
     }
 }
 
+/* close-site=HEX+HEX…: at most MAX_SITES addresses, none zero. */
+static int parse_sites(const char *value, struct spec *spec) {
+    spec->nsites = 0;
+    const char *p = value;
+    for (;;) {
+        char *end;
+        errno = 0;
+        unsigned long long a = strtoull(p, &end, 16);
+        if (end == p || errno || a == 0 || (*end && *end != '+'))
+            return fail("close-site=%s: expected hexadecimal addresses joined by +%s", value, "");
+        if (spec->nsites == MAX_SITES)
+            return fail("close-site=%s: at most 16 addresses%s", value, "");
+        spec->sites[spec->nsites++] = a;
+        if (!*end)
+            return 0;
+        p = end + 1;
+    }
+}
+
 /* Parses `text` (modified in place) into `spec`; -1 with spec_error set. */
 static int parse_spec(char *text, struct spec *spec) {
     *spec = (struct spec){
@@ -367,6 +393,8 @@ static int parse_spec(char *text, struct spec *spec) {
             for (int i = 0; i <= DROP_ALL; i++)
                 if (strcmp(value, CLASS_IDS[i]) == 0)
                     r = (*out = (enum drop_class)i, 0);
+        } else if (strcmp(key, "close-site") == 0) {
+            r = parse_sites(value, spec);
         } else if (strcmp(key, "controller") == 0) {
             unsigned long long pid = 0, start = 0;
             r = parse_controller(value, &pid, &start);
@@ -374,7 +402,7 @@ static int parse_spec(char *text, struct spec *spec) {
                 spec->ctl_pid = (pid_t)pid, spec->ctl_start = start;
         } else
             r = fail("unknown key \"%s\"; keys: threads, hold, path, max-alive, for, match, "
-                     "drop, close-hold, controller%s",
+                     "drop, close-hold, close-site, controller%s",
                      key, "");
         if (r)
             return r;
@@ -959,7 +987,11 @@ static void stop(void) {
  * reaps those still holding. With drop=all too, each child drops the
  * descriptor as well (the sham: the same forks, no copy). Each held copy appends `held PID CLASS WHAT` to
  * the report (WHAT: the file's path, `tcp 127.0.0.1:PORT`, `unix PATH`,
- * `pipe INODE`), so the audit can name what the failing test depended on.
+ * `pipe INODE`), so the audit can name what the failing test depended on,
+ * then the close's stack (`site`, see "call sites" above). With
+ * close-site=ADDR+ADDR… only the closes whose stack passes through one of
+ * those addresses of the executable are held (one line's copies alone);
+ * the others go through as if close-hold were off, uncounted.
  * Rust's File, TcpListener, OwnedFd and friends close through libc's close,
  * so their drops are held too. */
 static struct {
@@ -1075,7 +1107,8 @@ static struct {
     unsigned nmodules;
     unsigned char reported[MAX_MODULES]; /* its `module` line written (S.mu) */
     int self;                            /* this library's module; -1 unknown */
-} M = {.self = -1};
+    int exe;                             /* the executable's; -1 unknown */
+} M = {.self = -1, .exe = -1};
 
 static int add_module(const char *path) {
     if (M.nmodules == MAX_MODULES || !path)
@@ -1107,6 +1140,8 @@ static void note_modules(void) {
         int m = add_module(_dyld_get_image_name(i));
         if (m < 0)
             return;
+        if (i == 0) /* dyld's first image is the main executable */
+            M.exe = m;
         uintptr_t slide = (uintptr_t)_dyld_get_image_vmaddr_slide(i);
         const struct load_command *lc = (const struct load_command *)(h + 1);
         for (uint32_t c = 0; c < h->ncmds; c++) {
@@ -1139,6 +1174,8 @@ static int note_module(struct dl_phdr_info *info, size_t size, void *arg) {
     int m = add_module(path);
     if (m < 0)
         return 1;
+    if (path == exe)
+        M.exe = m;
     for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X))
@@ -1190,6 +1227,20 @@ static void walk_stack(struct walk *w) {
     w->n = 0;
     w->leaving = 1;
     _Unwind_Backtrace(walk_frame, w);
+}
+
+/* Whether the stack passes through an address close-site= names. */
+static int at_a_site(const struct walk *w) {
+    for (unsigned i = 0; i < w->n; i++) {
+        unsigned r = 0;
+        if (module_of(w->pcs[i], &r) != M.exe || M.exe < 0)
+            continue;
+        uint64_t a = (uint64_t)(w->pcs[i] - M.ranges[r].bias);
+        for (unsigned k = 0; k < S.spec.nsites; k++)
+            if (S.spec.sites[k] == a)
+                return 1;
+    }
+    return 0;
 }
 
 /* Appends `s` to buf (of `size`, used `*at`), truncating. */
@@ -1286,8 +1337,13 @@ static pid_t hold_fork(int fd) {
     return pid;
 }
 
-/* Holds a copy of `fd` (of class `c`) in a child, unless a bound says no. */
+/* Holds a copy of `fd` (of class `c`) in a child, unless a bound says no
+ * or close-site= names no address its stack passes through. */
 static void hold_copy(int fd, enum drop_class c) {
+    struct walk site;
+    walk_stack(&site);
+    if (S.spec.nsites > 0 && !at_a_site(&site))
+        return;
     char what[PATH_MAX + 64];
     describe(fd, c, what, sizeof what);
     pthread_mutex_lock(&S.mu);
@@ -1306,8 +1362,6 @@ static void hold_copy(int fd, enum drop_class c) {
     H.pending++;
     pthread_mutex_unlock(&S.mu);
     int saved = errno;
-    struct walk site;
-    walk_stack(&site);
     uint64_t began = now_ns();
     pid_t pid = hold_fork(fd);
     uint64_t took = now_ns() - began;

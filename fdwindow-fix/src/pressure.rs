@@ -696,6 +696,7 @@ impl std::str::FromStr for ProcessId {
 /// | `match` | start only in a process whose executable's file name matches this glob (`*` only) | any |
 /// | `drop` | fork+exec children close this [`DropClass`] right after the fork: `file`, `listener`, `bound`, `stream`, `dgram`, `pipe`, `all` | `none` |
 /// | `close-hold` | the injector only: no spawning threads; each close of a descriptor of this [`DropClass`] is first held by a child for `hold` ([`Spec::close_hold`]) | `none` |
+/// | `close-site` | the injector only, with `close-hold`: hold only the closes whose stack passes through one of these addresses of the executable, hexadecimal, joined by `+` (at most 16; the addresses the injector's `site` report lines give) ([`Spec::close_sites`]) | every close |
 /// | `controller` | `PID@START`, the controller's process ([`ProcessId`]): the injector stops when it ends, and starts nothing once it has | none |
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct Spec {
@@ -716,7 +717,15 @@ pub struct Spec {
     /// most half of each second spent forking them). Only the injector can do this (it interposes
     /// `close`); [`Pressure`] ignores it.
     pub close_hold: Option<DropClass>,
+    /// `close-site=HEX+HEX…`: with [`Spec::close_hold`], only the closes
+    /// whose call stack passes through one of these addresses of the
+    /// executable (in its own address space, as the injector reports
+    /// stacks) are held: the call sites of one line. Empty: every close.
+    pub close_sites: Vec<u64>,
 }
+
+/// Addresses `close-site=` takes at most (the injector's table).
+pub const MAX_CLOSE_SITES: usize = 16;
 
 impl Spec {
     /// Whether the pressure applies to an executable named `exe_name`.
@@ -756,6 +765,23 @@ impl FromStr for Spec {
                 }
                 "match" if !value.is_empty() => spec.exe_match = Some(value.to_owned()),
                 "controller" => spec.controller = Some(value.parse()?),
+                "close-site" => {
+                    let bad = || {
+                        format!("close-site={value}: expected hexadecimal addresses joined by +")
+                    };
+                    spec.close_sites = value
+                        .split('+')
+                        .map(|a| match u64::from_str_radix(a, 16) {
+                            Ok(n) if n > 0 => Ok(n),
+                            _ => Err(bad()),
+                        })
+                        .collect::<Result<_, _>>()?;
+                    if spec.close_sites.len() > MAX_CLOSE_SITES {
+                        return Err(format!(
+                            "close-site={value}: at most {MAX_CLOSE_SITES} addresses"
+                        ));
+                    }
+                }
                 "drop" | "close-hold" => {
                     let class = match value {
                         "none" => None,
@@ -773,7 +799,7 @@ impl FromStr for Spec {
                 }
                 _ => {
                     return Err(format!(
-                        "unknown key {key:?}; keys: threads, hold, path, max-alive, for, match, drop, close-hold, controller"
+                        "unknown key {key:?}; keys: threads, hold, path, max-alive, for, match, drop, close-hold, close-site, controller"
                     ));
                 }
             }
@@ -802,6 +828,10 @@ impl fmt::Display for Spec {
         }
         if let Some(d) = self.close_hold {
             write!(f, ",close-hold={}", d.id())?;
+        }
+        if !self.close_sites.is_empty() {
+            let sites: Vec<String> = self.close_sites.iter().map(|a| format!("{a:x}")).collect();
+            write!(f, ",close-site={}", sites.join("+"))?;
         }
         if let Some(c) = self.controller {
             write!(f, ",controller={c}")?;
@@ -903,6 +933,9 @@ mod tests {
         assert_eq!(spec.config.path, SpawnPath::Mix);
         assert_eq!(spec.to_string().parse::<Spec>().unwrap(), spec);
         assert_eq!("".parse::<Spec>().unwrap(), Spec::default());
+        let sited: Spec = "close-hold=file,close-site=1a2b+ff".parse().unwrap();
+        assert_eq!(sited.close_sites, [0x1a2b, 0xff]);
+        assert_eq!(sited.to_string().parse::<Spec>().unwrap(), sited);
         for bad in [
             "threads=0",
             "hold=5",
@@ -918,6 +951,11 @@ mod tests {
             "controller=2147483648@1",
             "controller=7@1234567890123456789",
             "ctl=7",
+            "close-site=",
+            "close-site=0",
+            "close-site=zz",
+            "close-site=1++2",
+            "close-site=1+2+3+4+5+6+7+8+9+a+b+c+d+e+f+10+11",
         ] {
             assert!(bad.parse::<Spec>().is_err(), "{bad}");
         }

@@ -3,8 +3,8 @@
 //! [`Spec::default`](fdwindow_fix::pressure::Spec) by a test so that a changed
 //! default cannot leave the help behind.
 //!
-//! Only the keys a user sets are listed: `close-hold` is the audit's own
-//! diagnosis (stress refuses it) and `controller` is set by the controller.
+//! Only the keys a user sets are listed: `close-hold` and `close-site` are the audit's own
+//! diagnosis (stress and audit refuse them) and `controller` is set by the controller.
 
 /// One entry per key: `KEY=VALUE`, what it sets with its unit or values, and
 /// `[default: …]` as clap writes a default; a line that starts with spaces
@@ -141,7 +141,7 @@ mod tests {
             .split_once("keys: ")
             .map_or("", |(_, keys)| keys)
             .split(", ")
-            .filter(|k| !["close-hold", "controller"].contains(k))
+            .filter(|k| !["close-hold", "close-site", "controller"].contains(k))
             .collect();
         check(
             seen == parsed,

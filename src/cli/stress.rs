@@ -409,9 +409,12 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
         .unwrap_or_default()
         .parse()
         .map_err(|e| format!("--pressure: {e}"))?;
-    if spec.close_hold.is_some() {
+    if spec.close_hold.is_some() || !spec.close_sites.is_empty() {
         // It starts no spawning threads: stress would compare nothing.
-        return Err("--pressure: close-hold= is the audit's diagnosis, not pressure".into());
+        return Err(
+            "--pressure: close-hold= and close-site= are the audit's diagnosis, not pressure"
+                .into(),
+        );
     }
     if args.exe_match.is_some() {
         spec.exe_match = args.exe_match.clone();

@@ -36,10 +36,10 @@ use std::time::{Duration, Instant};
 use fdwindow::cotenant::detect::{Coin, Seen, Tally};
 use fdwindow::harness;
 use fdwindow::report::stats::{Count, fisher_less};
-use fdwindow_fix::pressure::{DropClass, SpawnPath, Spec};
+use fdwindow_fix::pressure::{DropClass, MAX_CLOSE_SITES, SpawnPath, Spec};
 
 use super::progress::Progress;
-use super::site::{Frame, SiteRuns, parse_frames};
+use super::site::{AloneRuns, Frame, SiteRuns, Symbols, Workspace, parse_frames};
 use super::{Runner, TestCase, seen};
 use crate::cli::discover::Binary;
 
@@ -464,6 +464,7 @@ pub fn diagnose(
     exposed: bool,
     end: Instant,
     progress: &mut Progress,
+    sites: (&mut Symbols, &Workspace),
 ) -> Result<Diagnosis, String> {
     let t0 = Instant::now();
     let mut classes: Vec<ClassRuns> = CLASSES
@@ -590,6 +591,14 @@ pub fn diagnose(
                 }
             }
         }
+        let runs = d
+            .classes
+            .iter()
+            .find(|c| c.class == found[0])
+            .expect("tried");
+        d.sites = sites.0.attribute(&runs.stacks, &bin.path, sites.1);
+        let s = hold_spec(spec, hold, found[0], false);
+        separate_sites(runner, bin, case, &s, &mut d.sites, end, progress)?;
         d.cause = Cause::Held(found);
     } else {
         // Candidates: the classes that broke it now and then.
@@ -616,6 +625,63 @@ pub fn diagnose(
     }
     d.seconds = t0.elapsed().as_secs_f64();
     Ok(d)
+}
+
+/// Sites tried alone at most.
+const SITES_TRIED: usize = 8;
+
+/// Where the class's failing runs held copies from several call sites (or
+/// not one site in each), holds each site's closes alone (`close-site=`,
+/// over the class's `spec`), [`ROUNDS`] runs each, the sites held in the
+/// most failing runs first: a site whose copies alone make the test fail
+/// by the class rule ([`SiteRuns::breaks`]) is the one to fix. The class's
+/// sham already ran: fewer forks at a subset of the same closes. A run that
+/// held nothing (the filter matched no close) ends that site's runs.
+fn separate_sites(
+    runner: &mut Runner,
+    bin: &Binary,
+    case: &TestCase,
+    spec: &Spec,
+    sites: &mut [SiteRuns],
+    end: Instant,
+    progress: &mut Progress,
+) -> Result<(), String> {
+    if sites.iter().any(|s| s.only) {
+        return Ok(());
+    }
+    let tried = sites
+        .iter_mut()
+        .filter(|s| s.failing > 0 && !s.addrs.is_empty())
+        .take(SITES_TRIED);
+    for site in tried {
+        let mut s = spec.clone();
+        s.close_sites = site.addrs.iter().copied().take(MAX_CLOSE_SITES).collect();
+        let mut alone = AloneRuns::default();
+        for round in 1..=ROUNDS {
+            if harness::interrupted() || Instant::now() >= end {
+                break;
+            }
+            progress.update(&format!(
+                "  diagnosing {}: round {round}/{ROUNDS}, holding only {}",
+                case.name,
+                site.site.location()
+            ));
+            let result = runner.run(bin, &bin.exact_args(&case.name), Some(&s), "hold-site")?;
+            let Some((seen, _)) = seen(&result, &case.name) else {
+                continue;
+            };
+            alone.runs += 1;
+            alone.failures += u64::from(seen != Seen::Ok);
+            alone.held += result.holds.held.len() as u64;
+            if alone.held == 0 {
+                break;
+            }
+        }
+        site.alone = Some(alone);
+    }
+    // The sites that break the test first, then as before.
+    sites.sort_by_key(|s| !s.breaks());
+    Ok(())
 }
 
 /// The close-hold spec of one class over `spec`; with `sham` its children

@@ -104,7 +104,7 @@ pub struct AuditArgs {
     #[arg(long, default_value = "", hide_default_value = true, long_help = pressure_help())]
     pressure: String,
     /// Report format on stdout.
-    #[arg(long, default_value = "md", value_parser = ["md", "json", "junit"])]
+    #[arg(long, default_value = "md", value_parser = ["md", "json", "junit", "github"])]
     format: String,
     /// Kill a run after this many seconds; its unreported tests count as timeouts.
     #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..=86_400))]
@@ -179,7 +179,7 @@ enum AuditCommand {
 )]
 struct MergeArgs {
     /// Report format on stdout.
-    #[arg(long, default_value = "md", value_parser = ["md", "json", "junit"])]
+    #[arg(long, default_value = "md", value_parser = ["md", "json", "junit", "github"])]
     format: String,
     /// The shards' reports (`fdwindow audit --partition K/N --format json`).
     #[arg(required = true, num_args = 1..)]
@@ -745,8 +745,15 @@ pub fn run(mut args: AuditArgs) -> Result<ExitCode, String> {
     let mut spec: Spec = format!("{PRESSURE},{}", args.pressure)
         .parse()
         .map_err(|e| format!("--pressure: {e}"))?;
-    if spec.config.drop.is_some() || spec.controller.is_some() || spec.close_hold.is_some() {
-        return Err("--pressure: drop=, close-hold= and controller= are the audit's to set".into());
+    if spec.config.drop.is_some()
+        || spec.controller.is_some()
+        || spec.close_hold.is_some()
+        || !spec.close_sites.is_empty()
+    {
+        return Err(
+            "--pressure: drop=, close-hold=, close-site= and controller= are the audit's to set"
+                .into(),
+        );
     }
     // The audit runs each test binary itself, so every pressured run is of
     // a test binary: a `match=` could only keep the pressure out of it.
@@ -956,24 +963,20 @@ pub fn run(mut args: AuditArgs) -> Result<ExitCode, String> {
                 end
             };
             let case = &audit.tests[t];
-            let mut d = diagnose::diagnose(
+            let bin = &binaries[case.binary];
+            let root = bin.root.clone().or_else(|| std::env::current_dir().ok());
+            let workspace = site::Workspace::new(root.unwrap_or_default());
+            let d = diagnose::diagnose(
                 &mut runner,
-                &binaries[case.binary],
+                bin,
                 case,
                 &spec,
                 args.hold,
                 exposed,
                 end,
                 &mut progress,
+                (&mut symbols, &workspace),
             )?;
-            if let diagnose::Cause::Held(classes) = &d.cause
-                && let Some(runs) = d.classes.iter().find(|c| Some(&c.class) == classes.first())
-            {
-                let bin = &binaries[case.binary];
-                let root = bin.root.clone().or_else(|| std::env::current_dir().ok());
-                let workspace = site::Workspace::new(root.unwrap_or_default());
-                d.sites = symbols.attribute(&runs.stacks, &bin.path, &workspace);
-            }
             progress.step(&format!(
                 "  diagnosis {} {}: {} ({} runs, {:.1} s)",
                 audit.binaries[case.binary],
@@ -1106,6 +1109,7 @@ fn render(report: &report::Report, format: &str) -> String {
     match format {
         "json" => report.json(),
         "junit" => report.junit(),
+        "github" => report.github(),
         _ => report.markdown(),
     }
 }
@@ -1569,6 +1573,8 @@ mod tests {
             runs: n,
             failing: n,
             only: true,
+            alone: None,
+            addrs: Default::default(),
         };
         let mut d = listener(n, 0, n);
         d.sites = vec![at(Some("tests/a.rs"), Some(12), site::Found::Workspace)];
@@ -1594,6 +1600,41 @@ mod tests {
             "{junit}"
         );
         assert!(junit.contains("call site: `tests/a.rs:12`"), "{junit}");
+        let github = held.github();
+        assert!(
+            github.starts_with(
+                "::error file=tests/a.rs,line=12,title=fdwindow audit%3A t exposed::t t: "
+            ),
+            "{github}"
+        );
+        assert!(github.contains("%0Acall site: `tests/a.rs:12`"), "{github}");
+        assert_eq!(github.lines().count(), 1, "{github}");
+        // Two sites held in every failing run, told apart by holding each
+        // alone: the one that breaks the test is named, the other listed.
+        let mut breaks = at(Some("tests/a.rs"), Some(12), site::Found::Workspace);
+        let mut harmless = at(Some("tests/a.rs"), Some(7), site::Found::Workspace);
+        (breaks.only, harmless.only) = (false, false);
+        let alone = |failures| site::AloneRuns {
+            failures,
+            runs: 3,
+            held: 3,
+        };
+        (breaks.alone, harmless.alone) = (Some(alone(3)), Some(alone(0)));
+        d.sites = vec![breaks.clone(), harmless.clone()];
+        let md = report::Report::of(&audit(1, Some(pairs(0, 2, 50)), Some(d.clone())), &claims)
+            .markdown();
+        assert!(
+            md.contains(
+                "- call site: `tests/a.rs:12` in `a::drops_a_listener`: holding its copies alone \
+                 failed 3/3; the other sites held alone: `tests/a.rs:7` in `a::drops_a_listener` (0/3)"
+            ),
+            "{md}"
+        );
+        breaks.alone = Some(alone(1));
+        d.sites = vec![breaks, harmless];
+        let md = report::Report::of(&audit(1, Some(pairs(0, 2, 50)), Some(d.clone())), &claims)
+            .markdown();
+        assert!(md.contains("- no call site breaks it by itself"), "{md}");
         d.sites = vec![at(None, None, site::Found::Symbol)];
         let held = report::Report::of(&audit(1, Some(pairs(0, 2, 50)), Some(d)), &claims);
         let md = held.markdown();

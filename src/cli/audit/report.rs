@@ -932,6 +932,65 @@ impl Report {
         out
     }
 
+    /// GitHub Actions workflow commands: an `::error` annotation per
+    /// exposed test, at its call site's file and line when the diagnosis
+    /// named one (the file relative to the workspace root, as GitHub wants
+    /// it relative to the repository), with the hazard and its advice; a
+    /// `::warning` per test that failed alone.
+    /// <https://docs.github.com/en/actions/reference/workflows-and-actions/workflow-commands>
+    pub fn github(&self) -> String {
+        let mut out = String::new();
+        for t in &self.tests {
+            let (command, what) = match t.verdict {
+                Word::Exposed => ("error", "exposed"),
+                Word::FailsAlone => ("warning", "failed alone"),
+                _ => continue,
+            };
+            let site = t
+                .diagnosis
+                .as_ref()
+                .and_then(|d| d.sites.iter().find(|s| s.breaks()).or(d.sites.first()));
+            let mut at = String::new();
+            if let Some(s) = site
+                && let (Some(file), Some(line)) = (&s.site.file, s.site.line)
+            {
+                let _ = write!(at, "file={},line={line},", github_property(file));
+            }
+            let title = format!("fdwindow audit: {} {what}", t.name);
+            let mut message = match t.verdict {
+                Word::Exposed => format!(
+                    "{} {}: {}",
+                    t.binary,
+                    t.name,
+                    t.diagnosis
+                        .as_ref()
+                        .map_or("exposed, not diagnosed", |d| d.summary.as_str())
+                ),
+                _ => format!(
+                    "{} {}: failed in its --exact reruns without pressure ({})",
+                    t.binary,
+                    t.name,
+                    t.reruns_or_none().alone.text()
+                ),
+            };
+            if let Some(s) = site {
+                let _ = write!(message, "\ncall site: {}", s.site.label());
+            }
+            if let Some(h) = &t.hazard
+                && let Some(advice) = t.advice.get(h)
+            {
+                let _ = write!(message, "\n{h}: {advice}");
+            }
+            let _ = writeln!(
+                out,
+                "::{command} {at}title={}::{}",
+                github_property(&title),
+                github_data(&message)
+            );
+        }
+        out
+    }
+
     /// JUnit XML with every audited test, one suite per binary, named as
     /// nextest names them (classname: the binary id): an exposed test is a
     /// failure naming its hazard and advice, one that failed alone an
@@ -1226,39 +1285,85 @@ pub fn merge(shards: &[Shard]) -> Result<Report, String> {
 /// Sites listed per test at most.
 const SITES_SHOWN: usize = 5;
 
-/// The markdown lines naming a diagnosis's call sites: the one that decides,
-/// or those held in its failing runs (the runs do not separate them).
+/// The markdown lines naming a diagnosis's call sites: those that break
+/// the test by themselves, else what the runs could say.
 pub fn sites_md(sites: &[SiteRuns]) -> String {
     let mut out = String::new();
-    let Some(first) = sites.first() else {
-        return out;
+    let alone = |s: &SiteRuns| {
+        s.alone.map_or(String::new(), |a| {
+            if a.held == 0 {
+                format!("{} (its closes were not reached alone)", s.site.label())
+            } else {
+                format!("{} ({}/{})", s.site.label(), a.failures, a.runs)
+            }
+        })
     };
-    if first.only {
-        let _ = writeln!(
-            out,
-            "- call site: {}: the only site held in each of its {} failing runs",
-            first.site.label(),
-            first.failing
-        );
-    } else {
-        let listed: Vec<String> = sites
-            .iter()
-            .filter(|s| s.failing > 0)
-            .take(SITES_SHOWN)
-            .map(|s| {
-                format!(
-                    "{} (in {} of its runs, {} failing)",
-                    s.site.label(),
-                    s.runs,
-                    s.failing
-                )
-            })
-            .collect();
-        if !listed.is_empty() {
+    let breaking: Vec<&SiteRuns> = sites.iter().filter(|s| s.breaks()).collect();
+    let tried: Vec<&SiteRuns> = sites.iter().filter(|s| s.alone.is_some()).collect();
+    match breaking.as_slice() {
+        [one] if one.only => {
             let _ = writeln!(
                 out,
-                "- call sites held when it failed (these runs do not tell them apart): {}",
-                listed.join("; ")
+                "- call site: {}: the only site held in each of its {} failing runs",
+                one.site.label(),
+                one.failing
+            );
+        }
+        [one] => {
+            let others: Vec<String> = tried
+                .iter()
+                .filter(|s| !s.breaks())
+                .map(|s| alone(s))
+                .collect();
+            let _ = writeln!(
+                out,
+                "- call site: {}: holding its copies alone failed {}/{}{}",
+                one.site.label(),
+                one.alone.map_or(0, |a| a.failures),
+                one.alone.map_or(0, |a| a.runs),
+                if others.is_empty() {
+                    String::new()
+                } else {
+                    format!("; the other sites held alone: {}", others.join(", "))
+                }
+            );
+        }
+        [] if !tried.is_empty() => {
+            let listed: Vec<String> = tried.iter().map(|s| alone(s)).collect();
+            let _ = writeln!(
+                out,
+                "- no call site breaks it by itself (held alone: {}): its copies together do",
+                listed.join(", ")
+            );
+        }
+        [] => {
+            let listed: Vec<String> = sites
+                .iter()
+                .filter(|s| s.failing > 0)
+                .take(SITES_SHOWN)
+                .map(|s| {
+                    format!(
+                        "{} (in {} of its runs, {} failing)",
+                        s.site.label(),
+                        s.runs,
+                        s.failing
+                    )
+                })
+                .collect();
+            if !listed.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "- call sites held when it failed (not told apart): {}",
+                    listed.join("; ")
+                );
+            }
+        }
+        several => {
+            let listed: Vec<String> = several.iter().map(|s| alone(s)).collect();
+            let _ = writeln!(
+                out,
+                "- call sites, each enough by itself: {}",
+                listed.join(", ")
             );
         }
     }
@@ -1266,4 +1371,16 @@ pub fn sites_md(sites: &[SiteRuns]) -> String {
         let _ = writeln!(out, "- the test binary has no line tables: {DEBUG_HINT}");
     }
     out
+}
+
+/// A workflow command's message, escaped as the runner unescapes it.
+fn github_data(text: &str) -> String {
+    text.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+/// A workflow command's property value (`file=`, `title=`), escaped.
+fn github_property(text: &str) -> String {
+    github_data(text).replace(':', "%3A").replace(',', "%2C")
 }

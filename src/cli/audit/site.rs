@@ -11,7 +11,7 @@
 //! frame; else, without debug info, the symbol of the first frame in the
 //! test binary, which may be the caller of the real site.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -99,14 +99,48 @@ pub struct SiteRuns {
     /// Whether it was the only site held in every failing run: those runs
     /// decide that its copy breaks the test, with nothing more to run.
     pub only: bool,
+    /// Where the class's runs held several sites: the runs holding this
+    /// site's closes only (`close-site=`); `None` when not run.
+    pub alone: Option<AloneRuns>,
+    /// The addresses in the test binary of the frames it was named from:
+    /// what `close-site=` holds.
+    #[serde(skip)]
+    pub addrs: BTreeSet<u64>,
 }
+
+impl SiteRuns {
+    /// Whether the site alone breaks the test: it decided the class's
+    /// failing runs by itself, or holding its closes alone failed by the
+    /// rule that names a class (at least half the runs, twice at least).
+    pub fn breaks(&self) -> bool {
+        self.only
+            || self
+                .alone
+                .is_some_and(|a| a.held > 0 && a.failures >= 2 && 2 * a.failures >= a.runs)
+    }
+}
+
+/// The runs that held one site's closes only.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AloneRuns {
+    /// Runs in which the test failed (or timed out).
+    pub failures: u64,
+    /// Runs.
+    pub runs: u64,
+    /// Copies held over those runs: none means the filter matched no close.
+    pub held: u64,
+}
+
+/// A stack's site, and the address in the test binary it was named from.
+type Named = (Site, Option<u64>);
 
 /// The symbolizer: each module's debug information loaded once, each stack
 /// resolved once.
 #[derive(Default)]
 pub struct Symbols {
     loaders: HashMap<String, Option<addr2line::Loader>>,
-    sites: HashMap<(Vec<Frame>, PathBuf), Option<Site>>,
+    sites: HashMap<(Vec<Frame>, PathBuf), Option<Named>>,
 }
 
 /// The user's workspace: where its files are, and the folders under it
@@ -147,35 +181,37 @@ impl Symbols {
         exe: &Path,
         workspace: &Workspace,
     ) -> Vec<SiteRuns> {
+        // The injector names the executable as the kernel does.
+        let exe = std::fs::canonicalize(exe).unwrap_or_else(|_| exe.to_owned());
+        let mut addrs: BTreeMap<Site, BTreeSet<u64>> = BTreeMap::new();
         let per_run: Vec<(bool, BTreeSet<Site>)> = runs
             .iter()
             .map(|(failed, stacks)| {
-                let sites = stacks
-                    .iter()
-                    .filter_map(|s| self.site(s, exe, workspace))
-                    .collect();
+                let mut sites = BTreeSet::new();
+                for (site, at) in stacks.iter().filter_map(|s| self.site(s, &exe, workspace)) {
+                    addrs.entry(site.clone()).or_default().extend(at);
+                    sites.insert(site);
+                }
                 (*failed, sites)
             })
             .collect();
-        let mut all: BTreeSet<&Site> = BTreeSet::new();
-        for (_, sites) in &per_run {
-            all.extend(sites);
-        }
         let failing_runs = per_run.iter().filter(|(f, _)| *f).count();
-        let mut out: Vec<SiteRuns> = all
+        let mut out: Vec<SiteRuns> = addrs
             .into_iter()
-            .map(|site| {
+            .map(|(site, addrs)| {
                 let held: Vec<&(bool, BTreeSet<Site>)> =
-                    per_run.iter().filter(|(_, s)| s.contains(site)).collect();
+                    per_run.iter().filter(|(_, s)| s.contains(&site)).collect();
                 SiteRuns {
-                    site: site.clone(),
                     runs: held.len() as u64,
                     failing: held.iter().filter(|(f, _)| *f).count() as u64,
                     only: failing_runs > 0
                         && per_run
                             .iter()
                             .filter(|(f, _)| *f)
-                            .all(|(_, s)| s.len() == 1 && s.contains(site)),
+                            .all(|(_, s)| s.len() == 1 && s.contains(&site)),
+                    alone: None,
+                    addrs,
+                    site,
                 }
             })
             .collect();
@@ -183,10 +219,12 @@ impl Symbols {
         out
     }
 
-    /// The site of a stack: see the module doc. `None` when no frame says
-    /// anything of the user's or a dependency's (no module known, or only
-    /// the toolchain's lines: a close inside libtest).
-    pub fn site(&mut self, stack: &[Frame], exe: &Path, workspace: &Workspace) -> Option<Site> {
+    /// The site of a stack (see the module doc), and the address in the
+    /// test binary of the frame it came from (what `close-site=` matches;
+    /// `None` when that frame is in another module). `None` when no frame
+    /// says anything of the user's or a dependency's (no module known, or
+    /// only the toolchain's lines: a close inside libtest).
+    pub fn site(&mut self, stack: &[Frame], exe: &Path, workspace: &Workspace) -> Option<Named> {
         let key = (stack.to_vec(), workspace.root.clone());
         if let Some(site) = self.sites.get(&key) {
             return site.clone();
@@ -196,39 +234,49 @@ impl Symbols {
         site
     }
 
-    fn resolve(&mut self, stack: &[Frame], exe: &Path, workspace: &Workspace) -> Option<Site> {
+    fn resolve(&mut self, stack: &[Frame], exe: &Path, workspace: &Workspace) -> Option<Named> {
         let exe = exe.to_string_lossy();
+        // Each line with the address of its frame, if in the test binary.
         let mut lines = Vec::new();
         let mut exe_has_lines = false;
         for f in stack {
             let chain = self.lines(f);
-            exe_has_lines |= f.module == exe && chain.iter().any(|l| l.file.is_some());
-            lines.extend(chain);
+            let in_exe = f.module == exe;
+            exe_has_lines |= in_exe && chain.iter().any(|l| l.file.is_some());
+            lines.extend(chain.into_iter().map(|l| (l, in_exe.then_some(f.addr))));
         }
-        if let Some(l) = lines.iter().find(|l| workspace.has(l.file.as_deref())) {
-            return Some(site_of(l, Found::Workspace, workspace));
+        if let Some((l, at)) = lines.iter().find(|(l, _)| workspace.has(l.file.as_deref())) {
+            return Some((site_of(l, Found::Workspace, workspace), *at));
         }
-        if let Some(l) = lines
+        if let Some((l, at)) = lines
             .iter()
-            .find(|l| l.file.as_deref().is_some_and(|f| !is_toolchain(f)))
+            .find(|(l, _)| l.file.as_deref().is_some_and(|f| !is_toolchain(f)))
         {
-            return Some(site_of(l, Found::Dependency, workspace));
+            return Some((site_of(l, Found::Dependency, workspace), *at));
         }
         if exe_has_lines {
             return None;
         }
-        // No line tables: the first frame in the test binary, by symbol.
-        let frame = stack.iter().find(|f| f.module == exe)?;
-        let symbol = self
-            .loader(&frame.module)?
-            .find_symbol(frame.addr)
-            .map(|s| addr2line::demangle_auto(s.into(), None).into_owned())?;
-        Some(Site {
+        // No line tables: the first frame in the test binary outside the
+        // toolchain's functions, by symbol.
+        let (frame, symbol) = stack
+            .iter()
+            .filter(|f| f.module == exe)
+            .filter_map(|f| {
+                let symbol = self.loader(&f.module)?.find_symbol(f.addr)?;
+                Some((
+                    f,
+                    addr2line::demangle_auto(symbol.into(), None).into_owned(),
+                ))
+            })
+            .find(|(_, symbol)| !is_toolchain_symbol(symbol))?;
+        let site = Site {
             file: None,
             line: None,
             function: Some(symbol),
             found: Found::Symbol,
-        })
+        };
+        Some((site, Some(frame.addr)))
     }
 
     fn loader(&mut self, module: &str) -> Option<&addr2line::Loader> {
@@ -282,6 +330,15 @@ fn site_of(l: &Line, found: Found, workspace: &Workspace) -> Site {
 /// `/rustc/HASH/` in rustup's builds) or the system's C library.
 fn is_toolchain(file: &str) -> bool {
     file.starts_with("/rustc/") || file.contains("/lib/rustlib/src/") || file.starts_with("/usr/")
+}
+
+/// Whether a demangled symbol is the toolchain's: std, core, alloc, libtest,
+/// or an impl of theirs (`<std::os::fd::owned::OwnedFd as core::ops::drop::Drop>::drop`).
+fn is_toolchain_symbol(symbol: &str) -> bool {
+    let path = symbol.trim_start_matches('<');
+    ["std::", "core::", "alloc::", "test::", "panic_unwind::"]
+        .iter()
+        .any(|p| path.starts_with(p))
 }
 
 /// Parses one `site PID FRAME…` line's frames: `INDEX:ADDRESS` (hex) with
@@ -346,5 +403,15 @@ mod tests {
         assert!(!s.has(Some("/rustc/abc/library/std/src/os/fd/owned.rs")));
         assert!(!s.has(None));
         assert!(is_toolchain("/rustc/abc/library/core/src/ptr/mod.rs"));
+        assert!(is_toolchain_symbol(
+            "<std::os::fd::owned::OwnedFd as core::ops::drop::Drop>::drop"
+        ));
+        assert!(is_toolchain_symbol(
+            "core::ptr::drop_in_place<std::net::tcp::TcpListener>"
+        ));
+        assert!(!is_toolchain_symbol("audit_fixture::picked_port_binds"));
+        assert!(!is_toolchain_symbol(
+            "<my::Guard as core::ops::drop::Drop>::drop"
+        ));
     }
 }
