@@ -677,7 +677,8 @@ fn separate_sites(
                 break;
             }
         }
-        site.alone = Some(alone);
+        // A deadline that left no run says nothing about the site.
+        site.alone = (alone.runs > 0).then_some(alone);
     }
     // The sites that break the test first, then as before.
     sites.sort_by_key(|s| !s.breaks());
