@@ -654,10 +654,15 @@ impl Bench for SuiteBench<'_> {
     fn progress(&mut self, event: detect::Event<'_>) {
         let left = self.budget.saturating_sub(self.started.elapsed());
         match event {
-            detect::Event::Holding { pace, rounds } => {
+            detect::Event::Holding {
+                pace,
+                pressured,
+                rounds,
+            } => {
                 let each = self.paces(pace);
+                let how = if pressured { "under pressure" } else { "alone" };
                 self.progress.step(&format!(
-                    "screen plan: a run of each binary alone takes {each}; the screen's share \
+                    "screen plan: a run of each binary {how} takes {each}; the screen's share \
                      would hold {rounds} pressured rounds, too few to see a test failing in 1% \
                      of them, so it first runs each binary with a copy of every closed \
                      descriptor held for {hold:?} (close-hold=all, up to {at_once} copies at \
