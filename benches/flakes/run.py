@@ -35,7 +35,9 @@ stress: in a pressured run; the time of its first failure is kept); in the
 audit when its verdict is "exposed". Per arm: the share of the exposed tests
 found, the time to find 85% of them, the false flags among the expected not
 exposed, and for the audit the confusion matrix of true cause x named
-hazard. Written to RESULTS/audit-bench-<platform>.json.
+hazard and how many exposed tests it found at their labelled call site
+(labels.json's `site`: the line whose drop a child's copy keeps alive).
+Written to RESULTS/audit-bench-<platform>.json.
 
     python3 benches/flakes/run.py [--fdwindow PATH] [--budget SECONDS]
         [--arms reruns,shaker,stress,audit] [--no-10x] [--only BINARY]...
@@ -282,6 +284,9 @@ def audit_arm(fdwindow, binary, extra, timeout_s):
         e = {k: t.get(k) for k in ("verdict", "basis", "hazard", "candidates", "screen", "reruns")}
         dg = t.get("diagnosis")
         e["diagnosis"] = dg and {k: dg.get(k) for k in ("summary", "window_p", "cut_short")}
+        # The call site the diagnosis named, as `file:line` (labels.json's form).
+        site = dg and dg.get("site")
+        e["site"] = site and site.get("file") and f"{site['file']}:{site.get('line')}"
         d["tests"][t.get("name")] = e
     return d, (total if isinstance(total, (int, float)) and total > 0 else wall)
 
@@ -421,6 +426,24 @@ def summarise(binaries, arm):
         "false_flagged": false_flags,
         "not_found": [k for k in exposed if k not in found],
     }
+    if arm == "audit":
+        # The call site named for each exposed test found, against its label.
+        named, wrong = 0, []
+        for b in binaries:
+            a = b["arms"].get(arm)
+            if not a or "error" in a:
+                continue
+            for t in b["tests"]:
+                e = a["tests"].get(t["name"])
+                if not B.is_exposed(t) or not e or e.get("verdict") != "exposed":
+                    continue
+                if e.get("site") == t.get("site"):
+                    named += 1
+                else:
+                    wrong.append({"test": f"{b['binary']}::{t['name']}", "named": e.get("site"),
+                                  "labelled": t.get("site")})
+        d["sites_named"] = f"{named}/{named + len(wrong)}"
+        d["sites_not_named"] = wrong
     if arm == "stress":
         # What a user of stress would call exposed: failed under pressure
         # and never in the same session's runs alone.

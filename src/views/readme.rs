@@ -164,6 +164,31 @@ a second way too: only tests that never failed alone.\n\n| arm | exposed tests f
             );
         }
         let _ = writeln!(out, "{}", audit_bases(d));
+        if let Some(named) = summary.get("audit").and_then(|a| a["sites_named"].as_str()) {
+            let wrong: Vec<String> = summary["audit"]["sites_not_named"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|w| {
+                    format!(
+                        "{} (named {}, labelled {})",
+                        text(&w["test"]),
+                        text(&w["named"]),
+                        text(&w["labelled"])
+                    )
+                })
+                .collect();
+            let _ = writeln!(
+                out,
+                "\nCall sites: {named} of the exposed tests the audit found were named at their \
+labelled line (the line whose drop a child's copy keeps alive){}.",
+                if wrong.is_empty() {
+                    String::new()
+                } else {
+                    format!("; not: {}", wrong.join(", "))
+                }
+            );
+        }
         if let Some(means) = summary
             .values()
             .find_map(|s| s["time_to_85pct_means"].as_str())
@@ -744,6 +769,32 @@ mod tests {
         assert!(
             err("<!-- fdwindow:begin platform -->\n<!-- fdwindow:begin excerpt -->\n")
                 .contains("inside section")
+        );
+    }
+
+    /// The audit's call-site accuracy, and each test it missed, reach the
+    /// benchmark's section.
+    #[test]
+    fn the_bench_section_counts_sites_at_their_labelled_line() {
+        let mut inputs = empty();
+        inputs.audit_bench.push(crate::evidence::audit_bench::AuditBench {
+            platform: "linux-test".into(),
+            measured_at: "2026-12-07T00:00:00Z".into(),
+            command: "make bench-audit".into(),
+            doc: serde_json::json!({"summary": {"audit": {
+                "exposed_found": "2/2",
+                "sites_named": "1/2",
+                "sites_not_named": [{"test": "files::lock", "named": "a.rs:3", "labelled": "a.rs:7"}],
+            }}}),
+        });
+        let out = audit_bench(&inputs);
+        assert!(
+            out.contains(
+                "Call sites: 1/2 of the exposed tests the audit found were named at their labelled \
+                 line (the line whose drop a child's copy keeps alive); not: files::lock (named \
+                 a.rs:3, labelled a.rs:7)."
+            ),
+            "{out}"
         );
     }
 

@@ -1599,6 +1599,7 @@ mod tests {
             json["tests"][0]["diagnosis"]["sites"][0]["site"]["line"],
             12
         );
+        assert_eq!(json["tests"][0]["diagnosis"]["site"]["line"], 12);
         let junit = held.junit();
         assert!(
             junit.contains("<property name=\"site\" value=\"tests/a.rs:12\"/>"),

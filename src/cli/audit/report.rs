@@ -16,7 +16,7 @@ use fdwindow::report::stats::{Count, fisher_less};
 use fdwindow::report::verdict::Verdict;
 
 use super::diagnose::{Cause, DECIDE_RUNS, Diagnosis, WINDOW_P, ids};
-use super::site::{DEBUG_HINT, Found, SiteRuns};
+use super::site::{DEBUG_HINT, Found, Site, SiteRuns};
 use super::{Audit, Basis, Word};
 use crate::cli::partition::{Partition, Scheme};
 
@@ -299,8 +299,11 @@ pub struct DiagnosisReport {
     pub holds: Vec<HoldReport>,
     /// The load check, if run.
     pub load: Option<LoadReport>,
-    /// The call sites of the named class's held copies, the sites held in
-    /// the most failing runs first.
+    /// The call site named: the first of [`DiagnosisReport::sites`] that
+    /// breaks the test by itself ([`SiteRuns::breaks`]), if one does.
+    pub site: Option<Site>,
+    /// The call sites of the named class's held copies: those that break
+    /// the test first, then those held in the most failing runs.
     pub sites: Vec<SiteRuns>,
 }
 
@@ -335,6 +338,7 @@ impl DiagnosisReport {
                 pressure: TallyReport::of(control),
                 sham: TallyReport::of(sham),
             }),
+            site: d.sites.iter().find(|s| s.breaks()).map(|s| s.site.clone()),
             sites: d.sites.clone(),
         }
     }
