@@ -1574,6 +1574,7 @@ mod tests {
                 line,
                 function: Some("a::drops_a_listener".into()),
                 found,
+                via: None,
             },
             runs: n,
             failing: n,

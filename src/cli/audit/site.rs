@@ -51,6 +51,11 @@ pub struct Site {
     pub function: Option<String>,
     /// How it was found.
     pub found: Found,
+    /// Where the descriptor was dropped inside a dependency, the
+    /// dependency's lines the user's call went through: `file:line`, joined
+    /// by `` `, ` `` (a registry crate's file as `name-version/src/…`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
 }
 
 impl Site {
@@ -63,13 +68,18 @@ impl Site {
         }
     }
 
-    /// `` `tests/a.rs:12` in `a::picks_a_port` ``, or the function alone.
+    /// `` `tests/a.rs:12` in `a::picks_a_port` `` (and the dependency's line
+    /// it went through)., or the function alone.
     pub fn label(&self) -> String {
         let func = self.function.as_deref().unwrap_or("?");
-        match (&self.file, self.line) {
+        let label = match (&self.file, self.line) {
             (Some(f), Some(l)) => format!("`{f}:{l}` in `{func}`"),
             (Some(f), None) => format!("`{f}` in `{func}`"),
             _ => format!("`{func}` (from the symbol table: it may be the caller of the site)"),
+        };
+        match &self.via {
+            Some(via) => format!("{label} (through `{via}`)"),
+            None => label,
         }
     }
 }
@@ -183,13 +193,18 @@ impl Symbols {
     ) -> Vec<SiteRuns> {
         // The injector names the executable as the kernel does.
         let exe = std::fs::canonicalize(exe).unwrap_or_else(|_| exe.to_owned());
+        // A site is its line: the dependency lines it went through (`via`)
+        // are gathered, not told apart (close-site= holds the user's line).
         let mut addrs: BTreeMap<Site, BTreeSet<u64>> = BTreeMap::new();
+        let mut vias: BTreeMap<Site, BTreeSet<String>> = BTreeMap::new();
         let per_run: Vec<(bool, BTreeSet<Site>)> = runs
             .iter()
             .map(|(failed, stacks)| {
                 let mut sites = BTreeSet::new();
-                for (site, at) in stacks.iter().filter_map(|s| self.site(s, &exe, workspace)) {
+                for (mut site, at) in stacks.iter().filter_map(|s| self.site(s, &exe, workspace)) {
+                    let via = site.via.take();
                     addrs.entry(site.clone()).or_default().extend(at);
+                    vias.entry(site.clone()).or_default().extend(via);
                     sites.insert(site);
                 }
                 (*failed, sites)
@@ -211,7 +226,13 @@ impl Symbols {
                             .all(|(_, s)| s.len() == 1 && s.contains(&site)),
                     alone: None,
                     addrs,
-                    site,
+                    site: Site {
+                        via: vias
+                            .get(&site)
+                            .filter(|v| !v.is_empty())
+                            .map(|v| v.iter().cloned().collect::<Vec<_>>().join("`, `")),
+                        ..site
+                    },
                 }
             })
             .collect();
@@ -245,8 +266,21 @@ impl Symbols {
             exe_has_lines |= in_exe && chain.iter().any(|l| l.file.is_some());
             lines.extend(chain.into_iter().map(|l| (l, in_exe.then_some(f.addr))));
         }
-        if let Some((l, at)) = lines.iter().find(|(l, _)| workspace.has(l.file.as_deref())) {
-            return Some((site_of(l, Found::Workspace, workspace), *at));
+        let users = lines
+            .iter()
+            .position(|(l, _)| workspace.has(l.file.as_deref()));
+        if let Some(i) = users {
+            let mut site = site_of(&lines[i].0, Found::Workspace, workspace);
+            // A dependency's line nearer the close: the drop was its.
+            site.via = lines[..i]
+                .iter()
+                .rev()
+                .find(|(l, _)| l.file.as_deref().is_some_and(|f| !is_toolchain(f)))
+                .map(|(l, _)| {
+                    let file = short_path(l.file.as_deref().unwrap_or(""));
+                    l.line.map_or(file.clone(), |n| format!("{file}:{n}"))
+                });
+            return Some((site, lines[i].1));
         }
         if let Some((l, at)) = lines
             .iter()
@@ -275,6 +309,7 @@ impl Symbols {
             line: None,
             function: Some(symbol),
             found: Found::Symbol,
+            via: None,
         };
         Some((site, Some(frame.addr)))
     }
@@ -323,6 +358,16 @@ fn site_of(l: &Line, found: Found, workspace: &Workspace) -> Site {
         line: l.line,
         function: l.function.clone(),
         found,
+        via: None,
+    }
+}
+
+/// A registry crate's file as `name-version/src/…`; any other as it is.
+fn short_path(file: &str) -> String {
+    match file.split_once("/registry/src/") {
+        // After the index's folder (`index.crates.io-HASH/`).
+        Some((_, rest)) => rest.split_once('/').map_or(rest, |(_, p)| p).to_owned(),
+        None => file.to_owned(),
     }
 }
 
@@ -391,6 +436,23 @@ mod tests {
         );
     }
 
+    /// A line the user's call reached a dependency's drop through names both.
+    #[test]
+    fn a_site_names_the_dependency_line_it_went_through() {
+        let site = Site {
+            file: Some("tests/server.rs".into()),
+            line: Some(7),
+            function: Some("server::binds".into()),
+            found: Found::Workspace,
+            via: Some("portpicker-0.1.1/src/lib.rs:58".into()),
+        };
+        assert_eq!(
+            site.label(),
+            "`tests/server.rs:7` in `server::binds` (through `portpicker-0.1.1/src/lib.rs:58`)"
+        );
+        assert_eq!(site.location(), "tests/server.rs:7");
+    }
+
     #[test]
     fn the_workspace_excludes_cargo_home_and_the_build_output() {
         let s = Workspace {
@@ -410,6 +472,13 @@ mod tests {
             "core::ptr::drop_in_place<std::net::tcp::TcpListener>"
         ));
         assert!(!is_toolchain_symbol("audit_fixture::picked_port_binds"));
+        assert_eq!(
+            short_path(
+                "/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/portpicker-0.1.1/src/lib.rs"
+            ),
+            "portpicker-0.1.1/src/lib.rs"
+        );
+        assert_eq!(short_path("/w/src/lib.rs"), "/w/src/lib.rs");
         assert!(!is_toolchain_symbol(
             "<my::Guard as core::ops::drop::Drop>::drop"
         ));
