@@ -1231,9 +1231,11 @@ static void walk_stack(struct walk *w) {
 
 /* Whether the stack passes through an address close-site= names. */
 static int at_a_site(const struct walk *w) {
+    if (M.exe < 0)
+        return 0;
     for (unsigned i = 0; i < w->n; i++) {
         unsigned r = 0;
-        if (module_of(w->pcs[i], &r) != M.exe || M.exe < 0)
+        if (module_of(w->pcs[i], &r) != M.exe)
             continue;
         uint64_t a = (uint64_t)(w->pcs[i] - M.ranges[r].bias);
         for (unsigned k = 0; k < S.spec.nsites; k++)
@@ -1340,10 +1342,16 @@ static pid_t hold_fork(int fd) {
 /* Holds a copy of `fd` (of class `c`) in a child, unless a bound says no
  * or close-site= names no address its stack passes through. */
 static void hold_copy(int fd, enum drop_class c) {
+    /* A site filter needs the stack first; otherwise only a close that
+     * will be held pays for the walk (a busy suite lets thousands through
+     * unheld). */
     struct walk site;
-    walk_stack(&site);
-    if (S.spec.nsites > 0 && !at_a_site(&site))
-        return;
+    int walked = S.spec.nsites > 0;
+    if (walked) {
+        walk_stack(&site);
+        if (!at_a_site(&site))
+            return;
+    }
     char what[PATH_MAX + 64];
     describe(fd, c, what, sizeof what);
     pthread_mutex_lock(&S.mu);
@@ -1361,6 +1369,8 @@ static void hold_copy(int fd, enum drop_class c) {
     }
     H.pending++;
     pthread_mutex_unlock(&S.mu);
+    if (!walked)
+        walk_stack(&site);
     int saved = errno;
     uint64_t began = now_ns();
     pid_t pid = hold_fork(fd);
