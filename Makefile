@@ -14,7 +14,7 @@ MACOS_TARGET_DIR ?= target/macos-check
 WEB_ENV := PATH=/usr/bin:$$PATH RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc RUSTC_BOOTSTRAP=1 \
 	CARGO_TARGET_DIR=$(MACOS_TARGET_DIR) RUSTUP_TOOLCHAIN=
 
-.PHONY: timing probe-linux probe-macos probe matrix pressure test check-macos bench bench-quick lint clean \
+.PHONY: timing probe-linux probe-macos probe matrix pressure test check-macos build-macos web-toolchain bench bench-quick lint clean \
 	probe-kernels kernel-deb test-vm vm-tools
 
 probe-linux:
@@ -121,16 +121,45 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
 
-check-macos:
+# Debian's rustc-web toolchain, installed when missing.
+web-toolchain:
 	@missing=""; for p in $(WEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing$$missing"; \
 		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 		$$SUDO apt-get update -q && $$SUDO apt-get install -y -q $$missing; \
 	fi
+
+check-macos: web-toolchain
 	@for t in $(MACOS_TARGETS); do \
 		echo "== check and clippy for $$t"; \
 		$(WEB_ENV) /usr/bin/cargo clippy --locked -Zbuild-std=std,panic_abort --target $$t --workspace --all-targets -- -D warnings || exit 1; \
+	done
+
+# Mach-O builds for both Apple targets, linked here: zig (PyPI's ziglang)
+# ships macOS's headers and libSystem's stubs, so `zig cc` compiles the shims
+# and links the Rust binary (through cargo-zigbuild) without an SDK. Leaves
+# $(MACOS_OUT)/TARGET/ holding fdwindow and each shim as a dylib, checked by
+# .ci/macos_artifacts.py (Mach-O of the arch, libSystem alone, every
+# interposed call in __interpose, arm64 signed). dead_strip_dylibs drops
+# libiconv, which the libc crate names for Apple targets and nothing here
+# calls. rustc warns that xcrun is missing: zig links against its own
+# libSystem stubs and needs no SDK.
+ZIG_PACKAGES := ziglang==0.17.1 cargo-zigbuild==0.24.1
+MACOS_OUT ?= target/macos
+# The Python that pip installs ziglang into (WEB_ENV puts /usr/bin first).
+ZIG_PYTHON := $(shell python3 -c 'import sys; print(sys.executable)' 2>/dev/null)
+build-macos: web-toolchain
+	@python3 -m ziglang version >/dev/null 2>&1 && command -v cargo-zigbuild >/dev/null 2>&1 \
+		|| { echo "installing $(ZIG_PACKAGES)"; python3 -m pip install --quiet $(ZIG_PACKAGES); }
+	@for t in $(MACOS_TARGETS); do \
+		echo "== build for $$t"; \
+		mkdir -p $(MACOS_TARGET_DIR); \
+		$(WEB_ENV) CARGO_ZIGBUILD_PYTHON_PATH=$(ZIG_PYTHON) \
+			env "CARGO_TARGET_$$(echo $$t | tr a-z- A-Z_)_RUSTFLAGS=-C link-arg=-Wl,-dead_strip_dylibs" \
+			cargo-zigbuild build --locked --release -Zbuild-std=std,panic_abort --target $$t --bin fdwindow \
+			--message-format=json-render-diagnostics > $(MACOS_TARGET_DIR)/build-$$t.json || exit 1; \
+		python3 .ci/macos_artifacts.py $$t $(MACOS_OUT) < $(MACOS_TARGET_DIR)/build-$$t.json || exit 1; \
 	done
 
 # Both write $(RESULTS)/costs-<platform>.json (the interleaved samples and the
@@ -163,4 +192,4 @@ bench-audit:
 
 clean:
 	$(CARGO) clean
-	rm -rf target/macos-check
+	rm -rf target/macos-check target/macos

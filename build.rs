@@ -6,12 +6,15 @@
 //! with `include_bytes!`. Adding a shim is adding its `.c` file here and one
 //! line in `src/cotenant/preload.rs`.
 //!
-//! When the target has no preload mechanism (only Linux and macOS have one
-//! fdwindow uses), or its C toolchain cannot build a shared library (`make
-//! check-macos` type-checks the Apple targets from Linux, where there is no
-//! macOS SDK), every shim becomes an empty file and `$OUT_DIR/shims.rs` says
-//! why; `fdwindow::cotenant::preload` then answers `Unsupported` with that reason at run
-//! time. `FDWINDOW_NO_SHIMS=1` forces that stub (to test the path).
+//! Each shim is built on its own. One that cannot be (the target has no
+//! preload mechanism fdwindow uses, only Linux and macOS have one; its C
+//! toolchain cannot build a shared library, as under `make check-macos`,
+//! which has no C compiler for Apple targets; or the file does not compile)
+//! becomes an empty file, the others are unaffected, and `$OUT_DIR/shims.rs`
+//! records its own reason: `fdwindow::cotenant::preload` answers
+//! `Unsupported` with it at run time, and the cells that needed the library
+//! show it. `FDWINDOW_NO_SHIMS=1` stubs every shim (to test the path).
+//! `make build-macos` builds them for both Apple targets with `zig cc`.
 //!
 //! cc builds objects and static archives only, so this script runs the
 //! configured compiler itself with `-shared -fPIC -o`.
@@ -32,22 +35,22 @@ fn main() {
         .collect();
     shims.sort();
 
-    let built = build_all(&shims, &dir);
-    let stub_reason = match &built {
-        Ok(()) => None,
-        Err(why) => {
+    // Each shim on its own: one that fails leaves the others built, and its
+    // own reason reaches the cells that needed it.
+    let mut stubs = Vec::new();
+    for src in &shims {
+        if let Err(why) = build(src, &dir) {
             println!(
-                "cargo::warning=preload libraries not built ({why}); fdwindow::preload will answer Unsupported"
+                "cargo::warning=preload library {} not built ({why}); fdwindow will answer Unsupported for it",
+                stem(src)
             );
-            for src in &shims {
-                std::fs::write(dir.join(stem(src)), b"").expect("write a stub shim");
-            }
-            Some(why.clone())
+            std::fs::write(dir.join(stem(src)), b"").expect("write a stub shim");
+            stubs.push((stem(src), why));
         }
-    };
+    }
     let generated = format!(
-        "/// Why the preload libraries are empty stubs in this build, if they are.\n\
-         pub(crate) const STUB_REASON: Option<&str> = {stub_reason:?};\n"
+        "/// The preload libraries that are empty stubs in this build, by name, and why.\n\
+         pub(crate) const STUBS: &[(&str, &str)] = &{stubs:?};\n"
     );
     std::fs::write(out.join("shims.rs"), generated).expect("write OUT_DIR/shims.rs");
 }
@@ -59,8 +62,8 @@ fn stem(src: &Path) -> String {
         .into_owned()
 }
 
-/// Compiles every shim, or says why none can be.
-fn build_all(shims: &[PathBuf], dir: &Path) -> Result<(), String> {
+/// Compiles one shim into `dir`, or says why it cannot be.
+fn build(src: &Path, dir: &Path) -> Result<(), String> {
     if std::env::var_os("FDWINDOW_NO_SHIMS").is_some_and(|v| !v.is_empty() && v != "0") {
         return Err("FDWINDOW_NO_SHIMS is set".into());
     }
@@ -73,32 +76,39 @@ fn build_all(shims: &[PathBuf], dir: &Path) -> Result<(), String> {
         .cargo_warnings(false)
         .try_get_compiler()
         .map_err(|e| format!("no C compiler for {target}: {e}"))?;
-    for src in shims {
-        let lib = dir.join(stem(src));
-        let mut cmd = compiler.to_command();
-        cmd.args(["-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-pthread"])
-            .arg("-o")
-            .arg(&lib)
-            .arg(src);
-        if os == "linux" {
-            // dlsym(RTLD_NEXT, …) for interposers: in libc from glibc 2.34, in libdl before.
-            cmd.arg("-ldl");
-        }
-        let output = cmd
-            .output()
-            .map_err(|e| format!("cannot run the C compiler for {target}: {e}"))?;
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        if !output.status.success() {
-            let first = stderr.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-            return Err(format!(
-                "the C compiler for {target} cannot build {}: {first}",
-                src.display()
-            ));
-        }
-        // A shim ships warning-free: show what the compiler said.
-        for line in stderr.lines().filter(|l| !l.trim().is_empty()) {
-            println!("cargo::warning={}: {line}", src.display());
-        }
+    let lib = dir.join(stem(src));
+    let mut cmd = compiler.to_command();
+    cmd.args(["-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-pthread"])
+        .arg("-o")
+        .arg(&lib)
+        .arg(src);
+    if os == "linux" {
+        // dlsym(RTLD_NEXT, …) for interposers: in libc from glibc 2.34, in libdl before.
+        cmd.arg("-ldl");
+    } else {
+        // The dylib's own name (LC_ID_DYLIB): its file name as written, not
+        // this build's OUT_DIR path.
+        cmd.arg(format!("-Wl,-install_name,libfdwindow_{}.dylib", stem(src)));
+    }
+    let output = cmd
+        .output()
+        .map_err(|e| format!("cannot run the C compiler for {target}: {e}"))?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if !output.status.success() {
+        // The compiler's own reason: its first error, else its first line.
+        let first = stderr
+            .lines()
+            .find(|l| l.contains("error"))
+            .or_else(|| stderr.lines().find(|l| !l.trim().is_empty()))
+            .unwrap_or("no message");
+        return Err(format!(
+            "the C compiler for {target} cannot build {}: {first}",
+            src.display()
+        ));
+    }
+    // A shim ships warning-free: show what the compiler said.
+    for line in stderr.lines().filter(|l| !l.trim().is_empty()) {
+        println!("cargo::warning={}: {line}", src.display());
     }
     Ok(())
 }

@@ -9,7 +9,7 @@
 //!    below LOAD (`make timing` asks for 0.5, the budget's "idle"); note the load, run `fdwindow run --results
 //!    <scratch>` (a fresh folder, so the committed results are untouched),
 //!    time it, and read each probe's elapsed time from its report.
-//! 2. N times per arm of the last run: `probe-<hazard> --arm <arm>`, timed.
+//! 2. N times per arm of the last run: `fdwindow probe <hazard> --arm <arm>`, timed.
 //! 3. Write the file atomically and regenerate the matrix and README.
 //!
 //! Say what load the machine was under: the file records it per run.

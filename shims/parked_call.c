@@ -28,8 +28,9 @@
  * MSG_CMSG_CLOEXEC) before the real call: the child must then hold the
  * descriptor, which proves the window can see a leak.
  *
- * A thread that is not armed pays one thread-local read per call; nothing
- * else changes. The wrappers preserve errno.
+ * While no trial is armed, a wrapped call pays one relaxed load of a global
+ * and touches no thread-local; during a trial, one thread-local read more.
+ * Nothing else changes. The wrappers preserve errno.
  *
  * Linux: the wrappers carry the libc names and find the real functions with
  * dlsym(RTLD_NEXT) (dlsym(3)). glibc exports several names per call (open64,
@@ -120,6 +121,15 @@ static __thread int tl_mode;
 static __thread int tl_families;
 /* Whether the calling thread parked since it armed. */
 static __thread int tl_parked;
+/* Whether the calling thread armed and has not disarmed yet. */
+static __thread int tl_armed;
+/* 1 from an arm to its disarm (one trial at a time: arm is EBUSY while
+ * another is under way). Every wrapper reads it first, so that a process
+ * where nothing is armed never touches the thread-locals: on macOS a
+ * thread-local's first use in a thread goes through dyld's TLV code, which a
+ * wrapped call made by libSystem during its own start-up must not enter
+ * (the first use in a thread allocates the thread's block with malloc). */
+static int any_armed;
 
 static void deadline_in(struct timespec *ts, long ms) {
     struct timeval now;
@@ -151,6 +161,8 @@ FDW_EXPORT int fdwindow_parked_arm(int mode, int families) {
     lot_state = ARMED;
     memset(&lot_info, 0, sizeof lot_info);
     pthread_mutex_unlock(&lot_lock);
+    __atomic_store_n(&any_armed, 1, __ATOMIC_RELAXED);
+    tl_armed = 1;
     tl_parked = 0;
     tl_families = families & FDW_ALL;
     tl_mode = mode;
@@ -162,6 +174,10 @@ FDW_EXPORT int fdwindow_parked_disarm(void) {
     int parked = tl_parked;
     tl_mode = 0;
     tl_parked = 0;
+    if (tl_armed) {
+        tl_armed = 0;
+        __atomic_store_n(&any_armed, 0, __ATOMIC_RELAXED);
+    }
     pthread_mutex_lock(&lot_lock);
     if (lot_state == ARMED) {
         /* Nothing parked: the controller's wait must end now, not at its
@@ -240,10 +256,13 @@ FDW_EXPORT const struct fdwindow_parked_api fdwindow_parked_api = {
 };
 
 /* Whether the calling thread is armed for this call family. */
-static int armed_for(int family) { return tl_mode != 0 && (tl_families & family) != 0; }
+static int armed_for(int family) {
+    return __atomic_load_n(&any_armed, __ATOMIC_RELAXED) && tl_mode != 0 &&
+           (tl_families & family) != 0;
+}
 
 /* Whether the wrapper must strip this family's atomic flag. */
-static int sham(int family) { return tl_mode == FDW_SHAM && armed_for(family); }
+static int sham(int family) { return armed_for(family) && tl_mode == FDW_SHAM; }
 
 /* Called by a wrapper after the real call made fds[0..n): parks a thread
  * armed for this family until released. errno is the caller's to keep. */

@@ -23,7 +23,7 @@ use crate::report::{ProbeReport, ResultsFile, SCHEMA_VERSION};
 use fdwindow_fix::base::child::{GroupExit, wait_group};
 use fdwindow_fix::base::scratch::{SCRATCH_ENV, Scratch};
 
-/// Every probe, by hazard id; its binary is `probe-<id>` beside `fdwindow`.
+/// Every probe, by hazard id; each runs as `fdwindow probe <id>`, a process of its own.
 /// The clock probes go first: clock-collision creates thousands of files and
 /// is slowed several-fold by the journal work the other probes leave behind.
 pub const PROBES: &[&str] = &[

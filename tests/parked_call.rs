@@ -193,23 +193,29 @@ fn child_a_raw_syscall_is_not_interposed_and_the_trial_is_broken() {
     }
 }
 
-/// socket(2) as a raw system call, past libc's `socket` (Linux): rustix's
-/// Linux backend (linux_raw, its default here) makes the system call itself,
-/// so the interposer, which wraps libc's names, does not see it, and no
-/// `unsafe` is needed. Elsewhere rustix goes through libc, so the OS has no
-/// such entry point and the trial reports it unsupported.
+/// socket(2) as a raw system call, past libc's `socket`, which the
+/// interposer wraps. Linux: rustix's Linux backend (linux_raw, its default
+/// here) makes the system call itself, and no `unsafe` is needed.
 #[cfg(target_os = "linux")]
 fn raw_socket() -> std::io::Result<OwnedFd> {
     use rustix::net::{AddressFamily, SocketType, socket};
     Ok(socket(AddressFamily::UNIX, SocketType::STREAM, None)?)
 }
 
-#[cfg(not(target_os = "linux"))]
+/// macOS: rustix goes through libc there, so libc's `syscall(2)` makes it,
+/// as system call 97 (`SYS_socket` in XNU's bsd/kern/syscalls.master; the
+/// libc crate has no constant for it).
+#[cfg(target_os = "macos")]
 fn raw_socket() -> std::io::Result<OwnedFd> {
-    Err(std::io::Error::new(
-        std::io::ErrorKind::Unsupported,
-        "no raw socket syscall on this OS",
-    ))
+    use std::os::fd::FromRawFd;
+    const SYS_SOCKET: libc::c_int = 97;
+    // SAFETY: socket(2) takes three ints and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(SYS_SOCKET, libc::AF_UNIX, libc::SOCK_STREAM, 0) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: a descriptor the call just made, owned by nothing else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 #[test]

@@ -109,9 +109,10 @@ impl Library {
     /// for (for an initramfs or a file of the caller's own); `Unsupported`
     /// when this build has only a stub.
     pub fn bytes(&self) -> io::Result<&'static [u8]> {
-        if let Some(why) = generated::STUB_REASON {
+        if let Some((_, why)) = generated::STUBS.iter().find(|(name, _)| *name == self.name) {
             return Err(unsupported(format!(
-                "fdwindow was built without its preload libraries: {why}"
+                "fdwindow was built without its {} library: {why}",
+                self.name
             )));
         }
         if fdwindow_fix::sys::PRELOAD.is_none() {

@@ -87,7 +87,7 @@ pub struct ArmTiming {
     pub probe: String,
     /// The arm id.
     pub arm: String,
-    /// Wall time of each run of `probe-<probe> --arm <arm>`, milliseconds.
+    /// Wall time of each run of `fdwindow probe <probe> --arm <arm>`, milliseconds.
     pub ms: Vec<u64>,
 }
 
@@ -249,7 +249,7 @@ impl TimingFile {
             out.push('\n');
             let _ = writeln!(
                 out,
-                "The ten slowest arms, each run alone (`probe-<hazard> --arm <arm>`, process start included):"
+                "The ten slowest arms, each run alone (`fdwindow probe <hazard> --arm <arm>`, process start included):"
             );
             out.push('\n');
             out.push_str("| probe | arm | median | range |\n|---|---|---:|---:|\n");

@@ -180,6 +180,21 @@ pub struct Interposer {
 pub const NOT_LOADED: &str = "the parked-call interposer is not loaded in this process: the loader did not \
      preload it (a static libc, a SIP-protected or setuid binary, or a run without the library)";
 
+/// What went wrong when this probe tried to preload the interposer
+/// ([`preload_self`]), for the cells' reason.
+static PRELOAD_FAILED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Why the interposer is not loaded, as precisely as this process knows: the
+/// build's own reason when the embedded library is a stub, else what failed
+/// when the probe tried to preload it, else [`NOT_LOADED`].
+fn not_loaded_reason(built: io::Result<&[u8]>, preload_failed: Option<&String>) -> String {
+    match (built, preload_failed) {
+        (Err(e), _) => e.to_string(),
+        (Ok(_), Some(why)) => why.clone(),
+        (Ok(_), None) => NOT_LOADED.to_owned(),
+    }
+}
+
 impl Interposer {
     /// The shim's control functions, or why they are unavailable.
     pub fn find() -> Result<Interposer, String> {
@@ -188,7 +203,10 @@ impl Interposer {
             return Err(if fdwindow_fix::sys::has_function(c"fdwindow_parked_abi") {
                 format!("the parked-call interposer predates ABI {ABI} (no control table)")
             } else {
-                NOT_LOADED.to_owned()
+                not_loaded_reason(
+                    crate::cotenant::preload::Library::PARKED_CALL.bytes(),
+                    PRELOAD_FAILED.get(),
+                )
             });
         };
         // SAFETY: `fdwindow_parked_api` is the shim's `const struct
@@ -553,6 +571,9 @@ pub fn preload_self() {
     }
     if let Err(e) = reexec_with_library() {
         crate::base::out::note!("note: parked-call arms will be unsupported: {e}");
+        let _ = PRELOAD_FAILED.set(format!(
+            "the parked-call interposer could not be preloaded: {e}"
+        ));
     }
 }
 
@@ -599,4 +620,27 @@ fn write_library() -> io::Result<(std::path::PathBuf, std::path::PathBuf)> {
     // Not dropped: dropping would remove the file before the exec opens it.
     std::mem::forget(written);
     Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cell_names_the_builds_own_reason_for_a_missing_interposer() {
+        // A build whose parked-call shim did not compile (build.rs keeps the
+        // compiler's error per shim): the cells say that, not "not preloaded".
+        let built = Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "fdwindow was built without its parked_call library: the C compiler for \
+             aarch64-apple-darwin cannot build shims/parked_call.c: error: unknown type",
+        ));
+        let why = not_loaded_reason(built, None);
+        assert!(why.contains("cannot build shims/parked_call.c"), "{why}");
+        // A failed preload is said as such; a library that was built and
+        // simply not preloaded gets the loader's list of reasons.
+        let failed = "the parked-call interposer could not be preloaded: EACCES".to_owned();
+        assert_eq!(not_loaded_reason(Ok(b"\x7fELF"), Some(&failed)), failed);
+        assert_eq!(not_loaded_reason(Ok(b"\x7fELF"), None), NOT_LOADED);
+    }
 }

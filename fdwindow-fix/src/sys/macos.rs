@@ -159,8 +159,9 @@ pub fn libc_name_version() -> (String, String) {
     ("libsystem".into(), String::new())
 }
 
-/// `fcntl` commands for open file description locks. xnu defines them publicly
-/// (since El Capitan) but the libc crate does not export them for Apple targets.
+/// `fcntl` commands for open file description locks, in xnu's public
+/// `<sys/fcntl.h>` from xnu-10002 (macOS 14; earlier releases kept them in
+/// its private part). The libc crate does not export them for Apple targets.
 ///
 /// # References
 /// - xnu `bsd/sys/fcntl.h`: `F_OFD_SETLK 90`, `F_OFD_GETLK 92`
@@ -414,7 +415,7 @@ pub fn object_of(fd: std::os::fd::BorrowedFd<'_>) -> io::Result<super::Object> {
 }
 
 /// Every pid, from `proc_listallpids` (which answers a count of pids, 0 on
-/// failure: xnu `libsyscall/wrappers/libproc/libproc.c`).
+/// failure: Libc's `libproc.c`).
 fn all_pids() -> io::Result<Vec<libc::pid_t>> {
     let pids = list_pids(|buf, bytes| {
         // SAFETY: buf has room for `bytes` bytes.
@@ -435,9 +436,16 @@ fn list_pids(
     loop {
         let mut buf: Vec<libc::pid_t> = vec![0; cap];
         let bytes = (cap * std::mem::size_of::<libc::pid_t>()) as libc::c_int;
+        // libproc answers 0 for an empty list and for a failure alike (its
+        // proc_listpids turns the kernel's -1 into 0, errno set: Libc
+        // libproc.c), so errno is cleared first and read on 0: a failed
+        // `children_of` must not read as "no children".
+        // SAFETY: __error() is this thread's errno, always valid to write.
+        unsafe { *libc::__error() = 0 };
         let n = call(buf.as_mut_ptr().cast(), bytes);
-        if n < 0 {
-            return Err(io::Error::last_os_error());
+        let failed = io::Error::last_os_error();
+        if n < 0 || (n == 0 && failed.raw_os_error() != Some(0)) {
+            return Err(failed);
         }
         let n = n as usize;
         if n < cap {
@@ -904,8 +912,10 @@ fn add_inherit(spawner: &mut super::Spawner, fd: RawFd) -> io::Result<()> {
 /// `POSIX_SPAWN_CLOEXEC_DEFAULT`, so the kernel closes at exec every
 /// descriptor that no file action names; stdio and the kept descriptors are
 /// named with `posix_spawn_file_actions_addinherit_np` (or set up by
-/// `adddup2`/`addopen`). The signal mask is emptied and SIGPIPE reset to its
-/// default, as std does for its children.
+/// `adddup2`/`addopen`). As std does for its children, the child inherits
+/// the signal mask and gets SIGPIPE's default action back (std's
+/// `library/std/src/sys/process/unix/unix.rs`: "Inherit the signal mask from
+/// this process rather than resetting it"); Linux's clone path does the same.
 ///
 /// # References
 /// - Apple, `man 3 posix_spawnattr_setflags` (`POSIX_SPAWN_CLOEXEC_DEFAULT`)
@@ -992,9 +1002,7 @@ pub fn spawn_isolated(
         errno(rc, "posix_spawn_file_actions_addchdir_np")?;
     }
     // macOS's sigset_t is a bit mask (<sys/signal.h>: sigaddset sets bit signo-1).
-    let empty: libc::sigset_t = 0;
     let pipe_only: libc::sigset_t = 1 << (libc::SIGPIPE - 1);
-    spawner.set_sigmask(&empty)?;
     spawner.set_sigdefault(&pipe_only)?;
     // The probe's sham switches off only the fix.
     let fix = if cmd.sham {
@@ -1002,7 +1010,7 @@ pub fn spawn_isolated(
     } else {
         libc::POSIX_SPAWN_CLOEXEC_DEFAULT
     };
-    let flags = fix | libc::POSIX_SPAWN_SETSIGMASK | libc::POSIX_SPAWN_SETSIGDEF;
+    let flags = fix | libc::POSIX_SPAWN_SETSIGDEF;
     spawner.set_flags(flags as libc::c_short)?;
     let search = !cmd.program.as_bytes().contains(&b'/');
     let spawned = spawner.spawn(&program, &argv, &envp, search);

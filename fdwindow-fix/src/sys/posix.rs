@@ -111,13 +111,6 @@ impl Spawner {
         spawn_rc(rc, "posix_spawnattr_setflags")
     }
 
-    /// `posix_spawnattr_setsigmask(set)` (with `POSIX_SPAWN_SETSIGMASK`).
-    pub fn set_sigmask(&mut self, set: &libc::sigset_t) -> io::Result<()> {
-        // SAFETY: copies the set into the initialised attributes object.
-        let rc = unsafe { libc::posix_spawnattr_setsigmask(self.attr.as_mut_ptr(), set) };
-        spawn_rc(rc, "posix_spawnattr_setsigmask")
-    }
-
     /// `posix_spawnattr_setsigdefault(set)` (with `POSIX_SPAWN_SETSIGDEF`).
     pub fn set_sigdefault(&mut self, set: &libc::sigset_t) -> io::Result<()> {
         // SAFETY: copies the set into the initialised attributes object.
