@@ -119,6 +119,9 @@ macro_rules! std_arm {
 }
 
 /// A parked-call sham: the mitigation's own code, its atomic flag stripped.
+/// Where the call carries no flag (macOS's socket, accept, pipe, socketpair)
+/// there is nothing to strip and the cell is `unsupported`
+/// (`fdwindow::harness::parked::trial`).
 macro_rules! sham {
     ($id:literal, $about:literal, $f:ident, $control:literal) => {
         Arm {
@@ -319,49 +322,49 @@ static PROBE: Probe = Probe {
         ),
         sham!(
             "atomic-flag-sham",
-            "atomic-flag with the interposer stripping SOCK_CLOEXEC from its socket call.",
+            "atomic-flag with the interposer stripping SOCK_CLOEXEC from its socket call (Linux; macOS has no SOCK_CLOEXEC).",
             atomic_flag_sham,
             "two-step-socket"
         ),
         sham!(
             "std-socket-sham",
-            "std-socket with the interposer stripping SOCK_CLOEXEC from std's socket call.",
+            "std-socket with the interposer stripping SOCK_CLOEXEC from std's socket call (Linux; on macOS std's socket call has no flag to strip, so no sham there).",
             std_socket_sham,
             "two-step-socket"
         ),
         sham!(
             "std-accept-sham",
-            "std-accept with the interposer stripping accept4's SOCK_CLOEXEC (Linux; macOS's accept has none).",
+            "std-accept with the interposer stripping accept4's SOCK_CLOEXEC (Linux; macOS's accept has no flag to strip, so no sham there).",
             std_accept_sham,
             "two-step-accept"
         ),
         sham!(
             "std-pipe-sham",
-            "std-pipe with the interposer stripping pipe2's O_CLOEXEC (Linux; macOS's pipe has none).",
+            "std-pipe with the interposer stripping pipe2's O_CLOEXEC (Linux; macOS's pipe has no flag to strip, so no sham there).",
             std_pipe_sham,
             "two-step-pipe"
         ),
         sham!(
             "std-socketpair-sham",
-            "std-socketpair with the interposer stripping SOCK_CLOEXEC from std's socketpair call.",
+            "std-socketpair with the interposer stripping SOCK_CLOEXEC from std's socketpair call (Linux; on macOS it has no flag to strip, so no sham there).",
             std_socketpair_sham,
             "two-step-socketpair"
         ),
         sham!(
             "std-unix-connect-sham",
-            "std-unix-connect with the interposer stripping SOCK_CLOEXEC from std's socket call.",
+            "std-unix-connect with the interposer stripping SOCK_CLOEXEC from std's socket call (Linux; on macOS it has no flag to strip, so no sham there).",
             std_unix_connect_sham,
             "two-step-connect"
         ),
         sham!(
             "std-tcp-connect-sham",
-            "std-tcp-connect with the interposer stripping SOCK_CLOEXEC from std's socket call.",
+            "std-tcp-connect with the interposer stripping SOCK_CLOEXEC from std's socket call (Linux; on macOS it has no flag to strip, so no sham there).",
             std_tcp_connect_sham,
             "two-step-socket"
         ),
         sham!(
             "std-file-open-sham",
-            "std-file-open with the interposer stripping O_CLOEXEC from std's open call.",
+            "std-file-open with the interposer stripping O_CLOEXEC from std's open call (also on macOS, where it and std-dup-sham are the shams that test the window).",
             std_file_open_sham,
             "two-step-open"
         ),
@@ -589,6 +592,20 @@ fn std_file_open_sham(t: &mut Trial<'_>) -> Result<bool, Fault> {
 
 fn std_dup_sham(t: &mut Trial<'_>) -> Result<bool, Fault> {
     std_trial(t, "std-dup-sham", StdCall::Dup, Mode::Sham)
+}
+
+/// The arm that measures a std constructor.
+fn std_arm(call: StdCall) -> &'static str {
+    match call {
+        StdCall::Socket => "std-socket",
+        StdCall::Accept => "std-accept",
+        StdCall::Pipe => "std-pipe",
+        StdCall::Socketpair => "std-socketpair",
+        StdCall::UnixConnect => "std-unix-connect",
+        StdCall::TcpConnect => "std-tcp-connect",
+        StdCall::FileOpen => "std-file-open",
+        StdCall::Dup => "std-dup",
+    }
 }
 
 /// The control call a std constructor is judged against (the record's key).
@@ -873,6 +890,21 @@ fn per_call_table(_: &Scratch, _: Settings) -> Vec<Table> {
         rec.get(&(arm_key(arm), window, call.id()))
             .map_or_else(|| "not run".to_owned(), |(t, h)| format!("{h}/{t}"))
     };
+    // Every std constructor whose creating call is `call`, parked right
+    // after it: the column a default run fills (the race runs only in
+    // --thorough where parked-call covers std's arms).
+    let parked_std = |call: Call| {
+        let cells: Vec<String> = StdCall::ALL
+            .into_iter()
+            .filter(|&s| control_call(s) == call)
+            .map(|s| format!("{} {}", s.wrapper(), cell(std_arm(s), ParkedCall, call)))
+            .collect();
+        if cells.is_empty() {
+            "no std constructor".to_owned()
+        } else {
+            cells.join("; ")
+        }
+    };
     let rows = CALLS
         .iter()
         .map(|&(call, control, std_arm)| {
@@ -900,7 +932,16 @@ fn per_call_table(_: &Scratch, _: Settings) -> Vec<Table> {
                 cell(control, Inherited, call),
                 cell(control, PosixSpawn, call),
                 call.std_wrapper().to_owned(),
-                std_arm.map_or_else(|| "not raced".to_owned(), |arm| cell(arm, PosixSpawn, call)),
+                std_arm.map_or_else(
+                    || "not raced".to_owned(),
+                    |arm| match cell(arm, PosixSpawn, call) {
+                        // The race leaves fixes that parked-call decides out
+                        // of a default run.
+                        c if c == "not run" => "not run (`--thorough` races it)".to_owned(),
+                        c => c,
+                    },
+                ),
+                parked_std(call),
             ]
         })
         .collect();
@@ -928,7 +969,8 @@ fn per_call_table(_: &Scratch, _: Settings) -> Vec<Table> {
         about: "Per creation call: its atomic close-on-exec form and whether this OS has it (one call made now, \
                 FD_CLOEXEC checked); its control arm and how often the holder inherited the two-step descriptor in \
                 this run (inherited: deterministic; posix-spawn: per holder spawn); and how often std's own \
-                constructor leaked into a holder in the posix-spawn race (the std-* arms)."
+                constructor leaked into a holder in the posix-spawn race and when parked right after \
+                its creating call (the std-* arms)."
             .into(),
         columns: [
             "call",
@@ -939,6 +981,7 @@ fn per_call_table(_: &Scratch, _: Settings) -> Vec<Table> {
             "two-step leaked (posix-spawn)",
             "std wrapper",
             "std leaked (posix-spawn)",
+            "std leaked (parked-call)",
         ]
         .map(String::from)
         .to_vec(),

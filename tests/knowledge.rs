@@ -212,3 +212,123 @@ fn a_relabelled_file_fails_only_on_genuine_disagreements() {
     );
     assert!(report.listed.iter().any(|c| c.finding == Finding::News));
 }
+
+/// The quoted Linux file relabelled as macOS, with its parked-call cells set
+/// by `mac_cell` (arm, current outcome) to what the test needs.
+fn relabelled_with_parked(mac_cell: impl Fn(&str, &Outcome) -> Outcome) -> ResultsFile {
+    let mut files = committed();
+    let mut mac = linux(&mut files).clone();
+    mac.platform.os = "macos".into();
+    mac.platform.id = "macos-relabelled".into();
+    let report = mac.probes.get_mut("two-step-cloexec").unwrap();
+    for a in report
+        .arms
+        .iter_mut()
+        .filter(|a| a.window.id() == "parked-call")
+    {
+        a.outcome = mac_cell(&a.arm, &a.outcome);
+    }
+    mac
+}
+
+fn parked_failures(report: &fdwindow::evidence::knowledge::CheckReport) -> Vec<String> {
+    let mut cells: Vec<String> = report
+        .failures
+        .iter()
+        .filter(|c| c.cell.ends_with("parked-call"))
+        .map(|c| c.cell.clone())
+        .collect();
+    cells.sort();
+    cells
+}
+
+/// What a Mac shows in the parked-call window: controls present; std's
+/// socket, accept, pipe, socketpair and connects invalid (std makes them in
+/// two steps on Apple); std's open and dup valid with their shams present;
+/// atomic-flag and the shams with no flag to strip unsupported.
+fn on_a_mac(arm: &str, linux: &Outcome) -> Outcome {
+    let unsupported = || Outcome::Unsupported {
+        reason: "no sham here: socket was made without an atomic close-on-exec flag to strip"
+            .into(),
+    };
+    match arm {
+        "atomic-flag" | "atomic-flag-sham" => unsupported(),
+        "std-file-open" | "std-dup" | "std-file-open-sham" | "std-dup-sham" => linux.clone(),
+        a if a.starts_with("two-step-") => linux.clone(),
+        a if a.ends_with("-sham") => unsupported(),
+        _ => {
+            let n = linux.count().expect("a measured cell").trials;
+            Outcome::observed(n, n)
+        }
+    }
+}
+
+#[test]
+fn a_mac_showing_the_expected_parked_call_cells_passes_and_all_broken_fails() {
+    let mac = relabelled_with_parked(on_a_mac);
+    // Every parked-call cell has a macOS claim, and each agrees.
+    let cells: Vec<_> = mac.probes["two-step-cloexec"]
+        .arms
+        .iter()
+        .filter(|a| a.window.id() == "parked-call")
+        .collect();
+    assert_eq!(cells.len(), 25);
+    for a in &cells {
+        assert!(
+            claim_on(&mac.platform, "two-step-cloexec", &a.arm, a.window).is_some(),
+            "{} has no macOS claim",
+            a.arm
+        );
+    }
+    let report = check(std::slice::from_ref(&mac));
+    assert_eq!(parked_failures(&report), Vec::<String>::new());
+
+    // A broken interposer: every parked-call cell broken fails, each named.
+    let broken = relabelled_with_parked(|_, _| Outcome::Broken {
+        error: "no call parked".into(),
+    });
+    let failed = parked_failures(&check(std::slice::from_ref(&broken)));
+    assert_eq!(failed.len(), 25, "{failed:?}");
+    // So does a std constructor that stopped leaking (a wrong claim or a
+    // changed std would show here).
+    let atomic_socket = relabelled_with_parked(|arm, linux| match arm {
+        "std-socket" => linux.clone(),
+        _ => on_a_mac(arm, linux),
+    });
+    assert_eq!(
+        parked_failures(&check(std::slice::from_ref(&atomic_socket))),
+        vec!["two-step-cloexec std-socket parked-call".to_owned()]
+    );
+}
+
+#[test]
+fn a_mac_whose_clock_showed_no_collision_passes_as_allowed() {
+    let mut mac = relabelled_with_parked(on_a_mac);
+    let report = mac.probes.get_mut("clock-collision").unwrap();
+    for a in report.arms.iter_mut() {
+        if a.arm == "pid-realtime-nanos" || a.arm == "us-truncated" {
+            a.outcome = Outcome::observed(0, 400);
+        }
+    }
+    let report = check(std::slice::from_ref(&mac));
+    let clock: Vec<_> = report
+        .failures
+        .iter()
+        .filter(|c| c.cell.starts_with("clock-collision"))
+        .collect();
+    assert!(clock.is_empty(), "{clock:?}");
+    // Present is what the source says; absent is allowed, not claimed.
+    for arm in ["pid-realtime-nanos", "us-truncated"] {
+        let claim = claim_on(
+            &mac.platform,
+            "clock-collision",
+            arm,
+            fdwindow::report::verdict::Window::InProcess,
+        )
+        .unwrap();
+        assert_eq!(
+            (claim.verdict, claim.or),
+            (Verdict::Present, Some(Verdict::Absent))
+        );
+    }
+}

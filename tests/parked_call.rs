@@ -186,9 +186,23 @@ fn a_raw_syscall_is_not_interposed_and_the_trial_is_broken() {
 #[test]
 #[ignore = "run by a_raw_syscall_is_not_interposed_and_the_trial_is_broken with the interposer preloaded"]
 fn child_a_raw_syscall_is_not_interposed_and_the_trial_is_broken() {
-    let got = parked::trial(Mode::Park, Family::Socket, raw_socket);
-    match got {
-        Err(Fault::NotConfirmed(why)) => assert!(why.contains("no call parked"), "{why}"),
+    // Before any call parked in this process, the interposer itself is
+    // suspect (a loader that maps it but routes no call through it).
+    match parked::trial(Mode::Park, Family::Socket, raw_socket) {
+        Err(Fault::NotConfirmed(why)) => {
+            assert!(why.contains("no call has parked in this process"), "{why}")
+        }
+        other => panic!("expected an unconfirmed trial, got {other:?}"),
+    }
+    // Once a call through libc parked, the code under test is.
+    assert!(parked::trial(Mode::Park, Family::Socket, || bare_socket(0)).is_ok());
+    match parked::trial(Mode::Park, Family::Socket, raw_socket) {
+        Err(Fault::NotConfirmed(why)) => {
+            assert!(
+                why.contains("no call parked") && why.contains("raw syscall"),
+                "{why}"
+            )
+        }
         other => panic!("expected an unconfirmed trial, got {other:?}"),
     }
 }

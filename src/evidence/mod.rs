@@ -6,7 +6,8 @@
 //! fork-pressure and timing measurements ([`pressure_file`], [`timing`]),
 //! which of them a read command answers from ([`sources`]: this machine's
 //! `results/local` beside the committed files), the claims encoded from
-//! measurements ([`knowledge`]) and from cited sources ([`reported`]), each
+//! measurements ([`knowledge`]) and from cited sources ([`reported`]), the
+//! releases each holds for ([`release`]), each
 //! file read strictly ([`strict_json`]: no repeated key, nothing a rewrite
 //! would drop). Gives out answers, each
 //! worded once: the verdict of an arm in a window, its counts as text, one
@@ -18,6 +19,7 @@ pub mod costs;
 pub mod knowledge;
 pub mod pressure_file;
 pub mod query;
+pub mod release;
 pub mod reported;
 pub mod results;
 pub mod sources;

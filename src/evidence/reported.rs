@@ -2,6 +2,7 @@
 //! been measured yet. The matrix shows them only for an OS with no results
 //! file of its own, each marked `reported` with its source.
 
+use crate::evidence::release::{Component, Range};
 use crate::report::verdict::{Verdict, Window};
 
 /// One claim from a public source about one arm in one window.
@@ -17,6 +18,11 @@ pub struct Reported {
     pub window: Window,
     /// The verdict the source supports.
     pub verdict: Verdict,
+    /// A second verdict a run may show without contradiction, for a hazard
+    /// that a run may not catch (a race: `absent` beside `present`).
+    pub or: Option<Verdict>,
+    /// The releases it holds for; `None` for every release.
+    pub range: Option<Range>,
     /// Where it is said: a citation a reader can follow.
     pub source: &'static str,
 }
@@ -126,6 +132,40 @@ const SEED_RUN_ISOLATED: &str = "shared/reference write-up 001, HACK-1347 (macOS
     re-run alone in a child test process (run_isolated): host_endpoint under fork pressure and CPU \
     load 20/20 runs passed, against 3/10 before";
 
+const STD_APPLE_TWO_STEP: &str = "rust-lang/rust library/std/src/sys/net/connection/socket/unix.rs \
+    (Socket::new, new_pair, accept) and library/std/src/sys/pipe/unix.rs: Apple targets are not among \
+    the SOCK_CLOEXEC, accept4 and pipe2 platforms, so std calls socket, socketpair, accept or pipe with \
+    no flag and sets close-on-exec after it returns: a child spawned in between holds the descriptor";
+const STD_APPLE_ATOMIC: &str = "rust-lang/rust library/std/src/sys/fs/unix.rs (File::open passes \
+    O_CLOEXEC) and library/std/src/os/fd/owned.rs (try_clone_to_owned: fcntl(F_DUPFD_CLOEXEC)): the \
+    flag is in the creating call on every unix, macOS included";
+const PARKED_CONTROL: &str = "the control creates without the flag and sets it after the park; POSIX.1-2024 \
+    exec closes only FD_CLOEXEC descriptors (pubs.opengroup.org/onlinepubs/9799919799/functions/exec.html), \
+    so the child exec'd during the park holds the descriptor";
+const PARKED_STRIP: &str = "shims/parked_call.c strips O_CLOEXEC from open and turns F_DUPFD_CLOEXEC into \
+    F_DUPFD before the real call, so the child exec'd during the park keeps the descriptor (POSIX.1-2024 exec)";
+const PARKED_NO_FLAG: &str = "macOS's socket, socketpair, accept and pipe take no close-on-exec flag \
+    (platform-facts.md section 3), so the interposer has nothing to strip and the sham trial is \
+    unsupported (fdwindow::harness::parked::trial): it would run the arm's own code";
+const LIBC_ENVIRON_LOCK: &str = "apple-oss-distributions/Libc from Libc-1507.100.9 (macOS 13.3): \
+    stdlib/FreeBSD/getenv.c takes environ_lock_np around its lookup, and setenv.c and unsetenv take the \
+    same lock, so a reader never sees the environment array mid-change; the probe's target is never \
+    unset, so no read can be torn";
+
+/// A macOS claim on the two-step-cloexec probe's parked-call window.
+const fn parked(arm: &'static str, verdict: Verdict, source: &'static str) -> Reported {
+    Reported {
+        os: "macos",
+        hazard: "two-step-cloexec",
+        arm,
+        window: Window::ParkedCall,
+        verdict,
+        or: None,
+        range: None,
+        source,
+    }
+}
+
 /// Every reported claim.
 pub const REPORTED: &[Reported] = &[
     Reported {
@@ -134,6 +174,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "close",
         window: Window::ForkWindow,
         verdict: Verdict::Present,
+        or: None,
+        range: None,
         source: APPLE_FLOCK,
     },
     Reported {
@@ -142,6 +184,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "close",
         window: Window::Inherited,
         verdict: Verdict::Present,
+        or: None,
+        range: None,
         source: APPLE_FLOCK,
     },
     Reported {
@@ -150,6 +194,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "unlock-then-close",
         window: Window::ForkWindow,
         verdict: Verdict::Valid,
+        or: None,
+        range: None,
         source: APPLE_FLOCK,
     },
     Reported {
@@ -158,6 +204,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "unlock-then-close",
         window: Window::Inherited,
         verdict: Verdict::Valid,
+        or: None,
+        range: None,
         source: APPLE_FLOCK,
     },
     Reported {
@@ -166,6 +214,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "std-unlock",
         window: Window::ForkWindow,
         verdict: Verdict::Valid,
+        or: None,
+        range: None,
         source: STD_FLOCK,
     },
     Reported {
@@ -174,6 +224,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "fs2-unlock",
         window: Window::ForkWindow,
         verdict: Verdict::Valid,
+        or: None,
+        range: None,
         source: FS2_FLOCK,
     },
     Reported {
@@ -182,6 +234,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "cloexec",
         window: Window::ForkWindow,
         verdict: Verdict::Invalid,
+        or: None,
+        range: None,
         source: SEED_CLOEXEC,
     },
     Reported {
@@ -190,6 +244,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "close-other-fd",
         window: Window::InProcess,
         verdict: Verdict::Present,
+        or: None,
+        range: None,
         source: POSIX_FCNTL,
     },
     Reported {
@@ -198,6 +254,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "close",
         window: Window::ForkWindow,
         verdict: Verdict::Present,
+        or: None,
+        range: None,
         source: SEED_DROPPED_LISTENER,
     },
     Reported {
@@ -206,6 +264,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "shutdown-rd",
         window: Window::ForkWindow,
         verdict: Verdict::Invalid,
+        or: None,
+        range: None,
         source: XNU_SHUTDOWN,
     },
     Reported {
@@ -214,6 +274,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "shutdown-rd",
         window: Window::Inherited,
         verdict: Verdict::Invalid,
+        or: None,
+        range: None,
         source: XNU_SHUTDOWN,
     },
     Reported {
@@ -222,6 +284,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "shutdown-rdwr",
         window: Window::ForkWindow,
         verdict: Verdict::Invalid,
+        or: None,
+        range: None,
         source: XNU_SHUTDOWN,
     },
     Reported {
@@ -230,6 +294,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "shutdown-rdwr",
         window: Window::Inherited,
         verdict: Verdict::Invalid,
+        or: None,
+        range: None,
         source: XNU_SHUTDOWN,
     },
     Reported {
@@ -238,6 +304,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "shutdown-wr",
         window: Window::ForkWindow,
         verdict: Verdict::Invalid,
+        or: None,
+        range: None,
         source: XNU_SHUTDOWN,
     },
     Reported {
@@ -246,6 +314,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "shutdown-wr",
         window: Window::Inherited,
         verdict: Verdict::Invalid,
+        or: None,
+        range: None,
         source: XNU_SHUTDOWN,
     },
     Reported {
@@ -254,6 +324,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "bound-unlistened",
         window: Window::Inherited,
         verdict: Verdict::Valid,
+        or: None,
+        range: None,
         source: SEED_UNLISTENED,
     },
     Reported {
@@ -262,6 +334,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "close",
         window: Window::ForkWindow,
         verdict: Verdict::Present,
+        or: None,
+        range: None,
         source: SEED_UNIX_LISTENER,
     },
     Reported {
@@ -270,6 +344,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "shutdown-rd",
         window: Window::ForkWindow,
         verdict: Verdict::Invalid,
+        or: None,
+        range: None,
         source: XNU_SHUTDOWN,
     },
     Reported {
@@ -278,6 +354,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "shutdown-rd",
         window: Window::Inherited,
         verdict: Verdict::Invalid,
+        or: None,
+        range: None,
         source: XNU_SHUTDOWN,
     },
     Reported {
@@ -286,6 +364,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "shutdown-rdwr",
         window: Window::ForkWindow,
         verdict: Verdict::Invalid,
+        or: None,
+        range: None,
         source: XNU_SHUTDOWN,
     },
     Reported {
@@ -294,6 +374,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "shutdown-rdwr",
         window: Window::Inherited,
         verdict: Verdict::Invalid,
+        or: None,
+        range: None,
         source: XNU_SHUTDOWN,
     },
     Reported {
@@ -302,6 +384,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "bound-unlistened",
         window: Window::ForkWindow,
         verdict: Verdict::Valid,
+        or: None,
+        range: None,
         source: XNU_UNP_CONNECT,
     },
     Reported {
@@ -310,6 +394,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "unlink-then-close",
         window: Window::ForkWindow,
         verdict: Verdict::Valid,
+        or: None,
+        range: None,
         source: POSIX_CONNECT_ENOENT,
     },
     Reported {
@@ -318,6 +404,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "drop-writer",
         window: Window::ForkWindow,
         verdict: Verdict::Present,
+        or: None,
+        range: None,
         source: POSIX_PIPE_EOF,
     },
     Reported {
@@ -326,6 +414,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "bound-unlistened",
         window: Window::Inherited,
         verdict: Verdict::Valid,
+        or: None,
+        range: None,
         source: XNU_UNP_CONNECT,
     },
     Reported {
@@ -334,6 +424,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "unlink-then-close",
         window: Window::Inherited,
         verdict: Verdict::Valid,
+        or: None,
+        range: None,
         source: POSIX_CONNECT_ENOENT,
     },
     Reported {
@@ -342,6 +434,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "drop-writer",
         window: Window::Inherited,
         verdict: Verdict::Present,
+        or: None,
+        range: None,
         source: POSIX_PIPE_EOF,
     },
     Reported {
@@ -350,6 +444,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "cloexec-writer",
         window: Window::ForkWindow,
         verdict: Verdict::Invalid,
+        or: None,
+        range: None,
         source: POSIX_EXEC_CLOEXEC,
     },
     Reported {
@@ -358,6 +454,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "cloexec-writer",
         window: Window::Inherited,
         verdict: Verdict::Valid,
+        or: None,
+        range: None,
         source: POSIX_EXEC_CLOEXEC,
     },
     Reported {
@@ -366,6 +464,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "fix-spawn",
         window: Window::Inherited,
         verdict: Verdict::Valid,
+        or: None,
+        range: None,
         source: CLOEXEC_DEFAULT,
     },
     Reported {
@@ -374,6 +474,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "drop",
         window: Window::InProcess,
         verdict: Verdict::Present,
+        or: None,
+        range: None,
         source: SEED_PEER_SHUTDOWN,
     },
     Reported {
@@ -382,6 +484,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "shutdown-write",
         window: Window::InProcess,
         verdict: Verdict::Valid,
+        or: None,
+        range: None,
         source: SEED_PEER_SHUTDOWN,
     },
     Reported {
@@ -390,6 +494,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "pick-then-drop",
         window: Window::ForkWindow,
         verdict: Verdict::Present,
+        or: None,
+        range: None,
         source: SEED_PROBE_PORT,
     },
     Reported {
@@ -398,6 +504,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "bind-zero-in-server",
         window: Window::ForkWindow,
         verdict: Verdict::Avoids,
+        or: None,
+        range: None,
         source: SEED_PUBLISH_ZERO,
     },
     Reported {
@@ -406,6 +514,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "two-step-socket",
         window: Window::Inherited,
         verdict: Verdict::Present,
+        or: None,
+        range: None,
         source: SEED_TWO_STEP,
     },
     Reported {
@@ -414,6 +524,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "two-step-socket",
         window: Window::PosixSpawn,
         verdict: Verdict::Present,
+        or: None,
+        range: None,
         source: RUST_95584,
     },
     Reported {
@@ -422,6 +534,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "atomic-flag",
         window: Window::Inherited,
         verdict: Verdict::Unsupported,
+        or: None,
+        range: None,
         source: MACOS_NO_ATOMIC,
     },
     Reported {
@@ -430,6 +544,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "atomic-flag",
         window: Window::PosixSpawn,
         verdict: Verdict::Unsupported,
+        or: None,
+        range: None,
         source: MACOS_NO_ATOMIC,
     },
     Reported {
@@ -438,6 +554,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "spawn-lock",
         window: Window::PosixSpawn,
         verdict: Verdict::Valid,
+        or: None,
+        range: None,
         source: N2_MUTEX,
     },
     Reported {
@@ -446,6 +564,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "close-range-in-child",
         window: Window::Inherited,
         verdict: Verdict::Unsupported,
+        or: None,
+        range: None,
         source: NO_CLOSE_RANGE,
     },
     Reported {
@@ -454,6 +574,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "closefrom-file-action",
         window: Window::Inherited,
         verdict: Verdict::Unsupported,
+        or: None,
+        range: None,
         source: NO_CLOSEFROM_NP,
     },
     Reported {
@@ -462,6 +584,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "spawn-cloexec-default",
         window: Window::Inherited,
         verdict: Verdict::Valid,
+        or: None,
+        range: None,
         source: CLOEXEC_DEFAULT,
     },
     Reported {
@@ -470,6 +594,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "std-pipe",
         window: Window::PosixSpawn,
         verdict: Verdict::Invalid,
+        or: None,
+        range: None,
         source: RUST_95584,
     },
     Reported {
@@ -478,6 +604,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "write-then-exec",
         window: Window::ForkWindow,
         verdict: Verdict::Absent,
+        or: None,
+        range: None,
         source: DARWIN_NO_ETXTBSY,
     },
     Reported {
@@ -486,6 +614,10 @@ pub const REPORTED: &[Reported] = &[
         arm: "pid-realtime-nanos",
         window: Window::InProcess,
         verdict: Verdict::Present,
+        // Threads released together collide only when they read the clock
+        // within one microsecond: a run on a busy machine may see none.
+        or: Some(Verdict::Absent),
+        range: None,
         source: MACOS_US_CLOCK,
     },
     Reported {
@@ -494,6 +626,10 @@ pub const REPORTED: &[Reported] = &[
         arm: "us-truncated",
         window: Window::InProcess,
         verdict: Verdict::Present,
+        // Threads released together collide only when they read the clock
+        // within one microsecond: a run on a busy machine may see none.
+        or: Some(Verdict::Absent),
+        range: None,
         source: MACOS_US_TRUNCATED,
     },
     Reported {
@@ -502,6 +638,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "process-sequence",
         window: Window::InProcess,
         verdict: Verdict::Avoids,
+        or: None,
+        range: None,
         source: SEED_SEQUENCE,
     },
     Reported {
@@ -510,6 +648,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "tempfile",
         window: Window::InProcess,
         verdict: Verdict::Avoids,
+        or: None,
+        range: None,
         source: TEMPFILE_RETRY,
     },
     Reported {
@@ -518,6 +658,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "scan-during-window",
         window: Window::ForkWindow,
         verdict: Verdict::Present,
+        or: None,
+        range: None,
         source: SEED_HOLDER_SCAN,
     },
     Reported {
@@ -526,6 +668,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "exe-filter",
         window: Window::ForkWindow,
         verdict: Verdict::Invalid,
+        or: None,
+        range: None,
         source: SEED_HOLDER_SCAN,
     },
     Reported {
@@ -534,6 +678,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "run-isolated",
         window: Window::ForkWindow,
         verdict: Verdict::Avoids,
+        or: None,
+        range: None,
         source: SEED_RUN_ISOLATED,
     },
     Reported {
@@ -542,6 +688,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "scan-after-exec",
         window: Window::ForkWindow,
         verdict: Verdict::Valid,
+        or: None,
+        range: None,
         source: XNU_AFTER_EXEC,
     },
     Reported {
@@ -550,6 +698,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "file-scan-during-window",
         window: Window::ForkWindow,
         verdict: Verdict::Present,
+        or: None,
+        range: None,
         source: SEED_LSOF_RELEASE,
     },
     Reported {
@@ -558,6 +708,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "file-exe-filter",
         window: Window::ForkWindow,
         verdict: Verdict::Invalid,
+        or: None,
+        range: None,
         source: XNU_PRE_EXEC_HOLDER,
     },
     Reported {
@@ -566,6 +718,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "file-run-isolated",
         window: Window::ForkWindow,
         verdict: Verdict::Avoids,
+        or: None,
+        range: None,
         source: SEED_RUN_ISOLATED,
     },
     Reported {
@@ -574,6 +728,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "file-scan-after-exec",
         window: Window::ForkWindow,
         verdict: Verdict::Valid,
+        or: None,
+        range: None,
         source: XNU_AFTER_EXEC,
     },
     Reported {
@@ -582,6 +738,8 @@ pub const REPORTED: &[Reported] = &[
         arm: "pick-unlistened",
         window: Window::ForkWindow,
         verdict: Verdict::Invalid,
+        or: None,
+        range: None,
         source: XNU_IN_PCBBIND,
     },
     Reported {
@@ -590,6 +748,51 @@ pub const REPORTED: &[Reported] = &[
         arm: "pick-unlistened",
         window: Window::Inherited,
         verdict: Verdict::Invalid,
+        or: None,
+        range: None,
         source: XNU_IN_PCBBIND,
+    },
+    parked("two-step-socket", Verdict::Present, PARKED_CONTROL),
+    parked("two-step-socketpair", Verdict::Present, PARKED_CONTROL),
+    parked("two-step-accept", Verdict::Present, PARKED_CONTROL),
+    parked("two-step-pipe", Verdict::Present, PARKED_CONTROL),
+    parked("two-step-dup", Verdict::Present, PARKED_CONTROL),
+    parked("two-step-open", Verdict::Present, PARKED_CONTROL),
+    parked("two-step-connect", Verdict::Present, PARKED_CONTROL),
+    parked("atomic-flag", Verdict::Unsupported, MACOS_NO_ATOMIC),
+    parked("atomic-flag-sham", Verdict::Unsupported, MACOS_NO_ATOMIC),
+    parked("std-socket", Verdict::Invalid, STD_APPLE_TWO_STEP),
+    parked("std-accept", Verdict::Invalid, STD_APPLE_TWO_STEP),
+    parked("std-pipe", Verdict::Invalid, STD_APPLE_TWO_STEP),
+    parked("std-socketpair", Verdict::Invalid, STD_APPLE_TWO_STEP),
+    parked("std-unix-connect", Verdict::Invalid, STD_APPLE_TWO_STEP),
+    parked("std-tcp-connect", Verdict::Invalid, STD_APPLE_TWO_STEP),
+    parked("std-file-open", Verdict::Valid, STD_APPLE_ATOMIC),
+    parked("std-dup", Verdict::Valid, STD_APPLE_ATOMIC),
+    parked("std-socket-sham", Verdict::Unsupported, PARKED_NO_FLAG),
+    parked("std-accept-sham", Verdict::Unsupported, PARKED_NO_FLAG),
+    parked("std-pipe-sham", Verdict::Unsupported, PARKED_NO_FLAG),
+    parked("std-socketpair-sham", Verdict::Unsupported, PARKED_NO_FLAG),
+    parked(
+        "std-unix-connect-sham",
+        Verdict::Unsupported,
+        PARKED_NO_FLAG,
+    ),
+    parked("std-tcp-connect-sham", Verdict::Unsupported, PARKED_NO_FLAG),
+    parked("std-file-open-sham", Verdict::Present, PARKED_STRIP),
+    parked("std-dup-sham", Verdict::Present, PARKED_STRIP),
+    Reported {
+        os: "macos",
+        hazard: "env-race",
+        arm: "setenv-vs-libc-getenv",
+        window: Window::InProcess,
+        verdict: Verdict::Absent,
+        or: None,
+        range: Some(Range {
+            of: Component::Os,
+            since: Some((13, 3, 0)),
+            until: None,
+        }),
+        source: LIBC_ENVIRON_LOCK,
     },
 ];

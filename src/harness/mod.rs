@@ -535,14 +535,23 @@ pub enum RunError {
     Setup(io::Error),
 }
 
-/// Whether a deterministic window also tests `arm` (fork-window, inherited,
-/// parked-call, or a deterministic in-process cell): such a window decides
-/// its verdict in a handful of trials, so a default run leaves it out of the
-/// race windows.
+/// Whether a deterministic window also tests `arm` here (fork-window,
+/// inherited, a deterministic in-process cell, or parked-call when this
+/// process has the interposer): such a window decides its verdict in a
+/// handful of trials, so a default run leaves it out of the race windows.
+/// Without the interposer the parked-call cells are `unsupported`, so std's
+/// constructors race instead of going unmeasured.
 pub fn covered(arm: &Arm) -> bool {
-    arm.windows
-        .iter()
-        .any(|&w| !w.is_race() && w.kind().or(arm.kind) == Some(Kind::Deterministic))
+    covered_with(arm, parked::Interposer::find().is_ok())
+}
+
+/// [`covered`], given whether the parked-call window can run here.
+fn covered_with(arm: &Arm, parked_call_runs: bool) -> bool {
+    arm.windows.iter().any(|&w| {
+        !w.is_race()
+            && w.kind().or(arm.kind) == Some(Kind::Deterministic)
+            && (w != Window::ParkedCall || parked_call_runs)
+    })
 }
 
 /// Whether `arm` runs in the race windows it declares: in a thorough run
@@ -1132,6 +1141,25 @@ mod tests {
             arms,
             observe: None,
         }
+    }
+
+    /// A fix that only the parked-call window covers races where the
+    /// interposer is missing: its parked-call cells are unsupported there.
+    #[test]
+    fn a_fix_covered_only_by_parked_call_races_without_the_interposer() {
+        use crate::report::verdict::Window::{ParkedCall, PosixSpawn};
+        let std_socket = Arm {
+            id: "std-socket",
+            role: Role::Mitigation,
+            windows: &[PosixSpawn, ParkedCall],
+            trial: ok,
+            ..ARM
+        };
+        assert!(covered_with(&std_socket, true));
+        assert!(!covered_with(&std_socket, false));
+        // This test process runs without the interposer.
+        assert!(!covered(&std_socket));
+        assert!(races(&probe(&[]), &std_socket, false));
     }
 
     /// A default run races the controls and the fixes no deterministic

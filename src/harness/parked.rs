@@ -32,7 +32,10 @@
 //! cell left with fewer than 7 confirmed trials is `broken`. In [`Mode::Sham`] the shim strips the atomic close-on-exec request
 //! (`SOCK_CLOEXEC`, `O_CLOEXEC`, `F_DUPFD_CLOEXEC`, the flag of `pipe2`,
 //! `dup3` and `accept4`, `MSG_CMSG_CLOEXEC`) before the real call, so the same
-//! code leaks: it proves the window sees a leak where the flag is missing.
+//! code leaks: it proves the window sees a leak where the flag is missing. A
+//! call that carried no such flag (macOS's `socket`, `accept`, `pipe` and
+//! `socketpair` have none) leaves nothing to strip, and its sham trial is
+//! `unsupported`: it would be the arm's own code.
 //!
 //! The matrix claims only what these calls cover: std's constructors and any
 //! code that goes through these libc names.
@@ -49,6 +52,7 @@ use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::RawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -179,6 +183,11 @@ pub struct Interposer {
 /// Why the interposer is missing: the reason an `unsupported` cell shows.
 pub const NOT_LOADED: &str = "the parked-call interposer is not loaded in this process: the loader did not \
      preload it (a static libc, a SIP-protected or setuid binary, or a run without the library)";
+
+/// Whether any call parked in this process: if none ever did, a trial that
+/// did not park says the interposer is not reached at all, not that its
+/// code bypassed libc.
+static EVER_PARKED: AtomicBool = AtomicBool::new(false);
 
 /// What went wrong when this probe tried to preload the interposer
 /// ([`preload_self`]), for the cells' reason.
@@ -352,9 +361,16 @@ pub fn trial<T>(
             Err(_) => return Err(Fault::Broken("the creator thread ended unarmed".into())),
         };
         let checked = match waited {
-            Waited::Parked(park) => check_child(park),
+            Waited::Parked(park) => {
+                EVER_PARKED.store(true, Ordering::Relaxed);
+                check_child(park)
+            }
             Waited::NotParked => Err(Fault::NotConfirmed(
-                "no call parked: the code made no call of its family through the interposed libc names (a raw syscall?)".into(),
+                if EVER_PARKED.load(Ordering::Relaxed) {
+                    "no call parked: the code made no call of its family through the interposed libc names (a raw syscall?)".into()
+                } else {
+                    "no call has parked in this process: the interposer is loaded but libc's calls do not reach it (on macOS, dyld refuses interposing in some binaries), or the code made a raw syscall".into()
+                },
             )),
             Waited::TimedOut => Err(Fault::NotConfirmed(format!(
                 "no call parked within {} s",
@@ -375,6 +391,15 @@ pub fn trial<T>(
         let seen = checked?;
         if !parked {
             return Err(Fault::Broken("the creator did not record its park".into()));
+        }
+        if mode == Mode::Sham && !seen.park.stripped {
+            // No flag to strip (macOS's socket, accept, pipe and socketpair
+            // take none): the "sham" ran the arm's own code, so it would
+            // prove nothing about the window.
+            return Err(Fault::Unsupported(format!(
+                "no sham here: {} was made without an atomic close-on-exec flag to strip",
+                seen.park.call
+            )));
         }
         Ok(seen)
     })
@@ -589,6 +614,12 @@ fn reexec_with_library() -> io::Result<()> {
         .ok_or_else(|| io::Error::new(io::ErrorKind::Unsupported, "no preload mechanism"))?;
     let exe = std::env::current_exe()?;
     let (library, dir) = write_library()?;
+    // dyld halts a process whose inserted library cannot load, before main
+    // (no results, the library's folder left behind): try it here first.
+    if let Err(why) = fdwindow_fix::sys::try_load(&library) {
+        let _ = std::fs::remove_dir_all(&dir);
+        return Err(io::Error::other(format!("the loader refused it: {why}")));
+    }
     let mut value = library.into_os_string();
     let previous = std::env::var_os(var).unwrap_or_default();
     if !previous.is_empty() {

@@ -153,6 +153,39 @@ pub fn symbol(name: &std::ffi::CStr) -> Option<std::ptr::NonNull<libc::c_void>> 
     std::ptr::NonNull::new(unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) })
 }
 
+/// Whether the dynamic loader can load the library at `path` into this
+/// process: `dlopen(path, RTLD_NOW | RTLD_LOCAL)`, its error text
+/// (`dlerror`) when it cannot. A library that loads stays loaded (no
+/// `dlclose`: an interposer's tuples must not point into an unmapped image);
+/// `RTLD_LOCAL` keeps its symbols out of `dlsym(RTLD_DEFAULT)`. For a smoke
+/// test before naming it in the loader's preload variable: macOS's dyld halts
+/// a process whose inserted library cannot load, before `main`.
+///
+/// # References
+/// - <https://man7.org/linux/man-pages/man3/dlopen.3.html>
+pub fn try_load(path: &std::path::Path) -> Result<(), String> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| "the path holds a NUL byte".to_owned())?;
+    // SAFETY: dlopen with a NUL-terminated path; the handle is never used
+    // again, so it needs no lifetime.
+    let handle = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+    if !handle.is_null() {
+        return Ok(());
+    }
+    // SAFETY: dlerror returns this thread's last dl* error as a C string (or
+    // NULL), valid until the next dl* call; it is copied at once.
+    let why = unsafe { libc::dlerror() };
+    Err(if why.is_null() {
+        "the loader gave no reason".to_owned()
+    } else {
+        // SAFETY: non-NULL: a NUL-terminated string owned by the loader.
+        unsafe { std::ffi::CStr::from_ptr(why) }
+            .to_string_lossy()
+            .into_owned()
+    })
+}
+
 /// A descriptor that a creating call made inside `sys` has just returned,
 /// on its way to becoming an [`OwnedFd`](std::os::fd::OwnedFd): the one
 /// place in the crate that takes ownership of a bare number.
@@ -202,5 +235,28 @@ impl FreshFd {
         // SAFETY: the type's invariant: a descriptor the kernel just created
         // in this process, open, and owned by nothing else.
         unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(self.0) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn try_load_names_the_loaders_reason_for_a_file_that_is_no_library() {
+        let dir = tempfile::tempdir().unwrap();
+        let garbage = dir.path().join("libgarbage.so");
+        std::fs::write(&garbage, b"not a shared library").unwrap();
+        let why = try_load(&garbage).unwrap_err();
+        assert!(why.contains("libgarbage.so"), "{why}");
+        // The C library this process already runs with loads.
+        let libc = if cfg!(target_os = "macos") {
+            Some("/usr/lib/libSystem.B.dylib")
+        } else {
+            cfg!(target_env = "gnu").then_some("libc.so.6")
+        };
+        if let Some(libc) = libc {
+            assert_eq!(try_load(std::path::Path::new(libc)), Ok(()));
+        }
     }
 }
