@@ -194,6 +194,8 @@ fn spawn_lock_sham(t: &mut Trial<'_>) -> Result<bool, Fault> {
 /// 4. The script is exec'd (under the exclusive side) while the child is
 ///    still parked.
 fn locked_trial(t: &mut Trial<'_>, locked: bool) -> Result<bool, Fault> {
+    // The child parked in the gap is this trial's own window.
+    t.own_spawn();
     let path = t.fresh_path("script");
     let (file, held, _gap) = spawn_in_gap(
         &SPAWN_LOCK,
@@ -238,6 +240,8 @@ fn retry_long_stall(t: &mut Trial<'_>) -> Result<bool, Fault> {
 /// `stall` failed attempts: [`Stall`] lets the child go, and awaits its exec,
 /// once `stall` attempts have met `ETXTBSY`.
 fn stalled_retry(t: &mut Trial<'_>, stall: u32, attempts: u32) -> Result<bool, Fault> {
+    // The stalled child is this trial's own window.
+    t.own_spawn();
     let path = t.fresh_path("script");
     let file = write_script(&path).ctx("write the script")?;
     let held = HeldChild::hold().map_err(|e| match e.kind() {

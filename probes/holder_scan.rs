@@ -357,6 +357,7 @@ fn scan_after_exec(t: &mut Trial<'_>, target: Target) -> Result<bool, Fault> {
     // scanner waits, so it is released from another thread, as the co-tenant's
     // own spawn would finish.
     let child = HeldChild::hold().ctx("hold a child in the fork window")?;
+    t.own_spawn();
     let _kept = held.done();
     let seen = pending_forks().ctx_feature("list our children")?.len();
     t.tally("pending-forks-seen", &seen.to_string());

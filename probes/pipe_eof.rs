@@ -182,6 +182,8 @@ fn cloexec_writer(t: &mut Trial<'_>) -> Result<bool, Fault> {
 /// child, `cat`, is spawned through `how` and has exec'd (it echoed a byte)
 /// before the writer is dropped, so what it holds then it holds for its life.
 fn fix_spawn(t: &mut Trial<'_>, how: SpawnHow) -> Result<bool, Fault> {
+    // The holder spawned by the fix's own path is this trial's window.
+    t.own_spawn();
     let (reader, writer) = pipe()?;
     set_cloexec(&writer, false).ctx("clear close-on-exec")?;
     let holder = Holder::spawn(how).ctx("spawn the holder")?;
@@ -211,6 +213,8 @@ const GAP_DEADLINE: Duration = Duration::from_secs(30);
 ///    sham) or the spawner waits for the lock (the fix); then drops the write
 ///    end and lets go. 4. With the child parked, the reader reads once.
 fn locked_trial(t: &mut Trial<'_>, locked: bool) -> Result<bool, Fault> {
+    // The child parked in the gap is this trial's own window.
+    t.own_spawn();
     let ((reader, writer), held, _gap) = spawn_in_gap(
         &SPAWN_LOCK,
         locked,

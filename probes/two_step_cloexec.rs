@@ -708,6 +708,9 @@ fn deterministic(
     how: SpawnHow,
     lock: Lock,
 ) -> Result<bool, Fault> {
+    // This trial opens its window itself: the holder it spawns between
+    // creation and flag is the child its hit is about.
+    t.own_spawn();
     let maker = Maker::new(call, &t.socket_path("sock")?).ctx("prepare the call")?;
     let (made, holder) = match lock {
         Lock::On | Lock::Sham => {

@@ -21,8 +21,8 @@ pub const NOT_IN_DEFAULT: &str = "not measured in a default run (`--thorough`)";
 
 /// What `valid` means, in one sentence a reviewer can quote; README, MATRIX.md
 /// and `fdwindow advise` all carry it.
-pub const VALID_MEANS: &str = "`valid` means the fix showed the hazard in 0 trials while its control, \
-in the same window of the same run, showed it often enough that a one-sided Fisher exact test puts \
+pub const VALID_MEANS: &str = "`valid` means the fix showed the hazard in 0 trials (at least 7 in a \
+deterministic window) while its control, in the same window of the same run, showed it often enough that a one-sided Fisher exact test puts \
 the difference at p <= 0.001, and, where the fix's code differs from its control in more than the fix, \
 its sham (the same code with the fix switched off) showed the hazard too.";
 

@@ -167,6 +167,9 @@ pub struct Trial<'a> {
     /// child, which is then the race window's unit instead of the race
     /// thread's spawns.
     own_spawn: bool,
+    /// Set by [`Trial::during_window`] once a child held the window open: a
+    /// fork-window or inherited trial that never opened one is unconfirmed.
+    opened: bool,
     /// Paths handed out, removed when the trial ends: tens of thousands of
     /// race trials must not pile up files for the scratch folder's removal.
     paths: std::cell::RefCell<Vec<std::path::PathBuf>>,
@@ -201,7 +204,9 @@ impl Trial<'_> {
 
     /// Says that this trial spawned the one child its hit is about (e.g. a
     /// holder whose descriptors are listed): in a race window that spawn, not
-    /// the race thread's, is the trial. Call it in every trial of the arm.
+    /// the race thread's, is the trial; in a fork-window or inherited trial
+    /// it is the window, which the trial opened itself. Call it in every
+    /// trial of the arm.
     pub fn own_spawn(&mut self) {
         self.own_spawn = true;
     }
@@ -225,6 +230,7 @@ impl Trial<'_> {
             Window::ForkWindow => {
                 let held = HeldChild::hold()
                     .map_err(|e| holder_fault("hold a child in the fork window", e))?;
+                self.opened = true;
                 let result = act();
                 held.release().ctx("release the held child")?;
                 result
@@ -232,6 +238,7 @@ impl Trial<'_> {
             Window::Inherited => {
                 let child = InheritingChild::spawn()
                     .map_err(|e| holder_fault("spawn the inheriting child", e))?;
+                self.opened = true;
                 let result = act();
                 child.release().ctx("release the inheriting child")?;
                 result
@@ -242,6 +249,11 @@ impl Trial<'_> {
         }
     }
 }
+
+/// Why a fork-window or inherited trial that never opened its window is
+/// unconfirmed.
+pub const NEVER_OPENED: &str =
+    "the trial never opened its window: no child held its descriptors (Trial::during_window)";
 
 /// A window's holder that failed to start: a child that never reached the
 /// window (or never echoed its exec) in time leaves the trial unconfirmed,
@@ -1007,10 +1019,19 @@ fn block_trials(
             scratch,
             tallies: &mut cell.tallies,
             own_spawn: false,
+            opened: false,
             paths: Default::default(),
             socket_dirs: Default::default(),
         };
-        let result = (arm.trial)(&mut trial);
+        let result = match (arm.trial)(&mut trial) {
+            // A window built on purpose must have been built: a trial that
+            // ran its code with no child holding its descriptors measured
+            // nothing (it would read as a miss, and a fix as valid).
+            Ok(_) if window.needs_a_holder() && !trial.opened && !trial.own_spawn => {
+                Err(Fault::NotConfirmed(NEVER_OPENED.into()))
+            }
+            result => result,
+        };
         let own = trial.own_spawn;
         for path in trial.paths.take() {
             // Most are plain files; a trial may have made a folder; some paths
@@ -1572,6 +1593,52 @@ mod tests {
         assert_eq!(
             r.judgement(&r.arms[1]).verdict,
             crate::report::verdict::Verdict::Broken
+        );
+    }
+
+    /// A fork-window fix whose code never opens the window cannot read
+    /// `valid`: its trials are unconfirmed and the cell is broken, while the
+    /// control that opens it is measured.
+    #[test]
+    fn a_trial_that_never_opens_its_window_is_unconfirmed() {
+        use crate::report::verdict::Window::ForkWindow;
+        fn opens(t: &mut Trial<'_>) -> Result<bool, Fault> {
+            t.during_window(|| Ok(true))
+        }
+        static ARMS: &[Arm] = &[
+            Arm {
+                id: "c",
+                windows: &[ForkWindow],
+                trial: opens,
+                ..ARM
+            },
+            Arm {
+                id: "m",
+                role: Role::Mitigation,
+                windows: &[ForkWindow],
+                // The control's lock, released with no child holding a copy.
+                trial: ok,
+                ..ARM
+            },
+        ];
+        let r = run(&probe(ARMS), settings(7, false), &[]).unwrap();
+        let control = r.find("c", ForkWindow).unwrap();
+        assert_eq!(
+            control.outcome.count().map(|c| (c.hits, c.trials)),
+            Some((7, 7))
+        );
+        let fix = r.find("m", ForkWindow).unwrap();
+        assert_eq!(fix.outcome.count().map(|c| c.trials), Some(0), "{fix:?}");
+        assert_eq!(
+            r.judgement(fix).verdict,
+            crate::report::verdict::Verdict::Broken
+        );
+        let Outcome::Observed { tallies, .. } = &fix.outcome else {
+            panic!("{fix:?}")
+        };
+        assert!(
+            tallies["last-unconfirmed"].contains_key(NEVER_OPENED),
+            "{tallies:?}"
         );
     }
 

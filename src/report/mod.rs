@@ -265,6 +265,25 @@ impl ProbeReport {
                     ));
                 }
             }
+            // `emulated` follows from the platform and the cell's kind
+            // (verdict::emulated): a real machine's cell is never excused as
+            // emulated, and a TCG guest's statistical cell never passes as
+            // real. A deterministic cell on a TCG guest is emulated only when
+            // its arm is timed, which the file alone cannot tell.
+            if a.emulated && !self.platform.emulated() {
+                return Err(format!(
+                    "{}: marked emulated, but {} is not an emulated platform",
+                    at(),
+                    self.platform.id
+                ));
+            }
+            if !a.emulated && self.platform.emulated() && a.kind == Kind::Statistical {
+                return Err(format!(
+                    "{}: a statistical cell on the emulated {} must be marked emulated",
+                    at(),
+                    self.platform.id
+                ));
+            }
             if a.role == Role::Control
                 && (a.against.is_some() || a.sham.is_some() || a.avoids.is_some())
             {
@@ -469,6 +488,34 @@ mod tests {
             let e = r.validate().unwrap_err();
             assert!(e.contains(says), "{bad:?}: {e}");
         }
+    }
+
+    /// `emulated` is the platform's and the kind's to say, not the file's:
+    /// a KVM cell marked emulated (which would excuse a contradiction) and a
+    /// TCG guest's statistical cell marked real are both refused.
+    #[test]
+    fn emulated_follows_from_the_platform_and_the_kind() {
+        use crate::report::platform::Virtualization;
+        let mut file = sample();
+        let report = file.probes.values_mut().next().unwrap();
+        report.platform.virtualization = Virtualization::KvmGuest;
+        assert_eq!(report.validate(), Ok(()));
+        let mut forged = report.clone();
+        forged.arms[1].emulated = true;
+        let e = forged.validate().unwrap_err();
+        assert!(e.contains("not an emulated platform"), "{e}");
+
+        let mut tcg = report.clone();
+        tcg.platform.virtualization = Virtualization::Tcg;
+        // Deterministic cells may be either there (a timed arm is emulated).
+        tcg.arms[1].emulated = true;
+        assert_eq!(tcg.validate(), Ok(()));
+        tcg.arms[1].kind = Kind::Statistical;
+        tcg.arms[1].window = Window::PosixSpawn;
+        assert_eq!(tcg.validate(), Ok(()));
+        tcg.arms[1].emulated = false;
+        let e = tcg.validate().unwrap_err();
+        assert!(e.contains("must be marked emulated"), "{e}");
     }
 
     #[test]

@@ -198,6 +198,12 @@ impl Window {
         self == Window::ParkedCall
     }
 
+    /// Whether a trial here must open the window with a child of its own
+    /// that holds its descriptors (fork-window, inherited).
+    pub fn needs_a_holder(self) -> bool {
+        matches!(self, Window::ForkWindow | Window::Inherited)
+    }
+
     /// Whether trials here count spawns (a race against real spawns).
     pub fn is_race(self) -> bool {
         self == Window::PosixSpawn
@@ -418,6 +424,18 @@ pub fn mitigation_judgement(outcome: &Outcome, kind: Kind, against: Against<'_>)
     if let Some(argument) = against.avoids {
         return Judgement::because(Verdict::Avoids, argument);
     }
+    // A deterministic fix is decided on 7 trials at least, whatever a small
+    // control makes of Fisher's test (0/5 against 10/10 is p = 3.3e-4). An
+    // `avoids` argument rests on its construction: trials only refute it.
+    if kind == Kind::Deterministic && trials < MIN_DETERMINISTIC_TRIALS {
+        return Judgement {
+            more_trials: Some(MIN_DETERMINISTIC_TRIALS - trials),
+            ..Judgement::because(
+                Verdict::Inconclusive,
+                format!("{trials} trials, fewer than {MIN_DETERMINISTIC_TRIALS}"),
+            )
+        };
+    }
     let Some(control) = against.control else {
         return Judgement::because(Verdict::Inconclusive, "its control did not run");
     };
@@ -598,6 +616,12 @@ mod tests {
         let race = mitigation_judgement(&observed(0, 400), STAT, against(&observed(4, 393)));
         assert_eq!(race.verdict, Verdict::Inconclusive);
         assert_eq!(j(observed(1, 50), observed(7, 7)).verdict, Verdict::Invalid);
+        // Fewer than 7 trials decide no deterministic fix, whatever the
+        // control: 0/5 against 10/10 is p = 3.3e-4, yet inconclusive.
+        let five = j(observed(0, 5), observed(10, 10));
+        assert_eq!(five.verdict, Verdict::Inconclusive, "{five:?}");
+        assert_eq!(five.more_trials, Some(2));
+        assert_eq!(j(observed(0, 7), observed(10, 10)).verdict, Verdict::Valid);
     }
 
     #[test]
@@ -730,6 +754,9 @@ mod tests {
                 prop_assert_eq!(c.as_ref().map(|c| control_verdict(c, kind)), Some(Verdict::Present));
                 prop_assert_eq!(m.count().map(|c| c.hits), Some(0));
                 prop_assert!(j.p.unwrap() <= SIGNIFICANCE);
+                if kind == Kind::Deterministic {
+                    prop_assert!(m.count().unwrap().trials >= MIN_DETERMINISTIC_TRIALS);
+                }
             }
         }
 
