@@ -20,7 +20,7 @@ use fdwindow_fix::base::sockets::{
     unix_listening,
 };
 
-static PROBE: Probe = Probe {
+pub static PROBE: Probe = Probe {
     hazard: "bind-matrix",
     about: "Observes which second bind of a port succeeds while a first socket holds it (IPv4, IPv6, dual stack; specific or wildcard; bound or listening; SO_REUSEADDR, SO_REUSEPORT), and of a Unix-domain socket path (in use, stale after close, unlinked first).",
     trials: 1,

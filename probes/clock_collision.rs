@@ -35,7 +35,7 @@ use fdwindow_fix::scratch::unique_name;
 /// Threads per round.
 const THREADS: usize = 8;
 
-static PROBE: Probe = Probe {
+pub static PROBE: Probe = Probe {
     hazard: "clock-collision",
     about: "Checks whether pid+timestamp scratch names collide when 8 threads create them exclusively at the same moment.",
     // Enough rounds for a control with no hit to be `absent` (bound under 1%).

@@ -18,7 +18,7 @@ use fdwindow::hazards::clocks::{
 use fdwindow::report::Table;
 use fdwindow_fix::base::scratch::Scratch;
 
-static PROBE: Probe = Probe {
+pub static PROBE: Probe = Probe {
     hazard: "clock-resolution",
     about: "Checks how finely each clock ticks, and how often two reads (one thread, or two at once) are equal.",
     trials: 400,

@@ -47,7 +47,7 @@ const GROW_CYCLES: usize = 4;
 const TARGET: &CStr = c"FDWINDOW_TARGET";
 const EXPECTED: &CStr = c"the-value-every-read-must-see";
 
-static PROBE: Probe = Probe {
+pub static PROBE: Probe = Probe {
     hazard: "env-race",
     about: "Checks whether setenv in one thread tears or crashes a concurrent libc getenv in another.",
     trials: 20,

@@ -56,7 +56,7 @@ use fdwindow::report::verdict::Window::{ForkWindow, PosixSpawn};
 use fdwindow_fix::base::child::HeldChild;
 use fdwindow_fix::base::scratch::Scratch;
 
-static PROBE: Probe = Probe {
+pub static PROBE: Probe = Probe {
     hazard: "etxtbsy",
     about: "Checks whether executing a file just written fails with ETXTBSY while a forked child holds its write descriptor.",
     trials: 10,

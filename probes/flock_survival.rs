@@ -21,7 +21,7 @@ use fdwindow_fix::base::locks::{flock, flock_is_held, open_rw, set_cloexec};
 
 const SPAWNS: &[fdwindow::report::verdict::Window] = &[ForkWindow, PosixSpawn, Inherited];
 
-static PROBE: Probe = Probe {
+pub static PROBE: Probe = Probe {
     hazard: "flock-survival",
     about: "Checks whether a flock released by closing its descriptor stays held by a child's copy.",
     trials: 10,

@@ -56,7 +56,7 @@ const EXEC_TIMEOUT: Duration = Duration::from_secs(30);
 /// What a fixture writes before it closes the file.
 const CONTENT: &[u8] = b"fdwindow holder-scan fixture\n";
 
-static PROBE: Probe = Probe {
+pub static PROBE: Probe = Probe {
     hazard: "holder-scan",
     about: "Checks whether a scan for a listener's or a closed file's holders counts a pre-exec fork as a holder.",
     trials: 10,

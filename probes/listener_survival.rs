@@ -41,7 +41,7 @@ use fdwindow_fix::base::sockets::{
 const SPAWNS: &[Window] = &[ForkWindow, PosixSpawn, Inherited];
 const HELD: &[Window] = &[ForkWindow, Inherited];
 
-static PROBE: Probe = Probe {
+pub static PROBE: Probe = Probe {
     hazard: "listener-survival",
     about: "Checks whether a listener the parent retired still completes connections through a child's copy.",
     trials: 10,

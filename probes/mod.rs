@@ -6,6 +6,8 @@
 
 use std::process::ExitCode;
 
+use fdwindow::harness::Probe;
+
 pub mod bind_matrix;
 pub mod clock_collision;
 pub mod clock_resolution;
@@ -26,31 +28,33 @@ pub mod unix_listener_survival;
 /// A probe's entry point: its arguments, those after `fdwindow probe HAZARD`.
 type Main = fn(Vec<String>) -> ExitCode;
 
-/// Every probe by hazard id, in `fdwindow::runner::PROBES`'s order (a test
-/// holds the two lists equal).
-pub const ALL: &[(&str, Main)] = &[
-    ("clock-resolution", clock_resolution::main),
-    ("clock-collision", clock_collision::main),
-    ("flock-survival", flock_survival::main),
-    ("ofd-lock-survival", ofd_lock_survival::main),
-    ("posix-lock-drop", posix_lock_drop::main),
-    ("listener-survival", listener_survival::main),
-    ("unix-listener-survival", unix_listener_survival::main),
-    ("peer-fin-with-clone", peer_fin_with_clone::main),
-    ("pipe-eof", pipe_eof::main),
-    ("port-pick", port_pick::main),
-    ("bind-matrix", bind_matrix::main),
-    ("two-step-cloexec", two_step_cloexec::main),
-    ("etxtbsy", etxtbsy::main),
-    ("holder-scan", holder_scan::main),
-    ("env-race", env_race::main),
-    ("spawn-window", spawn_window::main),
+/// Every probe, its declaration and its entry point, in
+/// `fdwindow::runner::PROBES`'s order (a test holds the two lists equal).
+/// `fdwindow check` holds each results file's cells to the declarations
+/// (arm, role, window, control, sham).
+pub const ALL: &[(&Probe, Main)] = &[
+    (&clock_resolution::PROBE, clock_resolution::main),
+    (&clock_collision::PROBE, clock_collision::main),
+    (&flock_survival::PROBE, flock_survival::main),
+    (&ofd_lock_survival::PROBE, ofd_lock_survival::main),
+    (&posix_lock_drop::PROBE, posix_lock_drop::main),
+    (&listener_survival::PROBE, listener_survival::main),
+    (&unix_listener_survival::PROBE, unix_listener_survival::main),
+    (&peer_fin_with_clone::PROBE, peer_fin_with_clone::main),
+    (&pipe_eof::PROBE, pipe_eof::main),
+    (&port_pick::PROBE, port_pick::main),
+    (&bind_matrix::PROBE, bind_matrix::main),
+    (&two_step_cloexec::PROBE, two_step_cloexec::main),
+    (&etxtbsy::PROBE, etxtbsy::main),
+    (&holder_scan::PROBE, holder_scan::main),
+    (&env_race::PROBE, env_race::main),
+    (&spawn_window::PROBE, spawn_window::main),
 ];
 
 /// The entry point of the probe for `hazard`.
 pub fn find(hazard: &str) -> Option<Main> {
     ALL.iter()
-        .find(|(h, _)| *h == hazard)
+        .find(|(probe, _)| probe.hazard == hazard)
         .map(|(_, main)| *main)
 }
 
@@ -58,7 +62,7 @@ pub fn find(hazard: &str) -> Option<Main> {
 mod tests {
     #[test]
     fn every_probe_the_runner_runs_is_here_in_its_order() {
-        let here: Vec<&str> = super::ALL.iter().map(|(h, _)| *h).collect();
+        let here: Vec<&str> = super::ALL.iter().map(|(p, _)| p.hazard).collect();
         assert_eq!(here, fdwindow::runner::PROBES);
     }
 }

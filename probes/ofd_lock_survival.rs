@@ -18,7 +18,7 @@ use fdwindow_fix::base::locks::{
 
 const SPAWNS: &[fdwindow::report::verdict::Window] = &[ForkWindow, PosixSpawn, Inherited];
 
-static PROBE: Probe = Probe {
+pub static PROBE: Probe = Probe {
     hazard: "ofd-lock-survival",
     about: "Checks whether an OFD lock released by closing its descriptor stays held by a child's copy.",
     trials: 10,

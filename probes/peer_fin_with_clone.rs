@@ -37,7 +37,7 @@ use fdwindow_fix::base::sockets::{
 
 const WINDOWS: &[Window] = &[InProcess, ForkWindow, Inherited];
 
-static PROBE: Probe = Probe {
+pub static PROBE: Probe = Probe {
     hazard: "peer-fin-with-clone",
     about: "Checks whether closing a TCP stream that has a second descriptor (dup or child's copy) leaves the peer without end-of-file.",
     trials: 10,

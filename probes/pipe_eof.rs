@@ -40,7 +40,7 @@ use fdwindow_fix::base::sockets::{LOOPBACK_DEADLINE, poll_by};
 
 const SPAWNS: &[Window] = &[ForkWindow, PosixSpawn, Inherited];
 
-static PROBE: Probe = Probe {
+pub static PROBE: Probe = Probe {
     hazard: "pipe-eof",
     about: "Checks whether a pipe's reader sees end-of-file when the parent drops the write end while a child holds a copy.",
     // Deterministic windows decide in ten trials (a control at 10/10 against

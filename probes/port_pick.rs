@@ -37,7 +37,7 @@ use fdwindow_fix::base::sockets::{BindOptions, bound, local_addr, loopback_v4};
 const SPAWNS: &[Window] = &[ForkWindow, PosixSpawn, Inherited];
 const HELD: &[Window] = &[ForkWindow, Inherited];
 
-static PROBE: Probe = Probe {
+pub static PROBE: Probe = Probe {
     hazard: "port-pick",
     about: "Checks whether a port picked by binding port 0 and dropping the socket is still held by a child's copy when the server binds it.",
     trials: 10,

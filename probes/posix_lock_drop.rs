@@ -22,7 +22,7 @@ use fdwindow_fix::base::locks::{
     record_lock_is_held,
 };
 
-static PROBE: Probe = Probe {
+pub static PROBE: Probe = Probe {
     hazard: "posix-lock-drop",
     about: "Checks whether closing another descriptor of a file drops the process's fcntl lock on it.",
     trials: 10,

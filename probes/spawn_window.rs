@@ -19,7 +19,7 @@ use fdwindow::hazards::spawn::{Sweep, measure_nofile_sweep, measure_sweep, nofil
 use fdwindow::report::Table;
 use fdwindow_fix::base::scratch::Scratch;
 
-static PROBE: Probe = Probe {
+pub static PROBE: Probe = Probe {
     hazard: "spawn-window",
     about: "Checks how long a child holds the parent's close-on-exec descriptors after a spawn \
             starts, per spawn path, by the parent's resident memory and open descriptors.",

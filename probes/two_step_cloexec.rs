@@ -136,7 +136,7 @@ macro_rules! sham {
     };
 }
 
-static PROBE: Probe = Probe {
+pub static PROBE: Probe = Probe {
     hazard: "two-step-cloexec",
     about: "Checks whether a descriptor flagged close-on-exec in a second call leaks into a child spawned in between.",
     trials: 10,

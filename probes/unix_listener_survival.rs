@@ -34,7 +34,7 @@ use fdwindow_fix::base::sockets::{
 const SPAWNS: &[Window] = &[ForkWindow, PosixSpawn, Inherited];
 const HELD: &[Window] = &[ForkWindow, Inherited];
 
-static PROBE: Probe = Probe {
+pub static PROBE: Probe = Probe {
     hazard: "unix-listener-survival",
     about: "Checks whether a Unix-domain listener the parent retired still takes connections at its path through a child's copy.",
     // Deterministic windows: the copy is there or not in every trial, so ten

@@ -759,7 +759,14 @@ fn check(named: Option<&Path>) -> Result<ExitCode, Usage> {
             )
         )));
     }
-    let report = fdwindow::evidence::knowledge::check(&sources.files);
+    let mut report = fdwindow::evidence::knowledge::check(&sources.files);
+    let declared: Vec<_> = crate::probes::ALL.iter().map(|(probe, _)| *probe).collect();
+    report
+        .failures
+        .extend(fdwindow::evidence::knowledge::undeclared(
+            &sources.files,
+            &declared,
+        ));
     let read: String = sources
         .describe(None)
         .iter()

@@ -611,4 +611,35 @@ fn verdict_per_window_and_check_on_the_committed_results() {
             && l.contains("measured invalid 1/10")),
         "{text}"
     );
+
+    // A fix judged against another control than its probe names (std's dup
+    // against the socket control, which a file could pick for a count that
+    // suits it) fails, whatever the counts say.
+    let mut results =
+        fdwindow::report::ResultsFile::from_json(&fs::read_to_string(&file).unwrap()).unwrap();
+    let arm = results
+        .probes
+        .get_mut("two-step-cloexec")
+        .unwrap()
+        .arms
+        .iter_mut()
+        .find(|a| a.arm == "std-dup" && a.window.id() == "parked-call")
+        .unwrap();
+    assert_eq!(arm.against.as_deref(), Some("two-step-dup"));
+    arm.against = Some("two-step-socket".into());
+    fs::write(&file, serde_json::to_string_pretty(&results).unwrap()).unwrap();
+    let out = fdwindow()
+        .args(["check", "--results"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.lines().any(|l| l
+            .starts_with("FAIL not as its probe declares: two-step-cloexec std-dup parked-call")
+            && l.contains("claimed mitigation vs two-step-dup")
+            && l.contains("measured mitigation vs two-step-socket")),
+        "{text}"
+    );
 }

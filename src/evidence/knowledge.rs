@@ -16,7 +16,7 @@ use std::fmt;
 use crate::evidence::release::{Component, Range};
 use crate::evidence::reported::REPORTED;
 use crate::report::platform::Platform;
-use crate::report::verdict::{Kind, Verdict, Window};
+use crate::report::verdict::{Kind, Role, Verdict, Window};
 use crate::report::{ArmReport, ProbeReport, ResultsFile};
 
 /// One encoded claim.
@@ -44,6 +44,13 @@ pub struct Claim {
     /// Whether the claim only repeats a public source (not yet measured here).
     pub reported: bool,
 }
+
+/// Why the etxtbsy cells of 6.11 and 6.12 may show either answer.
+const ETXTBSY_GAP: &str = "Linux 6.11 and 6.12.0 do not deny exec of a file open for writing (2a010c412853, \
+    6.11), so the control is absent and the fixes not needed; the revert (3b832035387f, for 6.13) reached \
+    6.12 stable at a release Debian's changelog does not name (its 6.12.3-1 upload took 6.12.1 to 6.12.3 \
+    without listing their commits), and Debian's 6.12.117 denies it (measured, results/linux-6.12.117_deb12-*): \
+    before 6.12.117 either answer may show";
 
 const FLOCK_MAN: &str = "flock(2): https://man7.org/linux/man-pages/man2/flock.2.html";
 const FCNTL_MAN: &str = "fcntl(2), Advisory record locking / Open file description locks: https://man7.org/linux/man-pages/man2/fcntl.2.html";
@@ -1213,7 +1220,7 @@ const LINUX: &[Claim] = &[
         window: None,
         verdict: Verdict::Present,
         or: None,
-        reason: "exec refuses a file that any process holds open for writing, and a fork's copy of the writer's descriptor is such a holder (Linux 6.11 and 6.12 briefly dropped the check; it was restored for 6.13)",
+        reason: "exec refuses a file that any process holds open for writing, and a fork's copy of the writer's descriptor is such a holder (Linux 6.11 and 6.12.0 dropped the check; its revert reached 6.12 stable: see the claims up to 6.12.117)",
         refs: &[EXECVE_ETXTBSY, ETXTBSY_COMMITS],
         reported: false,
         range: None,
@@ -1310,14 +1317,14 @@ const LINUX: &[Claim] = &[
         arm: "write-then-exec",
         window: None,
         verdict: Verdict::Absent,
-        or: None,
-        reason: "Linux 6.11 and 6.12 do not deny exec of a file open for writing",
+        or: Some(Verdict::Present),
+        reason: ETXTBSY_GAP,
         refs: &[ETXTBSY_COMMITS],
         reported: false,
         range: Some(Range {
             of: Component::Kernel,
             since: Some((6, 11, 0)),
-            until: Some((6, 13, 0)),
+            until: Some((6, 12, 117)),
         }),
     },
     Claim {
@@ -1326,94 +1333,94 @@ const LINUX: &[Claim] = &[
         arm: "spawn-lock",
         window: Some(Window::ForkWindow),
         verdict: Verdict::NotNeeded,
-        or: None,
-        reason: "no ETXTBSY to avoid on Linux 6.11 and 6.12",
+        or: Some(Verdict::Valid),
+        reason: ETXTBSY_GAP,
         refs: &[ETXTBSY_COMMITS],
         reported: false,
         range: Some(Range {
             of: Component::Kernel,
             since: Some((6, 11, 0)),
-            until: Some((6, 13, 0)),
+            until: Some((6, 12, 117)),
         }),
     },
     Claim {
         os: "linux",
         hazard: "etxtbsy",
         arm: "spawn-lock-sham",
-        window: None,
+        window: Some(Window::ForkWindow),
         verdict: Verdict::Absent,
-        or: None,
-        reason: "Linux 6.11 and 6.12 do not deny exec of a file open for writing",
+        or: Some(Verdict::Present),
+        reason: ETXTBSY_GAP,
         refs: &[ETXTBSY_COMMITS],
         reported: false,
         range: Some(Range {
             of: Component::Kernel,
             since: Some((6, 11, 0)),
-            until: Some((6, 13, 0)),
+            until: Some((6, 12, 117)),
         }),
     },
     Claim {
         os: "linux",
         hazard: "etxtbsy",
         arm: "retry-on-etxtbsy-short-stall",
-        window: None,
+        window: Some(Window::ForkWindow),
         verdict: Verdict::NotNeeded,
-        or: None,
-        reason: "no ETXTBSY to retry on Linux 6.11 and 6.12",
+        or: Some(Verdict::Valid),
+        reason: ETXTBSY_GAP,
         refs: &[ETXTBSY_COMMITS],
         reported: false,
         range: Some(Range {
             of: Component::Kernel,
             since: Some((6, 11, 0)),
-            until: Some((6, 13, 0)),
+            until: Some((6, 12, 117)),
         }),
     },
     Claim {
         os: "linux",
         hazard: "etxtbsy",
         arm: "retry-on-etxtbsy-short-stall-sham",
-        window: None,
+        window: Some(Window::ForkWindow),
         verdict: Verdict::Absent,
-        or: None,
-        reason: "Linux 6.11 and 6.12 do not deny exec of a file open for writing",
+        or: Some(Verdict::Present),
+        reason: ETXTBSY_GAP,
         refs: &[ETXTBSY_COMMITS],
         reported: false,
         range: Some(Range {
             of: Component::Kernel,
             since: Some((6, 11, 0)),
-            until: Some((6, 13, 0)),
+            until: Some((6, 12, 117)),
         }),
     },
     Claim {
         os: "linux",
         hazard: "etxtbsy",
         arm: "retry-on-etxtbsy-long-stall",
-        window: None,
+        window: Some(Window::ForkWindow),
         verdict: Verdict::NotNeeded,
-        or: None,
-        reason: "no ETXTBSY to retry on Linux 6.11 and 6.12",
+        or: Some(Verdict::Invalid),
+        reason: ETXTBSY_GAP,
         refs: &[ETXTBSY_COMMITS],
         reported: false,
         range: Some(Range {
             of: Component::Kernel,
             since: Some((6, 11, 0)),
-            until: Some((6, 13, 0)),
+            until: Some((6, 12, 117)),
         }),
     },
     Claim {
         os: "linux",
         hazard: "etxtbsy",
         arm: "retry-on-etxtbsy",
-        window: None,
+        window: Some(Window::PosixSpawn),
         verdict: Verdict::NotNeeded,
-        or: None,
-        reason: "no ETXTBSY to retry on Linux 6.11 and 6.12",
+        or: Some(Verdict::Valid),
+        reason: ETXTBSY_GAP,
         refs: &[ETXTBSY_COMMITS],
         reported: false,
         range: Some(Range {
             of: Component::Kernel,
             since: Some((6, 11, 0)),
-            until: Some((6, 13, 0)),
+            until: Some((6, 12, 117)),
         }),
     },
     Claim {
@@ -1792,6 +1799,10 @@ pub enum Finding {
     NotMeasured,
     /// Passes: a measured arm on an OS whose claims are only reported.
     News,
+    /// A cell whose arm, window, role, control, sham or argument is not what
+    /// its probe declares in this build (a file that judges a fix against
+    /// another control, say).
+    Undeclared,
 }
 
 impl Finding {
@@ -1802,7 +1813,8 @@ impl Finding {
             | Finding::NotDecided
             | Finding::NotAllowed
             | Finding::WithoutEvidence
-            | Finding::WithoutClaim => true,
+            | Finding::WithoutClaim
+            | Finding::Undeclared => true,
             Finding::Undecided | Finding::NotMeasured | Finding::News => false,
         }
     }
@@ -1817,6 +1829,7 @@ impl Finding {
             Finding::Undecided => "undecided",
             Finding::NotMeasured => "not measured",
             Finding::News => "news (no claim; the OS's claims are reported only)",
+            Finding::Undeclared => "not as its probe declares",
         }
     }
 }
@@ -1848,6 +1861,66 @@ impl fmt::Display for Contradiction {
             self.evidence
         )
     }
+}
+
+/// Every cell whose part differs from what its probe declares in this build
+/// ([`crate::harness::declared`]): an unknown probe or arm, a window the arm
+/// does not run in, or another role, control, sham or argument. Each is a
+/// [`Finding::Undeclared`] failure; `fdwindow check` adds them to
+/// [`check`]'s, holding the files to the probes compiled into it.
+pub fn undeclared(files: &[ResultsFile], probes: &[&crate::harness::Probe]) -> Vec<Contradiction> {
+    let mut found = Vec::new();
+    for file in files {
+        for (hazard, report) in &file.probes {
+            let probe = probes.iter().find(|p| p.hazard == hazard);
+            for cell in &report.arms {
+                let declared = probe
+                    .and_then(|p| Some((p, p.arms.iter().find(|a| a.id == cell.arm)?)))
+                    .filter(|(_, a)| a.windows.contains(&cell.window))
+                    .map(|(p, a)| crate::harness::declared(p, a, cell.window));
+                let measured = (
+                    cell.role,
+                    cell.against.as_deref(),
+                    cell.sham.as_deref(),
+                    cell.avoids.as_deref(),
+                );
+                let wanted = declared.map(|d| (d.role, d.against, d.sham, d.avoids));
+                if wanted == Some(measured) {
+                    continue;
+                }
+                let part = |(role, against, sham, avoids): (
+                    Role,
+                    Option<&str>,
+                    Option<&str>,
+                    Option<&str>,
+                )| {
+                    let mut text = role.id().to_owned();
+                    if let Some(c) = against {
+                        text += &format!(" vs {c}");
+                    }
+                    if let Some(s) = sham {
+                        text += &format!(", sham {s}");
+                    }
+                    if avoids.is_some() {
+                        text += ", avoids";
+                    }
+                    text
+                };
+                found.push(Contradiction {
+                    finding: Finding::Undeclared,
+                    platform: file.platform.id.clone(),
+                    cell: format!("{hazard} {} {}", cell.arm, cell.window.id()),
+                    claim: match (probe, wanted) {
+                        (None, _) => "no such probe in this build".to_owned(),
+                        (Some(_), None) => "no such arm in this window in this build".to_owned(),
+                        (Some(_), Some(w)) => part(w),
+                    },
+                    evidence: part(measured),
+                });
+            }
+        }
+    }
+    found
 }
 
 /// What `fdwindow check` found, failures first.

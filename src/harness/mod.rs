@@ -735,20 +735,47 @@ fn arm_report(
     platform: &Platform,
 ) -> ArmReport {
     let kind = window.kind().or(arm.kind).unwrap_or(Kind::Statistical);
+    let part = declared(probe, arm, window);
     ArmReport {
         arm: arm.id.to_owned(),
-        role: arm.role,
+        role: part.role,
         window,
         kind,
         emulated: crate::report::verdict::emulated(platform, kind, arm.timed),
         about: arm.about.to_owned(),
+        against: part.against.map(str::to_owned),
+        sham: part.sham.map(str::to_owned),
+        avoids: part.avoids.map(str::to_owned),
+        outcome: cell.outcome(),
+    }
+}
+
+/// An arm's part in one window as this build declares it: what its report
+/// says of its role, its control, its sham and its argument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Declared {
+    /// Control, mitigation or sham.
+    pub role: Role,
+    /// The control it is judged against (none for a control).
+    pub against: Option<&'static str>,
+    /// Its sham in this window, if it has one.
+    pub sham: Option<&'static str>,
+    /// Its `avoids` argument, if it declares one.
+    pub avoids: Option<&'static str>,
+}
+
+/// `arm`'s part in `window`: the one rule [`arm_report`] writes reports by,
+/// and `fdwindow check` holds results files to, so a file cannot judge a fix
+/// against another control than its probe names.
+pub fn declared(probe: &Probe, arm: &Arm, window: Window) -> Declared {
+    Declared {
+        role: arm.role,
         against: match arm.role {
             Role::Control => None,
-            Role::Mitigation | Role::Sham => control_for(probe, arm, window).map(str::to_owned),
+            Role::Mitigation | Role::Sham => control_for(probe, arm, window),
         },
-        sham: sham_of(probe, arm, window).map(str::to_owned),
-        avoids: arm.avoids.map(str::to_owned),
-        outcome: cell.outcome(),
+        sham: sham_of(probe, arm, window),
+        avoids: arm.avoids,
     }
 }
 
