@@ -585,25 +585,15 @@ fn verdict_per_window_and_check_on_the_committed_results() {
     let dir = s.dir().join("results");
     common::copy_committed_results(&dir);
     let file = dir.join(format!("{platform}.json"));
-    let mut results =
-        fdwindow::report::ResultsFile::from_json(&fs::read_to_string(&file).unwrap()).unwrap();
-    let arm = results
-        .probes
-        .get_mut("flock-survival")
-        .unwrap()
-        .arms
-        .iter_mut()
-        .find(|a| a.arm == "unlock-then-close" && a.window.id() == "inherited")
-        .unwrap();
-    arm.outcome = fdwindow::report::verdict::Outcome::observed(1, 10);
-    fs::write(&file, serde_json::to_string_pretty(&results).unwrap()).unwrap();
-    let out = fdwindow()
-        .args(["check", "--results"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = edit_then_check(
+        &file,
+        "flock-survival",
+        "unlock-then-close",
+        "inherited",
+        |arm| {
+            arm.outcome = fdwindow::report::verdict::Outcome::observed(1, 10);
+        },
+    );
     assert!(
         text.lines().any(|l| l
             .starts_with("FAIL contradiction: flock-survival unlock-then-close inherited")
@@ -615,26 +605,10 @@ fn verdict_per_window_and_check_on_the_committed_results() {
     // A fix judged against another control than its probe names (std's dup
     // against the socket control, which a file could pick for a count that
     // suits it) fails, whatever the counts say.
-    let mut results =
-        fdwindow::report::ResultsFile::from_json(&fs::read_to_string(&file).unwrap()).unwrap();
-    let arm = results
-        .probes
-        .get_mut("two-step-cloexec")
-        .unwrap()
-        .arms
-        .iter_mut()
-        .find(|a| a.arm == "std-dup" && a.window.id() == "parked-call")
-        .unwrap();
-    assert_eq!(arm.against.as_deref(), Some("two-step-dup"));
-    arm.against = Some("two-step-socket".into());
-    fs::write(&file, serde_json::to_string_pretty(&results).unwrap()).unwrap();
-    let out = fdwindow()
-        .args(["check", "--results"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = edit_then_check(&file, "two-step-cloexec", "std-dup", "parked-call", |arm| {
+        assert_eq!(arm.against.as_deref(), Some("two-step-dup"));
+        arm.against = Some("two-step-socket".into());
+    });
     assert!(
         text.lines().any(|l| l
             .starts_with("FAIL not as its probe declares: two-step-cloexec std-dup parked-call")
@@ -642,4 +616,34 @@ fn verdict_per_window_and_check_on_the_committed_results() {
             && l.contains("measured mitigation vs two-step-socket")),
         "{text}"
     );
+}
+
+/// Edits one cell of the results `file`, runs `fdwindow check` on its
+/// folder, and returns what it printed, having seen it exit 1.
+fn edit_then_check(
+    file: &std::path::Path,
+    hazard: &str,
+    arm: &str,
+    window: &str,
+    edit: impl FnOnce(&mut fdwindow::report::ArmReport),
+) -> String {
+    let mut results =
+        fdwindow::report::ResultsFile::from_json(&fs::read_to_string(file).unwrap()).unwrap();
+    let cell = results
+        .probes
+        .get_mut(hazard)
+        .unwrap()
+        .arms
+        .iter_mut()
+        .find(|a| a.arm == arm && a.window.id() == window)
+        .unwrap();
+    edit(cell);
+    fs::write(file, serde_json::to_string_pretty(&results).unwrap()).unwrap();
+    let out = fdwindow()
+        .args(["check", "--results"])
+        .arg(file.parent().unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    String::from_utf8(out.stdout).unwrap()
 }
