@@ -460,6 +460,7 @@ mod tests {
                 },
             }],
             tables: Vec::new(),
+            scope: None,
         }
     }
 

@@ -647,3 +647,83 @@ fn edit_then_check(
     assert_eq!(out.status.code(), Some(1));
     String::from_utf8(out.stdout).unwrap()
 }
+
+/// A results file is held to its run's scope: a cell the run measured and
+/// the file lost, and a cell the race rule races but the file lists as left
+/// out, each fail `check`; the run as written names none.
+#[test]
+fn check_holds_a_run_to_its_scope() {
+    let s = scratch("cli-scope");
+    let dir = s.dir().join("results");
+    let out = fdwindow()
+        .args([
+            "run",
+            "--trials",
+            "7",
+            "--race-ms",
+            "5",
+            "--only",
+            "flock-survival",
+        ])
+        .args(NO_PROBE_TIMEOUT)
+        .arg("--results")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let file = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .unwrap();
+    let check = || {
+        let out = fdwindow()
+            .args(["check", "--results"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let scoped = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| l.starts_with("FAIL missing from the run's scope"))
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(scoped(&check()), Vec::<String>::new());
+    let edit = |change: &dyn Fn(&mut fdwindow::report::ProbeReport)| {
+        let mut results =
+            fdwindow::report::ResultsFile::from_json(&fs::read_to_string(&file).unwrap()).unwrap();
+        change(results.probes.get_mut("flock-survival").unwrap());
+        fs::write(&file, serde_json::to_string_pretty(&results).unwrap()).unwrap();
+    };
+    let original = fs::read_to_string(&file).unwrap();
+    edit(&|r| {
+        r.arms
+            .retain(|a| !(a.arm == "std-unlock" && a.window.id() == "inherited"))
+    });
+    let lost = scoped(&check());
+    assert_eq!(lost.len(), 1, "{lost:?}");
+    assert!(
+        lost[0].contains("flock-survival std-unlock inherited")
+            && lost[0].contains("neither measured nor left out"),
+        "{lost:?}"
+    );
+    // A thorough run races every fix: its left-out cells are lost ones.
+    fs::write(&file, &original).unwrap();
+    edit(&|r| r.scope.as_mut().unwrap().thorough = true);
+    let raced = scoped(&check());
+    assert!(
+        !raced.is_empty()
+            && raced
+                .iter()
+                .all(|l| l.contains("left out, but the race rule races it")),
+        "{raced:?}"
+    );
+    assert!(
+        raced
+            .iter()
+            .any(|l| l.contains("flock-survival unlock-then-close posix-spawn")),
+        "{raced:?}"
+    );
+}

@@ -32,6 +32,7 @@ fn report(arms: Vec<ArmReport>) -> ProbeReport {
         elapsed_ms: 1,
         arms,
         tables: Vec::new(),
+        scope: None,
     }
 }
 

@@ -1803,6 +1803,9 @@ pub enum Finding {
     /// its probe declares in this build (a file that judges a fix against
     /// another control, say).
     Undeclared,
+    /// A cell the run's scope says it measured (or the race rule says it
+    /// raced) that the file lacks or lists as left out.
+    Missing,
 }
 
 impl Finding {
@@ -1814,7 +1817,8 @@ impl Finding {
             | Finding::NotAllowed
             | Finding::WithoutEvidence
             | Finding::WithoutClaim
-            | Finding::Undeclared => true,
+            | Finding::Undeclared
+            | Finding::Missing => true,
             Finding::Undecided | Finding::NotMeasured | Finding::News => false,
         }
     }
@@ -1830,6 +1834,7 @@ impl Finding {
             Finding::NotMeasured => "not measured",
             Finding::News => "news (no claim; the OS's claims are reported only)",
             Finding::Undeclared => "not as its probe declares",
+            Finding::Missing => "missing from the run's scope",
         }
     }
 }
@@ -1918,9 +1923,58 @@ pub fn undeclared(files: &[ResultsFile], probes: &[&crate::harness::Probe]) -> V
                     evidence: part(measured),
                 });
             }
+            if let (Some(probe), Some(scope)) = (probe, &report.scope) {
+                found.extend(missing_from_scope(probe, report, scope).into_iter().map(
+                    |(cell, why)| Contradiction {
+                        finding: Finding::Missing,
+                        platform: file.platform.id.clone(),
+                        cell: format!("{hazard} {cell}"),
+                        claim: "in the run's scope".to_owned(),
+                        evidence: why,
+                    },
+                ));
+            }
         }
     }
     found
+}
+
+/// The cells of `report` that its scope says were measured, or that the
+/// race rule races, and that the report lacks or lists as left out: `(arm
+/// window, why)`. The race rule's answer depends on whether the parked-call
+/// window ran, which the report's own parked-call cells say.
+fn missing_from_scope(
+    probe: &crate::harness::Probe,
+    report: &ProbeReport,
+    scope: &crate::report::Scope,
+) -> Vec<(String, String)> {
+    use crate::report::verdict::Outcome;
+    let parked_ran = report.arms.iter().any(|a| {
+        a.window == Window::ParkedCall && !matches!(a.outcome, Outcome::Unsupported { .. })
+    });
+    let mut missing = Vec::new();
+    let asked = probe
+        .arms
+        .iter()
+        .filter(|a| scope.only.is_empty() || scope.only.iter().any(|o| o == a.id));
+    for arm in asked {
+        for &window in arm.windows {
+            let cell = format!("{} {}", arm.id, window.id());
+            let races = !window.is_race()
+                || crate::harness::races_with(probe, arm, scope.thorough, parked_ran);
+            match (
+                report.find(arm.id, window).is_some(),
+                report.left_out(arm.id, window).is_some(),
+            ) {
+                (false, false) => missing.push((cell, "neither measured nor left out".to_owned())),
+                (false, true) if races => {
+                    missing.push((cell, "left out, but the race rule races it".to_owned()));
+                }
+                _ => {}
+            }
+        }
+    }
+    missing
 }
 
 /// What `fdwindow check` found, failures first.
@@ -2271,6 +2325,7 @@ mod tests {
                 against: Some("close".into()),
                 why: "not measured in a default run".into(),
             }],
+            scope: None,
         };
         let file = |report: &ProbeReport| ResultsFile {
             schema: SCHEMA_VERSION,

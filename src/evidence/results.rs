@@ -613,6 +613,7 @@ mod tests {
                     problem: None,
                 })
                 .collect(),
+            scope: None,
         }
     }
 

@@ -45,7 +45,7 @@ use crate::report::stats::MAX_TRIALS;
 use crate::report::verdict::{
     Judgement, Kind, MIN_DETERMINISTIC_TRIALS, Outcome, Role, Tallies, Verdict, Window,
 };
-use crate::report::{ArmReport, LeftOut, ProbeReport, SCHEMA_VERSION, Table, utc_now};
+use crate::report::{ArmReport, LeftOut, ProbeReport, SCHEMA_VERSION, Scope, Table, utc_now};
 use fdwindow_fix::base::child::{HeldChild, InheritingChild, SpawnRace};
 use fdwindow_fix::base::scratch::Scratch;
 
@@ -571,9 +571,17 @@ fn covered_with(arm: &Arm, parked_call_runs: bool) -> bool {
 /// often the hazard bites a busy process) and the mitigations that no
 /// deterministic window covers ([`covered`]), with their shams.
 pub fn races(probe: &Probe, arm: &Arm, thorough: bool) -> bool {
+    races_with(probe, arm, thorough, parked::Interposer::find().is_ok())
+}
+
+/// [`races`], given whether the parked-call window can run (in this
+/// process, or in the run a report comes from: `fdwindow check` reads it
+/// from the report's own parked-call cells).
+pub fn races_with(probe: &Probe, arm: &Arm, thorough: bool, parked_call_runs: bool) -> bool {
     if thorough {
         return true;
     }
+    let covered = |a: &Arm| covered_with(a, parked_call_runs);
     match arm.role {
         Role::Control => true,
         Role::Mitigation => !covered(arm),
@@ -723,6 +731,12 @@ pub fn run(probe: &Probe, settings: Settings, only: &[String]) -> Result<ProbeRe
         arms,
         tables,
         left_out,
+        scope: Some(Scope {
+            only: only.to_vec(),
+            thorough: settings.thorough,
+            trials: settings.trials,
+            race_ms: u64::try_from(settings.race.as_millis()).unwrap_or(u64::MAX),
+        }),
     })
 }
 
@@ -797,6 +811,7 @@ fn judge_now(probe: &Probe, cells: &Cells<'_>, i: usize, platform: &Platform) ->
             .collect(),
         tables: Vec::new(),
         left_out: Vec::new(),
+        scope: None,
     };
     report.judgement(&report.arms[i])
 }

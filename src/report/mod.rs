@@ -91,6 +91,26 @@ pub struct ProbeReport {
     /// measured, which `fdwindow check` and the matrix say, never a missing arm.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<LeftOut>,
+    /// What the run was asked to measure; `fdwindow check` holds the report
+    /// to it (every declared cell in scope measured, or left out where the
+    /// race rule leaves it). Absent in files from before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<Scope>,
+}
+
+/// A run's scope: the arms it was asked for and its settings.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scope {
+    /// The arms named with `--arm`; empty for every arm.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub only: Vec<String>,
+    /// `--thorough`: every arm races.
+    pub thorough: bool,
+    /// The most trials per deterministic or in-process cell.
+    pub trials: u64,
+    /// Race time per arm, in milliseconds.
+    pub race_ms: u64,
 }
 
 /// A cell a run left out on purpose, and why.
@@ -582,6 +602,7 @@ mod tests {
                     problem: Some("unsupported: ENOSYS".into()),
                 },
             ],
+            scope: None,
         };
         ResultsFile {
             schema: SCHEMA_VERSION,
@@ -717,6 +738,7 @@ mod kind_tests {
                 outcome: Outcome::observed(0, 10),
             }],
             tables: vec![],
+            scope: None,
         }
     }
 
@@ -793,6 +815,7 @@ mod sham_tests {
             elapsed_ms: 1,
             arms,
             tables: vec![],
+            scope: None,
         }
     }
 

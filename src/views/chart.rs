@@ -345,6 +345,7 @@ mod tests {
                     ],
                 ),
             ],
+            scope: None,
         };
         ResultsFile {
             schema: SCHEMA_VERSION,

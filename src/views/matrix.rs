@@ -543,6 +543,7 @@ mod tests {
                 against: Some("close".into()),
                 why: "not measured in a default run".into(),
             }],
+            scope: None,
         };
         let file = ResultsFile {
             schema: SCHEMA_VERSION,
