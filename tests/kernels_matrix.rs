@@ -104,6 +104,47 @@ fn a_deterministic_row_that_differs_between_kernels_is_listed_and_marked() {
     assert!(!md.contains("| `close` ≠ | control | posix-spawn |"));
 }
 
+/// A table answer that changed between kernels (exec of a file open for
+/// writing ran on one, ETXTBSY on the other) is listed with both answers;
+/// a table of counts that differs is not.
+#[test]
+fn a_table_answer_that_differs_between_kernels_is_listed() {
+    let mut other = guest("kvm", "6.11.0-1-amd64");
+    let etxtbsy = other.probes.get_mut("etxtbsy").unwrap();
+    let table = etxtbsy
+        .tables
+        .iter_mut()
+        .find(|t| t.id == "exec-while-open")
+        .unwrap();
+    assert_eq!(table.rows[0][1], "ETXTBSY");
+    table.rows[0][1] = "runs".into();
+    let md = fdwindow::views::matrix::render(&[host(), other.clone()], &[]);
+    let top = md.split("\n## `").next().unwrap();
+    let listed: Vec<&str> = top
+        .lines()
+        .filter(|l| l.starts_with("| `etxtbsy` | `exec-while-open` |"))
+        .collect();
+    assert_eq!(listed.len(), 1, "{top}");
+    assert!(
+        listed[0].contains("| write descriptor open | exec | ETXTBSY on `linux-6.18")
+            && listed[0].contains("runs on `linux-6.11.0-1-amd64"),
+        "{listed:?}"
+    );
+    // Counts are no kernel answer: a different spawn-window table is not listed.
+    let mut counts = guest("kvm", "6.11.0-1-amd64");
+    let slopes = counts
+        .probes
+        .get_mut("spawn-window")
+        .unwrap()
+        .tables
+        .iter_mut()
+        .find(|t| t.id == "slopes")
+        .unwrap();
+    slopes.rows[0][1] = "1.0".into();
+    let md = fdwindow::views::matrix::render(&[host(), counts], &[]);
+    assert!(md.contains("Table answers (an errno"), "{md}");
+}
+
 #[test]
 fn the_same_verdicts_on_two_kernels_list_none() {
     let md = fdwindow::views::matrix::render(&[host(), guest("kvm", "6.1.0-1-amd64")], &[]);

@@ -393,6 +393,87 @@ fn kernel_differences(files: &[ResultsFile]) -> Vec<Difference<'_>> {
         .collect()
 }
 
+/// The table columns that hold one deterministic answer of the kernel (or
+/// its C library) per row: an errno, a yes or no. Other tables hold counts
+/// and times, which differ from run to run on any kernel.
+pub const ANSWER_COLUMNS: &[(&str, &str, &[&str])] = &[
+    (
+        "bind-matrix",
+        "second-bind",
+        &["second bind: specific", "second bind: wildcard"],
+    ),
+    (
+        "bind-matrix",
+        "unix-path-bind",
+        &["second bind", "connect to the path"],
+    ),
+    ("etxtbsy", "exec-while-open", &["exec"]),
+    ("two-step-cloexec", "per-call", &["atomic here"]),
+    ("two-step-cloexec", "looked-up", &["in this C library"]),
+];
+
+/// One answer cell of a table ([`ANSWER_COLUMNS`]) that is not the same on
+/// every kernel of one OS that measured it.
+struct TableDifference<'a> {
+    hazard: &'a str,
+    table: &'a str,
+    row: &'a str,
+    column: &'a str,
+    /// Platform id and answer, for every platform that measured it.
+    answers: Vec<(&'a str, &'a str)>,
+}
+
+/// The answer cells measured on more than one kernel of an OS whose answers
+/// differ (an errno that changed between releases, a call one lacks).
+fn table_differences(files: &[ResultsFile]) -> Vec<TableDifference<'_>> {
+    type Key<'a> = (&'a str, &'a str, &'a str, &'a str, &'a str);
+    let mut cells: BTreeMap<Key<'_>, Vec<(&str, &str)>> = BTreeMap::new();
+    for f in files {
+        for &(hazard, id, columns) in ANSWER_COLUMNS {
+            let Some(table) = f
+                .probes
+                .get(hazard)
+                .and_then(|r| r.tables.iter().find(|t| t.id == id))
+            else {
+                continue;
+            };
+            for row in &table.rows {
+                for (i, column) in table.columns.iter().enumerate() {
+                    if !columns.contains(&column.as_str()) {
+                        continue;
+                    }
+                    let (Some(key), Some(answer)) = (row.first(), row.get(i)) else {
+                        continue;
+                    };
+                    cells
+                        .entry((
+                            f.platform.os.as_str(),
+                            hazard,
+                            id,
+                            key.as_str(),
+                            column.as_str(),
+                        ))
+                        .or_default()
+                        .push((f.platform.id.as_str(), answer.as_str()));
+                }
+            }
+        }
+    }
+    cells
+        .into_iter()
+        .filter(|(_, v)| v.iter().any(|(_, x)| *x != v[0].1))
+        .map(
+            |((_, hazard, table, row, column), answers)| TableDifference {
+                hazard,
+                table,
+                row,
+                column,
+                answers,
+            },
+        )
+        .collect()
+}
+
 /// The list of rows that differ between kernels, at the top of the matrix,
 /// when an OS has more than one kernel measured.
 fn render_differences(out: &mut String, files: &[ResultsFile], differing: &[Difference<'_>]) {
@@ -408,6 +489,29 @@ every kernel of one OS that measured them; they are marked ≠ below. Statistica
 measured under emulation (QEMU's TCG) are shown *emulated*: they measure the emulator's scheduling \
 and clock, and no verdict rule or claim uses them.\n\n",
     );
+    let tables = table_differences(files);
+    if tables.is_empty() {
+        out.push_str("Table answers (an errno, a call's presence: `fdwindow::views::matrix::ANSWER_COLUMNS`) are the same on every kernel that measured them.\n\n");
+    } else {
+        out.push_str("Table answers that differ:\n\n| hazard | table | row | column | answers |\n|---|---|---|---|---|\n");
+        for d in &tables {
+            let answers: Vec<String> = d
+                .answers
+                .iter()
+                .map(|(id, a)| format!("{a} on `{id}`"))
+                .collect();
+            let _ = writeln!(
+                out,
+                "| `{}` | `{}` | {} | {} | {} |",
+                d.hazard,
+                d.table,
+                d.row,
+                d.column,
+                answers.join(", ")
+            );
+        }
+        out.push('\n');
+    }
     if differing.is_empty() {
         out.push_str("None: every deterministic row measured on more than one kernel has the same verdict on each.\n");
         return;
