@@ -24,6 +24,11 @@ fn assert_usage_error(args: &[&str], needle: &str) {
 fn quick_results(dir: &std::path::Path) -> std::path::PathBuf {
     let out = quick_run(dir);
     assert!(out.status.success(), "{}", stderr(&out));
+    results_file(dir)
+}
+
+/// The one results file in `dir`.
+fn results_file(dir: &std::path::Path) -> std::path::PathBuf {
     fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -31,24 +36,25 @@ fn quick_results(dir: &std::path::Path) -> std::path::PathBuf {
         .unwrap()
 }
 
-/// A quick run of the in-process probe into `dir`.
 /// The longest per-probe timeout: a run that measures spawn-window takes
 /// seconds idle and minutes at a load of 30, so a test that wants its results
 /// gives no probe timeout of its own (the test runner's is the bound).
 const NO_PROBE_TIMEOUT: [&str; 2] = ["--timeout", "3600"];
 
+/// A quick run of the in-process probe into `dir`.
 fn quick_run(dir: &std::path::Path) -> std::process::Output {
-    fdwindow()
-        .args([
-            "run",
-            "--trials",
-            "7",
-            "--race-ms",
-            "5",
-            "--only",
-            "posix-lock-drop",
-            "--results",
-        ])
+    run_only(dir, "7", &["posix-lock-drop"])
+}
+
+/// `fdwindow run` of `probes` into `dir`, with `trials` and 5 ms races.
+fn run_only(dir: &std::path::Path, trials: &str, probes: &[&str]) -> std::process::Output {
+    let mut cmd = fdwindow();
+    cmd.args(["run", "--trials", trials, "--race-ms", "5"]);
+    for probe in probes {
+        cmd.args(["--only", probe]);
+    }
+    cmd.args(NO_PROBE_TIMEOUT)
+        .arg("--results")
         .arg(dir)
         .output()
         .unwrap()
@@ -434,23 +440,7 @@ fn merge_combines_artifacts_and_keeps_the_newest_report() {
 fn spawn_window_chart_and_costs_reach_the_matrix() {
     let s = scratch("cli-chart");
     let dir = s.dir().join("results");
-    let out = fdwindow()
-        .args([
-            "run",
-            "--trials",
-            "1",
-            "--race-ms",
-            "5",
-            "--only",
-            "spawn-window",
-            "--only",
-            "posix-lock-drop",
-        ])
-        .args(NO_PROBE_TIMEOUT)
-        .arg("--results")
-        .arg(&dir)
-        .output()
-        .unwrap();
+    let out = run_only(&dir, "1", &["spawn-window", "posix-lock-drop"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let svg = fs::read_to_string(dir.join("spawn-window.svg")).unwrap();
     assert!(svg.starts_with("<svg") && svg.contains("fork-exec at 1024"));
@@ -655,27 +645,9 @@ fn edit_then_check(
 fn check_holds_a_run_to_its_scope() {
     let s = scratch("cli-scope");
     let dir = s.dir().join("results");
-    let out = fdwindow()
-        .args([
-            "run",
-            "--trials",
-            "7",
-            "--race-ms",
-            "5",
-            "--only",
-            "flock-survival",
-        ])
-        .args(NO_PROBE_TIMEOUT)
-        .arg("--results")
-        .arg(&dir)
-        .output()
-        .unwrap();
+    let out = run_only(&dir, "7", &["flock-survival"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let file = fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|x| x == "json"))
-        .unwrap();
+    let file = results_file(&dir);
     let check = || {
         let out = fdwindow()
             .args(["check", "--results"])
