@@ -59,7 +59,7 @@ def check(path: Path, arch: str, kind: str) -> list[str]:
     used = run("llvm-objdump", "--macho", "--dylibs-used", str(path)).splitlines()[1:]
     # A dylib lists its own name (LC_ID_DYLIB) among them.
     own = {line.strip() for line in run("llvm-objdump", "--macho", "--dylib-id", str(path)).splitlines()[1:]}
-    libs = [line.split()[0] for line in used if line.strip() and line.split()[0] not in own]
+    libs = [lib for lib in (line.split()[0] for line in used if line.strip()) if lib not in own]
     if libs != ["/usr/lib/libSystem.B.dylib"]:
         problems.append(f"{path}: links {libs}, not libSystem alone")
     # Apple Silicon runs no unsigned code: the linker must have signed it ad hoc.

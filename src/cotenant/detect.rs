@@ -855,6 +855,19 @@ mod tests {
         pressured_secs: f64,
     }
 
+    impl Slow {
+        /// At `clock` seconds (the timing run's), each pressured run taking
+        /// `pressured_secs`; nothing screened yet.
+        fn at(clock: f64, pressured_secs: f64) -> Slow {
+            Slow {
+                clock: Duration::from_secs_f64(clock),
+                held: Vec::new(),
+                pressured: 0,
+                pressured_secs,
+            }
+        }
+    }
+
     impl Bench for Slow {
         type Error = ();
 
@@ -902,12 +915,7 @@ mod tests {
     /// share has left goes to pressure, never past it.
     #[test]
     fn a_slow_suite_is_screened_with_held_copies_and_its_gaps_split() {
-        let mut bench = Slow {
-            clock: Duration::from_secs(20),
-            held: Vec::new(),
-            pressured: 0,
-            pressured_secs: 24.0,
-        };
+        let mut bench = Slow::at(20.0, 24.0);
         let plan = Plan::default();
         let d = detect(&mut bench, &[0; 8], 1, &plan, &[20.0]).unwrap();
         let h = d.held.as_ref().expect("a held-copy screen");
@@ -944,24 +952,14 @@ mod tests {
         assert_eq!(bench.pressured, 0);
         assert_eq!(d.seconds[0], 55.0);
         // A fast suite keeps the pressure screen.
-        let mut bench = Slow {
-            clock: Duration::ZERO,
-            held: Vec::new(),
-            pressured: 0,
-            pressured_secs: 0.3,
-        };
+        let mut bench = Slow::at(0.0, 0.3);
         let d = detect(&mut bench, &[0; 8], 1, &plan, &[0.3]).unwrap();
         assert!(d.held.is_none() && bench.held.is_empty());
         assert!(bench.pressured >= 230, "{}", bench.pressured);
         // Fast alone but slow under pressure (0.3 s, then 1.1 s: 75 rounds
         // in the share): the first pressured round decides again, and the
         // screen holds copies before more pressure.
-        let mut bench = Slow {
-            clock: Duration::ZERO,
-            held: Vec::new(),
-            pressured: 0,
-            pressured_secs: 1.1,
-        };
+        let mut bench = Slow::at(0.0, 1.1);
         let d = detect(&mut bench, &[0; 8], 1, &plan, &[0.3]).unwrap();
         assert!(d.held.is_some(), "no held screen");
         assert_eq!(bench.held[0], (0..8).collect::<Vec<_>>());

@@ -16,7 +16,7 @@ use std::fmt;
 use crate::evidence::release::{Component, Range};
 use crate::evidence::reported::REPORTED;
 use crate::report::platform::Platform;
-use crate::report::verdict::{Kind, Role, Verdict, Window};
+use crate::report::verdict::{Kind, Verdict, Window};
 use crate::report::{ArmReport, ProbeReport, ResultsFile};
 
 /// One encoded claim.
@@ -1869,10 +1869,12 @@ impl fmt::Display for Contradiction {
 }
 
 /// Every cell whose part differs from what its probe declares in this build
-/// ([`crate::harness::declared`]): an unknown probe or arm, a window the arm
-/// does not run in, or another role, control, sham or argument. Each is a
-/// [`Finding::Undeclared`] failure; `fdwindow check` adds them to
-/// [`check`]'s, holding the files to the probes compiled into it.
+/// ([`crate::harness::declared`]: an unknown probe or arm, a window the arm
+/// does not run in, or another role, control, sham or argument), each a
+/// [`Finding::Undeclared`] failure; and, for a report that records its
+/// scope, every cell in it that is missing ([`Finding::Missing`]).
+/// `fdwindow check` adds them to [`check`]'s, holding the files to the
+/// probes compiled into it.
 pub fn undeclared(files: &[ResultsFile], probes: &[&crate::harness::Probe]) -> Vec<Contradiction> {
     let mut found = Vec::new();
     for file in files {
@@ -1883,44 +1885,20 @@ pub fn undeclared(files: &[ResultsFile], probes: &[&crate::harness::Probe]) -> V
                     .and_then(|p| Some((p, p.arms.iter().find(|a| a.id == cell.arm)?)))
                     .filter(|(_, a)| a.windows.contains(&cell.window))
                     .map(|(p, a)| crate::harness::declared(p, a, cell.window));
-                let measured = (
-                    cell.role,
-                    cell.against.as_deref(),
-                    cell.sham.as_deref(),
-                    cell.avoids.as_deref(),
-                );
-                let wanted = declared.map(|d| (d.role, d.against, d.sham, d.avoids));
-                if wanted == Some(measured) {
+                let measured = crate::harness::Declared::of(cell);
+                if declared == Some(measured) {
                     continue;
                 }
-                let part = |(role, against, sham, avoids): (
-                    Role,
-                    Option<&str>,
-                    Option<&str>,
-                    Option<&str>,
-                )| {
-                    let mut text = role.id().to_owned();
-                    if let Some(c) = against {
-                        text += &format!(" vs {c}");
-                    }
-                    if let Some(s) = sham {
-                        text += &format!(", sham {s}");
-                    }
-                    if avoids.is_some() {
-                        text += ", avoids";
-                    }
-                    text
-                };
                 found.push(Contradiction {
                     finding: Finding::Undeclared,
                     platform: file.platform.id.clone(),
                     cell: format!("{hazard} {} {}", cell.arm, cell.window.id()),
-                    claim: match (probe, wanted) {
+                    claim: match (probe, declared) {
                         (None, _) => "no such probe in this build".to_owned(),
                         (Some(_), None) => "no such arm in this window in this build".to_owned(),
-                        (Some(_), Some(w)) => part(w),
+                        (Some(_), Some(part)) => part.to_string(),
                     },
-                    evidence: part(measured),
+                    evidence: measured.to_string(),
                 });
             }
             if let (Some(probe), Some(scope)) = (probe, &report.scope) {

@@ -764,24 +764,54 @@ fn arm_report(
     }
 }
 
-/// An arm's part in one window as this build declares it: what its report
-/// says of its role, its control, its sham and its argument.
+/// An arm's part in one window: what its report says of its role, its
+/// control, its sham and its argument ([`declared`] gives what this build
+/// declares; `fdwindow check` compares a report's against it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Declared {
+pub struct Declared<'a> {
     /// Control, mitigation or sham.
     pub role: Role,
     /// The control it is judged against (none for a control).
-    pub against: Option<&'static str>,
+    pub against: Option<&'a str>,
     /// Its sham in this window, if it has one.
-    pub sham: Option<&'static str>,
+    pub sham: Option<&'a str>,
     /// Its `avoids` argument, if it declares one.
-    pub avoids: Option<&'static str>,
+    pub avoids: Option<&'a str>,
+}
+
+impl<'a> Declared<'a> {
+    /// The part a report's cell says it plays.
+    pub fn of(cell: &'a ArmReport) -> Declared<'a> {
+        Declared {
+            role: cell.role,
+            against: cell.against.as_deref(),
+            sham: cell.sham.as_deref(),
+            avoids: cell.avoids.as_deref(),
+        }
+    }
+}
+
+impl std::fmt::Display for Declared<'_> {
+    /// `mitigation vs close, sham unlock-sham, avoids`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.role.id())?;
+        if let Some(control) = self.against {
+            write!(f, " vs {control}")?;
+        }
+        if let Some(sham) = self.sham {
+            write!(f, ", sham {sham}")?;
+        }
+        if self.avoids.is_some() {
+            f.write_str(", avoids")?;
+        }
+        Ok(())
+    }
 }
 
 /// `arm`'s part in `window`: the one rule [`arm_report`] writes reports by,
 /// and `fdwindow check` holds results files to, so a file cannot judge a fix
 /// against another control than its probe names.
-pub fn declared(probe: &Probe, arm: &Arm, window: Window) -> Declared {
+pub fn declared(probe: &Probe, arm: &Arm, window: Window) -> Declared<'static> {
     Declared {
         role: arm.role,
         against: match arm.role {
