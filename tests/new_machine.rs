@@ -22,7 +22,14 @@ use fdwindow::views::readme::{Inputs, SECTIONS};
 fn new_host_build(quoted: &ResultsFile) -> ResultsFile {
     let mut f = quoted.clone();
     let p = &mut f.platform;
-    p.kernel_release = format!("{}-0-new-host-build", p.kernel_upstream());
+    // The numeric release alone, then "-0": it sorts before every host
+    // build's suffix (`-fc-v657`, `-fc-v1300`), however many are committed.
+    let upstream: String = p
+        .kernel_upstream()
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    p.kernel_release = format!("{upstream}-0-new-host-build");
     p.id = Platform::make_id(
         &p.os,
         &p.kernel_release,
