@@ -74,6 +74,7 @@ pub static PROBE: Probe = Probe {
                 "a process-wide atomic counter never hands out one number twice, so no two names made in one process can be equal, whatever the clock reads",
             ),
             timed: false,
+            no_copy: &[],
         },
         Arm {
             id: "tempfile",
@@ -88,6 +89,7 @@ pub static PROBE: Probe = Probe {
                 "tempfile creates with O_EXCL and on EEXIST draws 6 fresh random characters (62^6, about 5.7e10 names) and tries again, so a collision costs a retry, never a shared name or a failure",
             ),
             timed: false,
+            no_copy: &[],
         },
     ],
     observe: None,

@@ -41,6 +41,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -173,7 +174,7 @@ fn exec_busy(path: &Path) -> Result<bool, Fault> {
 fn write_then_exec(t: &mut Trial<'_>) -> Result<bool, Fault> {
     let path = t.fresh_path("script");
     let file = write_script(&path).ctx("write the script")?;
-    t.during_window(|| {
+    t.during_window(file.as_raw_fd(), || {
         drop(file);
         exec_busy(&path)
     })
@@ -324,7 +325,7 @@ fn retry(
 fn retry_on_etxtbsy(t: &mut Trial<'_>) -> Result<bool, Fault> {
     let path = t.fresh_path("script");
     let file = write_script(&path).ctx("write the script")?;
-    let (busy, retries) = t.during_window(|| {
+    let (busy, retries) = t.during_window(file.as_raw_fd(), || {
         drop(file);
         retry(ATTEMPTS, || exec_busy(&path))
     })?;

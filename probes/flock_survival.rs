@@ -11,6 +11,7 @@
 //! each mitigation differs from the control in exactly one respect.
 
 use std::fs::File;
+use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -65,6 +66,7 @@ pub static PROBE: Probe = Probe {
             about: "flock on an O_CLOEXEC descriptor, then close: no unlock.",
             windows: SPAWNS,
             trial: cloexec,
+            no_copy: &[Inherited],
             ..ARM
         },
     ],
@@ -90,7 +92,7 @@ fn release_in_window(
     (file, path): (File, PathBuf),
     release: impl FnOnce(File) -> std::io::Result<()>,
 ) -> Result<bool, Fault> {
-    t.during_window(|| {
+    t.during_window(file.as_raw_fd(), || {
         release(file).ctx("release the lock")?;
         flock_is_held(&path).ctx("try the lock through a new open")
     })

@@ -29,6 +29,7 @@
 use std::fs::File;
 use std::io::Write;
 use std::net::TcpListener;
+use std::os::fd::{AsRawFd, RawFd};
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -109,6 +110,7 @@ pub static PROBE: Probe = Probe {
             avoids: Some(
                 "the listener lives in a process of its own where no thread spawns, and the held fork is of a process that never had it: no copy exists to be counted",
             ),
+            no_copy: &[ForkWindow],
             ..ARM
         },
         Arm {
@@ -123,6 +125,7 @@ pub static PROBE: Probe = Probe {
             avoids: Some(
                 "the file is written, closed and scanned in a process of its own where no thread spawns, and the held fork is of a process that never had it: no copy exists to be counted",
             ),
+            no_copy: &[ForkWindow],
             ..ARM
         },
         Arm {
@@ -272,6 +275,14 @@ enum Held {
 }
 
 impl Held {
+    /// The descriptor the fixture holds.
+    fn as_raw_fd(&self) -> RawFd {
+        match self {
+            Held::Listener(l) => l.as_raw_fd(),
+            Held::File(f) => f.as_raw_fd(),
+        }
+    }
+
     /// The fixture is done: the file is closed, the listener kept.
     fn done(self) -> Option<TcpListener> {
         match self {
@@ -297,7 +308,7 @@ fn count(t: &mut Trial<'_>, target: Target, found: &[(u32, HolderKind)], counted
 
 fn scan_during_window(t: &mut Trial<'_>, target: Target) -> Result<bool, Fault> {
     let (object, held) = make(t, target)?;
-    let found = t.during_window(|| {
+    let found = t.during_window(held.as_raw_fd(), || {
         let _kept = held.done();
         scan_step(object)
     })?;
@@ -306,7 +317,7 @@ fn scan_during_window(t: &mut Trial<'_>, target: Target) -> Result<bool, Fault> 
 
 fn exe_filter(t: &mut Trial<'_>, target: Target) -> Result<bool, Fault> {
     let (object, held) = make(t, target)?;
-    let found = t.during_window(|| {
+    let found = t.during_window(held.as_raw_fd(), || {
         let _kept = held.done();
         scan_step(object)
     })?;
@@ -321,7 +332,7 @@ fn run_isolated(t: &mut Trial<'_>, target: Target) -> Result<bool, Fault> {
         Target::Listener => ISOLATED_TEST,
         Target::File => ISOLATED_FILE_TEST,
     };
-    let outcome = t.during_window(|| {
+    let outcome = t.during_bare_window(|| {
         Ok(fdwindow_fix::isolate::run_isolated_command(
             me,
             test,

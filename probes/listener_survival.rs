@@ -26,6 +26,7 @@
 //! makes it, except in `inherited`, where the child must inherit it.
 
 use std::net::Shutdown;
+use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Trial};
@@ -174,7 +175,7 @@ fn trial(t: &mut Trial<'_>, retire: Retire) -> Result<bool, Fault> {
     set_cloexec(&sock, t.window() != Inherited).ctx("set close-on-exec")?;
     let addr = local_addr(&sock).ctx("getsockname")?;
 
-    let (retired, client) = t.during_window(|| {
+    let (retired, client) = t.during_window(sock.as_raw_fd(), || {
         let retired = match retire {
             Retire::Close | Retire::Unlistened => None,
             Retire::Shutdown(how) => Some(("shutdown", outcome_name(&sock.shutdown(how)))),

@@ -7,6 +7,7 @@
 //! whether a conflicting lock remains. A remaining lock is a hit. A kernel
 //! without OFD locks answers `EINVAL`: the arm is then `unsupported`.
 
+use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Trial};
@@ -54,7 +55,7 @@ fn trial(t: &mut Trial<'_>, unlock_first: bool) -> Result<bool, Fault> {
     let file = open_rw(&path).ctx("open the lock file")?;
     set_cloexec(&file, false).ctx("clear close-on-exec")?;
     record_lock(&file, RecordLock::Ofd, libc::F_WRLCK as _).ctx_feature("fcntl(F_OFD_SETLK)")?;
-    t.during_window(|| {
+    t.during_window(file.as_raw_fd(), || {
         if unlock_first {
             record_lock(&file, RecordLock::Ofd, libc::F_UNLCK as _)
                 .ctx("fcntl(F_OFD_SETLK, F_UNLCK)")?;

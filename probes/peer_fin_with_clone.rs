@@ -23,6 +23,7 @@
 
 use std::io::Write;
 use std::net::Shutdown;
+use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Trial};
@@ -132,7 +133,7 @@ fn trial(t: &mut Trial<'_>, shutdown_first: bool) -> Result<bool, Fault> {
         }
         Err(e) => return Err(Fault::Broken(format!("read the TCP table: {e}"))),
     }
-    let (shut, state, in_window) = t.during_window(|| {
+    let (shut, state, in_window) = t.during_window(a.as_raw_fd(), || {
         let shut = close(a);
         let state = tcp_state(local, peer).ctx("read the TCP table")?;
         // A FIN was sent: the peer must see it while the copy still lives.

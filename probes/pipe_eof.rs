@@ -27,6 +27,7 @@
 //! for end-of-file; `eof-after-copy` tallies that it came.
 
 use std::io::{self, PipeReader, PipeWriter, Read};
+use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Trial};
@@ -62,6 +63,7 @@ pub static PROBE: Probe = Probe {
             about: "the write end close-on-exec in every window, then drop it and read: it helps only once the child has exec'd.",
             windows: &[ForkWindow, Inherited],
             trial: cloexec_writer,
+            no_copy: &[Inherited],
             ..ARM
         },
         Arm {
@@ -160,7 +162,7 @@ fn eof_after_copy(t: &mut Trial<'_>, reader: &PipeReader) -> Result<(), Fault> {
 fn drop_and_read(t: &mut Trial<'_>, cloexec: bool) -> Result<bool, Fault> {
     let (reader, writer) = pipe()?;
     set_cloexec(&writer, cloexec).ctx("set close-on-exec")?;
-    let eof = t.during_window(|| {
+    let eof = t.during_window(writer.as_raw_fd(), || {
         drop(writer);
         at_eof(&reader)
     })?;

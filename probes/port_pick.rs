@@ -24,7 +24,7 @@
 //! - <https://man7.org/linux/man-pages/man7/udp.7.html>
 
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, UdpSocket};
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::time::Duration;
 
 use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Trial};
@@ -60,6 +60,7 @@ pub static PROBE: Probe = Probe {
             avoids: Some(
                 "nothing is picked ahead: the server binds port 0 itself and reports the port, so no earlier socket exists for a child to hold",
             ),
+            no_copy: HELD,
             ..ARM
         },
         Arm {
@@ -107,6 +108,7 @@ pub static PROBE: Probe = Probe {
             avoids: Some(
                 "nothing is picked ahead: the server binds UDP port 0 itself, so no earlier socket exists for a child to hold",
             ),
+            no_copy: HELD,
             ..ARM
         },
     ],
@@ -154,7 +156,7 @@ fn pick_then_bind(t: &mut Trial<'_>, pick: Pick) -> Result<bool, Fault> {
         }
     };
     set_cloexec(holder.as_fd(), !inherit).ctx("set close-on-exec")?;
-    let result = t.during_window(|| {
+    let result = t.during_window(holder.as_fd().as_raw_fd(), || {
         drop(holder);
         Ok(TcpListener::bind(addr))
     })?;
@@ -162,7 +164,7 @@ fn pick_then_bind(t: &mut Trial<'_>, pick: Pick) -> Result<bool, Fault> {
 }
 
 fn bind_zero_in_server(t: &mut Trial<'_>) -> Result<bool, Fault> {
-    let result = t.during_window(|| Ok(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))))?;
+    let result = t.during_bare_window(|| Ok(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))))?;
     if let Ok(l) = &result {
         let port = l.local_addr().ctx("getsockname")?.port();
         t.tally("port", if port == 0 { "zero" } else { "assigned" });
@@ -209,7 +211,7 @@ fn udp_pick_then_bind(t: &mut Trial<'_>, reuse: bool) -> Result<bool, Fault> {
     let addr = picker.local_addr().ctx("pick: getsockname")?;
     set_cloexec(picker.as_fd(), !inherit).ctx("set close-on-exec")?;
     // Everything inside the window: the copy exists only while it is open.
-    let (bind, reached, foreign) = t.during_window(|| {
+    let (bind, reached, foreign) = t.during_window(picker.as_raw_fd(), || {
         drop(picker);
         let server = udp_bind(addr, reuse);
         let reached = match &server {
@@ -237,7 +239,7 @@ fn udp_pick_then_bind(t: &mut Trial<'_>, reuse: bool) -> Result<bool, Fault> {
 }
 
 fn udp_bind_zero_in_server(t: &mut Trial<'_>) -> Result<bool, Fault> {
-    let reached = t.during_window(|| {
+    let reached = t.during_bare_window(|| {
         let server = udp_bind(loopback_v4(0), false).ctx("server: bind UDP port 0")?;
         reaches(&server)
     })?;

@@ -10,6 +10,7 @@
 //! open file description.
 
 use std::fs::File;
+use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::time::Duration;
 
@@ -98,7 +99,7 @@ fn trial(t: &mut Trial<'_>, lock: Lock) -> Result<bool, Fault> {
     if !is_held(&owner, &path, lock)? {
         return Err(Fault::Broken("the lock just taken is not visible".into()));
     }
-    t.during_window(|| {
+    t.during_window(owner.as_raw_fd(), || {
         drop(open_rw(&path).ctx("open a second descriptor")?);
         Ok(!is_held(&owner, &path, lock)?)
     })

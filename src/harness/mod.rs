@@ -34,6 +34,7 @@
 pub mod parked;
 
 use std::io;
+use std::os::fd::RawFd;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -99,6 +100,12 @@ pub struct Arm {
     /// budget): under emulation such an arm measures the emulator's clock,
     /// and is flagged `emulated` like a statistical one.
     pub timed: bool,
+    /// For a mitigation whose point is that the child holds no copy (an
+    /// inheritable descriptor made close-on-exec, a port never picked): the
+    /// windows where a trial still counts when the window's child holds none
+    /// of its descriptor. Elsewhere, and for every control and sham, such a
+    /// trial is unconfirmed ([`NO_COPY`]).
+    pub no_copy: &'static [Window],
 }
 
 /// The defaults for an [`Arm`] declaration's optional fields. Its `id` is
@@ -113,6 +120,7 @@ pub const ARM: Arm = Arm {
     kind: None,
     avoids: None,
     timed: false,
+    no_copy: &[],
 };
 
 fn undeclared(_: &mut Trial<'_>) -> Result<bool, Fault> {
@@ -170,6 +178,9 @@ pub struct Trial<'a> {
     /// Set by [`Trial::during_window`] once a child held the window open: a
     /// fork-window or inherited trial that never opened one is unconfirmed.
     opened: bool,
+    /// Whether the arm declares `no_copy` for this window: a child holding
+    /// none of the trial's descriptor does not leave the trial unconfirmed.
+    copy_waived: bool,
     /// Paths handed out, removed when the trial ends: tens of thousands of
     /// race trials must not pile up files for the scratch folder's removal.
     paths: std::cell::RefCell<Vec<std::path::PathBuf>>,
@@ -224,13 +235,43 @@ impl Trial<'_> {
     /// Runs `act` while a child holds copies of this process's descriptors, as
     /// the window kind says: a child parked between fork and exec, an exec'd
     /// child holding those without close-on-exec, or (posix-spawn) the race
-    /// thread already running. Create what the child must copy before calling.
-    pub fn during_window<T>(&mut self, act: impl FnOnce() -> Result<T, Fault>) -> Result<T, Fault> {
+    /// thread already running. `fd` is the trial's own descriptor, the one
+    /// the hazard is about, open when this is called: in a fork-window or
+    /// inherited trial the child must hold the same open file
+    /// ([`fdwindow_fix::sys::same_open_file`]), or the trial is unconfirmed
+    /// (unless the arm declares `no_copy` here); each such trial tallies
+    /// [`COPY_TALLY`]. Create what the child must copy before calling.
+    pub fn during_window<T>(
+        &mut self,
+        fd: RawFd,
+        act: impl FnOnce() -> Result<T, Fault>,
+    ) -> Result<T, Fault> {
+        self.open_window(Some(fd), act)
+    }
+
+    /// [`Trial::during_window`] for a trial with no descriptor of its own
+    /// for the child to copy (a fix whose point is that there is none, such
+    /// as a port the server binds itself): the child holds none, so the arm
+    /// must declare `no_copy` for the window.
+    pub fn during_bare_window<T>(
+        &mut self,
+        act: impl FnOnce() -> Result<T, Fault>,
+    ) -> Result<T, Fault> {
+        self.open_window(None, act)
+    }
+
+    fn open_window<T>(
+        &mut self,
+        fd: Option<RawFd>,
+        act: impl FnOnce() -> Result<T, Fault>,
+    ) -> Result<T, Fault> {
         match self.window {
             Window::ForkWindow => {
                 let held = HeldChild::hold()
                     .map_err(|e| holder_fault("hold a child in the fork window", e))?;
                 self.opened = true;
+                // On an error the child is let go and reaped by its drop.
+                self.check_copy(held.pid(), fd)?;
                 let result = act();
                 held.release().ctx("release the held child")?;
                 result
@@ -239,6 +280,7 @@ impl Trial<'_> {
                 let child = InheritingChild::spawn()
                     .map_err(|e| holder_fault("spawn the inheriting child", e))?;
                 self.opened = true;
+                self.check_copy(child.pid(), fd)?;
                 let result = act();
                 child.release().ctx("release the inheriting child")?;
                 result
@@ -248,7 +290,41 @@ impl Trial<'_> {
             Window::PosixSpawn | Window::ParkedCall | Window::InProcess => act(),
         }
     }
+
+    /// Tallies whether the window's child `pid` holds the trial's `fd` (the
+    /// same open file), and refuses the trial when it must and does not.
+    fn check_copy(&mut self, pid: u32, fd: Option<RawFd>) -> Result<(), Fault> {
+        let copied = match fd {
+            Some(fd) => fdwindow_fix::sys::same_open_file(pid, fd).map_err(|e| {
+                let why = format!("compare the child's copy of descriptor {fd}: {e}");
+                match e.kind() {
+                    io::ErrorKind::Unsupported => Fault::Unsupported(why),
+                    _ => Fault::NotConfirmed(why),
+                }
+            })?,
+            None => false,
+        };
+        self.tally(COPY_TALLY, if copied { COPY_HELD } else { COPY_NONE });
+        if copied || self.copy_waived {
+            Ok(())
+        } else {
+            Err(Fault::NotConfirmed(NO_COPY.into()))
+        }
+    }
 }
+
+/// The tally of a fork-window or inherited trial that opened its window:
+/// whether the child held the trial's descriptor ([`COPY_HELD`]) or none
+/// ([`COPY_NONE`]).
+pub const COPY_TALLY: &str = "child-copy";
+/// [`COPY_TALLY`]'s value when the child held the same open file.
+pub const COPY_HELD: &str = "held";
+/// [`COPY_TALLY`]'s value when it did not.
+pub const COPY_NONE: &str = "none";
+
+/// Why a trial whose window's child held no copy of its descriptor is
+/// unconfirmed (where its arm does not declare `no_copy`).
+pub const NO_COPY: &str = "the window's child held no copy of the trial's descriptor";
 
 /// Why a fork-window or inherited trial that never opened its window is
 /// unconfirmed.
@@ -362,6 +438,21 @@ pub fn check(probe: &Probe) -> Result<(), String> {
             if arm.role != Role::Control && control_for(probe, arm, w).is_none() {
                 return bad(&format!("no control to judge it against in {}", w.id()));
             }
+        }
+        if !arm.no_copy.is_empty() && arm.role != Role::Mitigation {
+            return bad(
+                "only a mitigation may declare no_copy: a control or sham must show the copy",
+            );
+        }
+        if let Some(w) = arm
+            .no_copy
+            .iter()
+            .find(|w| !w.needs_a_holder() || !arm.windows.contains(w))
+        {
+            return bad(&format!(
+                "declares no_copy in {}, which is not a fork-window or inherited window it runs in",
+                w.id()
+            ));
         }
         match arm.role {
             Role::Control if arm.against.is_some() || arm.avoids.is_some() => {
@@ -1092,6 +1183,7 @@ fn block_trials(
             tallies: &mut cell.tallies,
             own_spawn: false,
             opened: false,
+            copy_waived: arm.no_copy.contains(&window),
             paths: Default::default(),
             socket_dirs: Default::default(),
         };
@@ -1675,7 +1767,8 @@ mod tests {
     fn a_trial_that_never_opens_its_window_is_unconfirmed() {
         use crate::report::verdict::Window::ForkWindow;
         fn opens(t: &mut Trial<'_>) -> Result<bool, Fault> {
-            t.during_window(|| Ok(true))
+            let (_r, w) = io::pipe().ctx("pipe")?;
+            t.during_window(std::os::fd::AsRawFd::as_raw_fd(&w), || Ok(true))
         }
         static ARMS: &[Arm] = &[
             Arm {

@@ -49,13 +49,15 @@ pub fn quiet_command(program: &str) -> Command {
 /// 1. A helper thread calls `Command::spawn`, which forks (a `pre_exec` forces
 ///    std's fork path) and then blocks until the child execs.
 /// 2. The child's `pre_exec` closes its copies of the parent's pipe ends, writes
-///    one byte to `ready` and blocks in `read(2)` on `release`.
-/// 3. [`HeldChild::hold`] returns once it has read that byte: from then on the
-///    child holds the copies.
+///    its pid to `ready` and blocks in `read(2)` on `release`.
+/// 3. [`HeldChild::hold`] returns once it has read that pid: from then on the
+///    child holds the copies, and [`HeldChild::pid`] names it (the spawning
+///    thread learns it only after the exec).
 /// 4. [`HeldChild::release`] writes to `release`; the child execs `true`, spawn
 ///    returns in the helper thread, which reaps the child.
 #[derive(Debug)]
 pub struct HeldChild {
+    pid: u32,
     release: Option<PipeWriter>,
     spawner: Option<JoinHandle<io::Result<ExitStatus>>>,
 }
@@ -86,17 +88,26 @@ impl HeldChild {
                 spawned?.wait()
             })?;
         let mut held = HeldChild {
+            pid: 0,
             release: Some(release_w),
             spawner: Some(spawner),
         };
-        match read_byte_by(&mut ready_r, Instant::now() + HOLD_TIMEOUT) {
-            Ok(true) => Ok(held),
+        match read_pid_by(&mut ready_r, Instant::now() + HOLD_TIMEOUT) {
+            Ok(Some(pid)) => {
+                held.pid = pid;
+                Ok(held)
+            }
             // End of file: the spawn failed before the child reached the window.
-            Ok(false) => Err(held.finish().err().unwrap_or_else(|| {
+            Ok(None) => Err(held.finish().err().unwrap_or_else(|| {
                 io::Error::other("the held child exec'd without parking in pre_exec")
             })),
             Err(e) => Err(e),
         }
+    }
+
+    /// The parked child's pid.
+    pub fn pid(&self) -> u32 {
+        self.pid
     }
 
     /// Lets the child exec and reaps it.
@@ -142,12 +153,13 @@ pub struct ParkFds {
     parent_release: RawFd,
 }
 
-// SAFETY: `park` makes three kinds of call, each one async-signal-safe
+// SAFETY: `park` makes four kinds of call, each one async-signal-safe
 // system call (signal-safety(7)) that allocates nothing: `close` on the
 // child's copies of the parent-side ends (numbers copied in before the fork,
-// `child_hook::close`), then `rustix::io::write` of one byte from a constant
-// and `rustix::io::read` of one byte into a local array, on pipe ends the
-// hook owns. In rustix 1.1.6 both are a single call and nothing else: on
+// `child_hook::close`), `rustix::process::getpid` (on Linux the raw system
+// call, on Apple libc's `getpid`), then `rustix::io::write` of its four bytes
+// from a local array and `rustix::io::read` of one byte into another, on pipe
+// ends the hook owns. In rustix 1.1.6 both are a single call and nothing else: on
 // Linux (`backend/linux_raw/io/syscalls.rs`) the raw `write`/`read` system
 // call through inline assembly, the result checked in a register; on Apple
 // (`backend/libc/io/syscalls.rs`) libc's `write`/`read`, with `errno` read
@@ -167,9 +179,13 @@ pub fn park(fds: &ParkFds, child: &crate::sys::child_hook::InChild) -> io::Resul
     for fd in [fds.parent_ready, fds.parent_release] {
         crate::sys::child_hook::close(fd, child);
     }
-    // Ignored, as before: had it failed, the parent's wait for the byte
-    // would time out.
-    let _ = rustix::io::write(&fds.ready, &[1]);
+    // Four bytes, under PIPE_BUF, so written at once. Ignored, as before:
+    // had it failed, the parent's wait for the pid would time out.
+    let pid = rustix::process::getpid()
+        .as_raw_nonzero()
+        .get()
+        .to_ne_bytes();
+    let _ = rustix::io::write(&fds.ready, &pid);
     let mut buf = [0u8; 1];
     loop {
         match rustix::io::read(&fds.release, &mut buf) {
@@ -180,8 +196,32 @@ pub fn park(fds: &ParkFds, child: &crate::sys::child_hook::InChild) -> io::Resul
     }
 }
 
+/// Reads the pid a parked child wrote, waiting at most until `deadline`:
+/// `Ok(None)` on end of file (the child never reached the window).
+fn read_pid_by(reader: &mut PipeReader, deadline: Instant) -> io::Result<Option<u32>> {
+    let mut pid = [0u8; 4];
+    let mut got = 0;
+    while got < pid.len() {
+        match read_by(reader, &mut pid[got..], deadline)? {
+            0 => return Ok(None),
+            n => got += n,
+        }
+    }
+    Ok(Some(u32::from_ne_bytes(pid)))
+}
+
 /// Reads one byte, waiting at most until `deadline`: `Ok(false)` on end of file.
 pub fn read_byte_by(reader: &mut (impl Read + AsFd), deadline: Instant) -> io::Result<bool> {
+    Ok(read_by(reader, &mut [0u8; 1], deadline)? == 1)
+}
+
+/// One `read` into `buf` once `reader` is readable, waiting at most until
+/// `deadline`: the bytes read, 0 at end of file.
+fn read_by(
+    reader: &mut (impl Read + AsFd),
+    buf: &mut [u8],
+    deadline: Instant,
+) -> io::Result<usize> {
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
@@ -194,10 +234,7 @@ pub fn read_byte_by(reader: &mut (impl Read + AsFd), deadline: Instant) -> io::R
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
             Ok(false) => continue,
-            Ok(true) => {
-                let mut buf = [0u8; 1];
-                return Ok(reader.read(&mut buf)? == 1);
-            }
+            Ok(true) => return reader.read(buf),
         }
     }
 }
@@ -231,6 +268,11 @@ impl InheritingChild {
             return Err(io::Error::other("cat exited before echoing"));
         }
         Ok(held)
+    }
+
+    /// The exec'd child's pid.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Closes the child's stdin, so it exits, and reaps it.
@@ -469,6 +511,12 @@ mod tests {
         let _serial = crate::test_serial();
         let (r, w) = io::pipe().unwrap(); // close-on-exec
         let held = HeldChild::hold().unwrap();
+        assert_ne!(held.pid(), std::process::id());
+        assert!(crate::sys::same_open_file(held.pid(), w.as_raw_fd()).unwrap());
+        // Opened after the fork: whatever the child has at that number (if
+        // anything) is another open file.
+        let fresh = std::fs::File::open("/dev/null").unwrap();
+        assert!(!crate::sys::same_open_file(held.pid(), fresh.as_raw_fd()).unwrap());
         assert!(
             copy_is_held(w, r),
             "a parked child must hold the parent's copy"
@@ -483,6 +531,8 @@ mod tests {
         let (r2, w2) = io::pipe().unwrap();
         crate::base::locks::set_cloexec(&w2, false).unwrap();
         let child = InheritingChild::spawn().unwrap();
+        assert!(!crate::sys::same_open_file(child.pid(), w1.as_raw_fd()).unwrap());
+        assert!(crate::sys::same_open_file(child.pid(), w2.as_raw_fd()).unwrap());
         assert!(!copy_is_held(w1, r1), "close-on-exec copy survived exec");
         assert!(
             copy_is_held(w2, r2),

@@ -269,6 +269,57 @@ pub fn process_fds(pid: libc::pid_t) -> io::Result<Vec<RawFd>> {
     Ok(fds)
 }
 
+/// `KCMP_FILE` (linux/kcmp.h; the libc crate does not export it).
+const KCMP_FILE: libc::c_int = 0;
+
+/// Whether `pid`'s descriptor `fd` is the same open file description as this
+/// process's `fd`: the copy a fork or an exec'd child inherits, not merely
+/// another open of the same file. `kcmp(KCMP_FILE)` answers that exactly
+/// (0: the same; `EBADF`: `pid` has no such descriptor). A kernel without
+/// kcmp (`CONFIG_KCMP`, `ENOSYS`) or one that refuses it (`EPERM`) is
+/// asked through `/proc/PID/fd/N`, whose link resolves to the object itself:
+/// the same device and inode is the same socket or pipe, and for a file the
+/// same file (another open of it would pass there too).
+///
+/// # References
+/// - <https://man7.org/linux/man-pages/man2/kcmp.2.html>
+/// - <https://man7.org/linux/man-pages/man5/proc_pid_fd.5.html>
+pub fn same_open_file(pid: u32, fd: RawFd) -> io::Result<bool> {
+    // SAFETY: kcmp takes five integers and touches no memory of ours.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_kcmp,
+            std::process::id() as libc::pid_t,
+            pid as libc::pid_t,
+            KCMP_FILE,
+            fd as libc::c_ulong,
+            fd as libc::c_ulong,
+        )
+    };
+    if r >= 0 {
+        return Ok(r == 0);
+    }
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::EBADF) => return Ok(false),
+        Some(libc::ENOSYS | libc::EPERM) => {}
+        _ => return Err(e),
+    }
+    same_object_by_proc(pid, fd)
+}
+
+/// [`same_open_file`] without kcmp: whether `/proc/PID/fd/FD` resolves to
+/// the object this process's `fd` does (the same device and inode).
+fn same_object_by_proc(pid: u32, fd: RawFd) -> io::Result<bool> {
+    use std::os::unix::fs::MetadataExt;
+    let ours = std::fs::metadata(format!("/proc/self/fd/{fd}"))?;
+    match std::fs::metadata(format!("/proc/{pid}/fd/{fd}")) {
+        Ok(m) => Ok(m.dev() == ours.dev() && m.ino() == ours.ino()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 /// The clocks `clock_gettime(2)` offers here, by name. The coarse clocks
 /// (Linux 2.6.32) read the tick-granular time the kernel last stored, without
 /// touching the clocksource.
@@ -715,6 +766,26 @@ mod tests {
             .map(|w| format!("{:08X}", u32::from_ne_bytes(w.try_into().unwrap())))
             .collect();
         format!("{words}:{port:04X}")
+    }
+
+    /// The fallback for a kernel without kcmp tells a child's copy from
+    /// another descriptor, as kcmp does.
+    #[test]
+    fn proc_identity_agrees_with_kcmp() {
+        use std::os::fd::AsRawFd;
+        let _serial = crate::test_serial();
+        let (_r, w) = std::io::pipe().unwrap();
+        let held = crate::base::child::HeldChild::hold().unwrap();
+        let fresh = std::fs::File::open("/dev/null").unwrap();
+        for fd in [w.as_raw_fd(), fresh.as_raw_fd()] {
+            assert_eq!(
+                same_object_by_proc(held.pid(), fd).unwrap(),
+                same_open_file(held.pid(), fd).unwrap(),
+                "descriptor {fd}"
+            );
+        }
+        assert!(same_object_by_proc(held.pid(), w.as_raw_fd()).unwrap());
+        held.release().unwrap();
     }
 
     #[test]

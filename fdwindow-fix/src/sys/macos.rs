@@ -414,6 +414,59 @@ pub fn object_of(fd: std::os::fd::BorrowedFd<'_>) -> io::Result<super::Object> {
     Ok(inode_object(st.st_dev as u64, st.st_ino))
 }
 
+/// `PROC_PIDFDPIPEINFO` (xnu `bsd/sys/proc_info.h`).
+const PROC_PIDFDPIPEINFO: libc::c_int = 6;
+
+/// The head of `struct pipe_fdinfo`: the file info, then `pipe_info`'s
+/// `pipe_stat` and `pipe_handle` (the pipe's opaque handle).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct PipeFdinfoHead {
+    pfi: ProcFileinfo,
+    pipe_stat: libc::vinfo_stat,
+    pipe_handle: u64,
+}
+
+/// What names the object behind `pid`'s descriptor `fd` to libproc: a
+/// socket's or a pipe's opaque handle, a file's device and inode.
+fn libproc_identity(pid: libc::pid_t, fd: RawFd, mode: u32) -> io::Result<(u64, u64)> {
+    match mode & u32::from(libc::S_IFMT) {
+        m if m == u32::from(libc::S_IFSOCK) => {
+            pidfdinfo::<SocketFdinfoHead>(pid, fd, PROC_PIDFDSOCKETINFO).map(|h| (h.soi_so, 0))
+        }
+        m if m == u32::from(libc::S_IFIFO) => {
+            pidfdinfo::<PipeFdinfoHead>(pid, fd, PROC_PIDFDPIPEINFO).map(|h| (h.pipe_handle, 0))
+        }
+        _ => pidfdinfo::<VnodeFdinfo>(pid, fd, PROC_PIDFDVNODEINFO)
+            .map(|v| (u64::from(v.pvi.vi_stat.vst_dev), v.pvi.vi_stat.vst_ino)),
+    }
+}
+
+/// Whether `pid`'s descriptor `fd` refers to the object this process's `fd`
+/// does, as libproc names it (xnu exposes no open file description's
+/// identity: the same socket, pipe or file is what can be compared). `EBADF`
+/// from the child, or a descriptor of another kind there, is no copy.
+///
+/// # References
+/// - xnu `bsd/kern/proc_info.c` (`proc_pidfdinfo`: `pid_socketinfo`,
+///   `pid_pipeinfo`, `pid_vnodeinfo`)
+pub fn same_open_file(pid: u32, fd: RawFd) -> io::Result<bool> {
+    // SAFETY: fstat writes only into the zeroed struct passed.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mode = u32::from(st.st_mode);
+    let me = std::process::id() as libc::pid_t;
+    let ours = libproc_identity(me, fd, mode)?;
+    match libproc_identity(pid as libc::pid_t, fd, mode) {
+        Ok(theirs) => Ok(theirs == ours),
+        // No such descriptor there, or one of another kind.
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EBADF | libc::EINVAL)) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 /// Every pid, from `proc_listallpids` (which answers a count of pids, 0 on
 /// failure: Libc's `libproc.c`).
 fn all_pids() -> io::Result<Vec<libc::pid_t>> {

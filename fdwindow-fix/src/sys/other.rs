@@ -94,6 +94,14 @@ pub fn process_fds(_pid: libc::pid_t) -> io::Result<Vec<RawFd>> {
     ))
 }
 
+/// Not known here.
+pub fn same_open_file(_pid: u32, _fd: RawFd) -> io::Result<bool> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "fdwindow cannot compare another process's descriptors on this OS",
+    ))
+}
+
 /// POSIX requires only CLOCK_REALTIME; CLOCK_MONOTONIC is near universal.
 /// Missing ones show as unsupported at run time.
 pub const CLOCKS: &[(&str, libc::clockid_t)] = &[
