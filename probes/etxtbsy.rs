@@ -50,7 +50,7 @@ use std::time::Duration;
 use std::time::Instant;
 
 use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Settings, Trial};
-use fdwindow::hazards::spawn_lock::{SPAWN_LOCK, spawn_in_gap};
+use fdwindow::hazards::spawn_lock::{SPAWN_LOCK, hold_in_gap};
 use fdwindow::report::Table;
 use fdwindow::report::verdict::Role::{Control, Mitigation, Sham};
 use fdwindow::report::verdict::Window::{ForkWindow, PosixSpawn};
@@ -77,6 +77,7 @@ pub static PROBE: Probe = Probe {
             about: "Open-to-close under the shared side of fdwindow::hazards::spawn_lock::SPAWN_LOCK; forks and the exec under its exclusive side. Sham-tested: its thread choreography differs from the control.",
             windows: &[ForkWindow],
             trial: spawn_lock,
+            no_copy: &[ForkWindow],
             ..ARM
         },
         Arm {
@@ -198,21 +199,26 @@ fn locked_trial(t: &mut Trial<'_>, locked: bool) -> Result<bool, Fault> {
     // The child parked in the gap is this trial's own window.
     t.own_spawn();
     let path = t.fresh_path("script");
-    let (file, held, _gap) = spawn_in_gap(
+    let mut copied = Ok(false);
+    let (file, held, _gap) = hold_in_gap(
         &SPAWN_LOCK,
         locked,
         Instant::now() + GAP_DEADLINE,
         || write_script(&path).map(Some),
+        |pid, file| {
+            let fds: Vec<_> = file.iter().map(AsRawFd::as_raw_fd).collect();
+            copied = t.child_holds(pid, &fds);
+        },
         |file| {
             drop(file.take());
             Ok(())
         },
-        HeldChild::hold,
     )
     .map_err(|e| match e.kind() {
         io::ErrorKind::TimedOut => Fault::NotConfirmed(e.to_string()),
         _ => Fault::Broken(format!("the spawn-lock gap: {e}")),
     })?;
+    copied?;
     debug_assert!(file.is_none());
     let busy = {
         let _spawning = locked.then(|| SPAWN_LOCK.spawning());
@@ -251,6 +257,8 @@ fn stalled_retry(t: &mut Trial<'_>, stall: u32, attempts: u32) -> Result<bool, F
         }
         _ => Fault::Broken(format!("hold a child in the fork window: {e}")),
     })?;
+    // The retry is tried against the child's copy of the script.
+    t.require_copy(held.pid(), file.as_raw_fd())?;
     drop(file);
     let mut stalled = Stall::new(held, stall);
     let (busy, retries) = retry(attempts, || {

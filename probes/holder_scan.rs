@@ -369,6 +369,8 @@ fn scan_after_exec(t: &mut Trial<'_>, target: Target) -> Result<bool, Fault> {
     // own spawn would finish.
     let child = HeldChild::hold().ctx("hold a child in the fork window")?;
     t.own_spawn();
+    // What the scan must not find after exec, the child held before it.
+    t.require_copy(child.pid(), held.as_raw_fd())?;
     let _kept = held.done();
     let seen = pending_forks().ctx_feature("list our children")?.len();
     t.tally("pending-forks-seen", &seen.to_string());

@@ -32,10 +32,9 @@ use std::time::{Duration, Instant};
 
 use fdwindow::harness::{ARM, Arm, Context, Fault, Probe, Trial};
 use fdwindow::hazards::cloexec::{Holder, SpawnHow};
-use fdwindow::hazards::spawn_lock::{SPAWN_LOCK, spawn_in_gap};
+use fdwindow::hazards::spawn_lock::{SPAWN_LOCK, hold_in_gap};
 use fdwindow::report::verdict::Role::{Control, Mitigation, Sham};
 use fdwindow::report::verdict::Window::{self, ForkWindow, Inherited, PosixSpawn};
-use fdwindow_fix::base::child::HeldChild;
 use fdwindow_fix::base::locks::set_cloexec;
 use fdwindow_fix::base::sockets::{LOOPBACK_DEADLINE, poll_by};
 
@@ -72,6 +71,7 @@ pub static PROBE: Probe = Probe {
             about: "the write end inheritable, as the control's in this window; the child is spawned by fdwindow_fix::spawn, which passes it only stdio. Sham-tested: its child comes from another spawn path than the control's.",
             windows: &[Inherited],
             trial: |t| fix_spawn(t, SpawnHow::Fix),
+            no_copy: &[Inherited],
             ..ARM
         },
         Arm {
@@ -88,6 +88,7 @@ pub static PROBE: Probe = Probe {
             about: "the pipe made and its write end dropped under the shared side of fdwindow::hazards::spawn_lock::SPAWN_LOCK; forks under its exclusive side. Sham-tested: its thread choreography differs from the control.",
             windows: &[ForkWindow],
             trial: spawn_lock,
+            no_copy: &[ForkWindow],
             ..ARM
         },
         Arm {
@@ -189,6 +190,7 @@ fn fix_spawn(t: &mut Trial<'_>, how: SpawnHow) -> Result<bool, Fault> {
     let (reader, writer) = pipe()?;
     set_cloexec(&writer, false).ctx("clear close-on-exec")?;
     let holder = Holder::spawn(how).ctx("spawn the holder")?;
+    t.child_holds(holder.pid() as u32, &[writer.as_raw_fd()])?;
     drop(writer);
     let eof = at_eof(&reader);
     holder.release().ctx("release the holder")?;
@@ -217,21 +219,26 @@ const GAP_DEADLINE: Duration = Duration::from_secs(30);
 fn locked_trial(t: &mut Trial<'_>, locked: bool) -> Result<bool, Fault> {
     // The child parked in the gap is this trial's own window.
     t.own_spawn();
-    let ((reader, writer), held, _gap) = spawn_in_gap(
+    let mut copied = Ok(false);
+    let ((reader, writer), held, _gap) = hold_in_gap(
         &SPAWN_LOCK,
         locked,
         Instant::now() + GAP_DEADLINE,
         || pipe_io().map(|(r, w)| (r, Some(w))),
+        |pid, (_, writer)| {
+            let fds: Vec<_> = writer.iter().map(AsRawFd::as_raw_fd).collect();
+            copied = t.child_holds(pid, &fds);
+        },
         |(_, writer)| {
             drop(writer.take());
             Ok(())
         },
-        HeldChild::hold,
     )
     .map_err(|e| match e.kind() {
         io::ErrorKind::TimedOut => Fault::NotConfirmed(e.to_string()),
         _ => Fault::Broken(format!("the spawn-lock gap: {e}")),
     })?;
+    copied?;
     debug_assert!(writer.is_none());
     let eof = at_eof(&reader);
     held.release().ctx("release the held child")?;

@@ -699,3 +699,60 @@ fn check_holds_a_run_to_its_scope() {
         "{raced:?}"
     );
 }
+
+/// A results file's trials are bound to the trial's own descriptor: a
+/// fork-window control whose file lost its `child-copy` tally, or counts a
+/// trial without the copy, fails `check`; the run as written (its cloexec
+/// fix declared `no_copy` in the inherited window, its child holding none)
+/// names none.
+#[test]
+fn check_fails_a_trial_without_the_childs_copy() {
+    let s = scratch("cli-copy");
+    let dir = s.dir().join("results");
+    let out = run_only(&dir, "7", &["flock-survival"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let file = results_file(&dir);
+    let out = fdwindow()
+        .args(["check", "--results"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        !text.contains("without the child's copy"),
+        "the run as written: {text}"
+    );
+    let copies = |held: Option<u64>| {
+        move |cell: &mut fdwindow::report::ArmReport| {
+            let fdwindow::report::verdict::Outcome::Observed { tallies, .. } = &mut cell.outcome
+            else {
+                panic!("the control was not observed: {cell:?}");
+            };
+            let tally = tallies.remove("child-copy");
+            assert!(tally.is_some(), "no child-copy tally to forge");
+            if let Some(held) = held {
+                tallies.insert("child-copy".into(), [("held".to_owned(), held)].into());
+            }
+        }
+    };
+    let original = fs::read_to_string(&file).unwrap();
+    for (held, counts) in [(None, "held in 0 of"), (Some(6), "held in 6 of")] {
+        fs::write(&file, &original).unwrap();
+        let text = edit_then_check(
+            &file,
+            "flock-survival",
+            "close",
+            "fork-window",
+            copies(held),
+        );
+        let failed: Vec<_> = text
+            .lines()
+            .filter(|l| l.starts_with("FAIL a trial without the child's copy"))
+            .collect();
+        assert_eq!(failed.len(), 1, "{text}");
+        assert!(
+            failed[0].contains("flock-survival close fork-window") && failed[0].contains(counts),
+            "{text}"
+        );
+    }
+}

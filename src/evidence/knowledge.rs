@@ -1806,6 +1806,10 @@ pub enum Finding {
     /// A cell the run's scope says it measured (or the race rule says it
     /// raced) that the file lacks or lists as left out.
     Missing,
+    /// A fork-window or inherited cell of a report that records its scope,
+    /// some of whose trials show no child holding the trial's descriptor,
+    /// where its arm does not declare `no_copy` there.
+    WithoutCopy,
 }
 
 impl Finding {
@@ -1818,7 +1822,8 @@ impl Finding {
             | Finding::WithoutEvidence
             | Finding::WithoutClaim
             | Finding::Undeclared
-            | Finding::Missing => true,
+            | Finding::Missing
+            | Finding::WithoutCopy => true,
             Finding::Undecided | Finding::NotMeasured | Finding::News => false,
         }
     }
@@ -1835,6 +1840,7 @@ impl Finding {
             Finding::News => "news (no claim; the OS's claims are reported only)",
             Finding::Undeclared => "not as its probe declares",
             Finding::Missing => "missing from the run's scope",
+            Finding::WithoutCopy => "a trial without the child's copy",
         }
     }
 }
@@ -1872,7 +1878,8 @@ impl fmt::Display for Contradiction {
 /// ([`crate::harness::declared`]: an unknown probe or arm, a window the arm
 /// does not run in, or another role, control, sham or argument), each a
 /// [`Finding::Undeclared`] failure; and, for a report that records its
-/// scope, every cell in it that is missing ([`Finding::Missing`]).
+/// scope, every cell in it that is missing ([`Finding::Missing`]) or whose
+/// trials do not all show the child's copy ([`Finding::WithoutCopy`]).
 /// `fdwindow check` adds them to [`check`]'s, holding the files to the
 /// probes compiled into it.
 pub fn undeclared(files: &[ResultsFile], probes: &[&crate::harness::Probe]) -> Vec<Contradiction> {
@@ -1902,16 +1909,64 @@ pub fn undeclared(files: &[ResultsFile], probes: &[&crate::harness::Probe]) -> V
                 });
             }
             if let (Some(probe), Some(scope)) = (probe, &report.scope) {
-                found.extend(missing_from_scope(probe, report, scope).into_iter().map(
-                    |(cell, why)| Contradiction {
-                        finding: Finding::Missing,
+                let finding = |finding, claim: &'static str| {
+                    move |(cell, why)| Contradiction {
+                        finding,
                         platform: file.platform.id.clone(),
                         cell: format!("{hazard} {cell}"),
-                        claim: "in the run's scope".to_owned(),
+                        claim: claim.to_owned(),
                         evidence: why,
-                    },
-                ));
+                    }
+                };
+                found.extend(
+                    missing_from_scope(probe, report, scope)
+                        .into_iter()
+                        .map(finding(Finding::Missing, "in the run's scope")),
+                );
+                found.extend(without_copy(probe, report).into_iter().map(finding(
+                    Finding::WithoutCopy,
+                    "the window's child holds the trial's descriptor in every trial",
+                )));
             }
+        }
+    }
+    found
+}
+
+/// The fork-window and inherited cells of `report` with confirmed trials
+/// whose [`COPY_TALLY`](crate::harness::COPY_TALLY) counts fewer children
+/// holding the trial's descriptor than trials, where the arm does not
+/// declare `no_copy` for the window: `(arm window, counts)`. A control or
+/// sham that shows its hazard without the copy measured something else.
+fn without_copy(probe: &crate::harness::Probe, report: &ProbeReport) -> Vec<(String, String)> {
+    use crate::harness::{COPY_HELD, COPY_TALLY};
+    use crate::report::verdict::Outcome;
+    let mut found = Vec::new();
+    for cell in &report.arms {
+        let Outcome::Observed {
+            trials, tallies, ..
+        } = &cell.outcome
+        else {
+            continue;
+        };
+        let waived = probe
+            .arms
+            .iter()
+            .find(|a| a.id == cell.arm)
+            .is_none_or(|a| a.no_copy.contains(&cell.window));
+        if !cell.window.needs_a_holder() || *trials == 0 || waived {
+            continue;
+        }
+        let held = tallies
+            .get(COPY_TALLY)
+            .and_then(|t| t.get(COPY_HELD))
+            .copied()
+            .unwrap_or(0);
+        if held < *trials {
+            found.push((
+                format!("{} {}", cell.arm, cell.window.id()),
+                format!("{COPY_TALLY} {COPY_HELD} in {held} of {trials} trials"),
+            ));
         }
     }
     found

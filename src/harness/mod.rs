@@ -104,7 +104,8 @@ pub struct Arm {
     /// inheritable descriptor made close-on-exec, a port never picked): the
     /// windows where a trial still counts when the window's child holds none
     /// of its descriptor. Elsewhere, and for every control and sham, such a
-    /// trial is unconfirmed ([`NO_COPY`]).
+    /// trial is unconfirmed ([`NO_COPY`]), and `fdwindow check` fails a cell
+    /// whose [`COPY_TALLY`] shows fewer copies than trials.
     pub no_copy: &'static [Window],
 }
 
@@ -291,17 +292,32 @@ impl Trial<'_> {
         }
     }
 
+    /// For a trial that spawned its own child ([`Trial::own_spawn`]) while
+    /// its `fds` are open: whether child `pid` holds the same open file as
+    /// any of them, tallied once as [`COPY_TALLY`]. A child holding none
+    /// does not refuse the trial, as in [`Trial::during_window`]: here the
+    /// copy is what the trial measures, compared by identity, not number.
+    pub fn child_holds(&mut self, pid: u32, fds: &[RawFd]) -> Result<bool, Fault> {
+        let mut copied = false;
+        for &fd in fds {
+            copied |= same_open_file(pid, fd)?;
+        }
+        self.tally(COPY_TALLY, if copied { COPY_HELD } else { COPY_NONE });
+        Ok(copied)
+    }
+
+    /// For a trial that opens its window by hand ([`Trial::own_spawn`]) and
+    /// needs the copy to mean anything: the check [`Trial::during_window`]
+    /// makes, that child `pid` holds the trial's `fd`.
+    pub fn require_copy(&mut self, pid: u32, fd: RawFd) -> Result<(), Fault> {
+        self.check_copy(pid, Some(fd))
+    }
+
     /// Tallies whether the window's child `pid` holds the trial's `fd` (the
     /// same open file), and refuses the trial when it must and does not.
     fn check_copy(&mut self, pid: u32, fd: Option<RawFd>) -> Result<(), Fault> {
         let copied = match fd {
-            Some(fd) => fdwindow_fix::sys::same_open_file(pid, fd).map_err(|e| {
-                let why = format!("compare the child's copy of descriptor {fd}: {e}");
-                match e.kind() {
-                    io::ErrorKind::Unsupported => Fault::Unsupported(why),
-                    _ => Fault::NotConfirmed(why),
-                }
-            })?,
+            Some(fd) => same_open_file(pid, fd)?,
             None => false,
         };
         self.tally(COPY_TALLY, if copied { COPY_HELD } else { COPY_NONE });
@@ -313,9 +329,21 @@ impl Trial<'_> {
     }
 }
 
-/// The tally of a fork-window or inherited trial that opened its window:
-/// whether the child held the trial's descriptor ([`COPY_HELD`]) or none
-/// ([`COPY_NONE`]).
+/// [`fdwindow_fix::sys::same_open_file`], its failure a fault: unsupported
+/// where the OS cannot tell, else the trial is unconfirmed.
+fn same_open_file(pid: u32, fd: RawFd) -> Result<bool, Fault> {
+    fdwindow_fix::sys::same_open_file(pid, fd).map_err(|e| {
+        let why = format!("compare the child's copy of descriptor {fd}: {e}");
+        match e.kind() {
+            io::ErrorKind::Unsupported => Fault::Unsupported(why),
+            _ => Fault::NotConfirmed(why),
+        }
+    })
+}
+
+/// The tally of a fork-window or inherited trial that opened its window, or
+/// asked of its own child ([`Trial::child_holds`]): whether the child held
+/// the trial's descriptor ([`COPY_HELD`]) or none ([`COPY_NONE`]).
 pub const COPY_TALLY: &str = "child-copy";
 /// [`COPY_TALLY`]'s value when the child held the same open file.
 pub const COPY_HELD: &str = "held";

@@ -46,6 +46,7 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
+use fdwindow_fix::base::child::HeldChild;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -176,6 +177,39 @@ pub fn spawn_in_gap<A, S: Send>(
         flagged?;
         Ok((made, spawned?, gap))
     })
+}
+
+/// [`spawn_in_gap`] whose spawn parks a child in the fork window
+/// ([`HeldChild::hold`]). `in_gap(pid, &made)` runs just before `second`
+/// when that child was forked inside the gap (without the lock, always),
+/// while what `first` made is still open for the child's copy to be
+/// compared; a child the lock held back is forked after `second`.
+pub fn hold_in_gap<A>(
+    lock: &SpawnLock,
+    locked: bool,
+    deadline: std::time::Instant,
+    first: impl FnOnce() -> std::io::Result<A>,
+    in_gap: impl FnOnce(u32, &A),
+    second: impl FnOnce(&mut A) -> std::io::Result<()>,
+) -> std::io::Result<(A, HeldChild, Gap)> {
+    let forked = std::sync::OnceLock::new();
+    spawn_in_gap(
+        lock,
+        locked,
+        deadline,
+        first,
+        |made| {
+            if let Some(&pid) = forked.get() {
+                in_gap(pid, made);
+            }
+            second(made)
+        },
+        || {
+            HeldChild::hold().inspect(|held| {
+                let _ = forked.set(held.pid());
+            })
+        },
+    )
 }
 
 #[cfg(test)]
