@@ -617,17 +617,26 @@ fn edit_then_check(
     window: &str,
     edit: impl FnOnce(&mut fdwindow::report::ArmReport),
 ) -> String {
+    edit_report_then_check(file, hazard, |report| {
+        let cell = report
+            .arms
+            .iter_mut()
+            .find(|a| a.arm == arm && a.window.id() == window)
+            .unwrap();
+        edit(cell);
+    })
+}
+
+/// Edits one probe's report in the results `file`, runs `fdwindow check` on
+/// its folder, and returns what it printed, having seen it exit 1.
+fn edit_report_then_check(
+    file: &std::path::Path,
+    hazard: &str,
+    edit: impl FnOnce(&mut fdwindow::report::ProbeReport),
+) -> String {
     let mut results =
         fdwindow::report::ResultsFile::from_json(&fs::read_to_string(file).unwrap()).unwrap();
-    let cell = results
-        .probes
-        .get_mut(hazard)
-        .unwrap()
-        .arms
-        .iter_mut()
-        .find(|a| a.arm == arm && a.window.id() == window)
-        .unwrap();
-    edit(cell);
+    edit(results.probes.get_mut(hazard).unwrap());
     fs::write(file, serde_json::to_string_pretty(&results).unwrap()).unwrap();
     let out = fdwindow()
         .args(["check", "--results"])
@@ -755,4 +764,83 @@ fn check_fails_a_trial_without_the_childs_copy() {
             "{text}"
         );
     }
+}
+
+/// Table answers are held to their claims: on a committed file, a second
+/// bind that changed its errno, a row lost from exec-while-open and a lost
+/// looked-up table each fail `check`, naming the answer.
+#[test]
+fn check_holds_table_answers_to_their_claims() {
+    let s = scratch("cli-answers");
+    let dir = s.dir().join("results");
+    common::copy_committed_results(&dir);
+    let files = fdwindow::evidence::results::load_dir(&dir).unwrap();
+    let platform = fdwindow::evidence::query::quoted_file(&files, "linux")
+        .expect("a committed results file of a Linux machine")
+        .platform
+        .id
+        .clone();
+    let file = dir.join(format!("{platform}.json"));
+    let original = fs::read_to_string(&file).unwrap();
+    let table = |report: &mut fdwindow::report::ProbeReport, id: &str| -> usize {
+        report.tables.iter().position(|t| t.id == id).unwrap()
+    };
+    let failed = |text: &str, start: &str, cell: &str| {
+        let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("FAIL")).collect();
+        assert_eq!(lines.len(), 1, "{text}");
+        assert!(
+            lines[0].starts_with(start) && lines[0].contains(cell),
+            "{text}"
+        );
+        lines[0].to_owned()
+    };
+
+    let text = edit_report_then_check(&file, "bind-matrix", |r| {
+        let i = table(r, "second-bind");
+        let row = r.tables[i]
+            .rows
+            .iter_mut()
+            .find(|row| row[0] == "v4/specific/bound/reuseport")
+            .unwrap();
+        assert_eq!(row[1], "ok");
+        row[1] = "EADDRINUSE".into();
+    });
+    let line = failed(
+        &text,
+        "FAIL contradiction",
+        "bind-matrix second-bind \"v4/specific/bound/reuseport\" second bind: specific",
+    );
+    assert!(
+        line.contains("claimed ok") && line.contains("measured EADDRINUSE"),
+        "{line}"
+    );
+
+    fs::write(&file, &original).unwrap();
+    let text = edit_report_then_check(&file, "etxtbsy", |r| {
+        let i = table(r, "exec-while-open");
+        r.tables[i]
+            .rows
+            .retain(|row| row[0] != "write descriptor open");
+    });
+    failed(
+        &text,
+        "FAIL claim without evidence",
+        "etxtbsy exec-while-open \"write descriptor open\" exec",
+    );
+
+    fs::write(&file, &original).unwrap();
+    let text = edit_report_then_check(&file, "two-step-cloexec", |r| {
+        let i = table(r, "looked-up");
+        r.tables.remove(i);
+    });
+    let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("FAIL")).collect();
+    assert!(
+        !lines.is_empty()
+            && lines
+                .iter()
+                .all(|l| l.starts_with("FAIL claim without evidence")
+                    && l.contains("two-step-cloexec looked-up \"*\" in this C library")
+                    && l.contains("the table is missing")),
+        "{text}"
+    );
 }

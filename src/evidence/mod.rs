@@ -14,7 +14,9 @@
 //! word for an arm over its windows ([`query`]). The
 //! [`views`](crate::views) lay those answers out.
 
+pub mod answers;
 pub mod audit_bench;
+pub mod cited;
 pub mod costs;
 pub mod knowledge;
 pub mod pressure_file;

@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
+use crate::evidence::answers::ANSWER_COLUMNS;
 use crate::evidence::costs::{CostsFile, ns_text};
 use crate::evidence::query::{SPAWN_WINDOW, escape_cell as escape, find_arm, has_spawn_window};
 use crate::evidence::reported::{REPORTED, Reported};
@@ -393,25 +394,6 @@ fn kernel_differences(files: &[ResultsFile]) -> Vec<Difference<'_>> {
         .collect()
 }
 
-/// The table columns that hold one deterministic answer of the kernel (or
-/// its C library) per row: an errno, a yes or no. Other tables hold counts
-/// and times, which differ from run to run on any kernel.
-pub const ANSWER_COLUMNS: &[(&str, &str, &[&str])] = &[
-    (
-        "bind-matrix",
-        "second-bind",
-        &["second bind: specific", "second bind: wildcard"],
-    ),
-    (
-        "bind-matrix",
-        "unix-path-bind",
-        &["second bind", "connect to the path"],
-    ),
-    ("etxtbsy", "exec-while-open", &["exec"]),
-    ("two-step-cloexec", "per-call", &["atomic here"]),
-    ("two-step-cloexec", "looked-up", &["in this C library"]),
-];
-
 /// One answer cell of a table ([`ANSWER_COLUMNS`]) that is not the same on
 /// every kernel of one OS that measured it.
 struct TableDifference<'a> {
@@ -491,7 +473,7 @@ and clock, and no verdict rule or claim uses them.\n\n",
     );
     let tables = table_differences(files);
     if tables.is_empty() {
-        out.push_str("Table answers (an errno, a call's presence: `fdwindow::views::matrix::ANSWER_COLUMNS`) are the same on every kernel that measured them.\n\n");
+        out.push_str("Table answers (an errno, a call's presence: `fdwindow::evidence::answers::ANSWER_COLUMNS`, each held to a claim by `fdwindow check`) are the same on every kernel that measured them.\n\n");
     } else {
         out.push_str("Table answers that differ:\n\n| hazard | table | row | column | answers |\n|---|---|---|---|---|\n");
         for d in &tables {

@@ -1,0 +1,394 @@
+//! Claims over the answers in probes' tables: what a second bind returns,
+//! whether exec of a file open for writing fails, which atomic
+//! close-on-exec forms the C library has. An answer is one deterministic
+//! fact of the kernel (or its C library) per row, so `fdwindow check` holds
+//! each measured answer to its claim as it holds a verdict cell, and the
+//! matrix's kernel diff lists the answers that differ between kernels.
+
+use super::cited::{
+    AF_UNIX_CONNECT, BIND_MAN, CLOSEFROM_NP, CONNECT_MAN, ETXTBSY_COMMITS, ETXTBSY_GAP,
+    EXECVE_ETXTBSY, OPEN_MAN, PIPE_MAN, SOCKET_MAN, SOCKET7_REUSEADDR, UNIX_MAN,
+};
+use super::release::{Component, Range};
+use crate::report::ResultsFile;
+use crate::report::platform::Platform;
+
+/// The table columns that hold one deterministic answer of the kernel (or
+/// its C library) per row: an errno, a yes or no. Other tables hold counts
+/// and times, which differ from run to run on any kernel.
+pub const ANSWER_COLUMNS: &[(&str, &str, &[&str])] = &[
+    (
+        "bind-matrix",
+        "second-bind",
+        &["second bind: specific", "second bind: wildcard"],
+    ),
+    (
+        "bind-matrix",
+        "unix-path-bind",
+        &["second bind", "connect to the path"],
+    ),
+    ("etxtbsy", "exec-while-open", &["exec"]),
+    ("two-step-cloexec", "per-call", &["atomic here"]),
+    ("two-step-cloexec", "looked-up", &["in this C library"]),
+];
+
+/// The rows an [`AnswerClaim`] speaks of, each with the answers it allows
+/// (the first the one expected).
+pub type Rows = Vec<(String, &'static [&'static str])>;
+
+/// One encoded claim about a column of a table: the answer of each row.
+#[derive(Clone, Copy, Debug)]
+pub struct AnswerClaim {
+    /// `linux` or `macos`.
+    pub os: &'static str,
+    /// The probe's hazard id.
+    pub hazard: &'static str,
+    /// The table's id.
+    pub table: &'static str,
+    /// One of the table's [`ANSWER_COLUMNS`].
+    pub column: &'static str,
+    /// The rows by key, with the answers allowed.
+    pub rows: fn() -> Rows,
+    /// The releases it holds for; `None` for every release. Where two
+    /// claims speak of a row, the one with a range wins.
+    pub range: Option<Range>,
+    /// Why, in one line.
+    pub reason: &'static str,
+    /// Where it is documented.
+    pub refs: &'static [&'static str],
+}
+
+impl AnswerClaim {
+    /// The answers it allows in `row`, if it speaks of that row.
+    fn allows(&self, row: &str) -> Option<&'static [&'static str]> {
+        (self.rows)()
+            .into_iter()
+            .find(|(key, _)| key == row)
+            .map(|(_, answers)| answers)
+    }
+
+    /// Whether it holds on `platform`.
+    fn holds_on(&self, platform: &Platform) -> bool {
+        self.os == platform.os && self.range.is_none_or(|r| r.contains(platform))
+    }
+
+    /// `EADDRINUSE or ok [kernel 6.11.0 to 6.12.117] (reason)`.
+    pub fn text(&self, answers: &[&str]) -> String {
+        let range = self.range.map_or_else(String::new, |r| format!(" [{r}]"));
+        format!("{}{range} ({})", answers.join(" or "), self.reason)
+    }
+}
+
+const EADDRINUSE: &[&str] = &["EADDRINUSE"];
+const OK: &[&str] = &["ok"];
+const YES: &[&str] = &["yes"];
+
+/// Linux's second bind of an address in use, by `family/first/state/options`
+/// (bind-matrix's key): refused unless both sockets set `SO_REUSEPORT`, or
+/// both set `SO_REUSEADDR` and the first is not listening. The specific
+/// address and the wildcard conflict alike, in every family.
+fn linux_second_bind() -> Rows {
+    let mut rows = Vec::new();
+    for family in ["v4", "v6", "dual"] {
+        for first in ["specific", "wildcard"] {
+            for state in ["bound", "listening"] {
+                for options in ["none", "reuseaddr", "reuseport"] {
+                    let shared =
+                        options == "reuseport" || (options == "reuseaddr" && state == "bound");
+                    let answer = if shared { OK } else { EADDRINUSE };
+                    rows.push((format!("{family}/{first}/{state}/{options}"), answer));
+                }
+            }
+        }
+    }
+    rows
+}
+
+fn rows(pairs: &[(&str, &'static [&'static str])]) -> Rows {
+    pairs.iter().map(|&(k, a)| (k.to_owned(), a)).collect()
+}
+
+const SECOND_BIND_REASON: &str = "a second bind of an address in use succeeds only when both sockets set SO_REUSEPORT, or both set SO_REUSEADDR and the first is not listening; specific and wildcard addresses conflict alike, and a dual-stack IPv6 socket conflicts with IPv4";
+
+const LINUX_ANSWERS: &[AnswerClaim] = &[
+    AnswerClaim {
+        os: "linux",
+        hazard: "bind-matrix",
+        table: "second-bind",
+        column: "second bind: specific",
+        rows: linux_second_bind,
+        range: None,
+        reason: SECOND_BIND_REASON,
+        refs: &[BIND_MAN, SOCKET7_REUSEADDR],
+    },
+    AnswerClaim {
+        os: "linux",
+        hazard: "bind-matrix",
+        table: "second-bind",
+        column: "second bind: wildcard",
+        rows: linux_second_bind,
+        range: None,
+        reason: SECOND_BIND_REASON,
+        refs: &[BIND_MAN, SOCKET7_REUSEADDR],
+    },
+    AnswerClaim {
+        os: "linux",
+        hazard: "bind-matrix",
+        table: "unix-path-bind",
+        column: "second bind",
+        rows: || {
+            rows(&[
+                ("path in use (listening)", EADDRINUSE),
+                ("path in use (bound, not listening)", EADDRINUSE),
+                ("stale path after close", EADDRINUSE),
+                ("unlink before bind", OK),
+                ("unlinked while the first listens", OK),
+            ])
+        },
+        range: None,
+        reason: "a path a socket was bound to stays a file until unlinked, whether or not the socket lives, so binding it again fails until it is removed",
+        refs: &[UNIX_MAN],
+    },
+    AnswerClaim {
+        os: "linux",
+        hazard: "bind-matrix",
+        table: "unix-path-bind",
+        column: "connect to the path",
+        rows: || {
+            rows(&[
+                ("path in use (listening)", &["connected"]),
+                ("path in use (bound, not listening)", &["ECONNREFUSED"]),
+                ("stale path after close", &["ECONNREFUSED"]),
+                ("unlink before bind", &["connected"]),
+                ("unlinked while the first listens", &["connected"]),
+            ])
+        },
+        range: None,
+        reason: "a connect reaches the socket now bound at the path, and is refused where none listens there",
+        refs: &[UNIX_MAN, CONNECT_MAN, AF_UNIX_CONNECT],
+    },
+    AnswerClaim {
+        os: "linux",
+        hazard: "etxtbsy",
+        table: "exec-while-open",
+        column: "exec",
+        rows: || {
+            rows(&[
+                ("write descriptor open", &["ETXTBSY"]),
+                ("write descriptor closed", &["runs"]),
+            ])
+        },
+        range: None,
+        reason: "exec refuses a file open for writing, and runs it once the last writer is closed",
+        refs: &[EXECVE_ETXTBSY, ETXTBSY_COMMITS],
+    },
+    AnswerClaim {
+        os: "linux",
+        hazard: "etxtbsy",
+        table: "exec-while-open",
+        column: "exec",
+        rows: || rows(&[("write descriptor open", &["runs", "ETXTBSY"])]),
+        range: Some(Range {
+            of: Component::Kernel,
+            since: Some((6, 11, 0)),
+            until: Some((6, 12, 117)),
+        }),
+        reason: ETXTBSY_GAP,
+        refs: &[ETXTBSY_COMMITS],
+    },
+    AnswerClaim {
+        os: "linux",
+        hazard: "two-step-cloexec",
+        table: "per-call",
+        column: "atomic here",
+        rows: || {
+            rows(&[
+                ("socket", YES),
+                ("socketpair", YES),
+                ("accept", YES),
+                ("pipe", YES),
+                ("dup", YES),
+                ("open", YES),
+                ("connect", YES),
+            ])
+        },
+        range: None,
+        reason: "every call that makes a descriptor has a form that sets close-on-exec as it makes it (SOCK_CLOEXEC, accept4, pipe2, F_DUPFD_CLOEXEC, O_CLOEXEC)",
+        refs: &[SOCKET_MAN, PIPE_MAN, OPEN_MAN],
+    },
+    AnswerClaim {
+        os: "linux",
+        hazard: "two-step-cloexec",
+        table: "looked-up",
+        column: "in this C library",
+        rows: || rows(&[("pipe2", YES), ("accept4", YES), ("dup3", YES)]),
+        range: None,
+        reason: "glibc has pipe2 and dup3 from 2.9 and accept4 from 2.10; musl has all three",
+        refs: &[PIPE_MAN, SOCKET_MAN],
+    },
+    AnswerClaim {
+        os: "linux",
+        hazard: "two-step-cloexec",
+        table: "looked-up",
+        column: "in this C library",
+        rows: || rows(&[("posix_spawn_file_actions_addclosefrom_np", YES)]),
+        range: Some(Range {
+            of: Component::Libc,
+            since: Some((2, 34, 0)),
+            until: None,
+        }),
+        reason: "glibc added posix_spawn_file_actions_addclosefrom_np in 2.34",
+        refs: &[CLOSEFROM_NP],
+    },
+];
+
+/// Every answer claim.
+pub fn answer_claims() -> impl Iterator<Item = &'static AnswerClaim> {
+    LINUX_ANSWERS.iter()
+}
+
+/// The claim about one answer on `platform`, with the answers it allows: of
+/// those that hold there and speak of the row, one with a release range
+/// wins over one without.
+pub fn answer_claim_on(
+    platform: &Platform,
+    hazard: &str,
+    table: &str,
+    column: &str,
+    row: &str,
+) -> Option<(&'static AnswerClaim, &'static [&'static str])> {
+    answer_claims()
+        .filter(|c| c.hazard == hazard && c.table == table && c.column == column)
+        .filter(|c| c.holds_on(platform))
+        .filter_map(|c| Some((c, c.allows(row)?)))
+        .min_by_key(|(c, _)| c.range.is_none())
+}
+
+/// What the check over answers says of one answer, or of a claim whose
+/// table, column or row is not there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AnswerFinding {
+    /// The answer is one its claim allows.
+    Agrees,
+    /// Another answer than its claim allows.
+    Contradiction,
+    /// The claim's table, column or row is missing from a probe that ran.
+    WithoutEvidence,
+    /// The claim's table could not be observed (`unsupported: …`, `broken: …`).
+    NotObserved,
+    /// An answer no claim speaks of.
+    WithoutClaim,
+    /// The claim's probe did not run.
+    NotMeasured,
+}
+
+/// One line of the check over answers: its finding, the cell `hazard
+/// table "row" column`, the claim, the evidence.
+pub type AnswerCheck = (AnswerFinding, String, String, String);
+
+/// Holds every answer claim that holds on `file`'s platform against its
+/// tables, and every answer the file holds against the claim that speaks of it.
+pub fn check_answers(file: &ResultsFile) -> Vec<AnswerCheck> {
+    let platform = &file.platform;
+    let mut out = Vec::new();
+    let cell = |hazard: &str, table: &str, row: &str, column: &str| {
+        format!("{hazard} {table} \"{row}\" {column}")
+    };
+    for claim in answer_claims().filter(|c| c.holds_on(platform)) {
+        let whole = || cell(claim.hazard, claim.table, "*", claim.column);
+        let text = claim.text(&[]);
+        let mut missing = |finding, cell, why: String| out.push((finding, cell, text.clone(), why));
+        let Some(report) = file.probes.get(claim.hazard) else {
+            missing(AnswerFinding::NotMeasured, whole(), "probe not run".into());
+            continue;
+        };
+        let Some(table) = report.tables.iter().find(|t| t.id == claim.table) else {
+            let why = "nothing: the table is missing from the report";
+            missing(AnswerFinding::WithoutEvidence, whole(), why.into());
+            continue;
+        };
+        if let Some(problem) = &table.problem {
+            missing(AnswerFinding::NotObserved, whole(), problem.clone());
+            continue;
+        }
+        let Some(i) = table.columns.iter().position(|c| c == claim.column) else {
+            let why = "nothing: the column is missing from the table";
+            missing(AnswerFinding::WithoutEvidence, whole(), why.into());
+            continue;
+        };
+        for (row, _) in (claim.rows)() {
+            let answered = |r: &Vec<String>| r.first() == Some(&row) && r.get(i).is_some();
+            if !table.rows.iter().any(answered) {
+                let here = cell(claim.hazard, claim.table, &row, claim.column);
+                let why = "nothing: the row is missing from the table";
+                missing(AnswerFinding::WithoutEvidence, here, why.into());
+            }
+        }
+    }
+    for &(hazard, id, columns) in ANSWER_COLUMNS {
+        let Some(table) = file
+            .probes
+            .get(hazard)
+            .and_then(|r| r.tables.iter().find(|t| t.id == id))
+        else {
+            continue;
+        };
+        for row in &table.rows {
+            let Some(key) = row.first() else { continue };
+            for (column, answer) in table.columns.iter().zip(row).skip(1) {
+                if !columns.contains(&column.as_str()) {
+                    continue;
+                }
+                let here = cell(hazard, id, key, column);
+                out.push(match answer_claim_on(platform, hazard, id, column, key) {
+                    None => (
+                        AnswerFinding::WithoutClaim,
+                        here,
+                        "nothing".into(),
+                        answer.clone(),
+                    ),
+                    Some((claim, allowed)) => {
+                        let finding = if allowed.contains(&answer.as_str()) {
+                            AnswerFinding::Agrees
+                        } else {
+                            AnswerFinding::Contradiction
+                        };
+                        (finding, here, claim.text(allowed), answer.clone())
+                    }
+                });
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn second_bind_rows_are_the_probes_keys() {
+        let rows = linux_second_bind();
+        assert_eq!(rows.len(), 36);
+        let find = |k: &str| rows.iter().find(|(r, _)| r == k).unwrap().1;
+        assert_eq!(find("v4/specific/bound/reuseaddr"), OK);
+        assert_eq!(find("v6/wildcard/listening/reuseaddr"), EADDRINUSE);
+        assert_eq!(find("dual/specific/listening/reuseport"), OK);
+        assert_eq!(find("dual/wildcard/bound/none"), EADDRINUSE);
+    }
+
+    #[test]
+    fn a_claim_with_a_range_wins_inside_it() {
+        let mut platform = Platform::detect();
+        platform.os = "linux".into();
+        platform.kernel_release = "6.11.2".into();
+        let row = "write descriptor open";
+        let (_, allowed) =
+            answer_claim_on(&platform, "etxtbsy", "exec-while-open", "exec", row).unwrap();
+        assert_eq!(allowed, &["runs", "ETXTBSY"]);
+        platform.kernel_release = "6.13.0".into();
+        let (_, allowed) =
+            answer_claim_on(&platform, "etxtbsy", "exec-while-open", "exec", row).unwrap();
+        assert_eq!(allowed, &["ETXTBSY"]);
+    }
+}
