@@ -199,7 +199,7 @@ fn locked_trial(t: &mut Trial<'_>, locked: bool) -> Result<bool, Fault> {
     // The child parked in the gap is this trial's own window.
     t.own_spawn();
     let path = t.fresh_path("script");
-    let mut copied = Ok(false);
+    let mut copy_check = Ok(false);
     let (file, held, _gap) = hold_in_gap(
         &SPAWN_LOCK,
         locked,
@@ -207,7 +207,7 @@ fn locked_trial(t: &mut Trial<'_>, locked: bool) -> Result<bool, Fault> {
         || write_script(&path).map(Some),
         |pid, file| {
             let fds: Vec<_> = file.iter().map(AsRawFd::as_raw_fd).collect();
-            copied = t.child_holds(pid, &fds);
+            copy_check = t.child_holds(pid, &fds);
         },
         |file| {
             drop(file.take());
@@ -218,7 +218,7 @@ fn locked_trial(t: &mut Trial<'_>, locked: bool) -> Result<bool, Fault> {
         io::ErrorKind::TimedOut => Fault::NotConfirmed(e.to_string()),
         _ => Fault::Broken(format!("the spawn-lock gap: {e}")),
     })?;
-    copied?;
+    copy_check?;
     debug_assert!(file.is_none());
     let busy = {
         let _spawning = locked.then(|| SPAWN_LOCK.spawning());

@@ -219,7 +219,7 @@ const GAP_DEADLINE: Duration = Duration::from_secs(30);
 fn locked_trial(t: &mut Trial<'_>, locked: bool) -> Result<bool, Fault> {
     // The child parked in the gap is this trial's own window.
     t.own_spawn();
-    let mut copied = Ok(false);
+    let mut copy_check = Ok(false);
     let ((reader, writer), held, _gap) = hold_in_gap(
         &SPAWN_LOCK,
         locked,
@@ -227,7 +227,7 @@ fn locked_trial(t: &mut Trial<'_>, locked: bool) -> Result<bool, Fault> {
         || pipe_io().map(|(r, w)| (r, Some(w))),
         |pid, (_, writer)| {
             let fds: Vec<_> = writer.iter().map(AsRawFd::as_raw_fd).collect();
-            copied = t.child_holds(pid, &fds);
+            copy_check = t.child_holds(pid, &fds);
         },
         |(_, writer)| {
             drop(writer.take());
@@ -238,7 +238,7 @@ fn locked_trial(t: &mut Trial<'_>, locked: bool) -> Result<bool, Fault> {
         io::ErrorKind::TimedOut => Fault::NotConfirmed(e.to_string()),
         _ => Fault::Broken(format!("the spawn-lock gap: {e}")),
     })?;
-    copied?;
+    copy_check?;
     debug_assert!(writer.is_none());
     let eof = at_eof(&reader);
     held.release().ctx("release the held child")?;

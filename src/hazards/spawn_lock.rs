@@ -46,9 +46,10 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
-use fdwindow_fix::base::child::HeldChild;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use fdwindow_fix::base::child::HeldChild;
 
 /// A read-write lock whose shared side guards descriptor creation and whose
 /// exclusive side guards spawning. See the [module docs](self).
