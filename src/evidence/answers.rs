@@ -32,6 +32,53 @@ pub const ANSWER_COLUMNS: &[(&str, &str, &[&str])] = &[
     ("two-step-cloexec", "looked-up", &["in this C library"]),
 ];
 
+/// One answer a results file holds: a cell of one of [`ANSWER_COLUMNS`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Answer<'a> {
+    /// The probe's hazard id.
+    pub hazard: &'a str,
+    /// The table's id.
+    pub table: &'a str,
+    /// The row's key (its first cell).
+    pub row: &'a str,
+    /// The column's heading.
+    pub column: &'a str,
+    /// What the cell reads: `ok`, an errno name, `yes`.
+    pub answer: &'a str,
+}
+
+/// Every answer `file` holds, table by table, row by row.
+pub fn answers_of(file: &ResultsFile) -> impl Iterator<Item = Answer<'_>> {
+    ANSWER_COLUMNS
+        .iter()
+        .flat_map(move |&(hazard, id, columns)| {
+            let table = file
+                .probes
+                .get(hazard)
+                .and_then(|r| r.tables.iter().find(|t| t.id == id));
+            table.into_iter().flat_map(move |table| {
+                table.rows.iter().flat_map(move |row| {
+                    let key = row.first();
+                    table
+                        .columns
+                        .iter()
+                        .zip(row)
+                        .skip(1)
+                        .filter(|(column, _)| columns.contains(&column.as_str()))
+                        .filter_map(move |(column, answer)| {
+                            Some(Answer {
+                                hazard,
+                                table: id,
+                                row: key?,
+                                column,
+                                answer,
+                            })
+                        })
+                })
+            })
+        })
+}
+
 /// The rows an [`AnswerClaim`] speaks of, each with the answers it allows
 /// (the first the one expected).
 pub type Rows = Vec<(String, &'static [&'static str])>;
@@ -45,8 +92,8 @@ pub struct AnswerClaim {
     pub hazard: &'static str,
     /// The table's id.
     pub table: &'static str,
-    /// One of the table's [`ANSWER_COLUMNS`].
-    pub column: &'static str,
+    /// Columns of the table's [`ANSWER_COLUMNS`] that answer alike.
+    pub columns: &'static [&'static str],
     /// The rows by key, with the answers allowed.
     pub rows: fn() -> Rows,
     /// The releases it holds for; `None` for every release. Where two
@@ -108,34 +155,22 @@ fn rows(pairs: &[(&str, &'static [&'static str])]) -> Rows {
     pairs.iter().map(|&(k, a)| (k.to_owned(), a)).collect()
 }
 
-const SECOND_BIND_REASON: &str = "a second bind of an address in use succeeds only when both sockets set SO_REUSEPORT, or both set SO_REUSEADDR and the first is not listening; specific and wildcard addresses conflict alike, and a dual-stack IPv6 socket conflicts with IPv4";
-
 const LINUX_ANSWERS: &[AnswerClaim] = &[
     AnswerClaim {
         os: "linux",
         hazard: "bind-matrix",
         table: "second-bind",
-        column: "second bind: specific",
+        columns: &["second bind: specific", "second bind: wildcard"],
         rows: linux_second_bind,
         range: None,
-        reason: SECOND_BIND_REASON,
-        refs: &[BIND_MAN, SOCKET7_REUSEADDR],
-    },
-    AnswerClaim {
-        os: "linux",
-        hazard: "bind-matrix",
-        table: "second-bind",
-        column: "second bind: wildcard",
-        rows: linux_second_bind,
-        range: None,
-        reason: SECOND_BIND_REASON,
+        reason: "a second bind of an address in use succeeds only when both sockets set SO_REUSEPORT, or both set SO_REUSEADDR and the first is not listening; specific and wildcard addresses conflict alike, and a dual-stack IPv6 socket conflicts with IPv4",
         refs: &[BIND_MAN, SOCKET7_REUSEADDR],
     },
     AnswerClaim {
         os: "linux",
         hazard: "bind-matrix",
         table: "unix-path-bind",
-        column: "second bind",
+        columns: &["second bind"],
         rows: || {
             rows(&[
                 ("path in use (listening)", EADDRINUSE),
@@ -153,7 +188,7 @@ const LINUX_ANSWERS: &[AnswerClaim] = &[
         os: "linux",
         hazard: "bind-matrix",
         table: "unix-path-bind",
-        column: "connect to the path",
+        columns: &["connect to the path"],
         rows: || {
             rows(&[
                 ("path in use (listening)", &["connected"]),
@@ -171,7 +206,7 @@ const LINUX_ANSWERS: &[AnswerClaim] = &[
         os: "linux",
         hazard: "etxtbsy",
         table: "exec-while-open",
-        column: "exec",
+        columns: &["exec"],
         rows: || {
             rows(&[
                 ("write descriptor open", &["ETXTBSY"]),
@@ -186,7 +221,7 @@ const LINUX_ANSWERS: &[AnswerClaim] = &[
         os: "linux",
         hazard: "etxtbsy",
         table: "exec-while-open",
-        column: "exec",
+        columns: &["exec"],
         rows: || rows(&[("write descriptor open", &["runs", "ETXTBSY"])]),
         range: Some(Range {
             of: Component::Kernel,
@@ -200,7 +235,7 @@ const LINUX_ANSWERS: &[AnswerClaim] = &[
         os: "linux",
         hazard: "two-step-cloexec",
         table: "per-call",
-        column: "atomic here",
+        columns: &["atomic here"],
         rows: || {
             rows(&[
                 ("socket", YES),
@@ -220,7 +255,7 @@ const LINUX_ANSWERS: &[AnswerClaim] = &[
         os: "linux",
         hazard: "two-step-cloexec",
         table: "looked-up",
-        column: "in this C library",
+        columns: &["in this C library"],
         rows: || rows(&[("pipe2", YES), ("accept4", YES), ("dup3", YES)]),
         range: None,
         reason: "glibc has pipe2 and dup3 from 2.9 and accept4 from 2.10; musl has all three",
@@ -230,7 +265,7 @@ const LINUX_ANSWERS: &[AnswerClaim] = &[
         os: "linux",
         hazard: "two-step-cloexec",
         table: "looked-up",
-        column: "in this C library",
+        columns: &["in this C library"],
         rows: || rows(&[("posix_spawn_file_actions_addclosefrom_np", YES)]),
         range: Some(Range {
             of: Component::Libc,
@@ -258,7 +293,7 @@ pub fn answer_claim_on(
     row: &str,
 ) -> Option<(&'static AnswerClaim, &'static [&'static str])> {
     answer_claims()
-        .filter(|c| c.hazard == hazard && c.table == table && c.column == column)
+        .filter(|c| c.hazard == hazard && c.table == table && c.columns.contains(&column))
         .filter(|c| c.holds_on(platform))
         .filter_map(|c| Some((c, c.allows(row)?)))
         .min_by_key(|(c, _)| c.range.is_none())
@@ -295,69 +330,57 @@ pub fn check_answers(file: &ResultsFile) -> Vec<AnswerCheck> {
         format!("{hazard} {table} \"{row}\" {column}")
     };
     for claim in answer_claims().filter(|c| c.holds_on(platform)) {
-        let whole = || cell(claim.hazard, claim.table, "*", claim.column);
         let text = claim.text(&[]);
-        let mut missing = |finding, cell, why: String| out.push((finding, cell, text.clone(), why));
+        let mut missing = |finding, cell, why: &str| {
+            out.push((finding, cell, text.clone(), why.to_owned()));
+        };
+        let whole = |column| cell(claim.hazard, claim.table, "*", column);
+        let columns = claim.columns.join(", ");
         let Some(report) = file.probes.get(claim.hazard) else {
-            missing(AnswerFinding::NotMeasured, whole(), "probe not run".into());
+            missing(AnswerFinding::NotMeasured, whole(&columns), "probe not run");
             continue;
         };
         let Some(table) = report.tables.iter().find(|t| t.id == claim.table) else {
             let why = "nothing: the table is missing from the report";
-            missing(AnswerFinding::WithoutEvidence, whole(), why.into());
+            missing(AnswerFinding::WithoutEvidence, whole(&columns), why);
             continue;
         };
         if let Some(problem) = &table.problem {
-            missing(AnswerFinding::NotObserved, whole(), problem.clone());
+            missing(AnswerFinding::NotObserved, whole(&columns), problem);
             continue;
         }
-        let Some(i) = table.columns.iter().position(|c| c == claim.column) else {
-            let why = "nothing: the column is missing from the table";
-            missing(AnswerFinding::WithoutEvidence, whole(), why.into());
-            continue;
-        };
-        for (row, _) in (claim.rows)() {
-            let answered = |r: &Vec<String>| r.first() == Some(&row) && r.get(i).is_some();
-            if !table.rows.iter().any(answered) {
-                let here = cell(claim.hazard, claim.table, &row, claim.column);
-                let why = "nothing: the row is missing from the table";
-                missing(AnswerFinding::WithoutEvidence, here, why.into());
+        for &column in claim.columns {
+            let Some(i) = table.columns.iter().position(|c| c == column) else {
+                let why = "nothing: the column is missing from the table";
+                missing(AnswerFinding::WithoutEvidence, whole(column), why);
+                continue;
+            };
+            for (row, _) in (claim.rows)() {
+                let answered = |r: &Vec<String>| r.first() == Some(&row) && r.get(i).is_some();
+                if !table.rows.iter().any(answered) {
+                    let here = cell(claim.hazard, claim.table, &row, column);
+                    let why = "nothing: the row is missing from the table";
+                    missing(AnswerFinding::WithoutEvidence, here, why);
+                }
             }
         }
     }
-    for &(hazard, id, columns) in ANSWER_COLUMNS {
-        let Some(table) = file
-            .probes
-            .get(hazard)
-            .and_then(|r| r.tables.iter().find(|t| t.id == id))
-        else {
-            continue;
-        };
-        for row in &table.rows {
-            let Some(key) = row.first() else { continue };
-            for (column, answer) in table.columns.iter().zip(row).skip(1) {
-                if !columns.contains(&column.as_str()) {
-                    continue;
+    for a in answers_of(file) {
+        let here = cell(a.hazard, a.table, a.row, a.column);
+        let answer = a.answer.to_owned();
+        out.push(
+            match answer_claim_on(platform, a.hazard, a.table, a.column, a.row) {
+                None => (AnswerFinding::WithoutClaim, here, "nothing".into(), answer),
+                Some((claim, allowed)) => {
+                    let finding = if allowed.contains(&a.answer) {
+                        AnswerFinding::Agrees
+                    } else {
+                        AnswerFinding::Contradiction
+                    };
+                    (finding, here, claim.text(allowed), answer)
                 }
-                let here = cell(hazard, id, key, column);
-                out.push(match answer_claim_on(platform, hazard, id, column, key) {
-                    None => (
-                        AnswerFinding::WithoutClaim,
-                        here,
-                        "nothing".into(),
-                        answer.clone(),
-                    ),
-                    Some((claim, allowed)) => {
-                        let finding = if allowed.contains(&answer.as_str()) {
-                            AnswerFinding::Agrees
-                        } else {
-                            AnswerFinding::Contradiction
-                        };
-                        (finding, here, claim.text(allowed), answer.clone())
-                    }
-                });
-            }
-        }
+            },
+        );
     }
     out
 }

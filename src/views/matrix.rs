@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use crate::evidence::answers::ANSWER_COLUMNS;
+use crate::evidence::answers::answers_of;
 use crate::evidence::costs::{CostsFile, ns_text};
 use crate::evidence::query::{SPAWN_WINDOW, escape_cell as escape, find_arm, has_spawn_window};
 use crate::evidence::reported::{REPORTED, Reported};
@@ -411,34 +411,12 @@ fn table_differences(files: &[ResultsFile]) -> Vec<TableDifference<'_>> {
     type Key<'a> = (&'a str, &'a str, &'a str, &'a str, &'a str);
     let mut cells: BTreeMap<Key<'_>, Vec<(&str, &str)>> = BTreeMap::new();
     for f in files {
-        for &(hazard, id, columns) in ANSWER_COLUMNS {
-            let Some(table) = f
-                .probes
-                .get(hazard)
-                .and_then(|r| r.tables.iter().find(|t| t.id == id))
-            else {
-                continue;
-            };
-            for row in &table.rows {
-                for (i, column) in table.columns.iter().enumerate() {
-                    if !columns.contains(&column.as_str()) {
-                        continue;
-                    }
-                    let (Some(key), Some(answer)) = (row.first(), row.get(i)) else {
-                        continue;
-                    };
-                    cells
-                        .entry((
-                            f.platform.os.as_str(),
-                            hazard,
-                            id,
-                            key.as_str(),
-                            column.as_str(),
-                        ))
-                        .or_default()
-                        .push((f.platform.id.as_str(), answer.as_str()));
-                }
-            }
+        for a in answers_of(f) {
+            let key = (f.platform.os.as_str(), a.hazard, a.table, a.row, a.column);
+            cells
+                .entry(key)
+                .or_default()
+                .push((f.platform.id.as_str(), a.answer));
         }
     }
     cells
