@@ -176,6 +176,14 @@ pub fn run(opts: &RunOptions) -> Result<RunSummary, RunError> {
         }
     }
     drop(scratch);
+    // Each report names the run's others, so a file that loses one of them
+    // fails `fdwindow check` (a probe that failed wrote nothing to lose).
+    let written: Vec<String> = measured.keys().cloned().collect();
+    for report in measured.values_mut() {
+        if let Some(scope) = report.scope.as_mut() {
+            scope.probes = written.clone();
+        }
+    }
     if measured.is_empty() {
         return Ok(RunSummary {
             results_path,

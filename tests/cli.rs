@@ -648,13 +648,14 @@ fn edit_report_then_check(
 }
 
 /// A results file is held to its run's scope: a cell the run measured and
-/// the file lost, and a cell the race rule races but the file lists as left
-/// out, each fail `check`; the run as written names none.
+/// the file lost, a cell the race rule races but the file lists as left
+/// out, and a probe of the run whose whole report the file lost, each fail
+/// `check`; the run as written names none.
 #[test]
 fn check_holds_a_run_to_its_scope() {
     let s = scratch("cli-scope");
     let dir = s.dir().join("results");
-    let out = run_only(&dir, "7", &["flock-survival"]);
+    let out = run_only(&dir, "7", &["flock-survival", "pipe-eof"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let file = results_file(&dir);
     let check = || {
@@ -706,6 +707,19 @@ fn check_holds_a_run_to_its_scope() {
             .iter()
             .any(|l| l.contains("flock-survival unlock-then-close posix-spawn")),
         "{raced:?}"
+    );
+    // A probe's whole report lost: the other report of its run names it.
+    fs::write(&file, &original).unwrap();
+    let mut results =
+        fdwindow::report::ResultsFile::from_json(&fs::read_to_string(&file).unwrap()).unwrap();
+    results.probes.remove("pipe-eof").unwrap();
+    fs::write(&file, serde_json::to_string_pretty(&results).unwrap()).unwrap();
+    let gone = scoped(&check());
+    assert_eq!(gone.len(), 1, "{gone:?}");
+    assert!(
+        gone[0].contains("pipe-eof (every cell)")
+            && gone[0].contains("the run that wrote flock-survival ran it"),
+        "{gone:?}"
     );
 }
 

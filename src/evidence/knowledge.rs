@@ -1835,7 +1835,8 @@ impl fmt::Display for Contradiction {
 /// does not run in, or another role, control, sham or argument), each a
 /// [`Finding::Undeclared`] failure; and, for a report that records its
 /// scope, every cell in it that is missing ([`Finding::Missing`]) or whose
-/// trials do not all show the child's copy ([`Finding::WithoutCopy`]).
+/// trials do not all show the child's copy ([`Finding::WithoutCopy`]), and
+/// every probe its run wrote that the file lacks ([`Finding::Missing`]).
 /// `fdwindow check` adds them to [`check`]'s, holding the files to the
 /// probes compiled into it.
 pub fn undeclared(files: &[ResultsFile], probes: &[&crate::harness::Probe]) -> Vec<Contradiction> {
@@ -1885,6 +1886,24 @@ pub fn undeclared(files: &[ResultsFile], probes: &[&crate::harness::Probe]) -> V
                 )));
             }
         }
+        // A probe the scope of another report says its run wrote, missing.
+        let mut lost: Vec<(&str, &str)> = Vec::new();
+        for (hazard, report) in &file.probes {
+            let listed = report.scope.iter().flat_map(|s| &s.probes);
+            for other in listed.filter(|h| !file.probes.contains_key(*h)) {
+                let known = probes.iter().any(|p| p.hazard == other);
+                if known && !lost.iter().any(|(h, _)| h == other) {
+                    lost.push((other, hazard));
+                }
+            }
+        }
+        found.extend(lost.into_iter().map(|(lost, by)| Contradiction {
+            finding: Finding::Missing,
+            platform: file.platform.id.clone(),
+            cell: format!("{lost} (every cell)"),
+            claim: format!("in the run's scope (the run that wrote {by} ran it)"),
+            evidence: "no report of the probe in the file".to_owned(),
+        }));
     }
     found
 }

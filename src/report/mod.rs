@@ -111,6 +111,11 @@ pub struct Scope {
     pub trials: u64,
     /// Race time per arm, in milliseconds.
     pub race_ms: u64,
+    /// The probes whose reports `fdwindow run` wrote with this one (its
+    /// `--only`, or every probe): a file that lacks one of them lost it.
+    /// Empty for a probe run on its own, and in files from before it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probes: Vec<String>,
 }
 
 /// A cell a run left out on purpose, and why.
