@@ -858,3 +858,125 @@ fn check_holds_table_answers_to_their_claims() {
         "{text}"
     );
 }
+
+/// The forged files of issue 28, each made from the committed file the
+/// README quotes (a run that recorded its scope): the 25 parked-call cells
+/// deleted, a fix the race rule races replaced by a left-out entry, a fix's
+/// 0/7 cut to 0/5 against a 10/10 control: each fails `check` (exit 1)
+/// naming its cells. A KVM cell marked emulated, and a left-out control,
+/// are refused as the file is read (exit 2), naming the cell.
+#[test]
+fn forged_committed_files_fail_check_naming_the_cell() {
+    use fdwindow::report::verdict::{Outcome, Window};
+    let s = scratch("cli-forged");
+    let dir = s.dir().join("results");
+    common::copy_committed_results(&dir);
+    let files = fdwindow::evidence::results::load_dir(&dir).unwrap();
+    let quoted = fdwindow::evidence::query::quoted_file(&files, "linux").unwrap();
+    assert!(
+        quoted.probes.values().all(|r| r.scope.is_some()),
+        "the quoted file records its run's scope"
+    );
+    let file = dir.join(format!("{}.json", quoted.platform.id));
+    let original = fs::read_to_string(&file).unwrap();
+    let fails = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| l.starts_with("FAIL"))
+            .map(str::to_owned)
+            .collect()
+    };
+
+    let mut parked = 0;
+    let text = edit_report_then_check(&file, "two-step-cloexec", |r| {
+        parked = r
+            .arms
+            .iter()
+            .filter(|a| a.window == Window::ParkedCall)
+            .count();
+        r.arms.retain(|a| a.window != Window::ParkedCall);
+    });
+    let failed = fails(&text);
+    assert_eq!(parked, 25);
+    assert_eq!(failed.len(), parked, "{text}");
+    assert!(
+        failed.iter().all(|l| l
+            .starts_with("FAIL missing from the run's scope: two-step-cloexec ")
+            && l.contains(" parked-call on ")),
+        "{text}"
+    );
+
+    // A fix a default run races (its only window) replaced by a left-out
+    // entry; a control so replaced is refused as the file is read (below).
+    let leave_out = |r: &mut fdwindow::report::ProbeReport, arm: &str| {
+        let i = r
+            .arms
+            .iter()
+            .position(|a| a.arm == arm && a.window == Window::PosixSpawn)
+            .unwrap();
+        let cell = r.arms.remove(i);
+        r.left_out.push(fdwindow::report::LeftOut {
+            arm: cell.arm,
+            role: cell.role,
+            window: cell.window,
+            against: cell.against,
+            why: "not raced".into(),
+        });
+    };
+    fs::write(&file, &original).unwrap();
+    let text = edit_report_then_check(&file, "etxtbsy", |r| leave_out(r, "retry-on-etxtbsy"));
+    assert!(
+        fails(&text)
+            .iter()
+            .any(|l| l.contains("etxtbsy retry-on-etxtbsy posix-spawn")
+                && l.contains("left out, but the race rule races it")),
+        "{text}"
+    );
+
+    fs::write(&file, &original).unwrap();
+    let text = edit_report_then_check(&file, "flock-survival", |r| {
+        for a in &mut r.arms {
+            if a.window == Window::ForkWindow {
+                match a.arm.as_str() {
+                    "close" => a.outcome = Outcome::observed(10, 10),
+                    "unlock-then-close" => a.outcome = Outcome::observed(0, 5),
+                    _ => {}
+                }
+            }
+        }
+    });
+    assert!(
+        fails(&text).iter().any(
+            |l| l.contains("flock-survival unlock-then-close fork-window")
+                && l.contains("measured inconclusive 0/5")
+        ),
+        "{text}"
+    );
+
+    // Refused as the file is read, naming the cell.
+    let refused = |edit: &dyn Fn(&mut fdwindow::report::ProbeReport), says: &str| {
+        let mut results = fdwindow::report::ResultsFile::from_json(&original).unwrap();
+        edit(results.probes.get_mut("flock-survival").unwrap());
+        fs::write(&file, serde_json::to_string_pretty(&results).unwrap()).unwrap();
+        let out = fdwindow()
+            .args(["check", "--results"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let err = stderr(&out);
+        assert!(err.lines().count() == 1 && err.contains(says), "{err}");
+    };
+    refused(
+        &|r| {
+            let cells = r.arms.iter_mut();
+            cells
+                .filter(|a| a.arm == "cloexec" && a.window == Window::ForkWindow)
+                .for_each(|a| a.emulated = true);
+        },
+        "flock-survival: arm cloexec in window fork-window: marked emulated",
+    );
+    refused(
+        &|r| leave_out(r, "close"),
+        "flock-survival: left-out arm close in window posix-spawn: a run races every control",
+    );
+}
