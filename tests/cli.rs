@@ -571,10 +571,7 @@ fn verdict_per_window_and_check_on_the_committed_results() {
         String::from_utf8_lossy(&out.stdout)
     );
 
-    let s = scratch("cli-check");
-    let dir = s.dir().join("results");
-    common::copy_committed_results(&dir);
-    let file = dir.join(format!("{platform}.json"));
+    let (_s, file) = committed_copy("cli-check");
     let text = edit_then_check(
         &file,
         "flock-survival",
@@ -625,6 +622,19 @@ fn edit_then_check(
             .unwrap();
         edit(cell);
     })
+}
+
+/// A copy of the committed results in a scratch folder, with the path of
+/// the Linux file the README quotes (the tests' template) in it.
+fn committed_copy(label: &str) -> (fdwindow_fix::base::scratch::Scratch, std::path::PathBuf) {
+    let s = scratch(label);
+    let dir = s.dir().join("results");
+    common::copy_committed_results(&dir);
+    let files = fdwindow::evidence::results::load_dir(&dir).unwrap();
+    let quoted = fdwindow::evidence::query::quoted_file(&files, "linux")
+        .expect("a committed results file of a Linux machine");
+    let file = dir.join(format!("{}.json", quoted.platform.id));
+    (s, file)
 }
 
 /// Edits one probe's report in the results `file`, runs `fdwindow check` on
@@ -785,16 +795,7 @@ fn check_fails_a_trial_without_the_childs_copy() {
 /// looked-up table each fail `check`, naming the answer.
 #[test]
 fn check_holds_table_answers_to_their_claims() {
-    let s = scratch("cli-answers");
-    let dir = s.dir().join("results");
-    common::copy_committed_results(&dir);
-    let files = fdwindow::evidence::results::load_dir(&dir).unwrap();
-    let platform = fdwindow::evidence::query::quoted_file(&files, "linux")
-        .expect("a committed results file of a Linux machine")
-        .platform
-        .id
-        .clone();
-    let file = dir.join(format!("{platform}.json"));
+    let (_s, file) = committed_copy("cli-answers");
     let original = fs::read_to_string(&file).unwrap();
     let table = |report: &mut fdwindow::report::ProbeReport, id: &str| -> usize {
         report.tables.iter().position(|t| t.id == id).unwrap()
@@ -868,17 +869,14 @@ fn check_holds_table_answers_to_their_claims() {
 #[test]
 fn forged_committed_files_fail_check_naming_the_cell() {
     use fdwindow::report::verdict::{Outcome, Window};
-    let s = scratch("cli-forged");
-    let dir = s.dir().join("results");
-    common::copy_committed_results(&dir);
-    let files = fdwindow::evidence::results::load_dir(&dir).unwrap();
-    let quoted = fdwindow::evidence::query::quoted_file(&files, "linux").unwrap();
+    let (_s, file) = committed_copy("cli-forged");
+    let dir = file.parent().unwrap();
+    let original = fs::read_to_string(&file).unwrap();
+    let quoted = fdwindow::report::ResultsFile::from_json(&original).unwrap();
     assert!(
         quoted.probes.values().all(|r| r.scope.is_some()),
         "the quoted file records its run's scope"
     );
-    let file = dir.join(format!("{}.json", quoted.platform.id));
-    let original = fs::read_to_string(&file).unwrap();
     let fails = |text: &str| -> Vec<String> {
         text.lines()
             .filter(|l| l.starts_with("FAIL"))
@@ -959,7 +957,7 @@ fn forged_committed_files_fail_check_naming_the_cell() {
         fs::write(&file, serde_json::to_string_pretty(&results).unwrap()).unwrap();
         let out = fdwindow()
             .args(["check", "--results"])
-            .arg(&dir)
+            .arg(dir)
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(2));
