@@ -206,8 +206,7 @@ fn locked_trial(t: &mut Trial<'_>, locked: bool) -> Result<bool, Fault> {
         Instant::now() + GAP_DEADLINE,
         || write_script(&path).map(Some),
         |pid, file| {
-            let fds: Vec<_> = file.iter().map(AsRawFd::as_raw_fd).collect();
-            copy_check = t.child_holds(pid, &fds);
+            copy_check = t.child_holds(pid, file.as_ref().map(AsRawFd::as_raw_fd).as_slice());
         },
         |file| {
             drop(file.take());

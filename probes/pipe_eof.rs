@@ -226,8 +226,7 @@ fn locked_trial(t: &mut Trial<'_>, locked: bool) -> Result<bool, Fault> {
         Instant::now() + GAP_DEADLINE,
         || pipe_io().map(|(r, w)| (r, Some(w))),
         |pid, (_, writer)| {
-            let fds: Vec<_> = writer.iter().map(AsRawFd::as_raw_fd).collect();
-            copy_check = t.child_holds(pid, &fds);
+            copy_check = t.child_holds(pid, writer.as_ref().map(AsRawFd::as_raw_fd).as_slice());
         },
         |(_, writer)| {
             drop(writer.take());

@@ -119,10 +119,17 @@ impl AnswerClaim {
         self.os == platform.os && self.range.is_none_or(|r| r.contains(platform))
     }
 
-    /// `EADDRINUSE or ok [kernel 6.11.0 to 6.12.117] (reason)`.
+    /// `EADDRINUSE or ok [kernel 6.11.0 to 6.12.117] (reason)`; with no
+    /// answers (a claim over a whole table), the range and reason alone.
     pub fn text(&self, answers: &[&str]) -> String {
-        let range = self.range.map_or_else(String::new, |r| format!(" [{r}]"));
-        format!("{}{range} ({})", answers.join(" or "), self.reason)
+        let words = (!answers.is_empty()).then(|| answers.join(" or "));
+        let range = self.range.map(|r| format!("[{r}]"));
+        let reason = Some(format!("({})", self.reason));
+        [words, range, reason]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 }
 
@@ -330,37 +337,43 @@ pub fn check_answers(file: &ResultsFile) -> Vec<AnswerCheck> {
         format!("{hazard} {table} \"{row}\" {column}")
     };
     for claim in answer_claims().filter(|c| c.holds_on(platform)) {
-        let text = claim.text(&[]);
-        let mut missing = |finding, cell, why: &str| {
-            out.push((finding, cell, text.clone(), why.to_owned()));
+        // A whole table, or a column of it, speaks for no one answer; a row
+        // names the answers the claim allows there.
+        let mut missing = |finding, cell, answers: &[&str], why: &str| {
+            out.push((finding, cell, claim.text(answers), why.to_owned()));
         };
         let whole = |column| cell(claim.hazard, claim.table, "*", column);
         let columns = claim.columns.join(", ");
         let Some(report) = file.probes.get(claim.hazard) else {
-            missing(AnswerFinding::NotMeasured, whole(&columns), "probe not run");
+            missing(
+                AnswerFinding::NotMeasured,
+                whole(&columns),
+                &[],
+                "probe not run",
+            );
             continue;
         };
         let Some(table) = report.tables.iter().find(|t| t.id == claim.table) else {
             let why = "nothing: the table is missing from the report";
-            missing(AnswerFinding::WithoutEvidence, whole(&columns), why);
+            missing(AnswerFinding::WithoutEvidence, whole(&columns), &[], why);
             continue;
         };
         if let Some(problem) = &table.problem {
-            missing(AnswerFinding::NotObserved, whole(&columns), problem);
+            missing(AnswerFinding::NotObserved, whole(&columns), &[], problem);
             continue;
         }
         for &column in claim.columns {
             let Some(i) = table.columns.iter().position(|c| c == column) else {
                 let why = "nothing: the column is missing from the table";
-                missing(AnswerFinding::WithoutEvidence, whole(column), why);
+                missing(AnswerFinding::WithoutEvidence, whole(column), &[], why);
                 continue;
             };
-            for (row, _) in (claim.rows)() {
+            for (row, allowed) in (claim.rows)() {
                 let answered = |r: &Vec<String>| r.first() == Some(&row) && r.get(i).is_some();
                 if !table.rows.iter().any(answered) {
                     let here = cell(claim.hazard, claim.table, &row, column);
                     let why = "nothing: the row is missing from the table";
-                    missing(AnswerFinding::WithoutEvidence, here, why);
+                    missing(AnswerFinding::WithoutEvidence, here, allowed, why);
                 }
             }
         }

@@ -316,11 +316,8 @@ impl Trial<'_> {
     /// Tallies whether the window's child `pid` holds the trial's `fd` (the
     /// same open file), and refuses the trial when it must and does not.
     fn check_copy(&mut self, pid: u32, fd: Option<RawFd>) -> Result<(), Fault> {
-        let copied = match fd {
-            Some(fd) => same_open_file(pid, fd)?,
-            None => false,
-        };
-        self.tally(COPY_TALLY, if copied { COPY_HELD } else { COPY_NONE });
+        // No descriptor of its own: the child holds none, tallied as such.
+        let copied = self.child_holds(pid, fd.as_slice())?;
         if copied || self.copy_waived {
             Ok(())
         } else {
