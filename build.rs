@@ -1,6 +1,8 @@
 //! Builds the preload libraries fdwindow ships (`fdwindow::cotenant::preload`).
 //!
-//! Every `shims/NAME.c` becomes a shared library `$OUT_DIR/shims/NAME`, built
+//! Every `shims/NAME.c` becomes a shared library `$OUT_DIR/shims/NAME`, with
+//! the `.c` files of a folder `shims/NAME/` beside it where one exists (the
+//! library's parts: the injector's descriptor holder), built
 //! with the C compiler the `cc` crate picks for the target (its flags, `CC`,
 //! `CFLAGS` and cross-compiler rules apply), and `src/cotenant/preload.rs` embeds it
 //! with `include_bytes!`. Adding a shim is adding its `.c` file here and one
@@ -62,6 +64,21 @@ fn stem(src: &Path) -> String {
         .into_owned()
 }
 
+/// The `.c` files of the folder named like `src` without `.c`, sorted: the
+/// library's other parts (none when there is no such folder).
+fn parts(src: &Path) -> Vec<PathBuf> {
+    let mut parts: Vec<PathBuf> = std::fs::read_dir(src.with_extension(""))
+        .map(|dir| {
+            dir.filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "c"))
+                .collect()
+        })
+        .unwrap_or_default();
+    parts.sort();
+    parts
+}
+
 /// Compiles one shim into `dir`, or says why it cannot be.
 fn build(src: &Path, dir: &Path) -> Result<(), String> {
     if std::env::var_os("FDWINDOW_NO_SHIMS").is_some_and(|v| !v.is_empty() && v != "0") {
@@ -81,7 +98,8 @@ fn build(src: &Path, dir: &Path) -> Result<(), String> {
     cmd.args(["-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-pthread"])
         .arg("-o")
         .arg(&lib)
-        .arg(src);
+        .arg(src)
+        .args(parts(src));
     if os == "linux" {
         // dlsym(RTLD_NEXT, …) for interposers: in libc from glibc 2.34, in libdl before.
         cmd.arg("-ldl");

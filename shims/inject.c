@@ -98,6 +98,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <unwind.h>
+
+#include "inject/holder.h"
 #ifdef __APPLE__
 #include <libproc.h>
 #include <mach-o/dyld.h>
@@ -121,6 +123,9 @@
 #define REPORT_EVERY_NS (200ULL * 1000 * 1000)
 
 enum spawn_path { PATH_FORK, PATH_SPAWN, PATH_MIX };
+/* How close-hold= keeps its copies (hold-by=): passed to one holder process
+ * (inject/holder.c), or a fork of the host per copy. */
+enum hold_by { HOLD_BY_PASS, HOLD_BY_FORK };
 /* The class of descriptor fork children close before their hold (drop=). */
 enum drop_class {
     DROP_NONE,
@@ -153,6 +158,7 @@ struct spec {
     const char *match; /* NULL: any executable */
     enum drop_class drop;
     enum drop_class close_hold; /* DROP_NONE: no close interposition */
+    enum hold_by hold_by;
     /* close-site=: hold only closes whose stack passes through one of these
      * addresses of the executable (its own addresses); none: every close. */
     uint64_t sites[MAX_SITES];
@@ -348,6 +354,7 @@ static int parse_spec(char *text, struct spec *spec) {
         .match = NULL,
         .drop = DROP_NONE,
         .close_hold = DROP_NONE,
+        .hold_by = HOLD_BY_PASS,
         .ctl_pid = 0,
         .ctl_start = 0,
     };
@@ -393,6 +400,14 @@ static int parse_spec(char *text, struct spec *spec) {
             for (int i = 0; i <= DROP_ALL; i++)
                 if (strcmp(value, CLASS_IDS[i]) == 0)
                     r = (*out = (enum drop_class)i, 0);
+        } else if (strcmp(key, "hold-by") == 0) {
+            r = 0;
+            if (strcmp(value, "pass") == 0)
+                spec->hold_by = HOLD_BY_PASS;
+            else if (strcmp(value, "fork") == 0)
+                spec->hold_by = HOLD_BY_FORK;
+            else
+                r = fail("hold-by=%s: expected pass or fork%s", value, "");
         } else if (strcmp(key, "close-site") == 0) {
             r = parse_sites(value, spec);
         } else if (strcmp(key, "controller") == 0) {
@@ -402,7 +417,7 @@ static int parse_spec(char *text, struct spec *spec) {
                 spec->ctl_pid = (pid_t)pid, spec->ctl_start = start;
         } else
             r = fail("unknown key \"%s\"; keys: threads, hold, path, max-alive, for, match, "
-                     "drop, close-hold, close-site, controller%s",
+                     "drop, close-hold, hold-by, close-site, controller%s",
                      key, "");
         if (r)
             return r;
@@ -605,16 +620,16 @@ static int drops(enum drop_class drop, int fd, int lowest, int keep_a, int keep_
     return drop == DROP_ALL || class_of(fd) == drop;
 }
 
-/* In a fork child: closes every descriptor from `lowest` up of class `drop`
- * but `keep_a` and `keep_b`. Only system calls, no allocation (the buffers
- * are on the stack). */
-static void drop_descriptors(enum drop_class drop, int lowest, int keep_a, int keep_b) {
+/* Calls `f(fd, arg)` for each open descriptor of this process (not the one
+ * it reads them through). Only system calls, no allocation (the buffers are
+ * on the stack), so a fork child may use it. `f` may close the descriptor
+ * it is given. */
+static void each_descriptor(void (*f)(int fd, void *arg), void *arg) {
 #ifdef __APPLE__
     struct proc_fdinfo fds[1024];
     int n = proc_pidinfo(getpid(), PROC_PIDLISTFDS, 0, fds, (int)sizeof fds);
     for (int i = 0; n > 0 && i < n / (int)sizeof fds[0]; i++)
-        if (drops(drop, fds[i].proc_fd, lowest, keep_a, keep_b))
-            sys_close(fds[i].proc_fd);
+        f(fds[i].proc_fd, arg);
 #else
     /* getdents64 on /proc/self/fd: procfs keeps its place by descriptor
      * number, so closing while reading skips nothing. */
@@ -639,14 +654,34 @@ static void drop_descriptors(enum drop_class drop, int lowest, int keep_a, int k
             int fd = 0, digits = 0;
             for (; *name >= '0' && *name <= '9' && digits < 9; name++, digits++)
                 fd = fd * 10 + (*name - '0');
-            if (digits > 0 && *name == '\0' && fd != dir && drops(drop, fd, lowest, keep_a, keep_b))
-                sys_close(fd);
+            if (digits > 0 && *name == '\0' && fd != dir)
+                f(fd, arg);
             at += reclen;
         }
     }
     sys_close(dir);
 #endif
 }
+
+struct dropping {
+    enum drop_class drop;
+    int lowest, keep_a, keep_b;
+};
+
+static void drop_one(int fd, void *arg) {
+    const struct dropping *d = arg;
+    if (drops(d->drop, fd, d->lowest, d->keep_a, d->keep_b))
+        sys_close(fd);
+}
+
+/* In a fork child: closes every descriptor from `lowest` up of class `drop`
+ * but `keep_a` and `keep_b`. Async-signal-safe. */
+static void drop_descriptors(enum drop_class drop, int lowest, int keep_a, int keep_b) {
+    struct dropping d = {drop, lowest, keep_a, keep_b};
+    each_descriptor(drop_one, &d);
+}
+
+void fdw_keep_only(int a, int b) { drop_descriptors(DROP_ALL, 0, a, b); }
 
 /* fork, hold for hold_ns, exec: returns once the child has exec'd (the
  * close-on-exec pipe reads end-of-file), as std's Command::spawn does, so the
@@ -975,17 +1010,28 @@ static void stop(void) {
 /* ---- close-hold=: a copy of each closed descriptor of one class ---- */
 
 /* With close-hold=CLASS the injector starts no spawning threads. Instead it
- * interposes close(2): before a descriptor of CLASS is closed, a forked child
- * that keeps only that descriptor (it closes every other one, stdio too)
- * holds it for `hold`, then exits. The host's close then goes through as
- * usual, but the open file, listener or name lives on in the child: the very
- * window fork pressure opens by chance, built on purpose, so a test that
- * depends on the descriptor being gone fails on its first run. Bounded: at
- * most max-alive held children at once, and at most CLOSE_HOLD_NS_PER_S of
- * each second spent forking them (a close past either goes through unheld
- * and is counted as skipped); each child exits after its hold, and an atexit hook kills and
- * reaps those still holding. With drop=all too, each child drops the
- * descriptor as well (the sham: the same forks, no copy). Each held copy appends `held PID CLASS WHAT` to
+ * interposes close(2): before a descriptor of CLASS is closed, a copy of it
+ * is kept alive for `hold`. The host's close then goes through as usual, but
+ * the open file, listener or name lives on in the copy: the very window fork
+ * pressure opens by chance, built on purpose, so a test that depends on the
+ * descriptor being gone fails on its first run.
+ *
+ * hold-by=pass (the default): the copy is sent to the holder process
+ * (inject/holder.c) and every close is held; only the system's bounds (a
+ * socket buffer full past a bounded wait, descriptors in flight) let one
+ * through, each counted by reason in an `unheld PID REASON COUNT` line.
+ * With drop=all too, the same message goes without the descriptor (the
+ * sham: the same send at the same closes, nothing held from the start).
+ *
+ * hold-by=fork: a forked child that keeps only that descriptor (it closes
+ * every other one, stdio too) holds it, then exits. Bounded: at most
+ * max-alive held children at once, and at most CLOSE_HOLD_NS_PER_S of each
+ * second spent forking them (a close past either goes through unheld and
+ * is counted as skipped); an atexit hook kills and reaps those still
+ * holding. With drop=all too, each child drops the descriptor as well (the
+ * sham: the same forks, no copy).
+ *
+ * Each held copy appends `held PID CLASS WHAT` to
  * the report (WHAT: the file's path, `tcp 127.0.0.1:PORT`, `unix PATH`,
  * `pipe INODE`), so the audit can name what the failing test depended on,
  * then the close's stack (`site`, see "call sites" above). With
@@ -993,7 +1039,10 @@ static void stop(void) {
  * those addresses of the executable are held (one line's copies alone);
  * the others go through as if close-hold were off, uncounted.
  * Rust's File, TcpListener, OwnedFd and friends close through libc's close,
- * so their drops are held too. */
+ * so their drops are held too. The injector's own descriptors (the report,
+ * the holder's socket) are never closed by the host: a close of one
+ * succeeds and leaves it open, so a test that closes every descriptor above
+ * 2 keeps its copies held and reported. */
 static struct {
     int active;
     pid_t pids[1024];
@@ -1002,11 +1051,16 @@ static struct {
     uint64_t second_ns;
     uint64_t forking_ns; /* spent forking holders in this second */
     uint64_t held, skipped;
+    uint64_t unheld[UNHELD_COUNT]; /* hold-by=pass: skipped, by reason */
 } H;
 
 #ifndef __APPLE__
-typedef int (*close_fn)(int);
-static close_fn real_close; /* the next close (libc's), found in the constructor */
+/* The next definitions (libc's), found in the constructor. */
+static int (*real_close)(int);
+static int (*real_dup2)(int, int);
+static int (*real_dup3)(int, int, int);
+static int (*real_fclose)(FILE *);
+static int (*real_close_range)(unsigned, unsigned, int);
 #endif
 /* Set while this thread is inside the close wrapper's hold. */
 static __thread int in_hold;
@@ -1339,12 +1393,41 @@ static pid_t hold_fork(int fd) {
     return pid;
 }
 
-/* Holds a copy of `fd` (of class `c`) in a child, unless a bound says no
- * or close-site= names no address its stack passes through. */
+/* Appends the `held` line of a copy of `fd` and its stack. S.mu held. */
+static void report_held(enum drop_class c, const char *what, const struct walk *site) {
+    if (S.report_fd < 0)
+        return;
+    char line[PATH_MAX + 128];
+    int n = snprintf(line, sizeof line, "held %d %s %s\n", (int)S.pid, CLASS_IDS[c], what);
+    if (n > 0) {
+        if ((size_t)n >= sizeof line)
+            n = sizeof line - 1;
+        ssize_t w = write(S.report_fd, line, (size_t)n);
+        (void)w;
+    }
+    report_site(site);
+}
+
+/* hold-by=fork: whether a bound leaves room for one more held child, taking
+ * its slot if so. S.mu held. */
+static int fork_room(void) {
+    reap_holds(0);
+    uint64_t now = now_ns();
+    if (now - H.second_ns >= NS_PER_S) {
+        H.second_ns = now;
+        H.forking_ns = 0;
+    }
+    if (H.n + H.pending >= S.spec.max_alive || H.forking_ns >= CLOSE_HOLD_NS_PER_S)
+        return 0;
+    H.pending++;
+    return 1;
+}
+
+/* Holds a copy of `fd` (of class `c`), unless close-site= names no address
+ * its stack passes through or (hold-by=fork) a bound says no. */
 static void hold_copy(int fd, enum drop_class c) {
     /* A site filter needs the stack first; otherwise only a close that
-     * will be held pays for the walk (a busy suite lets thousands through
-     * unheld). */
+     * will be held pays for the walk. */
     struct walk site;
     int walked = S.spec.nsites > 0;
     if (walked) {
@@ -1354,86 +1437,95 @@ static void hold_copy(int fd, enum drop_class c) {
     }
     char what[PATH_MAX + 64];
     describe(fd, c, what, sizeof what);
-    pthread_mutex_lock(&S.mu);
-    reap_holds(0);
-    uint64_t now = now_ns();
-    if (now - H.second_ns >= NS_PER_S) {
-        H.second_ns = now;
-        H.forking_ns = 0;
-    }
-    int room = H.n + H.pending < S.spec.max_alive && H.forking_ns < CLOSE_HOLD_NS_PER_S;
-    if (!room) {
-        H.skipped++;
+    int forking = S.spec.hold_by == HOLD_BY_FORK;
+    if (forking) {
+        pthread_mutex_lock(&S.mu);
+        int room = fork_room();
+        if (!room)
+            H.skipped++;
         pthread_mutex_unlock(&S.mu);
-        return;
+        if (!room)
+            return;
     }
-    H.pending++;
-    pthread_mutex_unlock(&S.mu);
     if (!walked)
         walk_stack(&site);
     int saved = errno;
     uint64_t began = now_ns();
-    pid_t pid = hold_fork(fd);
+    pid_t pid = 0;
+    int unheld = -1;
+    if (forking)
+        pid = hold_fork(fd);
+    else
+        unheld = holder_send(fd, S.spec.drop == DROP_ALL);
     uint64_t took = now_ns() - began;
     errno = saved;
     pthread_mutex_lock(&S.mu);
-    H.pending--;
-    H.forking_ns += took;
-    if (pid > 0) {
-        H.pids[H.n++] = pid;
+    if (forking) {
+        H.pending--;
+        H.forking_ns += took;
+        if (pid > 0)
+            H.pids[H.n++] = pid;
+        else
+            unheld = UNHELD_OTHER;
+    }
+    if (unheld < 0) {
         H.held++;
-        if (S.report_fd >= 0) {
-            char line[PATH_MAX + 128];
-            int n = snprintf(line, sizeof line, "held %d %s %s\n", (int)S.pid, CLASS_IDS[c], what);
-            if (n > 0) {
-                if ((size_t)n >= sizeof line)
-                    n = sizeof line - 1;
-                ssize_t w = write(S.report_fd, line, (size_t)n);
-                (void)w;
-            }
-            report_site(&site);
-        }
+        report_held(c, what, &site);
     } else {
         H.skipped++;
+        if (!forking)
+            H.unheld[unheld]++;
     }
     pthread_mutex_unlock(&S.mu);
 }
 
+/* Whether `fd` is one of this library's own descriptors in the host. */
+static int own_descriptor(int fd) {
+    return fd >= 0 && (fd == S.report_fd || fd == holder_socket());
+}
+
+/* Before `fd` goes away in the host (its close, a dup2 or dup3 over it, a
+ * close_range that covers it, an fclose of its stream): in the process that
+ * armed close-hold, a descriptor of the chosen class is held first;
+ * everywhere else (the children, a process without close-hold) nothing
+ * happens. Returns 1 when `fd` is one of this library's own descriptors,
+ * which the caller leaves open. */
+static int before_close(int fd) {
+    if (!H.active || fd <= 2 || in_hold || getpid() != S.pid)
+        return 0;
+    int saved = errno;
+    /* close is async-signal-safe, so a signal handler may call it: every
+     * signal stays blocked while this thread holds S.mu, and a close
+     * from within the hold (there is none, but a host's handler could
+     * run before the mask) goes through unheld. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    in_hold = 1;
+    int own = own_descriptor(fd);
+    if (!own) {
+        enum drop_class c = class_of(fd);
+        if (c != DROP_NONE && (S.spec.close_hold == DROP_ALL || c == S.spec.close_hold))
+            hold_copy(fd, c);
+    }
+    in_hold = 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    errno = saved;
+    return own;
+}
+
 /* Every close in the host comes here (this library defines the symbol;
- * libc's own internal closes do not). In the process that armed close-hold,
- * a descriptor of the chosen class is held first; everywhere else (the
- * children, a process without close-hold) it is libc's close. */
+ * libc's own internal closes do not). One of this library's own
+ * descriptors stays open: the close succeeds (it is close-on-exec, so no
+ * child keeps it past exec). */
 #ifdef __APPLE__
 static int fdw_close(int fd)
 #else
 int close(int fd)
 #endif
 {
-    if (H.active && fd > 2 && !in_hold && getpid() == S.pid) {
-        int saved = errno;
-        /* close is async-signal-safe, so a signal handler may call it: every
-         * signal stays blocked while this thread holds S.mu, and a close
-         * from within the hold (there is none, but a host's handler could
-         * run before the mask) goes through unheld. */
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_BLOCK, &all, &old);
-        in_hold = 1;
-        if (fd == S.report_fd) {
-            /* The host closes the report (a close-everything loop): later
-             * lines must not land in whatever it opens next. */
-            pthread_mutex_lock(&S.mu);
-            S.report_fd = -1;
-            pthread_mutex_unlock(&S.mu);
-        } else {
-            enum drop_class c = class_of(fd);
-            if (c != DROP_NONE && (S.spec.close_hold == DROP_ALL || c == S.spec.close_hold))
-                hold_copy(fd, c);
-        }
-        in_hold = 0;
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-        errno = saved;
-    }
+    if (before_close(fd))
+        return 0;
 #ifdef __APPLE__
     return close(fd);
 #else
@@ -1441,22 +1533,139 @@ int close(int fd)
 #endif
 }
 
+/* dup2 and dup3 close `newfd` first when it is open: that close is held
+ * too. Over one of this library's own descriptors they fail with EBUSY
+ * (the error Linux gives a dup2 racing an open), so the copies go on being
+ * held and reported. */
 #ifdef __APPLE__
-/* dyld's __interpose section sends the host's calls of close to fdw_close;
- * close called from this image is the real one. */
-__attribute__((used)) static const struct {
+static int fdw_dup2(int oldfd, int newfd)
+#else
+int dup2(int oldfd, int newfd)
+#endif
+{
+    if (oldfd != newfd && before_close(newfd)) {
+        errno = EBUSY;
+        return -1;
+    }
+#ifdef __APPLE__
+    return dup2(oldfd, newfd);
+#else
+    if (real_dup2)
+        return real_dup2(oldfd, newfd);
+    /* Before the constructor: dup2 as glibc builds it where the system
+     * call is missing (aarch64), fcntl(F_GETFL) for the same descriptor. */
+    if (oldfd == newfd)
+        return fcntl(oldfd, F_GETFL) < 0 ? -1 : newfd;
+    return (int)syscall(SYS_dup3, oldfd, newfd, 0);
+#endif
+}
+
+/* fclose closes its descriptor inside libc, where close is not
+ * interposed: the stream's descriptor is held here first. */
+#ifdef __APPLE__
+static int fdw_fclose(FILE *stream)
+#else
+int fclose(FILE *stream)
+#endif
+{
+    int fd = stream ? fileno(stream) : -1;
+    if (fd >= 0)
+        before_close(fd);
+#ifdef __APPLE__
+    return fclose(stream);
+#else
+    /* Resolved here if a constructor that runs before this library's
+     * (another preload's) closes a stream. */
+    if (!real_fclose)
+        real_fclose = (int (*)(FILE *))dlsym(RTLD_NEXT, "fclose");
+    if (!real_fclose) {
+        errno = ENOSYS;
+        return EOF;
+    }
+    return real_fclose(stream);
+#endif
+}
+
+#ifndef __APPLE__
+int dup3(int oldfd, int newfd, int flags) {
+    if (oldfd != newfd && before_close(newfd)) {
+        errno = EBUSY;
+        return -1;
+    }
+    return real_dup3 ? real_dup3(oldfd, newfd, flags) : (int)syscall(SYS_dup3, oldfd, newfd, flags);
+}
+
+static int sys_close_range(unsigned first, unsigned last, int flags) {
+    if (real_close_range)
+        return real_close_range(first, last, flags);
+#ifdef SYS_close_range
+    return (int)syscall(SYS_close_range, first, last, flags);
+#else
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+static void hold_in_range(int fd, void *arg) {
+    const unsigned *range = arg;
+    if ((unsigned)fd >= range[0] && (unsigned)fd <= range[1])
+        before_close(fd);
+}
+
+/* close_range(2) (glibc's wrapper): each open descriptor in the range is
+ * held as its close would be, and the range is closed around this
+ * library's own descriptors, which stay open. With a flag (CLOEXEC marks,
+ * UNSHARE unshares first) it is passed on as it is. */
+int close_range(unsigned first, unsigned last, int flags) {
+    if (!H.active || in_hold || flags != 0 || first > last || getpid() != S.pid)
+        return sys_close_range(first, last, flags);
+    unsigned range[2] = {first, last};
+    each_descriptor(hold_in_range, range);
+    int own[2] = {S.report_fd, holder_socket()};
+    if (own[0] > own[1]) {
+        int t = own[0];
+        own[0] = own[1];
+        own[1] = t;
+    }
+    unsigned from = first;
+    for (int i = 0; i < 2; i++) {
+        if (own[i] < 0 || (unsigned)own[i] < from || (unsigned)own[i] > last)
+            continue;
+        if ((unsigned)own[i] > from && sys_close_range(from, (unsigned)own[i] - 1, 0) != 0)
+            return -1;
+        from = (unsigned)own[i] + 1;
+        if (from == 0) /* own[i] was UINT_MAX */
+            return 0;
+    }
+    return from <= last ? sys_close_range(from, last, 0) : 0;
+}
+#endif
+
+#ifdef __APPLE__
+/* dyld's __interpose section sends the host's calls of close, dup2 and
+ * fclose to the fdw_ functions; those called from this image are the real
+ * ones. */
+struct interpose {
     const void *replacement;
     const void *replacee;
-} fdw_interpose_close __attribute__((section("__DATA,__interpose"))) = {
-    (const void *)(unsigned long)&fdw_close, (const void *)(unsigned long)&close};
+};
+#define INTERPOSE(name)                                                                     \
+    __attribute__((used)) static const struct interpose fdw_interpose_##name                \
+        __attribute__((section("__DATA,__interpose"))) = {                                 \
+            (const void *)(unsigned long)&fdw_##name, (const void *)(unsigned long)&name}
+INTERPOSE(close);
+INTERPOSE(dup2);
+INTERPOSE(fclose);
 #endif
 
 /* At exit: the held children are killed and reaped, and the counts reported. */
 static void stop_holds(void) {
     if (!H.active || getpid() != S.pid)
         return;
-    pthread_mutex_lock(&S.mu);
     H.active = 0;
+    /* Outside S.mu: a close still sending meets the shut socket (gone). */
+    holder_stop();
+    pthread_mutex_lock(&S.mu);
     /* Those already gone first: a pid reaped elsewhere may be reused. */
     reap_holds(0);
     for (unsigned i = 0; i < H.n; i++)
@@ -1464,6 +1673,16 @@ static void stop_holds(void) {
     reap_holds(1);
     if (S.report_fd >= 0) {
         char line[128];
+        for (int r = 0; r < UNHELD_COUNT; r++) {
+            if (!H.unheld[r])
+                continue;
+            int n = snprintf(line, sizeof line, "unheld %d %s %llu\n", (int)S.pid, UNHELD_IDS[r],
+                             (unsigned long long)H.unheld[r]);
+            if (n > 0) {
+                ssize_t w = write(S.report_fd, line, (size_t)n);
+                (void)w;
+            }
+        }
         int n = snprintf(line, sizeof line, "holds %d %llu %llu\n", (int)S.pid,
                          (unsigned long long)H.held, (unsigned long long)H.skipped);
         if (n > 0) {
@@ -1509,7 +1728,11 @@ __attribute__((constructor)) static void start(void) {
     /* Every process this library is loaded into closes through the wrapper:
      * the next definition (a later preload, a sanitizer's, libc's) takes
      * over from here, armed or not. */
-    real_close = (close_fn)dlsym(RTLD_NEXT, "close");
+    real_close = (int (*)(int))dlsym(RTLD_NEXT, "close");
+    real_dup2 = (int (*)(int, int))dlsym(RTLD_NEXT, "dup2");
+    real_dup3 = (int (*)(int, int, int))dlsym(RTLD_NEXT, "dup3");
+    real_fclose = (int (*)(FILE *))dlsym(RTLD_NEXT, "fclose");
+    real_close_range = (int (*)(unsigned, unsigned, int))dlsym(RTLD_NEXT, "close_range");
 #endif
     const char *text = getenv(ENV_VAR);
     if (!text)
@@ -1577,6 +1800,12 @@ __attribute__((constructor)) static void start(void) {
     if (spec.close_hold != DROP_NONE) {
         /* The deterministic mode: no spawning threads, close is held. */
         H.second_ns = S.started_ns;
+        if (spec.hold_by == HOLD_BY_PASS) {
+            e = holder_start(spec.hold_ns, S.report_fd);
+            /* Every close then goes through unheld, counted as `gone`. */
+            if (e)
+                fprintf(stderr, "fdwindow-inject: cannot start the holder: %s\n", strerror(e));
+        }
         note_modules();
         unsigned r;
         M.self = module_of((uintptr_t)&walk_frame, &r);

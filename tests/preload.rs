@@ -39,6 +39,7 @@ fn injector_reads_the_spec_as_pressure_does() {
         "controller=0@1",
         "controller=-1@1",
         "controller=7@1234567890123456789",
+        "hold-by=clone",
     ];
     // A controller that is alive: this test process.
     let me = fdwindow_fix::pressure::ProcessId::this_process().unwrap();
@@ -167,10 +168,10 @@ fn a_controller_gone_or_reused_starts_no_pressure() {
     }
 }
 
-/// close-hold's accounting has no silent gap: with room for 4 copies held
-/// for 5 s, `cat` given one file 50 times (it opens and closes each in
-/// turn) gets exactly 4 held copies, and the other 46 closes are counted as
-/// unheld.
+/// close-hold=…,hold-by=fork's accounting has no silent gap: with room for 4
+/// copies held for 5 s, `cat` given one file 50 times (it opens and closes
+/// each in turn) gets exactly 4 held copies, and the other 46 closes are
+/// counted as unheld.
 #[test]
 fn every_close_of_the_class_is_held_or_counted_unheld() {
     let injector = common::injector();
@@ -182,7 +183,10 @@ fn every_close_of_the_class_is_held_or_counted_unheld() {
     let out = Command::new("/bin/cat")
         .args(std::iter::repeat_n(&file, 50))
         .env("LD_PRELOAD", injector.path())
-        .env("FDWINDOW_PRESSURE", "close-hold=file,hold=5s,max-alive=4")
+        .env(
+            "FDWINDOW_PRESSURE",
+            "close-hold=file,hold=5s,max-alive=4,hold-by=fork",
+        )
         .env("FDWINDOW_PRESSURE_REPORT", &report)
         .stdin(Stdio::null())
         .output()
@@ -230,4 +234,177 @@ fn every_close_of_the_class_is_held_or_counted_unheld() {
         assert_eq!(module(index), cat.to_str(), "{text}");
         assert!(u64::from_str_radix(addr, 16).unwrap() > 0, "{text}");
     }
+}
+
+/// The host half of the pass-mode tests below, which run this test binary
+/// again with the injector loaded and `FDWINDOW_PRELOAD_HOST` naming what
+/// to do; with the variable unset (any other run) it does nothing.
+#[test]
+fn preload_host() {
+    use std::net::{TcpListener, TcpStream};
+    use std::os::fd::AsRawFd;
+    let Ok(what) = std::env::var("FDWINDOW_PRELOAD_HOST") else {
+        return;
+    };
+    let answer = match what.as_str() {
+        // An flock released by dropping its file, then taken again.
+        "flock" => {
+            let path = std::env::var("FDWINDOW_PRELOAD_FILE").unwrap();
+            let f = std::fs::File::create(&path).unwrap();
+            rustix::fs::flock(&f, rustix::fs::FlockOperation::LockExclusive).unwrap();
+            drop(f);
+            let g = std::fs::File::options().write(true).open(&path).unwrap();
+            match rustix::fs::flock(&g, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+                Ok(()) => "relocked",
+                Err(_) => "still held",
+            }
+        }
+        // Every descriptor above 2 closed, then a listener dropped.
+        "close-range" => {
+            // SAFETY: close_range takes plain integers; this process owns
+            // every descriptor it closes and uses none of them again.
+            assert_eq!(unsafe { libc::close_range(3, u32::MAX, 0) }, 0);
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let at = listener.local_addr().unwrap();
+            assert!(listener.as_raw_fd() > 2);
+            drop(listener);
+            match TcpStream::connect(at) {
+                Ok(_) => "accepted",
+                Err(_) => "refused",
+            }
+        }
+        other => panic!("FDWINDOW_PRELOAD_HOST={other}?"),
+    };
+    println!("host: {answer}");
+}
+
+/// Runs [`preload_host`] doing `what` under `spec` (none: no injector);
+/// returns its answer and the injector's report.
+fn host(what: &str, spec: Option<&str>, file: &std::path::Path) -> (String, String) {
+    let injector = common::injector();
+    let report = file.with_extension("report");
+    let _ = std::fs::remove_file(&report);
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--exact", "preload_host", "--nocapture", "--test-threads=1"])
+        .env("FDWINDOW_PRELOAD_HOST", what)
+        .env("FDWINDOW_PRELOAD_FILE", file)
+        .stdin(Stdio::null());
+    if let Some(spec) = spec {
+        cmd.env("LD_PRELOAD", injector.path())
+            .env("FDWINDOW_PRESSURE", spec)
+            .env("FDWINDOW_PRESSURE_REPORT", &report);
+    }
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", common::stderr(&out));
+    let answer = stdout
+        .lines()
+        .find_map(|l| l.split_once("host: ").map(|(_, answer)| answer))
+        .unwrap_or_else(|| panic!("no answer: {stdout}"));
+    (
+        answer.to_owned(),
+        std::fs::read_to_string(&report).unwrap_or_default(),
+    )
+}
+
+/// The `holds PID HELD SKIPPED` counts of a report.
+fn hold_counts(report: &str) -> Vec<u64> {
+    report
+        .lines()
+        .find_map(|l| l.strip_prefix("holds "))
+        .unwrap_or_else(|| panic!("no holds line: {report}"))
+        .split(' ')
+        .skip(1)
+        .map(|n| n.parse().unwrap())
+        .collect()
+}
+
+/// hold-by=pass (the default) holds every close: `cat` given one file 50
+/// times gets 50 held copies and none let through, each with its stack,
+/// and no holder outlives it.
+#[test]
+fn passed_copies_hold_every_close() {
+    let injector = common::injector();
+    let scratch = common::scratch("preload-pass");
+    let report = scratch.dir().join("report");
+    let file = scratch.dir().join("pass-every-close");
+    std::fs::write(&file, "x").unwrap();
+    let out = Command::new("/bin/cat")
+        .args(std::iter::repeat_n(&file, 50))
+        .env("LD_PRELOAD", injector.path())
+        .env("FDWINDOW_PRESSURE", "close-hold=file,hold=5s")
+        .env("FDWINDOW_PRESSURE_REPORT", &report)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    assert_eq!(out.stdout.len(), 50);
+    let text = std::fs::read_to_string(&report).unwrap();
+    let held: Vec<&str> = text.lines().filter(|l| l.starts_with("held ")).collect();
+    assert_eq!(held.len(), 50, "{text}");
+    assert!(
+        held.iter().all(|l| l.ends_with(file.to_str().unwrap())),
+        "{text}"
+    );
+    let sites = text.lines().filter(|l| l.starts_with("site ")).count();
+    assert_eq!(sites, 50, "{text}");
+    assert_eq!(hold_counts(&text), [50, 0], "{text}");
+    assert!(!text.contains("unheld "), "{text}");
+    // The holder, a fork of cat (so its command line names the file), was
+    // reaped before cat exited.
+    assert_eq!(
+        common::processes_mentioning(file.to_str().unwrap()),
+        [] as [u32; 0]
+    );
+}
+
+/// A passed copy keeps an flock as a forked child's copy does, and the
+/// pass sham (the same message without the descriptor) keeps nothing.
+#[test]
+fn a_passed_copy_keeps_the_lock_and_its_sham_does_not() {
+    let scratch = common::scratch("preload-pass-lock");
+    let file = scratch.dir().join("lock");
+    for (spec, want) in [
+        (None, "relocked"),
+        (Some("close-hold=file,hold=5s"), "still held"),
+        (Some("close-hold=file,hold=5s,drop=all"), "relocked"),
+        (Some("close-hold=file,hold=5s,hold-by=fork"), "still held"),
+        (
+            Some("close-hold=file,hold=5s,hold-by=fork,drop=all"),
+            "relocked",
+        ),
+    ] {
+        let (answer, report) = host("flock", spec, &file);
+        assert_eq!(answer, want, "{spec:?}: {report}");
+        if spec.is_some() {
+            let lock = format!("file {}", file.display());
+            assert!(
+                report
+                    .lines()
+                    .any(|l| l.starts_with("held ") && l.ends_with(&lock)),
+                "{spec:?}: {report}"
+            );
+        }
+    }
+}
+
+/// A test that closes every descriptor above 2 (close_range, through libc)
+/// closes neither the injector's report nor the holder's socket: the
+/// listener it drops afterwards is held and reported like any other.
+#[test]
+fn closing_every_descriptor_leaves_the_injector_holding() {
+    let scratch = common::scratch("preload-close-range");
+    let file = scratch.dir().join("unused");
+    let (alone, _) = host("close-range", None, &file);
+    assert_eq!(alone, "refused");
+    let (held, report) = host("close-range", Some("close-hold=listener,hold=5s"), &file);
+    assert_eq!(held, "accepted", "{report}");
+    assert!(
+        report
+            .lines()
+            .any(|l| l.starts_with("held ") && l.contains(" listener tcp 127.0.0.1:")),
+        "{report}"
+    );
+    let counts = hold_counts(&report);
+    assert!(counts[0] >= 1 && counts[1] == 0, "{report}");
 }

@@ -696,6 +696,7 @@ impl std::str::FromStr for ProcessId {
 /// | `match` | start only in a process whose executable's file name matches this glob (`*` only) | any |
 /// | `drop` | fork+exec children close this [`DropClass`] right after the fork: `file`, `listener`, `bound`, `stream`, `dgram`, `pipe`, `all` | `none` |
 /// | `close-hold` | the injector only: no spawning threads; each close of a descriptor of this [`DropClass`] is first held by a child for `hold` ([`Spec::close_hold`]) | `none` |
+/// | `hold-by` | the injector only, with `close-hold`: `pass` sends each copy to one holder process over a Unix socket, `fork` forks a child per copy ([`HoldBy`]) | `pass` |
 /// | `close-site` | the injector only, with `close-hold`: hold only the closes whose stack passes through one of these addresses of the executable, hexadecimal, joined by `+` (at most 16; the addresses the injector's `site` report lines give) ([`Spec::close_sites`]) | every close |
 /// | `controller` | `PID@START`, the controller's process ([`ProcessId`]): the injector stops when it ends, and starts nothing once it has | none |
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
@@ -712,16 +713,46 @@ pub struct Spec {
     pub controller: Option<ProcessId>,
     /// `close-hold=CLASS`: the injector's deterministic mode. It starts no
     /// spawning threads; instead, before the process closes a descriptor of
-    /// this class, a forked child that keeps only that descriptor holds it
-    /// for [`Config::hold`] (at most [`Config::max_alive`] at once, and at
-    /// most half of each second spent forking them). Only the injector can do this (it interposes
+    /// this class, a copy of it is kept alive for [`Config::hold`], as
+    /// [`Spec::hold_by`] says. Only the injector can do this (it interposes
     /// `close`); [`Pressure`] ignores it.
     pub close_hold: Option<DropClass>,
+    /// `hold-by=`: how [`Spec::close_hold`] keeps its copies.
+    pub hold_by: HoldBy,
     /// `close-site=HEX+HEX…`: with [`Spec::close_hold`], only the closes
     /// whose call stack passes through one of these addresses of the
     /// executable (in its own address space, as the injector reports
     /// stacks) are held: the call sites of one line. Empty: every close.
     pub close_sites: Vec<u64>,
+}
+
+/// How the injector's `close-hold=` keeps a copy of each closed descriptor.
+///
+/// Both copies are the same open file description as the host's (a lock, a
+/// listener, a bound name, a pipe's write end live on in either); they
+/// differ in what else comes with them and what they cost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum HoldBy {
+    /// Sent over a Unix socket (`SCM_RIGHTS`) to one holder process the
+    /// injector starts: microseconds a close, and every close held but
+    /// where the system bounds it (each such close counted by reason). Its
+    /// sham sends the same message without the descriptor.
+    #[default]
+    Pass,
+    /// A fork of the process per copy, keeping only that descriptor: what
+    /// a real spawn does, at the cost of a fork (bounded by `max-alive` and
+    /// half of each second spent forking). Its sham's children drop it.
+    Fork,
+}
+
+impl HoldBy {
+    /// The id in [`Spec`] strings.
+    pub fn id(self) -> &'static str {
+        match self {
+            HoldBy::Pass => "pass",
+            HoldBy::Fork => "fork",
+        }
+    }
 }
 
 /// Addresses `close-site=` takes at most (the injector's table).
@@ -765,6 +796,13 @@ impl FromStr for Spec {
                 }
                 "match" if !value.is_empty() => spec.exe_match = Some(value.to_owned()),
                 "controller" => spec.controller = Some(value.parse()?),
+                "hold-by" => {
+                    spec.hold_by = match value {
+                        "pass" => HoldBy::Pass,
+                        "fork" => HoldBy::Fork,
+                        _ => return Err(format!("hold-by={value}: expected pass or fork")),
+                    }
+                }
                 "close-site" => {
                     let bad = || {
                         format!("close-site={value}: expected hexadecimal addresses joined by +")
@@ -799,7 +837,7 @@ impl FromStr for Spec {
                 }
                 _ => {
                     return Err(format!(
-                        "unknown key {key:?}; keys: threads, hold, path, max-alive, for, match, drop, close-hold, close-site, controller"
+                        "unknown key {key:?}; keys: threads, hold, path, max-alive, for, match, drop, close-hold, hold-by, close-site, controller"
                     ));
                 }
             }
@@ -828,6 +866,9 @@ impl fmt::Display for Spec {
         }
         if let Some(d) = self.close_hold {
             write!(f, ",close-hold={}", d.id())?;
+        }
+        if self.hold_by != HoldBy::default() {
+            write!(f, ",hold-by={}", self.hold_by.id())?;
         }
         if !self.close_sites.is_empty() {
             let sites: Vec<String> = self.close_sites.iter().map(|a| format!("{a:x}")).collect();
@@ -936,6 +977,10 @@ mod tests {
         let sited: Spec = "close-hold=file,close-site=1a2b+ff".parse().unwrap();
         assert_eq!(sited.close_sites, [0x1a2b, 0xff]);
         assert_eq!(sited.to_string().parse::<Spec>().unwrap(), sited);
+        assert_eq!(sited.hold_by, HoldBy::Pass);
+        let forked: Spec = "close-hold=all,hold-by=fork".parse().unwrap();
+        assert_eq!(forked.hold_by, HoldBy::Fork);
+        assert_eq!(forked.to_string().parse::<Spec>().unwrap(), forked);
         for bad in [
             "threads=0",
             "hold=5",
@@ -956,6 +1001,7 @@ mod tests {
             "close-site=zz",
             "close-site=1++2",
             "close-site=1+2+3+4+5+6+7+8+9+a+b+c+d+e+f+10+11",
+            "hold-by=clone",
         ] {
             assert!(bad.parse::<Spec>().is_err(), "{bad}");
         }

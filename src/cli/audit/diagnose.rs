@@ -4,9 +4,10 @@
 //! 1. For each class of descriptor ([`CLASSES`]) the test reruns (`--exact`)
 //!    [`ROUNDS`] times (once, if that run closed nothing of the class) under
 //!    the injector's `close-hold=CLASS`: before the
-//!    test closes a descriptor of that class, a forked child that keeps only
-//!    that descriptor holds it for `--hold`. No spawning threads run, so
-//!    nothing else differs between the classes. A test that depends on that
+//!    test closes a descriptor of that class, a copy of it is passed to the
+//!    injector's holder process (`SCM_RIGHTS`), which keeps it for `--hold`:
+//!    the same open file description a forked child would keep. No spawning
+//!    threads run, so nothing else differs between the classes. A test that depends on that
 //!    class being gone fails at once, usually on every run.
 //! 2. A class is named when its copies made the test fail in at least half
 //!    its runs (and twice at least), more often than in the runs of any
@@ -29,7 +30,7 @@
 //! the descriptor it closed") is kept apart from the rate observed under
 //! realistic pressure (detection's reruns); the report gives both.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -69,11 +70,11 @@ const LOAD_PAIRS: u64 = 200;
 /// The time a diagnosis gets even when the budget is spent.
 pub const MIN_TIME: Duration = Duration::from_secs(20);
 
-/// Held children at once in a close-hold run: an eighth of the processes
-/// the machine has room for now, at least 16, at most 1024 (the injector's
-/// table). A held child is a sleeping fork holding one descriptor; in a
-/// suite at 16 threads a small bound lets the close that matters through
-/// unheld.
+/// Held children at once in a `hold-by=fork` run (the default, `pass`,
+/// has no such bound): an eighth of the processes the machine has room for
+/// now, at least 16, at most 1024 (the injector's table). A held child is a
+/// sleeping fork holding one descriptor; in a suite at 16 threads a small
+/// bound lets the close that matters through unheld.
 pub fn held_at_once() -> usize {
     let room = fdwindow_fix::sys::process_room().unwrap_or(0);
     usize::try_from(room / 8)
@@ -86,8 +87,12 @@ pub fn held_at_once() -> usize {
 pub struct Holds {
     /// Each held copy.
     pub held: Vec<Held>,
-    /// Closes the bounds let through unheld.
+    /// Closes let through unheld: the bounds of `hold-by=fork`, the
+    /// system's bounds of `hold-by=pass` (by reason in [`Holds::unheld`]),
+    /// and copies the holder could not take in.
     pub skipped: u64,
+    /// Of those, by reason (`full`, `refs`, `gone`, `other`, `lost`).
+    pub unheld: BTreeMap<String, u64>,
     /// Whether the injector's count (`holds`) came: a run that died
     /// before it cannot say what went unheld.
     pub counted: bool,
@@ -107,8 +112,8 @@ pub struct Held {
 
 /// Reads the lines of an injector report: `held PID CLASS WHAT`, the
 /// `site PID FRAME…` of its stack that follows it, the `module PID INDEX
-/// PATH` lines naming each module a stack refers to, and `holds PID HELD
-/// SKIPPED`.
+/// PATH` lines naming each module a stack refers to, `unheld PID REASON
+/// COUNT`, `holder PID lost N of M` and `holds PID HELD SKIPPED`.
 pub fn read_holds(path: &Path) -> Holds {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let mut h = Holds::default();
@@ -138,6 +143,21 @@ pub fn read_holds(path: &Path) -> Holds {
             (Some("holds"), Some(_pid), Some(_held), Some(skipped)) => {
                 h.skipped += skipped.trim().parse::<u64>().unwrap_or(0);
                 h.counted = true;
+            }
+            (Some("unheld"), Some(_pid), Some(reason), Some(count)) => {
+                *h.unheld.entry(reason.to_owned()).or_default() +=
+                    count.trim().parse::<u64>().unwrap_or(0);
+            }
+            // `holder PID lost N of M`: copies that reached the holder and
+            // could not be kept (it ran out of descriptors).
+            (Some("holder"), Some(_pid), Some("lost"), Some(rest)) => {
+                let lost = rest
+                    .split(' ')
+                    .next()
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .unwrap_or(0);
+                h.skipped += lost;
+                *h.unheld.entry("lost".to_owned()).or_default() += lost;
             }
             _ => {}
         }
@@ -880,7 +900,8 @@ mod tests {
         let path = dir.path().join("r");
         std::fs::write(
             &path,
-            "10 0 0.1 0 a\nheld 10 bound tcp 127.0.0.1:80\nheld 10 file /tmp/a b\nholds 10 2 3\n",
+            "10 0 0.1 0 a\nheld 10 bound tcp 127.0.0.1:80\nheld 10 file /tmp/a b\n\
+             holder 10 lost 1 of 4\nunheld 10 full 2\nunheld 10 gone 1\nholds 10 2 3\n",
         )
         .unwrap();
         let h = read_holds(&path);
@@ -890,7 +911,10 @@ mod tests {
             .map(|h| (h.class.as_str(), h.what.as_str()))
             .collect();
         assert_eq!(held, [("bound", "tcp 127.0.0.1:80"), ("file", "/tmp/a b")]);
-        assert_eq!(h.skipped, 3);
+        // The holds line's 3 (full and gone) and the copy the holder lost.
+        assert_eq!(h.skipped, 4);
+        let unheld: Vec<(&str, u64)> = h.unheld.iter().map(|(r, n)| (r.as_str(), *n)).collect();
+        assert_eq!(unheld, [("full", 2), ("gone", 1), ("lost", 1)]);
         assert!(h.held.iter().all(|h| h.stack.is_empty()));
     }
 

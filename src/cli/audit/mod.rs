@@ -11,8 +11,8 @@
 //!    override its phases. [`libtest`] reads each test's outcome.
 //! 3. The diagnosis ([`diagnose`]) of each exposed or undecided test builds
 //!    the window on purpose: the injector's `close-hold=CLASS` mode holds a
-//!    copy of every descriptor of one class the test closes, in a child, for
-//!    a while. The class whose copy makes the test fail names the hazard;
+//!    copy of every descriptor of one class the test closes, passed to one
+//!    holder process, for a while. The class whose copy makes the test fail names the hazard;
 //!    the injector's report says what was held (a path, a port). A test no
 //!    class breaks is checked for load: pressure whose children drop every
 //!    descriptor against plain pressure.
@@ -665,10 +665,9 @@ impl Bench for SuiteBench<'_> {
                     "screen plan: a run of each binary {how} takes {each}; the screen's share \
                      would hold {rounds} pressured rounds, too few to see a test failing in 1% \
                      of them, so it first runs each binary with a copy of every closed \
-                     descriptor held for {hold:?} (close-hold=all, up to {at_once} copies at \
-                     once), and again in halves where a close went through unheld",
+                     descriptor held for {hold:?} (close-hold=all, each copy passed to one \
+                     holder process), and again in halves where a close went through unheld",
                     hold = self.hold,
-                    at_once = diagnose::held_at_once()
                 ));
             }
             detect::Event::Held {
