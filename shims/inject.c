@@ -1019,7 +1019,10 @@ static void stop(void) {
  * hold-by=pass (the default): the copy is sent to the holder process
  * (inject/holder.c) and every close is held; only the system's bounds (a
  * socket buffer full past a bounded wait, descriptors in flight) let one
- * through, each counted by reason in an `unheld PID REASON COUNT` line.
+ * through. The report's `holding PID pass` line says so at the start, and
+ * each close let through appends `unheld PID REASON` as it happens, so a
+ * host that ends without running its atexit hooks (_exit, a signal) has
+ * reported every gap all the same.
  * With drop=all too, the same message goes without the descriptor (the
  * sham: the same send at the same closes, nothing held from the start).
  *
@@ -1051,7 +1054,6 @@ static struct {
     uint64_t second_ns;
     uint64_t forking_ns; /* spent forking holders in this second */
     uint64_t held, skipped;
-    uint64_t unheld[UNHELD_COUNT]; /* hold-by=pass: skipped, by reason */
 } H;
 
 #ifndef __APPLE__
@@ -1408,6 +1410,19 @@ static void report_held(enum drop_class c, const char *what, const struct walk *
     report_site(site);
 }
 
+/* Appends `unheld PID REASON` for a close hold-by=pass let through. S.mu
+ * held. */
+static void report_unheld(int reason) {
+    if (S.report_fd < 0)
+        return;
+    char line[96];
+    int n = snprintf(line, sizeof line, "unheld %d %s\n", (int)S.pid, UNHELD_IDS[reason]);
+    if (n > 0) {
+        ssize_t w = write(S.report_fd, line, (size_t)n);
+        (void)w;
+    }
+}
+
 /* hold-by=fork: whether a bound leaves room for one more held child, taking
  * its slot if so. S.mu held. */
 static int fork_room(void) {
@@ -1474,7 +1489,7 @@ static void hold_copy(int fd, enum drop_class c) {
     } else {
         H.skipped++;
         if (!forking)
-            H.unheld[unheld]++;
+            report_unheld(unheld);
     }
     pthread_mutex_unlock(&S.mu);
 }
@@ -1673,16 +1688,6 @@ static void stop_holds(void) {
     reap_holds(1);
     if (S.report_fd >= 0) {
         char line[128];
-        for (int r = 0; r < UNHELD_COUNT; r++) {
-            if (!H.unheld[r])
-                continue;
-            int n = snprintf(line, sizeof line, "unheld %d %s %llu\n", (int)S.pid, UNHELD_IDS[r],
-                             (unsigned long long)H.unheld[r]);
-            if (n > 0) {
-                ssize_t w = write(S.report_fd, line, (size_t)n);
-                (void)w;
-            }
-        }
         int n = snprintf(line, sizeof line, "holds %d %llu %llu\n", (int)S.pid,
                          (unsigned long long)H.held, (unsigned long long)H.skipped);
         if (n > 0) {
@@ -1805,6 +1810,14 @@ __attribute__((constructor)) static void start(void) {
             /* Every close then goes through unheld, counted as `gone`. */
             if (e)
                 fprintf(stderr, "fdwindow-inject: cannot start the holder: %s\n", strerror(e));
+            if (S.report_fd >= 0) {
+                char line[64];
+                int n = snprintf(line, sizeof line, "holding %d pass\n", (int)S.pid);
+                if (n > 0) {
+                    ssize_t w = write(S.report_fd, line, (size_t)n);
+                    (void)w;
+                }
+            }
         }
         note_modules();
         unsigned r;

@@ -32,7 +32,8 @@
  * Bounds are the system's only, each counted: a send that finds the buffer
  * full waits for room at most HOLDER_WAIT_NS, then goes through unheld
  * (`full`); ETOOMANYREFS (`refs`); a copy the holder could not take in
- * (MSG_CTRUNC: out of descriptors) is reported as lost.
+ * (MSG_CTRUNC: out of descriptors) is reported by the holder as it happens
+ * (`unheld HOST lost`).
  *
  * References:
  * - unix(7), SCM_RIGHTS and ETOOMANYREFS:
@@ -125,6 +126,18 @@ static void ring_expire(struct ring *r, uint64_t now, int all) {
     }
 }
 
+/* Appends `unheld HOST lost` for a copy the holder could not keep. */
+static void report_lost(int report_fd, pid_t host) {
+    if (report_fd < 0)
+        return;
+    char line[64];
+    int n = snprintf(line, sizeof line, "unheld %d lost\n", (int)host);
+    if (n > 0) {
+        ssize_t w = write(report_fd, line, (size_t)n);
+        (void)w;
+    }
+}
+
 /* The holder's loop; never returns. It is a fork of a process with one
  * thread, so it may allocate. */
 static void holder_main(int sock, uint64_t hold_ns, int report_fd) {
@@ -140,7 +153,7 @@ static void holder_main(int sock, uint64_t hold_ns, int report_fd) {
         setrlimit(RLIMIT_NOFILE, &lim);
     }
     struct ring held = {0};
-    unsigned long long received = 0, lost = 0;
+    pid_t host = getppid();
     for (;;) {
         int timeout = -1;
         if (held.len > 0) {
@@ -171,9 +184,8 @@ static void holder_main(int sock, uint64_t hold_ns, int report_fd) {
                 eof = n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
                 break;
             }
-            received += (unsigned long long)n;
             if (m.msg_flags & MSG_CTRUNC)
-                lost++;
+                report_lost(report_fd, host);
             uint64_t until = mono_ns() + hold_ns;
             for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h)) {
                 if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
@@ -184,7 +196,7 @@ static void holder_main(int sock, uint64_t hold_ns, int report_fd) {
                     memcpy(&fd, CMSG_DATA(h) + i * sizeof(int), sizeof fd);
                     if (ring_push(&held, fd, until) != 0) {
                         close(fd);
-                        lost++;
+                        report_lost(report_fd, host);
                     }
                 }
             }
@@ -193,15 +205,6 @@ static void holder_main(int sock, uint64_t hold_ns, int report_fd) {
             break;
     }
     ring_expire(&held, 0, 1);
-    if (report_fd >= 0 && lost > 0) {
-        char line[128];
-        int n = snprintf(line, sizeof line, "holder %d lost %llu of %llu\n", (int)getppid(),
-                         lost, received);
-        if (n > 0) {
-            ssize_t w = write(report_fd, line, (size_t)n);
-            (void)w;
-        }
-    }
     _exit(0);
 }
 

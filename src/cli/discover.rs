@@ -99,6 +99,10 @@ impl Binary {
     /// one run of them all, or one per test where each runs in its own
     /// process; each with the indexes (into `tests`) that it runs.
     pub fn group_runs(&self, tests: &[&str]) -> Vec<(Vec<String>, Vec<usize>)> {
+        // All of them, in order: the suite's own run, as the command gives it.
+        if !self.per_test && tests.len() == self.tests.len() && tests.iter().eq(self.tests.iter()) {
+            return vec![(self.suite_args(), (0..tests.len()).collect())];
+        }
         if self.per_test || tests.len() == 1 {
             return tests
                 .iter()
@@ -1218,7 +1222,8 @@ mod tests {
 
     /// A group of a binary's tests runs as one `--exact` run of their names
     /// (`--include-ignored` where one is `#[ignore]`d, so the group's other
-    /// tests still run), or one run each under nextest.
+    /// tests still run), or one run each under nextest; all of them, as the
+    /// suite's run.
     #[test]
     fn a_group_of_tests_runs_exactly_those() {
         let mut b =
@@ -1229,6 +1234,11 @@ mod tests {
             [(v(&["--test-threads=4", "--exact", "a", "c"]), vec![0, 1])]
         );
         assert_eq!(b.group_runs(&["b"]), [(b.exact_args("b"), vec![0])]);
+        // All of them: the suite's own run, as the command gives it.
+        assert_eq!(
+            b.group_runs(&["a", "b", "c"]),
+            [(b.suite_args(), vec![0, 1, 2])]
+        );
         b.ignored.insert("c".into());
         assert_eq!(
             b.group_runs(&["a", "c"]),

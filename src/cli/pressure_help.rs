@@ -135,13 +135,13 @@ mod tests {
             seen.push(key);
         }
         // The parser's own list (its error for an unknown key): each key is
-        // in the help, or one of the two a user does not set.
+        // in the help, or one of those a user does not set.
         let err = "no-such-key=1".parse::<Spec>().unwrap_err();
         let parsed: Vec<&str> = err
             .split_once("keys: ")
             .map_or("", |(_, keys)| keys)
             .split(", ")
-            .filter(|k| !["close-hold", "close-site", "controller"].contains(k))
+            .filter(|k| !["close-hold", "hold-by", "close-site", "controller"].contains(k))
             .collect();
         check(
             seen == parsed,

@@ -1,38 +1,30 @@
 //! The audit's detection rule, apart from any process: which tests of a suite
 //! fail more under fork pressure than alone.
 //!
-//! 1. **Screen.** Each test binary runs again and again under pressure,
-//!    round-robin, for its share of the budget ([`SCREEN_SHARE`]) or
-//!    `--runs`/`--duration`. The first round runs every binary once and
-//!    times it; after it, the screen's plan is known ([`Event::Planned`]:
-//!    each binary's pace and the rounds its share holds), and a run starts
-//!    only if, at its binary's pace so far, it ends within the share: one
-//!    slow binary cannot carry a round past it. Any test that fails once is a suspect. Real
-//!    exposures fail 1–4% of runs, so the screen is long and runs under
-//!    pressure only: about 230 pressured runs see a 1% test fail at least once
-//!    with 90% probability.
-//!
-//!    Where the timing run says the share holds fewer than
-//!    [`HELD_SCREEN_BELOW`] rounds (a slow suite), or the first pressure
-//!    round says so at its slower pace, random pressure would miss most
-//!    exposures, so the screen builds the window on purpose
-//!    ([`held_screen`]): each binary runs with a copy of every descriptor it
-//!    closes held by a child (the injector's `close-hold=all`), and a test
-//!    that needs a closed descriptor gone fails whatever its natural rate.
-//!    A run in which the injector's bounds let a close through unheld
-//!    screened its tests only in part: they run again in halves, down to one
-//!    test alone, until each ran in a run without a gap; those the share
-//!    leaves are reported as not screened. Pressure rounds take what the
-//!    share has left. Failures here only make suspects: the verdicts below
-//!    are unchanged.
+//! 1. **Screen.** Each test binary first runs with a copy of every
+//!    descriptor it closes held (the injector's `close-hold=all`,
+//!    [`held_screen`]): a test that needs a closed descriptor gone fails on
+//!    that run whatever its natural rate under real pressure (1–4% for real
+//!    exposures, which random pressure needs hundreds of runs to see). A
+//!    run in which a close went through unheld (a system bound) screened its
+//!    tests only in part: they run again in halves, down to one test alone,
+//!    until each ran in a run without a gap; those the share
+//!    ([`SCREEN_SHARE`] of the budget) leaves are reported as not screened.
+//!    By default that is the whole screen ([`ScreenStop::Held`]). With
+//!    `--rates`, `--runs` or `--duration`, or where the bench cannot hold
+//!    copies, pressured runs follow, round-robin: the first round times each
+//!    binary ([`Event::Planned`]), and a run starts only if, at its binary's
+//!    pace so far, it ends within the share. Any test that fails once is a
+//!    suspect; failures here only make suspects.
 //! 2. **Confirmation.** Each suspect reruns in its own process (`--exact`), in
 //!    pairs of one run alone and one under pressure, round-robin over the
 //!    suspects, until the budget's confirmation share ends. The sign rule
 //!    decides each: [`SIGN_FAILURES`] pressured failures before any failure
 //!    alone is `exposed`; a failure alone is `fails-alone` (the test is flaky
 //!    or broken without pressure and is reported as such, never as exposed).
-//!    A suspect that only held copies broke gets [`HELD_SUSPECT_PAIRS`]
-//!    pairs, for its runs alone: the held-copy window decides it.
+//!    A suspect that only held copies broke runs alone
+//!    [`HELD_SUSPECT_PAIRS`] times (with `--rates`, it gets pairs like any
+//!    other): the held-copy window decides it.
 //!
 //! Why the sign rule holds its error rate at every look: if pressure does not
 //! change a test's failure rate `q`, the two runs of a pair are alike (their
@@ -74,12 +66,6 @@ pub fn budget_for(timing_seconds: f64) -> Duration {
     let fit = Duration::from_secs_f64((3.0 * timing_seconds / SCREEN_SHARE).ceil());
     fit.max(DEFAULT_BUDGET)
 }
-
-/// Pressure rounds below which the screen holds copies first: 230 rounds see
-/// a test failing in 1% of its binary's pressured runs with 90% probability
-/// ([`seen_rate90`]), the least of the real exposures' 1–4%; with fewer,
-/// random pressure alone would miss some.
-pub const HELD_SCREEN_BELOW: u64 = 230;
 
 /// What one run says about one test.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -199,10 +185,15 @@ impl Pairs {
     }
 }
 
-/// How long the screen runs.
+/// How long the screen runs. Where the bench can hold copies, every screen
+/// starts with the held-copy screen; the variants say what pressure follows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ScreenStop {
-    /// [`SCREEN_SHARE`] of the budget.
+    /// No pressure: the screen ends when every test has run with every
+    /// close held (the default). A bench that cannot hold copies screens
+    /// under pressure for [`SCREEN_SHARE`] of the budget instead.
+    Held,
+    /// Pressure for what [`SCREEN_SHARE`] of the budget has left.
     Share,
     /// This many pressured runs of each binary (`--runs`).
     Runs(u64),
@@ -222,6 +213,10 @@ pub struct Plan {
     pub rerun_budget: Option<Duration>,
     /// At most this many pairs per suspect.
     pub max_pairs: u64,
+    /// Measure rates under realistic pressure (`--rates`): a suspect that
+    /// only held copies broke gets sign-rule pairs like any other, not just
+    /// [`HELD_SUSPECT_PAIRS`] runs alone.
+    pub rates: bool,
     /// Seeds the coin that orders the two runs of each pair.
     pub seed: u64,
 }
@@ -230,9 +225,10 @@ impl Default for Plan {
     fn default() -> Plan {
         Plan {
             budget: DEFAULT_BUDGET,
-            screen: ScreenStop::Share,
+            screen: ScreenStop::Held,
             rerun_budget: None,
             max_pairs: 1_000_000,
+            rates: false,
             seed: 0,
         }
     }
@@ -301,16 +297,10 @@ pub struct HeldRun {
 /// Progress, for a [`Bench`] to show.
 #[derive(Clone, Copy, Debug)]
 pub enum Event<'a> {
-    /// The screen holds copies first: the share holds too few pressure
-    /// rounds at the timing run's pace (before the first pressured run), or
-    /// at the first round's pressured pace.
+    /// The held-copy screen starts.
     Holding {
-        /// Per binary: seconds a run took, alone or pressured.
+        /// Per binary: seconds its timing run took.
         pace: &'a [f64],
-        /// Whether `pace` is of pressured runs.
-        pressured: bool,
-        /// Pressure rounds the share would hold at that pace.
-        rounds: u64,
     },
     /// A held-copy run ended.
     Held {
@@ -485,51 +475,43 @@ pub fn detect<B: Bench>(
         screen_runs: vec![0; binaries],
         ..Detection::default()
     };
-    let screen_end = match plan.screen {
-        ScreenStop::Share => Some(plan.budget.mul_f64(SCREEN_SHARE)),
-        ScreenStop::For(t) => Some(t),
-        ScreenStop::Runs(_) => None,
-    };
     let screen_start = bench.elapsed();
-    // Too few pressure rounds in the share at the timing run's pace: hold
-    // copies first (never for `--runs`, which asks for pressured runs).
-    let per_round: f64 = timing.iter().sum();
-    if let Some(end) = screen_end
-        && timing.len() == binaries
-        && binaries > 0
-    {
-        let left = end.saturating_sub(screen_start).as_secs_f64();
-        let rounds = if per_round > 0.0 {
-            (left / per_round).floor() as u64
-        } else {
-            u64::MAX
-        };
-        if rounds < HELD_SCREEN_BELOW {
-            bench.progress(Event::Holding {
-                pace: timing,
-                pressured: false,
-                rounds,
-            });
-            d.held = held_screen(bench, test_binaries, timing, end)?;
-        }
-    }
-    // After a held screen, no pressure round is owed: a run starts only
-    // if it fits.
-    let owed = d.held.is_none();
-    let mut rounds = 0;
-    // Per binary: seconds of its latest pressured run, its pace (until it
-    // has one, the timing run's).
+    // Per binary: seconds of its latest run, its pace (the timing run's
+    // until it has a pressured one).
     let mut pace = if timing.len() == binaries {
         timing.to_vec()
     } else {
         vec![0.0f64; binaries]
     };
+    // The held-copy screen first, whole: it ends when every test has run
+    // with every close held, or at the screen's share.
+    let share_end = plan.budget.mul_f64(SCREEN_SHARE);
+    if binaries > 0 {
+        bench.progress(Event::Holding { pace: &pace });
+        let end = match plan.screen {
+            ScreenStop::For(t) => t,
+            _ => share_end,
+        };
+        d.held = held_screen(bench, test_binaries, &pace, end)?;
+    }
+    // Then pressure, where asked for or where copies cannot be held.
+    let screen_end = match plan.screen {
+        ScreenStop::Held if d.held.is_some() => None,
+        ScreenStop::Held | ScreenStop::Share => Some(share_end),
+        ScreenStop::For(t) => Some(t),
+        ScreenStop::Runs(_) => None,
+    };
+    let pressure = !matches!(plan.screen, ScreenStop::Held) || d.held.is_none();
+    // Without a held screen, one pressure round is owed whatever the
+    // share: every test runs at least once.
+    let owed = d.held.is_none();
+    let mut rounds = 0;
     loop {
         let done = match plan.screen {
             ScreenStop::Runs(n) => rounds >= n,
-            _ => (rounds > 0 || !owed) && screen_end.is_some_and(|end| bench.elapsed() >= end),
+            _ => (rounds > 0 || !owed) && screen_end.is_none_or(|end| bench.elapsed() >= end),
         };
-        if done || binaries == 0 || bench.interrupted() {
+        if !pressure || done || binaries == 0 || bench.interrupted() {
             break;
         }
         let mut ran = false;
@@ -557,7 +539,7 @@ pub fn detect<B: Bench>(
             break;
         }
         rounds += 1;
-        if rounds == 1 && owed {
+        if rounds == 1 {
             let per_round: f64 = pace.iter().sum();
             // The share left when the screen began, at this pace.
             let planned = screen_end.map(|end| {
@@ -572,20 +554,6 @@ pub fn detect<B: Bench>(
                 pace: &pace,
                 rounds: planned,
             });
-            // Pressure slows a run (a seed-size binary: 0.4 s alone, 1.1 s
-            // pressured), so the timing run can promise rounds the share
-            // does not hold: decided again at the pressured pace.
-            if let (Some(end), Some(n)) = (screen_end, planned)
-                && n < HELD_SCREEN_BELOW
-                && timing.len() == binaries
-            {
-                bench.progress(Event::Holding {
-                    pace: &pace,
-                    pressured: true,
-                    rounds: n,
-                });
-                d.held = held_screen(bench, test_binaries, timing, end)?;
-            }
         }
         let suspects = (0..d.screen.len()).filter(|&t| d.suspect(t)).count();
         bench.progress(Event::Screen { rounds, suspects });
@@ -608,40 +576,55 @@ pub fn detect<B: Bench>(
     }
     let mut coin = Coin::new(plan.seed);
     loop {
+        // A suspect only held copies broke is decided by the held-copy
+        // window; unless rates are asked for, it runs alone only, to see
+        // whether it fails without any copy.
+        let alone_only = |t: usize| !plan.rates && d.screen[t].bad() == 0;
         let open: Vec<usize> = suspects
             .iter()
             .copied()
-            .filter(|t| {
-                let p = &d.pairs[t];
-                let held_only = d.screen[*t].bad() == 0;
+            .filter(|&t| {
+                let p = &d.pairs[&t];
+                let runs = p.alone.runs.max(p.pressure.runs);
                 p.decided().is_none()
-                    && p.pressure.runs < plan.max_pairs
-                    && !(held_only && p.pressure.runs >= HELD_SUSPECT_PAIRS)
-                    && !(p.pressure.runs == 0 && p.dropped >= DROPPED_PAIRS)
+                    && runs < plan.max_pairs
+                    && !(alone_only(t) && runs >= HELD_SUSPECT_PAIRS)
+                    && !(runs == 0 && p.dropped >= DROPPED_PAIRS)
             })
             .collect();
         if open.is_empty() || bench.elapsed() >= end || bench.interrupted() {
             break;
         }
         for t in open {
-            // The two runs in a random order: see [`Coin`].
-            let (alone, pressured) = if coin.flip() {
-                let a = bench.rerun(t, false)?;
-                (a, bench.rerun(t, true)?)
+            let p = if alone_only(t) {
+                let alone = bench.rerun(t, false)?;
+                let p = d.pairs.get_mut(&t).expect("inserted above");
+                match alone.seen {
+                    Some(a) => p.alone.add(a),
+                    None => p.dropped += 1,
+                }
+                p
             } else {
-                let b = bench.rerun(t, true)?;
-                (bench.rerun(t, false)?, b)
+                // The two runs in a random order: see [`Coin`].
+                let (alone, pressured) = if coin.flip() {
+                    let a = bench.rerun(t, false)?;
+                    (a, bench.rerun(t, true)?)
+                } else {
+                    let b = bench.rerun(t, true)?;
+                    (bench.rerun(t, false)?, b)
+                };
+                let p = d.pairs.get_mut(&t).expect("inserted above");
+                // A pair counts only whole: the rule's ½ needs both runs.
+                if let (Some(a), Some(b)) = (alone.seen, pressured.seen) {
+                    p.alone.add(a);
+                    p.pressure.add(b);
+                    p.spawns += pressured.spawns;
+                    p.unpressured += u64::from(!pressured.pressured);
+                } else {
+                    p.dropped += 1;
+                }
+                p
             };
-            let p = d.pairs.get_mut(&t).expect("inserted above");
-            // A pair counts only whole: the rule's ½ needs both runs.
-            if let (Some(a), Some(b)) = (alone.seen, pressured.seen) {
-                p.alone.add(a);
-                p.pressure.add(b);
-                p.spawns += pressured.spawns;
-                p.unpressured += u64::from(!pressured.pressured);
-            } else {
-                p.dropped += 1;
-            }
             let p = *p;
             bench.progress(Event::Pair { test: t, pairs: &p });
             if bench.elapsed() >= end || bench.interrupted() {
@@ -657,8 +640,8 @@ pub fn detect<B: Bench>(
 /// The held-copy screen: each binary's tests in one run with every closed
 /// descriptor held, then, for a run whose closes were not all held, its
 /// tests again in halves, down to one test alone, while the share (ending at
-/// `end`) has room at the timing run's pace. `None` where the bench cannot
-/// hold copies.
+/// `end`) has room at the timing run's pace (`timing`, seconds per binary).
+/// `None` where the bench cannot hold copies.
 fn held_screen<B: Bench>(
     bench: &mut B,
     test_binaries: &[usize],
@@ -906,15 +889,17 @@ mod tests {
         }
     }
 
-    /// A suite whose binary takes 20 s alone holds 3 pressure rounds in the
-    /// share: the screen holds copies first. The run with the test that
-    /// closes past the bounds is split in halves down to that test alone,
-    /// which is reported as not screened; every other test was screened in
-    /// a run without a gap; the test that fails with held copies is a
-    /// suspect (its verdict is the reruns', not the screen's); what the
-    /// share has left goes to pressure, never past it.
+    /// The screen holds copies first, whatever the suite's pace. The run with
+    /// the test that closes past the bounds is split in halves down to that
+    /// test alone, which is reported as not screened; every other test was
+    /// screened in a run without a gap; the test that fails with held copies
+    /// is a suspect (its verdict is the reruns', not the screen's). By
+    /// default nothing is pressured: the suspect runs alone a few times and
+    /// the held-copy window decides it. With `--rates`, what the share has
+    /// left goes to pressure, never past it, and the suspect gets sign-rule
+    /// pairs.
     #[test]
-    fn a_slow_suite_is_screened_with_held_copies_and_its_gaps_split() {
+    fn the_screen_holds_copies_and_splits_its_gaps() {
         let mut bench = Slow::at(20.0, 24.0);
         let plan = Plan::default();
         let d = detect(&mut bench, &[0; 8], 1, &plan, &[20.0]).unwrap();
@@ -944,27 +929,29 @@ mod tests {
         assert!(d.suspect(5) && !d.suspect(4));
         assert_eq!(d.verdict(5), Verdict::Undecided);
         assert_eq!(d.pairs.keys().copied().collect::<Vec<_>>(), [5]);
-        // Broken only by held copies: a few pairs for its runs alone, then
-        // the held-copy window decides it.
+        // Broken only by held copies: a few runs alone, none pressured.
         assert_eq!(d.pairs[&5].alone.runs, HELD_SUSPECT_PAIRS);
+        assert_eq!(d.pairs[&5].pressure.runs, 0);
         // The held runs took 20 + 2 × 10 + 2 × 5 + 2 × 2.5 = 55 s from the
-        // 20 s mark; no 24 s pressure run fits in the 7.5 s left of the share.
+        // 20 s mark, and no pressure followed.
         assert_eq!(bench.pressured, 0);
         assert_eq!(d.seconds[0], 55.0);
-        // A fast suite keeps the pressure screen.
-        let mut bench = Slow::at(0.0, 0.3);
-        let d = detect(&mut bench, &[0; 8], 1, &plan, &[0.3]).unwrap();
-        assert!(d.held.is_none() && bench.held.is_empty());
-        assert!(bench.pressured >= 230, "{}", bench.pressured);
-        // Fast alone but slow under pressure (0.3 s, then 1.1 s: 75 rounds
-        // in the share): the first pressured round decides again, and the
-        // screen holds copies before more pressure.
-        let mut bench = Slow::at(0.0, 1.1);
-        let d = detect(&mut bench, &[0; 8], 1, &plan, &[0.3]).unwrap();
-        assert!(d.held.is_some(), "no held screen");
-        assert_eq!(bench.held[0], (0..8).collect::<Vec<_>>());
-        assert!(d.suspect(5));
-        assert!(bench.pressured > 1, "{}", bench.pressured);
+        // --rates: pressure fills what the 82.5 s share has left after the
+        // held runs (7.5 s: 25 rounds of 0.3 s), and the suspect gets
+        // pairs until the budget's confirmation share ends.
+        let mut bench = Slow::at(20.0, 0.3);
+        let rates = Plan {
+            screen: ScreenStop::Share,
+            rates: true,
+            ..Plan::default()
+        };
+        let d = detect(&mut bench, &[0; 8], 1, &rates, &[0.3]).unwrap();
+        assert_eq!(bench.held.len(), 7);
+        // 25 rounds, or 24 where the clock's sums round up.
+        assert!((24..=25).contains(&bench.pressured), "{}", bench.pressured);
+        assert!(d.seconds[0] <= 62.5 + 1e-9, "{}", d.seconds[0]);
+        assert!(d.pairs[&5].pressure.runs > HELD_SUSPECT_PAIRS);
+        assert_eq!(d.pairs[&5].alone.runs, d.pairs[&5].pressure.runs);
     }
 
     /// A quick suite keeps the default; a slow one gets a budget whose

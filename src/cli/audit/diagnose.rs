@@ -91,7 +91,8 @@ pub struct Holds {
     /// system's bounds of `hold-by=pass` (by reason in [`Holds::unheld`]),
     /// and copies the holder could not take in.
     pub skipped: u64,
-    /// Of those, by reason (`full`, `refs`, `gone`, `other`, `lost`).
+    /// Of those, by reason (`full`, `refs`, `gone`, `other`, `lost`), in
+    /// `hold-by=pass` runs.
     pub unheld: BTreeMap<String, u64>,
     /// Whether the injector's count (`holds`) came: a run that died
     /// before it cannot say what went unheld.
@@ -112,13 +113,14 @@ pub struct Held {
 
 /// Reads the lines of an injector report: `held PID CLASS WHAT`, the
 /// `site PID FRAME…` of its stack that follows it, the `module PID INDEX
-/// PATH` lines naming each module a stack refers to, `unheld PID REASON
-/// COUNT`, `holder PID lost N of M` and `holds PID HELD SKIPPED`.
+/// PATH` lines naming each module a stack refers to, `holding PID pass`
+/// and its `unheld PID REASON` lines, and `holds PID HELD SKIPPED`.
 pub fn read_holds(path: &Path) -> Holds {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let mut h = Holds::default();
     let mut modules: HashMap<(&str, &str), &str> = HashMap::new();
     let mut last_held: HashMap<&str, usize> = HashMap::new();
+    let (mut passing, mut counted_skips) = (false, 0);
     for line in text.lines() {
         let mut f = line.splitn(4, ' ');
         match (f.next(), f.next(), f.next(), f.next()) {
@@ -141,26 +143,24 @@ pub fn read_holds(path: &Path) -> Holds {
                 }
             }
             (Some("holds"), Some(_pid), Some(_held), Some(skipped)) => {
-                h.skipped += skipped.trim().parse::<u64>().unwrap_or(0);
+                counted_skips += skipped.trim().parse::<u64>().unwrap_or(0);
                 h.counted = true;
             }
-            (Some("unheld"), Some(_pid), Some(reason), Some(count)) => {
-                *h.unheld.entry(reason.to_owned()).or_default() +=
-                    count.trim().parse::<u64>().unwrap_or(0);
-            }
-            // `holder PID lost N of M`: copies that reached the holder and
-            // could not be kept (it ran out of descriptors).
-            (Some("holder"), Some(_pid), Some("lost"), Some(rest)) => {
-                let lost = rest
-                    .split(' ')
-                    .next()
-                    .and_then(|n| n.parse::<u64>().ok())
-                    .unwrap_or(0);
-                h.skipped += lost;
-                *h.unheld.entry("lost".to_owned()).or_default() += lost;
+            // hold-by=pass reports each close it lets through as it happens.
+            (Some("holding"), Some(_pid), Some("pass"), None) => passing = true,
+            (Some("unheld"), Some(_pid), Some(reason), None) => {
+                *h.unheld.entry(reason.to_owned()).or_default() += 1;
             }
             _ => {}
         }
+    }
+    // A pass-mode run has reported every gap, whether or not its count
+    // came (a host that ends by _exit runs no atexit hook).
+    if passing {
+        h.skipped = h.unheld.values().sum();
+        h.counted = true;
+    } else {
+        h.skipped = counted_skips;
     }
     h
 }
@@ -900,8 +900,7 @@ mod tests {
         let path = dir.path().join("r");
         std::fs::write(
             &path,
-            "10 0 0.1 0 a\nheld 10 bound tcp 127.0.0.1:80\nheld 10 file /tmp/a b\n\
-             holder 10 lost 1 of 4\nunheld 10 full 2\nunheld 10 gone 1\nholds 10 2 3\n",
+            "10 0 0.1 0 a\nheld 10 bound tcp 127.0.0.1:80\nheld 10 file /tmp/a b\nholds 10 2 3\n",
         )
         .unwrap();
         let h = read_holds(&path);
@@ -911,11 +910,22 @@ mod tests {
             .map(|h| (h.class.as_str(), h.what.as_str()))
             .collect();
         assert_eq!(held, [("bound", "tcp 127.0.0.1:80"), ("file", "/tmp/a b")]);
-        // The holds line's 3 (full and gone) and the copy the holder lost.
-        assert_eq!(h.skipped, 4);
-        let unheld: Vec<(&str, u64)> = h.unheld.iter().map(|(r, n)| (r.as_str(), *n)).collect();
-        assert_eq!(unheld, [("full", 2), ("gone", 1), ("lost", 1)]);
+        assert_eq!(h.skipped, 3);
+        assert!(h.counted);
         assert!(h.held.iter().all(|h| h.stack.is_empty()));
+        // hold-by=pass: each gap as it happened, counted without a holds
+        // line (the host ended by _exit).
+        let unheld = "holding 10 pass\nheld 10 file /tmp/a\nunheld 10 full\nunheld 10 full\n\
+                      unheld 10 lost\n";
+        std::fs::write(&path, unheld).unwrap();
+        let h = read_holds(&path);
+        assert!(h.counted);
+        assert_eq!(h.skipped, 3);
+        let by: Vec<(&str, u64)> = h.unheld.iter().map(|(r, n)| (r.as_str(), *n)).collect();
+        assert_eq!(by, [("full", 2), ("lost", 1)]);
+        // Without its holds line a fork-mode run cannot say what went unheld.
+        std::fs::write(&path, "held 10 file /tmp/a\n").unwrap();
+        assert!(!read_holds(&path).counted);
     }
 
     /// A `site` line belongs to the last `held` line of its process, and

@@ -3,12 +3,14 @@
 //!
 //! 1. [`discover`] learns the test binaries (building first, so cargo, rustc
 //!    and nextest never carry pressure) and lists each binary's tests.
-//! 2. Detection ([`fdwindow::cotenant::detect`]): a screen of pressured suite
-//!    runs finds the tests that fail at all; interleaved `--exact` reruns of
-//!    each, alone and pressured, decide it by the sign rule (10 pressured
-//!    failures before any failure alone). The whole audit has one time
-//!    budget (`--budget`); `--runs`, `--duration` and `--rerun-budget`
-//!    override its phases. [`libtest`] reads each test's outcome.
+//! 2. Detection ([`fdwindow::cotenant::detect`]): each binary runs with a
+//!    copy of every descriptor it closes held, which finds the tests a held
+//!    copy breaks whatever their natural rate; a few `--exact` runs alone
+//!    show whether a suspect fails without one. With `--rates` (or `--runs`,
+//!    `--duration`) a screen of pressured runs follows, and interleaved
+//!    `--exact` reruns, alone and pressured, decide by the sign rule (10
+//!    pressured failures before any failure alone). The budget (`--budget`)
+//!    is a ceiling. [`libtest`] reads each test's outcome.
 //! 3. The diagnosis ([`diagnose`]) of each exposed or undecided test builds
 //!    the window on purpose: the injector's `close-hold=CLASS` mode holds a
 //!    copy of every descriptor of one class the test closes, passed to one
@@ -93,16 +95,23 @@ pub struct AuditArgs {
     /// name. `fdwindow audit merge` joins the shards' JSON reports.
     #[arg(long, value_name = "K/N", value_parser = clap::value_parser!(Partition))]
     partition: Option<Partition>,
-    /// Screen with exactly this many pressured runs of each binary (instead
-    /// of the budget's share).
+    /// After the held-copy screen, screen with exactly this many pressured
+    /// runs of each binary.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     runs: Option<u64>,
-    /// Screen for this long (at least one run of each binary), e.g. 60s.
+    /// Screen for this long, held copies then pressure (at least one run of
+    /// each binary), e.g. 60s.
     #[arg(long, value_parser = pressure::parse_duration, conflicts_with = "runs")]
     duration: Option<Duration>,
     /// The pressure, as key=value pairs over the audit's threads=8,hold=5ms,path=mix.
     #[arg(long, default_value = "", hide_default_value = true, long_help = pressure_help())]
     pressure: String,
+    /// Measure each suspect's rate under realistic fork pressure: a
+    /// pressured screen for the budget's share after the held-copy screen,
+    /// and sign-rule reruns (alone and pressured in pairs) for every
+    /// suspect, within the budget. Off: the held-copy window decides.
+    #[arg(long)]
+    rates: bool,
     /// Report format on stdout.
     #[arg(long, default_value = "md", value_parser = ["md", "json", "junit", "github"])]
     format: String,
@@ -536,6 +545,10 @@ struct SuiteBench<'a> {
     unpressured: Vec<u64>,
     /// How long a held-copy screen's children hold each closed descriptor.
     hold: Duration,
+    /// The held-copy screen's closes let through unheld, by reason.
+    unheld_by: BTreeMap<String, u64>,
+    /// How the suspects are rerun, for the progress line.
+    reruns: &'static str,
 }
 
 impl Bench for SuiteBench<'_> {
@@ -608,6 +621,9 @@ impl Bench for SuiteBench<'_> {
             // went unheld: its tests count as run with a gap.
             let gap = result.holds.skipped > 0 || !result.holds.counted;
             held.unheld += result.holds.skipped;
+            for (reason, n) in &result.holds.unheld {
+                *self.unheld_by.entry(reason.clone()).or_default() += n;
+            }
             for &t in &ran {
                 let case = &mut self.tests[t];
                 if let Some((s, msg)) = seen(&result, &case.name) {
@@ -654,19 +670,13 @@ impl Bench for SuiteBench<'_> {
     fn progress(&mut self, event: detect::Event<'_>) {
         let left = self.budget.saturating_sub(self.started.elapsed());
         match event {
-            detect::Event::Holding {
-                pace,
-                pressured,
-                rounds,
-            } => {
+            detect::Event::Holding { pace } => {
                 let each = self.paces(pace);
-                let how = if pressured { "under pressure" } else { "alone" };
                 self.progress.step(&format!(
-                    "screen plan: a run of each binary {how} takes {each}; the screen's share \
-                     would hold {rounds} pressured rounds, too few to see a test failing in 1% \
-                     of them, so it first runs each binary with a copy of every closed \
-                     descriptor held for {hold:?} (close-hold=all, each copy passed to one \
-                     holder process), and again in halves where a close went through unheld",
+                    "screen: a run of each binary alone takes {each}; each runs once with a \
+                     copy of every closed descriptor held for {hold:?} (close-hold=all, each \
+                     copy passed to one holder process), again in halves where a close went \
+                     through unheld",
                     hold = self.hold,
                 ));
             }
@@ -698,8 +708,9 @@ impl Bench for SuiteBench<'_> {
                 left.as_secs_f64()
             )),
             detect::Event::Confirming { suspects } => self.progress.step(&format!(
-                "{} suspects: rerunning each with --exact, alone and pressured in pairs",
-                suspects.len()
+                "{} suspects: rerunning each with --exact{}",
+                suspects.len(),
+                self.reruns
             )),
             detect::Event::Pair { test, pairs } => {
                 let word = pairs.decided().map_or("", Verdict::id);
@@ -864,13 +875,15 @@ pub fn run(mut args: AuditArgs) -> Result<ExitCode, String> {
     let shown_spec = spec_shown(&spec);
     let mut plan = Plan {
         budget: args.budget(),
-        screen: match (args.runs, args.duration) {
-            (Some(n), _) => ScreenStop::Runs(n),
-            (None, Some(d)) => ScreenStop::For(d),
-            (None, None) => ScreenStop::Share,
+        screen: match (args.runs, args.duration, args.rates) {
+            (Some(n), _, _) => ScreenStop::Runs(n),
+            (None, Some(d), _) => ScreenStop::For(d),
+            (None, None, true) => ScreenStop::Share,
+            (None, None, false) => ScreenStop::Held,
         },
         rerun_budget: args.rerun_budget,
         max_pairs: args.max_reruns,
+        rates: args.rates,
         // The pair order's coin: any seed will do, a new one each audit.
         seed: clock_seed(),
     };
@@ -903,7 +916,7 @@ pub fn run(mut args: AuditArgs) -> Result<ExitCode, String> {
     }
     let names: Vec<String> = binaries.iter().map(|b| b.name.clone()).collect();
     let test_binaries: Vec<usize> = tests.iter().map(|t| t.binary).collect();
-    let (detection, unpressured) = {
+    let (detection, unpressured, unheld_by) = {
         let mut bench = SuiteBench {
             runner: &mut runner,
             binaries: &binaries,
@@ -915,6 +928,14 @@ pub fn run(mut args: AuditArgs) -> Result<ExitCode, String> {
             names: names.clone(),
             unpressured: vec![0; binaries.len()],
             hold: args.hold,
+            unheld_by: BTreeMap::new(),
+            reruns: if args.rates {
+                ", alone and pressured in pairs"
+            } else if args.runs.is_some() || args.duration.is_some() {
+                ", alone; those only pressure broke also pressured, in pairs"
+            } else {
+                " alone (the held-copy window decides; --rates adds pressured reruns)"
+            },
         };
         let detection = detect::detect(
             &mut bench,
@@ -923,7 +944,7 @@ pub fn run(mut args: AuditArgs) -> Result<ExitCode, String> {
             &plan,
             &timing_each,
         )?;
-        (detection, bench.unpressured)
+        (detection, bench.unpressured, bench.unheld_by)
     };
     let mut audit = Audit {
         timing_seconds,
@@ -933,6 +954,23 @@ pub fn run(mut args: AuditArgs) -> Result<ExitCode, String> {
         warnings: found_warnings,
         ..Audit::empty(&args, shown_spec)
     };
+    if let Some(h) = &audit.detection.held {
+        let unscreened = h.screened.iter().filter(|s| !**s).count();
+        if unscreened > 0 {
+            let unheld: u64 = h.unheld.iter().sum();
+            let why: Vec<String> = unheld_by.iter().map(|(r, n)| format!("{n} {r}")).collect();
+            audit.warnings.push(format!(
+                "{unscreened} of {} tests never ran with every close held ({unheld} closes \
+                 went through unheld{}): an exposure in them can be missed",
+                audit.tests.len(),
+                if why.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", why.join(", "))
+                }
+            ));
+        }
+    }
     for (b, n) in unpressured.iter().enumerate().filter(|(_, n)| **n > 0) {
         audit.warnings.push(format!(
             "{}: pressure never started in {n} of its {} screen runs; those runs are not counted",

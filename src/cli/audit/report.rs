@@ -41,7 +41,7 @@ fn held_copy_rule() -> String {
         "exposed by a held copy: failed in the screen (under pressure or held copies), ran alone in \
          its `--exact` reruns and never failed there, and \
          a held copy of a class of descriptor it closes broke it against that class's sham (the \
-         same forks, no copy) at one-sided Fisher p <= {WINDOW_P} with at least {DECIDE_RUNS} \
+         same closes, each sent to the holder without its descriptor) at one-sided Fisher p <= {WINDOW_P} with at least {DECIDE_RUNS} \
          runs of each ({DECIDE_RUNS}/{DECIDE_RUNS} against 0/{DECIDE_RUNS} gives {:.1e}); this \
          names a descriptor that breaks it, not how often realistic pressure does",
         fisher_less(
@@ -748,8 +748,8 @@ impl Report {
         if held && least == 0 {
             let _ = writeln!(
                 out,
-                "Coverage: the share left some binary no pressured screen run: for its tests the \
-                 held-copy screen below is the only screen.\n"
+                "Coverage: the held-copy screen below is the screen: no pressured screen ran \
+                 (`--rates` adds one, and measures each suspect's rate under pressure).\n"
             );
         } else {
             let _ = writeln!(
@@ -775,7 +775,7 @@ impl Report {
             .filter_map(|t| t.reruns.as_ref().map(|r| r.pressure.runs))
             .min();
         self.held_screen_md(&mut out);
-        if let Some(fewest) = fewest {
+        if let Some(fewest) = fewest.filter(|_| least > 0) {
             let _ = writeln!(
                 out,
                 "Confirmation: of the suspects the sign rule left undecided, the one with the fewest \
@@ -873,14 +873,24 @@ impl Report {
                 let _ = writeln!(out, "First failure: {m}\n");
             }
             let reruns = t.reruns_or_none();
-            let _ = writeln!(
-                out,
-                "Under realistic pressure: {} of {} `--exact` runs failed (alone {} of {}).",
-                reruns.pressure.bad(),
-                reruns.pressure.runs,
-                reruns.alone.bad(),
-                reruns.alone.runs
-            );
+            if reruns.pressure.runs == 0 {
+                let _ = writeln!(
+                    out,
+                    "Under realistic pressure: not measured (`--rates` measures it); alone, {} \
+                     of {} `--exact` runs failed.",
+                    reruns.alone.bad(),
+                    reruns.alone.runs
+                );
+            } else {
+                let _ = writeln!(
+                    out,
+                    "Under realistic pressure: {} of {} `--exact` runs failed (alone {} of {}).",
+                    reruns.pressure.bad(),
+                    reruns.pressure.runs,
+                    reruns.alone.bad(),
+                    reruns.alone.runs
+                );
+            }
             let _ = writeln!(out, "Diagnosis: {}.\n", d.summary);
             for c in &d.holds {
                 if c.failures == 0 && c.held == 0 {
