@@ -1022,7 +1022,14 @@ static void stop(void) {
  * through. The report's `holding PID pass` line says so at the start, and
  * each close let through appends `unheld PID REASON` as it happens, so a
  * host that ends without running its atexit hooks (_exit, a signal) has
- * reported every gap all the same.
+ * reported every gap all the same. One choice of the injector's own: a
+ * call site (the close's whole stack) in one thread keeps at most
+ * LOOP_COPIES copies alive at once; its further closes go through unheld
+ * (`loop`) until one expires. A loop that closes at one line again and
+ * again is a retry or a scan, and holding all of its copies changes what it
+ * does: a picker that retries until its port binds (port_check's
+ * with_free_port) would retry for ever, each probe kept busy by the last.
+ * Its first copies are held as any other: the exposure is there, if any.
  * With drop=all too, the same message goes without the descriptor (the
  * sham: the same send at the same closes, nothing held from the start).
  *
@@ -1083,7 +1090,42 @@ static void reap_holds(int wait) {
     }
 }
 
-/* What `fd` is, for the report: a path, an address, a pipe's inode. */
+#ifndef __APPLE__
+/* Appends to `out` the kinds of lock held through the open file `fd`, as
+ * Linux shows them in /proc/self/fdinfo/FD (`lock:\t1: FLOCK  ADVISORY
+ * WRITE …`, also OFDLCK and POSIX): ` [lock: flock+ofd]`. A copy keeps an
+ * flock or an OFD lock, never a POSIX one, so the kind names the hazard.
+ * See: https://man7.org/linux/man-pages/man5/proc_pid_fdinfo.5.html */
+static void add_lock_kinds(int fd, char *out, size_t size) {
+    char path[64], buf[2048];
+    snprintf(path, sizeof path, "/proc/self/fdinfo/%d", fd);
+    int f = open(path, O_RDONLY | O_CLOEXEC);
+    if (f < 0)
+        return;
+    ssize_t n = read(f, buf, sizeof buf - 1);
+    sys_close(f);
+    if (n <= 0)
+        return;
+    buf[n] = '\0';
+    static const char *const KINDS[][2] = {{": FLOCK ", "flock"}, {": OFDLCK ", "ofd"},
+                                           {": POSIX ", "posix"}};
+    size_t at = strlen(out);
+    const char *sep = " [lock: ";
+    for (size_t k = 0; k < sizeof KINDS / sizeof KINDS[0]; k++) {
+        if (!strstr(buf, KINDS[k][0]) || at >= size)
+            continue;
+        int w = snprintf(out + at, size - at, "%s%s", sep, KINDS[k][1]);
+        if (w > 0)
+            at += (size_t)w < size - at ? (size_t)w : size - at - 1;
+        sep = "+";
+    }
+    if (sep[0] == '+' && at < size)
+        snprintf(out + at, size - at, "]");
+}
+#endif
+
+/* What `fd` is, for the report: a path (with the kinds of lock it carries,
+ * on Linux), an address, a pipe's inode. */
 static void describe(int fd, enum drop_class c, char *out, size_t size) {
     struct sockaddr_storage a;
     socklen_t len = sizeof a;
@@ -1103,6 +1145,8 @@ static void describe(int fd, enum drop_class c, char *out, size_t size) {
         if (n > 0) {
             path[n] = '\0';
             snprintf(out, size, "%s", path);
+            if (c == DROP_FILE)
+                add_lock_kinds(fd, out, size);
             return;
         }
 #endif
@@ -1410,6 +1454,57 @@ static void report_held(enum drop_class c, const char *what, const struct walk *
     report_site(site);
 }
 
+/* Live copies of one call site in one thread at most (hold-by=pass). */
+#define LOOP_COPIES 16
+/* Call sites tracked at once; a site past them is held without the bound. */
+#define LOOP_SLOTS 1024
+
+/* Per call site and thread: the send times of its last LOOP_COPIES copies. */
+static struct {
+    uint64_t key; /* 0: empty */
+    uint64_t sent[LOOP_COPIES];
+    unsigned next; /* the oldest, overwritten next */
+} L[LOOP_SLOTS];
+
+/* Its address tells this thread from the others. */
+static __thread char thread_mark;
+
+/* The call site of a close in this thread, as a hash of its stack. */
+static uint64_t site_key(const struct walk *w) {
+    uint64_t h = 1469598103934665603ULL ^ (uint64_t)(uintptr_t)&thread_mark;
+    for (unsigned i = 0; i < w->n; i++) {
+        h ^= (uint64_t)w->pcs[i];
+        h *= 1099511628211ULL;
+    }
+    return h ? h : 1;
+}
+
+/* Whether one more copy of the site `key` may be held at `now`: fewer than
+ * LOOP_COPIES of its copies are still within their hold. Counts it if so.
+ * S.mu held. */
+static int loop_room(uint64_t key, uint64_t now) {
+    uint64_t hold = S.spec.hold_ns;
+    unsigned i = (unsigned)(key % LOOP_SLOTS);
+    for (unsigned probe = 0; probe < 8; probe++, i = (i + 1) % LOOP_SLOTS) {
+        unsigned last = (L[i].next + LOOP_COPIES - 1) % LOOP_COPIES;
+        if (L[i].key == key) {
+            uint64_t oldest = L[i].sent[L[i].next];
+            if (oldest && now - oldest < hold)
+                return 0;
+        } else if (L[i].key == 0 || now - L[i].sent[last] >= hold) {
+            /* Empty, or a site whose copies have all expired: taken. */
+            memset(&L[i], 0, sizeof L[i]);
+            L[i].key = key;
+        } else {
+            continue;
+        }
+        L[i].sent[L[i].next] = now;
+        L[i].next = (L[i].next + 1) % LOOP_COPIES;
+        return 1;
+    }
+    return 1;
+}
+
 /* Appends `unheld PID REASON` for a close hold-by=pass let through. S.mu
  * held. */
 static void report_unheld(int reason) {
@@ -1464,6 +1559,17 @@ static void hold_copy(int fd, enum drop_class c) {
     }
     if (!walked)
         walk_stack(&site);
+    if (!forking) {
+        pthread_mutex_lock(&S.mu);
+        int room = loop_room(site_key(&site), now_ns());
+        if (!room) {
+            H.skipped++;
+            report_unheld(UNHELD_LOOP);
+        }
+        pthread_mutex_unlock(&S.mu);
+        if (!room)
+            return;
+    }
     int saved = errno;
     uint64_t began = now_ns();
     pid_t pid = 0;

@@ -127,7 +127,7 @@ fn audit_flags_exactly_the_exposed_fixture_tests() {
     assert_eq!(code, Some(1), "{err}");
     // Nothing left out, and cargo's own environment learned (no fallback).
     assert_eq!(report["warnings"], serde_json::json!([]), "{report}");
-    assert_eq!(report["schema"], "fdwindow-audit/3", "{report}");
+    assert_eq!(report["schema"], "fdwindow-audit/4", "{report}");
     let tests = report["tests"].as_array().unwrap();
     let find = |name: &str| {
         tests

@@ -319,9 +319,11 @@ fn hold_counts(report: &str) -> Vec<u64> {
         .collect()
 }
 
-/// hold-by=pass (the default) holds every close: `cat` given one file 50
-/// times gets 50 held copies and none let through, each with its stack,
-/// and no holder outlives it.
+/// hold-by=pass (the default) holds every close but a loop's past its live
+/// copies: `cat` given one file 50 times closes it 50 times at one call
+/// site, so 16 copies are held (each with its stack), the other 34 closes
+/// are let through as `loop`, none for any other reason, and no holder
+/// outlives it.
 #[test]
 fn passed_copies_hold_every_close() {
     let injector = common::injector();
@@ -341,15 +343,17 @@ fn passed_copies_hold_every_close() {
     assert_eq!(out.stdout.len(), 50);
     let text = std::fs::read_to_string(&report).unwrap();
     let held: Vec<&str> = text.lines().filter(|l| l.starts_with("held ")).collect();
-    assert_eq!(held.len(), 50, "{text}");
+    assert_eq!(held.len(), 16, "{text}");
     assert!(
         held.iter().all(|l| l.ends_with(file.to_str().unwrap())),
         "{text}"
     );
     let sites = text.lines().filter(|l| l.starts_with("site ")).count();
-    assert_eq!(sites, 50, "{text}");
-    assert_eq!(hold_counts(&text), [50, 0], "{text}");
-    assert!(!text.contains("unheld "), "{text}");
+    assert_eq!(sites, 16, "{text}");
+    assert_eq!(hold_counts(&text), [16, 34], "{text}");
+    let unheld: Vec<&str> = text.lines().filter(|l| l.starts_with("unheld ")).collect();
+    assert_eq!(unheld.len(), 34, "{text}");
+    assert!(unheld.iter().all(|l| l.ends_with(" loop")), "{text}");
     // The holder, a fork of cat (so its command line names the file), was
     // reaped before cat exited.
     assert_eq!(
@@ -377,7 +381,8 @@ fn a_passed_copy_keeps_the_lock_and_its_sham_does_not() {
         let (answer, report) = host("flock", spec, &file);
         assert_eq!(answer, want, "{spec:?}: {report}");
         if spec.is_some() {
-            let lock = format!("file {}", file.display());
+            // The injector names the lock the copy keeps.
+            let lock = format!("file {} [lock: flock]", file.display());
             assert!(
                 report
                     .lines()

@@ -69,7 +69,7 @@
 /* How long the host's exit waits at most for the holder to end. */
 #define HOLDER_EXIT_NS (5ULL * NS_PER_S)
 
-const char *const UNHELD_IDS[UNHELD_COUNT] = {"full", "refs", "gone", "other"};
+const char *const UNHELD_IDS[UNHELD_COUNT] = {"full", "refs", "gone", "other", "loop"};
 
 static struct {
     int sock;  /* the host's end; -1 before the start */

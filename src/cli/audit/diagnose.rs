@@ -89,7 +89,8 @@ pub struct Holds {
     pub held: Vec<Held>,
     /// Closes let through unheld: the bounds of `hold-by=fork`, the
     /// system's bounds of `hold-by=pass` (by reason in [`Holds::unheld`]),
-    /// and copies the holder could not take in.
+    /// and copies the holder could not take in; not a loop's closes past
+    /// its live copies ([`LOOP`]).
     pub skipped: u64,
     /// Of those, by reason (`full`, `refs`, `gone`, `other`, `lost`), in
     /// `hold-by=pass` runs.
@@ -110,6 +111,10 @@ pub struct Held {
     /// injector could not walk it).
     pub stack: Vec<Frame>,
 }
+
+/// The reason the injector gives a close it let through because its call
+/// site already had its live copies (a retry or scan loop).
+pub const LOOP: &str = "loop";
 
 /// Reads the lines of an injector report: `held PID CLASS WHAT`, the
 /// `site PID FRAME…` of its stack that follows it, the `module PID INDEX
@@ -157,7 +162,14 @@ pub fn read_holds(path: &Path) -> Holds {
     // A pass-mode run has reported every gap, whether or not its count
     // came (a host that ends by _exit runs no atexit hook).
     if passing {
-        h.skipped = h.unheld.values().sum();
+        // `loop`: the injector's own bound on a call site that closes again
+        // and again (a retry, a scan): its first copies were held.
+        h.skipped = h
+            .unheld
+            .iter()
+            .filter(|(reason, _)| reason.as_str() != LOOP)
+            .map(|(_, n)| n)
+            .sum();
         h.counted = true;
     } else {
         h.skipped = counted_skips;
@@ -182,8 +194,8 @@ pub struct ClassRuns {
     /// the test's own lock or port is held in every run, a file libtest
     /// reads at start once.
     pub what: Vec<String>,
-    /// Whether any copy held was a Unix socket's.
-    pub unix: bool,
+    /// What the copies held, as far as the hazard goes.
+    pub kept: Kept,
     /// Each run's held stacks, distinct, at most [`STACKS_KEPT`] a run,
     /// with whether the test failed in it: which call sites were held when
     /// the test failed ([`super::site`]).
@@ -192,6 +204,34 @@ pub struct ClassRuns {
     pub first_failure: Option<u64>,
     /// The first failure's message under this class.
     pub message: Option<String>,
+}
+
+/// What a class's held copies were, as far as the hazard goes: from the
+/// injector's description of each (`unix PATH`, `PATH [lock: flock+ofd]`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Kept {
+    /// A Unix socket's.
+    pub unix: bool,
+    /// A file carrying an flock.
+    pub flock: bool,
+    /// A file carrying an OFD lock (`F_OFD_SETLK`).
+    pub ofd: bool,
+}
+
+impl Kept {
+    /// Notes one copy's description.
+    pub fn note(&mut self, what: &str) {
+        self.unix |= what.starts_with("unix ");
+        if let Some(kinds) = what
+            .rsplit_once(" [lock: ")
+            .and_then(|(_, k)| k.strip_suffix(']'))
+        {
+            for kind in kinds.split('+') {
+                self.flock |= kind == "flock";
+                self.ofd |= kind == "ofd";
+            }
+        }
+    }
 }
 
 /// Distinct held objects kept per class.
@@ -251,6 +291,106 @@ pub struct Diagnosis {
     pub sites: Vec<SiteRuns>,
     /// Seconds spent.
     pub seconds: f64,
+    /// Where the test was decided with a cause found on another test
+    /// ([`join`]): that test, and this test's runs with the cause's site
+    /// held alone. The rest of the diagnosis is the cause's.
+    pub joined: Option<Joined>,
+}
+
+/// A test decided with a cause found on another: the same call site's
+/// copies alone break it too.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Joined {
+    /// The test whose diagnosis decided the cause.
+    pub test: String,
+    /// This test's runs with the cause's site held alone.
+    pub site: AloneRuns,
+}
+
+/// A cause one test's diagnosis decided: a class whose copies break it
+/// against their sham (the window's rule), and a call site whose copies
+/// alone break it. Other suspects of the binary are tried against it first
+/// ([`join`]).
+#[derive(Clone, Debug)]
+pub struct KnownCause {
+    /// The test it was decided on.
+    pub test: String,
+    class: DropClass,
+    addrs: Vec<u64>,
+    diagnosis: Diagnosis,
+}
+
+impl KnownCause {
+    /// The cause `d` (of `test`) decided, if it decided one with a site.
+    pub fn of(test: &str, d: &Diagnosis) -> Option<KnownCause> {
+        let Cause::Held(classes) = &d.cause else {
+            return None;
+        };
+        if !d.decisive() || d.joined.is_some() {
+            return None;
+        }
+        let site = d.sites.iter().find(|s| s.breaks() && !s.addrs.is_empty())?;
+        Some(KnownCause {
+            test: test.to_owned(),
+            class: *classes.first()?,
+            addrs: site.addrs.iter().copied().take(MAX_CLOSE_SITES).collect(),
+            diagnosis: d.clone(),
+        })
+    }
+}
+
+/// Tries `case` against `cause`: [`ROUNDS`] runs holding only the cause's
+/// class at its site (`close-site=`), ending at the first that passes or
+/// holds nothing. If every run failed, the test is decided with the cause
+/// (its diagnosis is the cause's, with [`Diagnosis::joined`]); else `None`,
+/// and it gets a diagnosis of its own.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one call site, each a distinct input"
+)]
+pub fn join(
+    runner: &mut Runner,
+    bin: &Binary,
+    case: &TestCase,
+    spec: &Spec,
+    hold: Duration,
+    cause: &KnownCause,
+    end: Instant,
+    progress: &mut Progress,
+) -> Result<Option<Diagnosis>, String> {
+    let t0 = Instant::now();
+    let mut s = hold_spec(spec, hold, cause.class, false);
+    s.close_sites.clone_from(&cause.addrs);
+    let mut runs = AloneRuns::default();
+    for round in 1..=ROUNDS {
+        if harness::interrupted() || Instant::now() >= end {
+            break;
+        }
+        progress.update(&format!(
+            "  diagnosing {}: round {round}/{ROUNDS}, holding only the site of {}'s cause",
+            case.name, cause.test
+        ));
+        let result = runner.run(bin, &bin.exact_args(&case.name), Some(&s), "hold-cause")?;
+        let Some((seen, _)) = seen(&result, &case.name) else {
+            break;
+        };
+        runs.runs += 1;
+        runs.failures += u64::from(seen != Seen::Ok);
+        runs.held += result.holds.held.len() as u64;
+        if seen == Seen::Ok || runs.held == 0 {
+            break;
+        }
+    }
+    if runs.runs < ROUNDS || runs.failures < runs.runs || runs.held == 0 {
+        return Ok(None);
+    }
+    let mut d = cause.diagnosis.clone();
+    d.joined = Some(Joined {
+        test: cause.test.clone(),
+        site: runs,
+    });
+    d.seconds = t0.elapsed().as_secs_f64();
+    Ok(Some(d))
 }
 
 impl Diagnosis {
@@ -293,6 +433,9 @@ impl Diagnosis {
 
     /// Runs made.
     pub fn runs(&self) -> u64 {
+        if let Some(j) = &self.joined {
+            return j.site.runs;
+        }
         let holds: u64 = self.classes.iter().map(|c| c.tally.runs).sum();
         let shams: u64 = self.shams.iter().map(|(_, t)| t.runs).sum();
         holds + shams + self.load.map_or(0, |l| l[0].runs + l[1].runs)
@@ -438,11 +581,18 @@ fn text_busy(message: &str) -> bool {
 /// held (a Unix name or an inet address) and the failure message.
 pub fn hazard_of(
     class: DropClass,
-    unix: bool,
+    kept: Kept,
     message: &str,
 ) -> (Option<&'static str>, &'static [&'static str]) {
+    let unix = kept.unix;
     match class {
         DropClass::File if text_busy(message) => (Some("etxtbsy"), &["etxtbsy"]),
+        // The lock the copies kept names it: an OFD lock alone is
+        // ofd-lock-survival, whose fix (F_UNLCK) differs from flock's.
+        DropClass::File if kept.ofd && !kept.flock => {
+            (Some("ofd-lock-survival"), &["ofd-lock-survival"])
+        }
+        DropClass::File if kept.flock && !kept.ofd => (Some("flock-survival"), &["flock-survival"]),
         DropClass::File => (
             Some("flock-survival"),
             &["flock-survival", "ofd-lock-survival", "etxtbsy"],
@@ -496,7 +646,7 @@ pub fn diagnose(
             held: 0,
             skipped: 0,
             what: Vec::new(),
-            unix: false,
+            kept: Kept::default(),
             stacks: Vec::new(),
             first_failure: None,
             message: None,
@@ -535,7 +685,7 @@ pub fn diagnose(
             c.held += result.holds.held.len() as u64;
             c.skipped += result.holds.skipped;
             for held in result.holds.held {
-                c.unix |= held.what.starts_with("unix ");
+                c.kept.note(&held.what);
                 *count.entry(held.what).or_default() += 1;
             }
         }
@@ -596,12 +746,13 @@ pub fn diagnose(
         candidates: Vec::new(),
         sites: Vec::new(),
         seconds: 0.0,
+        joined: None,
         classes,
     };
     if !found.is_empty() {
         for (i, class) in found.iter().enumerate() {
             let runs = d.classes.iter().find(|c| c.class == *class).expect("tried");
-            let (hazard, candidates) = hazard_of(*class, runs.unix, message_of(runs, case));
+            let (hazard, candidates) = hazard_of(*class, runs.kept, message_of(runs, case));
             if i == 0 {
                 d.hazard = hazard;
             }
@@ -627,7 +778,7 @@ pub fn diagnose(
             .iter()
             .filter(|c| c.tally.bad() > 0 && c.held > 0 && !forks_break.contains(&c.class));
         for c in candidates {
-            for h in hazard_of(c.class, c.unix, message_of(c, case)).1 {
+            for h in hazard_of(c.class, c.kept, message_of(c, case)).1 {
                 if !d.candidates.contains(h) {
                     d.candidates.push(h);
                 }
@@ -778,7 +929,7 @@ mod tests {
             held,
             skipped: 0,
             what: Vec::new(),
-            unix: false,
+            kept: Kept::default(),
             stacks: Vec::new(),
             first_failure: (bad > 0).then_some(1),
             message: None,
@@ -865,7 +1016,11 @@ mod tests {
 
     #[test]
     fn held_names_pick_the_hazard() {
-        let (unix, tcp) = (true, false);
+        let unix = Kept {
+            unix: true,
+            ..Kept::default()
+        };
+        let tcp = Kept::default();
         assert_eq!(
             hazard_of(DropClass::Bound, unix, "").0,
             Some("unix-listener-survival")
@@ -885,13 +1040,32 @@ mod tests {
             Some("listener-survival")
         );
         assert_eq!(
-            hazard_of(DropClass::File, false, "Text file busy (os error 26)").0,
+            hazard_of(DropClass::File, tcp, "Text file busy (os error 26)").0,
             Some("etxtbsy")
         );
         assert_eq!(
-            hazard_of(DropClass::File, false, "would block").0,
+            hazard_of(DropClass::File, tcp, "would block").0,
             Some("flock-survival")
         );
+        // The lock the copies kept, as the injector describes it.
+        let kept = |whats: &[&str]| {
+            let mut k = Kept::default();
+            whats.iter().for_each(|w| k.note(w));
+            k
+        };
+        let ofd = kept(&["/tmp/db.lock [lock: ofd]", "/tmp/other"]);
+        assert_eq!(
+            hazard_of(DropClass::File, ofd, "would block"),
+            (Some("ofd-lock-survival"), &["ofd-lock-survival"][..])
+        );
+        let flock = kept(&["/tmp/a [lock: flock]"]);
+        assert_eq!(
+            hazard_of(DropClass::File, flock, "").0,
+            Some("flock-survival")
+        );
+        let both = kept(&["/tmp/a [lock: flock+ofd]", "/tmp/b [lock: posix]"]);
+        assert!((both.flock, both.ofd) == (true, true));
+        assert_eq!(hazard_of(DropClass::File, both, "").1.len(), 3);
     }
 
     #[test]
@@ -915,14 +1089,16 @@ mod tests {
         assert!(h.held.iter().all(|h| h.stack.is_empty()));
         // hold-by=pass: each gap as it happened, counted without a holds
         // line (the host ended by _exit).
+        // A loop's closes past its live copies are the injector's choice,
+        // not a gap.
         let unheld = "holding 10 pass\nheld 10 file /tmp/a\nunheld 10 full\nunheld 10 full\n\
-                      unheld 10 lost\n";
+                      unheld 10 lost\nunheld 10 loop\n";
         std::fs::write(&path, unheld).unwrap();
         let h = read_holds(&path);
         assert!(h.counted);
         assert_eq!(h.skipped, 3);
         let by: Vec<(&str, u64)> = h.unheld.iter().map(|(r, n)| (r.as_str(), *n)).collect();
-        assert_eq!(by, [("full", 2), ("lost", 1)]);
+        assert_eq!(by, [("full", 2), ("loop", 1), ("lost", 1)]);
         // Without its holds line a fork-mode run cannot say what went unheld.
         std::fs::write(&path, "held 10 file /tmp/a\n").unwrap();
         assert!(!read_holds(&path).counted);

@@ -980,55 +980,15 @@ pub fn run(mut args: AuditArgs) -> Result<ExitCode, String> {
     // The diagnosis of each exposed test, then each undecided one.
     let diag_started = Instant::now();
     if !args.no_diagnose {
-        let mut order: Vec<usize> = (0..audit.tests.len())
-            .filter(|&t| audit.detection.verdict(t) == Verdict::Exposed)
-            .collect();
-        order.extend(
-            (0..audit.tests.len()).filter(|&t| audit.detection.verdict(t) == Verdict::Undecided),
-        );
-        // An exposed test gets at least a short diagnosis, even past the
-        // budget: without a cause it is half an answer. An undecided one
-        // only what the budget has left.
         let end = started + args.budget();
-        let mut symbols = site::Symbols::default();
-        for t in order {
-            if harness::interrupted() {
-                break;
-            }
-            let exposed = audit.detection.verdict(t) == Verdict::Exposed;
-            if !exposed && Instant::now() >= end {
-                break;
-            }
-            let end = if exposed {
-                end.max(Instant::now() + diagnose::MIN_TIME)
-            } else {
-                end
-            };
-            let case = &audit.tests[t];
-            let bin = &binaries[case.binary];
-            let root = bin.root.clone().or_else(|| std::env::current_dir().ok());
-            let workspace = site::Workspace::new(root.unwrap_or_default());
-            let d = diagnose::diagnose(
-                &mut runner,
-                bin,
-                case,
-                &spec,
-                args.hold,
-                exposed,
-                end,
-                &mut progress,
-                (&mut symbols, &workspace),
-            )?;
-            progress.step(&format!(
-                "  diagnosis {} {}: {} ({} runs, {:.1} s)",
-                audit.binaries[case.binary],
-                case.name,
-                d.summary(),
-                d.runs(),
-                d.seconds
-            ));
-            audit.diagnoses.insert(t, d);
-        }
+        diagnose_suspects(
+            &mut audit,
+            &mut runner,
+            &binaries,
+            (&spec, args.hold),
+            end,
+            &mut progress,
+        )?;
     }
     audit.diagnosis_seconds = diag_started.elapsed().as_secs_f64();
     progress.finish();
@@ -1095,6 +1055,93 @@ pub fn run(mut args: AuditArgs) -> Result<ExitCode, String> {
     drop(folder);
     fdwindow::base::out::stdout(&text);
     Ok(exit)
+}
+
+/// Causes tried on a new suspect before its own diagnosis, the latest first.
+const CAUSES_TRIED: usize = 4;
+
+/// Diagnoses each exposed test, then each undecided one, each first tried
+/// against the causes already decided in its binary ([`diagnose::join`]):
+/// suspects that share a call site are decided once, the others by that
+/// site's copies alone. An exposed test gets at least a short diagnosis,
+/// even past `end`: without a cause it is half an answer; an undecided one
+/// only what the budget has left.
+fn diagnose_suspects(
+    audit: &mut Audit,
+    runner: &mut Runner,
+    binaries: &[Binary],
+    (spec, hold): (&Spec, Duration),
+    end: Instant,
+    progress: &mut Progress,
+) -> Result<(), String> {
+    let mut order: Vec<usize> = (0..audit.tests.len())
+        .filter(|&t| audit.detection.verdict(t) == Verdict::Exposed)
+        .collect();
+    order.extend(
+        (0..audit.tests.len()).filter(|&t| audit.detection.verdict(t) == Verdict::Undecided),
+    );
+    let mut symbols = site::Symbols::default();
+    let mut causes: Vec<(usize, diagnose::KnownCause)> = Vec::new();
+    for t in order {
+        if harness::interrupted() {
+            break;
+        }
+        let exposed = audit.detection.verdict(t) == Verdict::Exposed;
+        if !exposed && Instant::now() >= end {
+            break;
+        }
+        let end = if exposed {
+            end.max(Instant::now() + diagnose::MIN_TIME)
+        } else {
+            end
+        };
+        let case = &audit.tests[t];
+        let bin = &binaries[case.binary];
+        let mut joined = None;
+        let known = causes.iter().rev().filter(|(b, _)| *b == case.binary);
+        for (_, cause) in known.take(CAUSES_TRIED) {
+            joined = diagnose::join(runner, bin, case, spec, hold, cause, end, progress)?;
+            if joined.is_some() {
+                break;
+            }
+        }
+        let d = match joined {
+            Some(d) => d,
+            None => {
+                let root = bin.root.clone().or_else(|| std::env::current_dir().ok());
+                let workspace = site::Workspace::new(root.unwrap_or_default());
+                let d = diagnose::diagnose(
+                    runner,
+                    bin,
+                    case,
+                    spec,
+                    hold,
+                    exposed,
+                    end,
+                    progress,
+                    (&mut symbols, &workspace),
+                )?;
+                if let Some(cause) = diagnose::KnownCause::of(&case.name, &d) {
+                    causes.push((case.binary, cause));
+                }
+                d
+            }
+        };
+        let with = d
+            .joined
+            .as_ref()
+            .map_or_else(String::new, |j| format!(", with {}'s cause", j.test));
+        progress.step(&format!(
+            "  diagnosis {} {}: {}{with} ({} runs, {:.1} s)",
+            audit.binaries[case.binary],
+            case.name,
+            d.summary(),
+            d.runs(),
+            d.seconds
+        ));
+        audit.diagnoses.insert(t, d);
+    }
+    Ok(())
 }
 
 /// The pressure as the report shows it: without the controller.
@@ -1242,7 +1289,7 @@ mod tests {
                 held: runs,
                 skipped: 0,
                 what: vec!["tcp 127.0.0.1:4000".into()],
-                unix: false,
+                kept: diagnose::Kept::default(),
                 stacks: Vec::new(),
                 first_failure: (held > 0).then_some(1),
                 message: None,
@@ -1256,6 +1303,7 @@ mod tests {
             candidates: vec!["listener-survival"],
             sites: Vec::new(),
             seconds: 1.0,
+            joined: None,
         }
     }
 
@@ -1487,7 +1535,7 @@ mod tests {
     /// is a change of the schema, and bumps [`report::SCHEMA`].
     #[test]
     fn the_json_fields_are_the_schemas() {
-        assert_eq!(report::SCHEMA, "fdwindow-audit/3");
+        assert_eq!(report::SCHEMA, "fdwindow-audit/4");
         let json: serde_json::Value =
             serde_json::from_str(&shard(1, 1, &["a"], Word::Exposed).report.json()).unwrap();
         let keys = |v: &serde_json::Value| -> Vec<String> {
@@ -1498,6 +1546,7 @@ mod tests {
             [
                 "advice_from",
                 "budget_seconds",
+                "causes",
                 "command",
                 "exposed",
                 "fails_alone",
@@ -1558,7 +1607,7 @@ mod tests {
                 .unwrap()
                 .contains("no schema")
         );
-        std::fs::write(&path, "{\"schema\": \"fdwindow-audit/3\"}").unwrap();
+        std::fs::write(&path, "{\"schema\": \"fdwindow-audit/4\"}").unwrap();
         assert!(
             report::read_shard(&path)
                 .err()
@@ -1597,6 +1646,95 @@ mod tests {
             let r = shard(1, 1, &["a"], word).report;
             assert_eq!(r.exit_status(), status, "{word:?}");
         }
+    }
+
+    /// Exposed tests of one binary whose diagnoses name one site and hazard
+    /// are one cause, decided on the test whose own diagnosis decided it,
+    /// listed once in the markdown and once in GitHub's annotations; a
+    /// test at another site is a cause of its own.
+    #[test]
+    fn tests_that_share_a_site_are_one_cause() {
+        let n = DECIDE_RUNS;
+        let site_at = |line| site::SiteRuns {
+            site: site::Site {
+                file: Some("src/lib.rs".into()),
+                line: Some(line),
+                function: Some("a::probe".into()),
+                found: site::Found::Workspace,
+                via: None,
+            },
+            runs: n,
+            failing: n,
+            only: true,
+            alone: None,
+            addrs: Default::default(),
+        };
+        let mut rep = listener(n, 0, n);
+        rep.sites = vec![site_at(117)];
+        let mut joined = rep.clone();
+        joined.joined = Some(diagnose::Joined {
+            test: "a".into(),
+            site: site::AloneRuns {
+                failures: 3,
+                runs: 3,
+                held: 3,
+            },
+        });
+        let mut other = listener(n, 0, n);
+        other.sites = vec![site_at(209)];
+        let mut a = audit(1, Some(pairs(0, 0, 3)), None);
+        let case = a.tests[0].clone();
+        a.tests = ["a", "b", "c"]
+            .iter()
+            .map(|name| TestCase {
+                name: (*name).into(),
+                ..case.clone()
+            })
+            .collect();
+        a.detection.screen = vec![tally(0, 0); 3];
+        a.detection.held = Some(detect::HeldScreen {
+            tally: vec![tally(1, 1); 3],
+            runs: vec![1],
+            copies: vec![3],
+            unheld: vec![0],
+            screened: vec![true; 3],
+        });
+        a.detection.pairs = (0..3).map(|t| (t, pairs(0, 0, 3))).collect();
+        a.diagnoses = [(0, rep), (1, joined), (2, other)].into_iter().collect();
+        let r = report::Report::of(&a, &report::Advisor::Claims(None));
+        assert_eq!(r.exposed, 3);
+        let causes: Vec<(Option<u32>, &str, Vec<&str>)> = r
+            .causes
+            .iter()
+            .map(|c| {
+                let tests = c.tests.iter().map(String::as_str).collect();
+                (
+                    c.site.as_ref().and_then(|s| s.line),
+                    c.decided_on.as_str(),
+                    tests,
+                )
+            })
+            .collect();
+        assert_eq!(
+            causes,
+            [
+                (Some(117), "a", vec!["a", "b"]),
+                (Some(209), "c", vec!["c"])
+            ]
+        );
+        let md = r.markdown();
+        assert!(
+            md.contains("### `src/lib.rs:117` in `a::probe` (t): listener-survival, 2 tests"),
+            "{md}"
+        );
+        assert!(md.contains("; 1 other by this site's copies alone"), "{md}");
+        assert!(
+            md.contains("Decided with the cause of `a`: holding only its call site"),
+            "{md}"
+        );
+        assert_eq!(r.github().lines().count(), 2, "{}", r.github());
+        let json: serde_json::Value = serde_json::from_str(&r.json()).unwrap();
+        assert_eq!(json["tests"][1]["diagnosis"]["decided_with"]["test"], "a");
     }
 
     /// The call site of a held cause is in the markdown, the JSON and the
@@ -1644,10 +1782,18 @@ mod tests {
             "{junit}"
         );
         assert!(junit.contains("call site: `tests/a.rs:12`"), "{junit}");
+        // One cause, at its site, listing its test; the markdown leads with it.
+        assert_eq!(held.causes.len(), 1, "{:?}", held.causes);
+        assert_eq!(held.causes[0].tests, ["t"]);
+        assert!(
+            md.contains("## Causes\n\n### `tests/a.rs:12` in `a::drops_a_listener` (t): "),
+            "{md}"
+        );
         let github = held.github();
         assert!(
             github.starts_with(
-                "::error file=tests/a.rs,line=12,title=fdwindow audit%3A t exposed::t t: "
+                "::error file=tests/a.rs,line=12,title=fdwindow audit%3A listener-survival breaks \
+                 1 test::t: t"
             ),
             "{github}"
         );

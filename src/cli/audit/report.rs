@@ -16,13 +16,13 @@ use fdwindow::report::stats::{Count, fisher_less};
 use fdwindow::report::verdict::Verdict;
 
 use super::diagnose::{Cause, DECIDE_RUNS, Diagnosis, WINDOW_P, ids};
-use super::site::{DEBUG_HINT, Found, Site, SiteRuns};
+use super::site::{AloneRuns, DEBUG_HINT, Found, Site, SiteRuns};
 use super::{Audit, Basis, Word};
 use crate::cli::partition::{Partition, Scheme};
 
 /// The report's format version: a change of any field's name or meaning
 /// bumps it, and `fdwindow audit merge` refuses reports of another.
-pub const SCHEMA: &str = "fdwindow-audit/3";
+pub const SCHEMA: &str = "fdwindow-audit/4";
 
 /// The sign rule as the report states it; the one [`detect::Pairs::decided`] applies.
 fn rule() -> String {
@@ -305,6 +305,21 @@ pub struct DiagnosisReport {
     /// The call sites of the named class's held copies: those that break
     /// the test first, then those held in the most failing runs.
     pub sites: Vec<SiteRuns>,
+    /// Where the test was decided with a cause another test's diagnosis
+    /// decided: the fields above are that diagnosis's.
+    #[serde(default)]
+    pub decided_with: Option<DecidedWith>,
+}
+
+/// A test decided with the cause of another: its runs holding only the
+/// cause's call site.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DecidedWith {
+    /// The test whose diagnosis decided the cause.
+    pub test: String,
+    /// This test's runs with only the cause's site held.
+    pub site_runs: AloneRuns,
 }
 
 impl DiagnosisReport {
@@ -340,6 +355,10 @@ impl DiagnosisReport {
             }),
             site: d.sites.iter().find(|s| s.breaks()).map(|s| s.site.clone()),
             sites: d.sites.clone(),
+            decided_with: d.joined.as_ref().map(|j| DecidedWith {
+                test: j.test.clone(),
+                site_runs: j.site,
+            }),
         }
     }
 }
@@ -485,8 +504,77 @@ pub struct Report {
     pub exposed: usize,
     /// Tests that failed alone.
     pub fails_alone: usize,
+    /// The exposed tests' causes: one per binary, call site and hazard,
+    /// with the tests it breaks (derived from [`Report::tests`]).
+    pub causes: Vec<CauseReport>,
     /// Every audited test.
     pub tests: Vec<TestReport>,
+}
+
+/// One cause: a call site whose held copies break tests, with its hazard.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CauseReport {
+    /// The tests' binary.
+    pub binary: String,
+    /// The call site whose copies break them; `None` where the diagnosis
+    /// named no site.
+    pub site: Option<Site>,
+    /// The hazard, where one was named.
+    pub hazard: Option<String>,
+    /// The diagnosis's cause (`held listener`).
+    pub cause: String,
+    /// The test whose diagnosis decided it (held copies against their sham).
+    pub decided_on: String,
+    /// That window's one-sided Fisher p.
+    pub window_p: Option<f64>,
+    /// The tests it breaks: the one it was decided on, and those whose runs
+    /// holding only its site failed.
+    pub tests: Vec<String>,
+}
+
+/// The causes of `tests`' exposed, diagnosed tests, in the tests' order:
+/// tests of one binary whose diagnoses name the same site and hazard share
+/// one.
+fn causes_of(tests: &[TestReport]) -> Vec<CauseReport> {
+    let mut causes: Vec<CauseReport> = Vec::new();
+    for t in tests.iter().filter(|t| t.verdict == Word::Exposed) {
+        let Some(d) = t
+            .diagnosis
+            .as_ref()
+            .filter(|d| d.cause.starts_with("held "))
+        else {
+            continue;
+        };
+        let same = |c: &&mut CauseReport| {
+            c.binary == t.binary
+                && c.hazard == t.hazard
+                && c.site.as_ref().map(Site::location) == d.site.as_ref().map(Site::location)
+        };
+        let decided_on = d
+            .decided_with
+            .as_ref()
+            .map_or_else(|| t.name.clone(), |w| w.test.clone());
+        match causes.iter_mut().find(same) {
+            Some(c) => {
+                c.tests.push(t.name.clone());
+                if d.decided_with.is_none() {
+                    c.decided_on.clone_from(&t.name);
+                    c.window_p = d.window_p;
+                }
+            }
+            None => causes.push(CauseReport {
+                binary: t.binary.clone(),
+                site: d.site.clone(),
+                hazard: t.hazard.clone(),
+                cause: d.cause.clone(),
+                decided_on,
+                window_p: d.window_p,
+                tests: vec![t.name.clone()],
+            }),
+        }
+    }
+    causes
 }
 
 fn rules_json() -> serde_json::Value {
@@ -653,18 +741,67 @@ impl Report {
             interrupted: a.interrupted,
             exposed: 0,
             fails_alone: 0,
+            causes: Vec::new(),
             tests,
         }
         .counted()
     }
 
-    /// With [`Report::exposed`] and [`Report::fails_alone`] counted from its
-    /// tests (never taken from a file).
+    /// With [`Report::exposed`], [`Report::fails_alone`] and
+    /// [`Report::causes`] derived from its tests (never taken from a file).
     pub fn counted(mut self) -> Report {
         let count = |w: Word| self.tests.iter().filter(|t| t.verdict == w).count();
         self.exposed = count(Word::Exposed);
         self.fails_alone = count(Word::FailsAlone);
+        self.causes = causes_of(&self.tests);
         self
+    }
+
+    /// The causes section of the markdown: each cause once, with its tests
+    /// and its advice.
+    fn causes_md(&self, out: &mut String) {
+        if self.causes.is_empty() {
+            return;
+        }
+        let _ = writeln!(out, "## Causes\n");
+        for c in &self.causes {
+            let at = c
+                .site
+                .as_ref()
+                .map_or_else(|| "no call site named".to_owned(), Site::label);
+            let hazard = c.hazard.as_deref().unwrap_or("no known hazard");
+            let names: Vec<String> = c.tests.iter().map(|n| format!("`{n}`")).collect();
+            let others = c.tests.len() - 1;
+            let _ = writeln!(
+                out,
+                "### {at} ({}): {hazard}, {} test{}\n\nDecided on `{}`: its {} copies broke it \
+                 against their sham (p {}){}. Tests: {}.\n",
+                c.binary,
+                c.tests.len(),
+                if c.tests.len() == 1 { "" } else { "s" },
+                c.decided_on,
+                c.cause.trim_start_matches("held "),
+                c.window_p
+                    .map_or_else(|| "–".to_owned(), |p| format!("{p:.1e}")),
+                if others > 0 {
+                    format!(
+                        "; {others} other{} by this site's copies alone",
+                        if others == 1 { "" } else { "s" }
+                    )
+                } else {
+                    String::new()
+                },
+                names.join(", ")
+            );
+            let advice = self
+                .tests
+                .iter()
+                .find(|t| t.binary == c.binary && t.name == c.decided_on)
+                .and_then(|t| t.advice.get(hazard));
+            if let Some(advice) = advice {
+                let _ = writeln!(out, "Advice (`{hazard}`): {advice}\n");
+            }
+        }
     }
 
     /// The exit status it calls for: [`super::exit`].
@@ -795,6 +932,7 @@ impl Report {
         for w in &self.warnings {
             let _ = writeln!(out, "> warning: {w}\n");
         }
+        self.causes_md(&mut out);
         let failing: Vec<&TestReport> = self
             .tests
             .iter()
@@ -892,6 +1030,20 @@ impl Report {
                 );
             }
             let _ = writeln!(out, "Diagnosis: {}.\n", d.summary);
+            if let Some(w) = &d.decided_with {
+                let _ = writeln!(
+                    out,
+                    "Decided with the cause of `{}`: holding only its call site{} failed this \
+                     test {}/{}. That test's diagnosis:\n",
+                    w.test,
+                    d.site
+                        .as_ref()
+                        .map(|s| format!(" (`{}`)", s.location()))
+                        .unwrap_or_default(),
+                    w.site_runs.failures,
+                    w.site_runs.runs
+                );
+            }
             for c in &d.holds {
                 if c.failures == 0 && c.held == 0 {
                     continue;
@@ -946,16 +1098,55 @@ impl Report {
         out
     }
 
-    /// GitHub Actions workflow commands: an `::error` annotation per
-    /// exposed test, at its call site's file and line when the diagnosis
-    /// named one (the file relative to the workspace root, as GitHub wants
-    /// it relative to the repository), with the hazard and its advice; a
-    /// `::warning` per test that failed alone.
+    /// GitHub Actions workflow commands: an `::error` annotation per cause,
+    /// at its call site's file and line (the file relative to the workspace
+    /// root, as GitHub wants it relative to the repository), listing the
+    /// tests it breaks, with the hazard and its advice; one per exposed test
+    /// outside any cause; a `::warning` per test that failed alone.
     /// <https://docs.github.com/en/actions/reference/workflows-and-actions/workflow-commands>
     pub fn github(&self) -> String {
         let mut out = String::new();
+        // One annotation per cause, at its site, listing the tests it breaks.
+        for c in &self.causes {
+            let mut at = String::new();
+            if let Some(s) = &c.site
+                && let (Some(file), Some(line)) = (&s.file, s.line)
+            {
+                let _ = write!(at, "file={},line={line},", github_property(file));
+            }
+            let hazard = c.hazard.as_deref().unwrap_or("no known hazard");
+            let title = format!(
+                "fdwindow audit: {hazard} breaks {} test{}",
+                c.tests.len(),
+                if c.tests.len() == 1 { "" } else { "s" }
+            );
+            let mut message = format!("{}: {}", c.binary, c.tests.join(", "));
+            if let Some(s) = &c.site {
+                let _ = write!(message, "\ncall site: {}", s.label());
+            }
+            let advice = self
+                .tests
+                .iter()
+                .find(|t| t.binary == c.binary && t.name == c.decided_on)
+                .and_then(|t| t.advice.get(hazard));
+            if let Some(advice) = advice {
+                let _ = write!(message, "\n{hazard}: {advice}");
+            }
+            let _ = writeln!(
+                out,
+                "::error {at}title={}::{}",
+                github_property(&title),
+                github_data(&message)
+            );
+        }
+        let in_a_cause = |t: &TestReport| {
+            self.causes
+                .iter()
+                .any(|c| c.binary == t.binary && c.tests.contains(&t.name))
+        };
         for t in &self.tests {
             let (command, what) = match t.verdict {
+                Word::Exposed if in_a_cause(t) => continue,
                 Word::Exposed => ("error", "exposed"),
                 Word::FailsAlone => ("warning", "failed alone"),
                 _ => continue,
@@ -1087,6 +1278,16 @@ impl Report {
             }
             if let Some(site) = t.diagnosis.as_ref().and_then(|d| d.sites.first()) {
                 props.push(Property::new("site", site.site.location()));
+            }
+            // Its cause: the test the cause was decided on (itself, or the
+            // one whose site's copies alone broke it too).
+            let cause = self
+                .causes
+                .iter()
+                .find(|c| c.binary == t.binary && c.tests.contains(&t.name));
+            if let Some(c) = cause {
+                props.push(Property::new("cause_decided_on", c.decided_on.as_str()));
+                props.push(Property::new("cause_tests", c.tests.len().to_string()));
             }
             case.add_properties(props);
             suites
@@ -1291,6 +1492,7 @@ pub fn merge(shards: &[Shard]) -> Result<Report, String> {
         interrupted: false,
         exposed: 0,
         fails_alone: 0,
+        causes: Vec::new(),
         tests,
     }
     .counted())
