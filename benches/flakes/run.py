@@ -24,7 +24,7 @@ Two more measurements, not under B:
               the runs to its first failure under its labelled class, and
               the classes that make it vulnerable (held a copy, failed in
               at least 2 of 3 runs, its sham in none).
-  controlled  N default audits (--controlled, 20) of tests/controlled.rs, a
+  controlled  N audits with --rates (--controlled, 20) of tests/controlled.rs, a
               suite whose one test fails in 1 of 100 pressured runs and
               never alone: how many flag it (detection's verdict), and how
               many flag one of its three tests with nothing to break.
@@ -355,12 +355,18 @@ def hold_arm(injector, preload_var, binary, labelled, timeout_s):
             "tests": tests}
 
 
+CONTROLLED_ARGS = ["--rates"]
+
+
 def controlled_audits(fdwindow, binary, n, timeout_s):
-    """N default audits of the controlled suite."""
+    """N audits of the controlled suite with `--rates`: its test breaks
+    under pressure without any descriptor, which only the pressured screen
+    and the sign rule can see (the held-copy screen, the default, holds
+    nothing that breaks it)."""
     audits = []
     for i in range(n):
         log(f"  controlled audit {i + 1}/{n}")
-        doc, _ = audit_arm(fdwindow, binary, [], timeout_s)
+        doc, _ = audit_arm(fdwindow, binary, CONTROLLED_ARGS, timeout_s)
         audits.append(doc)
     target = "fails_one_pressured_run_in_a_hundred"
     flagged = [a for a in audits if (a.get("tests", {}).get(target) or {}).get("verdict") in FLAGGED]
@@ -372,6 +378,7 @@ def controlled_audits(fdwindow, binary, n, timeout_s):
         "pattern": "fails in 1 of 100 runs under pressure (the injector mapped), never alone; "
                    "three tests with nothing to break",
         "flagged_means": "verdict " + ", ".join(sorted(FLAGGED)) + " (detection said exposed)",
+        "audit_args": CONTROLLED_ARGS,
         "audits": n,
         "flagged": len(flagged),
         "others_flagged": others,

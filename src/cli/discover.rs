@@ -48,6 +48,9 @@ pub struct Binary {
     pub args: Vec<String>,
     /// Run each test in its own process, as nextest does.
     pub per_test: bool,
+    /// How many of its test processes run at once: nextest's test threads
+    /// where each test is a process, else 1 (libtest runs its own threads).
+    pub jobs: usize,
     /// The user's source tree: cargo's workspace root, else the current
     /// folder (`None`). Call sites in reports are relative to it.
     pub root: Option<PathBuf>,
@@ -381,6 +384,7 @@ fn libtest_binary(
         options,
         selection,
         per_test: false,
+        jobs: 1,
         root: None,
         tests: Vec::new(),
         ignored: BTreeSet::new(),
@@ -900,6 +904,7 @@ const NEXTEST_RUN_ONLY: &[(&str, bool)] = &[
 /// with the same filters.
 fn nextest(command: &[String], rest_at: usize) -> Result<(Vec<Binary>, Vec<String>), String> {
     let mut list_args = Vec::new();
+    let mut threads = None;
     let mut it = command[rest_at..].iter();
     let mut after_dashes = false;
     while let Some(a) = it.next() {
@@ -907,8 +912,16 @@ fn nextest(command: &[String], rest_at: usize) -> Result<(Vec<Binary>, Vec<Strin
             after_dashes = true;
         }
         if !after_dashes && let Some(takes_value) = nextest_run_only(a) {
-            if takes_value {
-                it.next();
+            let value = if takes_value {
+                it.next().cloned()
+            } else {
+                a.split_once('=').map(|(_, v)| v.to_owned()).or_else(|| {
+                    // `-j4`
+                    (a.starts_with("-j") && a.len() > 2).then(|| a[2..].to_owned())
+                })
+            };
+            if a.starts_with("-j") || a.starts_with("--test-threads") {
+                threads = value;
             }
             continue;
         }
@@ -1013,6 +1026,7 @@ fn nextest(command: &[String], rest_at: usize) -> Result<(Vec<Binary>, Vec<Strin
             selection: Vec::new(),
             args: Vec::new(),
             per_test: true,
+            jobs: 1,
             root: root.clone(),
             tests,
             ignored,
@@ -1021,7 +1035,97 @@ fn nextest(command: &[String], rest_at: usize) -> Result<(Vec<Binary>, Vec<Strin
             env,
         });
     }
+    let root = binaries.iter().find_map(|b| b.root.clone());
+    let jobs = nextest_threads(threads.as_deref(), &list_args, root.as_deref())?;
+    for b in &mut binaries {
+        b.jobs = jobs;
+    }
     Ok((binaries, warnings))
+}
+
+/// How many tests `cargo nextest run` runs at once, as it decides:
+/// `-j`/`--test-threads`, else `NEXTEST_TEST_THREADS`, else the profile's
+/// `test-threads` in the workspace's `.config/nextest.toml` (`--profile`,
+/// else `NEXTEST_PROFILE`, else `default`), else the CPU count. A value is
+/// a count, `num-cpus`, or a negative count taken from the CPU count.
+/// See: <https://nexte.st/docs/configuration/#profiles> and
+/// <https://nexte.st/docs/running/#controlling-parallelism>.
+fn nextest_threads(
+    given: Option<&str>,
+    list_args: &[String],
+    root: Option<&Path>,
+) -> Result<usize, String> {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if let Some(v) = given {
+        return threads_value(v, "--test-threads", cpus);
+    }
+    if let Ok(v) = std::env::var("NEXTEST_TEST_THREADS") {
+        return threads_value(&v, "NEXTEST_TEST_THREADS", cpus);
+    }
+    let profile = list_args
+        .iter()
+        .position(|a| a == "--profile" || a == "-P")
+        .and_then(|i| list_args.get(i + 1).cloned())
+        .or_else(|| {
+            list_args
+                .iter()
+                .find_map(|a| a.strip_prefix("--profile=").map(str::to_owned))
+        })
+        .or_else(|| std::env::var("NEXTEST_PROFILE").ok())
+        .unwrap_or_else(|| "default".to_owned());
+    let Some(config) = root.map(|r| r.join(".config/nextest.toml")) else {
+        return Ok(cpus);
+    };
+    let Ok(text) = std::fs::read_to_string(&config) else {
+        return Ok(cpus);
+    };
+    let from = config.display().to_string();
+    match profile_threads(&text, &profile).map_err(|e| format!("{from}: {e}"))? {
+        Some(v) => threads_value(&v, &from, cpus),
+        None => Ok(cpus),
+    }
+}
+
+/// A test-threads value: a count, `num-cpus`, or a negative count taken
+/// from `cpus` (at least 1).
+fn threads_value(value: &str, from: &str, cpus: usize) -> Result<usize, String> {
+    match value.trim() {
+        "num-cpus" => Ok(cpus),
+        v => match v.parse::<i64>() {
+            Ok(n) if n > 0 => Ok(usize::try_from(n).unwrap_or(usize::MAX)),
+            Ok(n) if n < 0 => Ok(cpus
+                .saturating_sub(usize::try_from(-n).unwrap_or(usize::MAX))
+                .max(1)),
+            _ => Err(format!(
+                "{from}: {v:?} is not a number of test threads (a count, num-cpus, or a negative \
+                 count)"
+            )),
+        },
+    }
+}
+
+/// A nextest config's `test-threads` for `profile` (a profile inherits
+/// what it leaves out from `default`), as text.
+fn profile_threads(text: &str, profile: &str) -> Result<Option<String>, String> {
+    let table: toml::Table = text
+        .parse()
+        .map_err(|e| format!("not TOML nextest reads: {e}"))?;
+    let threads = |name: &str| {
+        table
+            .get("profile")
+            .and_then(|p| p.get(name))
+            .and_then(|p| p.get("test-threads"))
+            .cloned()
+    };
+    match threads(profile).or_else(|| threads("default")) {
+        Some(toml::Value::Integer(n)) => Ok(Some(n.to_string())),
+        Some(toml::Value::String(v)) => Ok(Some(v)),
+        Some(other) => Err(format!(
+            "test-threads is a {}: expected a count or num-cpus",
+            other.type_str()
+        )),
+        None => Ok(None),
+    }
 }
 
 /// Whether `arg` is one of `cargo nextest run`'s own options (one `list`
@@ -1252,6 +1356,26 @@ mod tests {
             b.group_runs(&["a", "c"]),
             [(b.exact_args("a"), vec![0]), (b.exact_args("c"), vec![1])]
         );
+    }
+
+    /// nextest's test threads, as it reads them: a count, `num-cpus`, a
+    /// negative count off the CPU count; a profile's, else `default`'s.
+    #[test]
+    fn nextest_threads_are_read_as_nextest_reads_them() {
+        assert_eq!(threads_value("3", "-j", 8), Ok(3));
+        assert_eq!(threads_value("num-cpus", "-j", 8), Ok(8));
+        assert_eq!(threads_value("-2", "-j", 8), Ok(6));
+        assert_eq!(threads_value("-20", "-j", 8), Ok(1));
+        assert!(threads_value("0", "-j", 8).unwrap_err().contains("\"0\""));
+        assert!(threads_value("many", "-j", 8).is_err());
+        let config = "[profile.default]\ntest-threads = 16\n[profile.ci]\nretries = 2\n\
+                      [profile.slow]\ntest-threads = \"num-cpus\"\n";
+        assert_eq!(profile_threads(config, "default"), Ok(Some("16".into())));
+        assert_eq!(profile_threads(config, "ci"), Ok(Some("16".into())));
+        assert_eq!(profile_threads(config, "slow"), Ok(Some("num-cpus".into())));
+        assert_eq!(profile_threads("[profile.ci]\n", "ci"), Ok(None));
+        assert!(profile_threads("[profile.default]\ntest-threads = true\n", "x").is_err());
+        assert!(profile_threads("[profile", "default").is_err());
     }
 
     #[test]

@@ -245,9 +245,22 @@ named for an exposed test, else its verdict):\n\n| true cause | {} |\n|---|{}\n"
                 .or_default() += 1;
         }
         let verdicts: Vec<String> = verdicts.iter().map(|(v, n)| format!("{n} {v}")).collect();
+        // The audits' arguments (`--rates`: its test breaks under pressure
+        // with no descriptor held, which only the pressured screen sees).
+        let args: Vec<&str> = c["audit_args"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|a| a.as_str())
+            .collect();
+        let how = if args.is_empty() {
+            "default audits".to_owned()
+        } else {
+            format!("audits (`fdwindow audit {}`)", args.join(" "))
+        };
         let _ = writeln!(
             out,
-            "\nDetection on real processes: of {} default audits of `{}` ({}), {} flagged `{}` \
+            "\nDetection on real processes: of {} {how} of `{}` ({}), {} flagged `{}` \
 ({}; its verdicts: {}); its screens saw it fail in {failed} of {runs} pressured runs; its tests \
 with nothing to break were flagged {} times in {}.",
             count(&c["audits"]),

@@ -34,6 +34,7 @@ use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, ExitCode, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use fdwindow::cotenant::detect::{
@@ -217,24 +218,78 @@ struct Runner {
     timeout: Duration,
     show_output: bool,
     keep: Option<PathBuf>,
-    seq: u64,
+    seq: AtomicU64,
     /// Pressured runs, and those in which the injector reported pressure.
-    pressured_runs: u64,
-    reached_runs: u64,
-    /// Lets the next run take libtest's unstable `--report-time`.
-    bootstrap: bool,
+    pressured_runs: AtomicU64,
+    reached_runs: AtomicU64,
 }
 
 impl Runner {
     /// Runs `bin` once with `args`, under `spec` if given, and reads it.
     fn run(
-        &mut self,
+        &self,
         bin: &Binary,
         args: &[String],
         spec: Option<&Spec>,
         label: &str,
     ) -> Result<RunResult, String> {
-        self.seq += 1;
+        self.start(bin, args, spec, label, false)
+    }
+
+    /// Runs `bin` once per argument list of `runs`, `bin.jobs` of them at
+    /// once (nextest's test threads, where each test is a process), as
+    /// [`Runner::run`] does; the results in the order of `runs`, each run
+    /// until the first error.
+    fn run_all(
+        &self,
+        bin: &Binary,
+        runs: &[Vec<String>],
+        spec: Option<&Spec>,
+        label: &str,
+        bootstrap: bool,
+    ) -> Result<Vec<RunResult>, String> {
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let results: Vec<std::sync::Mutex<Option<Result<RunResult, String>>>> =
+            runs.iter().map(|_| std::sync::Mutex::new(None)).collect();
+        std::thread::scope(|scope| {
+            for _ in 0..bin.jobs.clamp(1, runs.len().max(1)) {
+                scope.spawn(|| {
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= runs.len() || harness::interrupted() {
+                            break;
+                        }
+                        let result = self.start(bin, &runs[i], spec, label, bootstrap);
+                        let failed = result.is_err();
+                        *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(result);
+                        if failed {
+                            // The others stop too: no run starts after it.
+                            next.store(runs.len(), Ordering::Relaxed);
+                        }
+                    }
+                });
+            }
+        });
+        let mut out = Vec::new();
+        for slot in results {
+            match slot.into_inner().unwrap_or_else(|e| e.into_inner()) {
+                Some(result) => out.push(result?),
+                None => break, // interrupted before it started
+            }
+        }
+        Ok(out)
+    }
+
+    /// One run; `bootstrap` lets it take libtest's unstable `--report-time`.
+    fn start(
+        &self,
+        bin: &Binary,
+        args: &[String],
+        spec: Option<&Spec>,
+        label: &str,
+        bootstrap: bool,
+    ) -> Result<RunResult, String> {
+        let seq = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
         let mut cmd = Command::new(&bin.path);
         cmd.args(args)
             .stdin(Stdio::null())
@@ -245,12 +300,11 @@ impl Runner {
             cmd.current_dir(dir);
         }
         cmd.envs(bin.env.iter().map(|(k, v)| (k, v)));
-        if std::mem::take(&mut self.bootstrap) {
+        if bootstrap {
             cmd.env("RUSTC_BOOTSTRAP", "1");
         }
-        let report = spec.map(|_| {
-            crate::stress::ReportFile(self.report_dir.join(format!("{}.pressure", self.seq)))
-        });
+        let report = spec
+            .map(|_| crate::stress::ReportFile(self.report_dir.join(format!("{seq}.pressure"))));
         match (spec, &report) {
             (Some(spec), Some(report)) => {
                 cmd.env(self.preload_var, &self.preload)
@@ -287,8 +341,9 @@ impl Runner {
             Some(r) => {
                 // The injector reports as it goes: a killed run counts too.
                 let got = crate::stress::read_report(&r.0);
-                self.pressured_runs += 1;
-                self.reached_runs += u64::from(got.processes > 0);
+                self.pressured_runs.fetch_add(1, Ordering::Relaxed);
+                self.reached_runs
+                    .fetch_add(u64::from(got.processes > 0), Ordering::Relaxed);
                 (Some(got), diagnose::read_holds(&r.0))
             }
             None => (None, diagnose::Holds::default()),
@@ -303,7 +358,7 @@ impl Runner {
         let failed = timed_out
             || status.is_some_and(|st| !st.success())
             || parsed.outcomes.values().any(|o| *o == Outcome::Failed);
-        let tag = format!("run {} {} {label}", self.seq, bin.name);
+        let tag = format!("run {seq} {} {label}", bin.name);
         if self.show_output {
             for line in stdout.lines().chain(stderr.lines()) {
                 progress::line(&format!("[{tag}] {line}"));
@@ -345,14 +400,6 @@ impl Runner {
             pressure,
             holds,
         })
-    }
-}
-
-impl Runner {
-    /// The timing run of `args`: alone, allowed libtest's unstable options.
-    fn run_timed(&mut self, bin: &Binary, args: &[String]) -> Result<RunResult, String> {
-        self.bootstrap = true;
-        self.run(bin, args, None, "timing")
     }
 }
 
@@ -569,9 +616,13 @@ impl Bench for SuiteBench<'_> {
             .collect();
         let mut out = Vec::new();
         // The binary's tests are `mine`, in its order.
-        for (args, only) in bin.runs() {
+        let runs = bin.runs();
+        let args: Vec<Vec<String>> = runs.iter().map(|(a, _)| a.clone()).collect();
+        let results = self
+            .runner
+            .run_all(bin, &args, Some(self.spec), "screen", false)?;
+        for ((_, only), result) in runs.into_iter().zip(results) {
             let only = only.map(|i| mine[i]);
-            let result = self.runner.run(bin, &args, Some(self.spec), "screen")?;
             if harness::interrupted() {
                 break;
             }
@@ -605,8 +656,12 @@ impl Bench for SuiteBench<'_> {
         let spec = diagnose::hold_spec(self.spec, self.hold, DropClass::All, false);
         let names: Vec<&str> = group.iter().map(|&t| self.tests[t].name.as_str()).collect();
         let mut held = HeldRun::default();
-        for (args, ran) in bin.group_runs(&names) {
-            let result = self.runner.run(bin, &args, Some(&spec), "screen-held")?;
+        let runs = bin.group_runs(&names);
+        let args: Vec<Vec<String>> = runs.iter().map(|(a, _)| a.clone()).collect();
+        let results = self
+            .runner
+            .run_all(bin, &args, Some(&spec), "screen-held", false)?;
+        for ((_, ran), result) in runs.into_iter().zip(results) {
             if harness::interrupted() {
                 break;
             }
@@ -854,10 +909,9 @@ pub fn run(mut args: AuditArgs) -> Result<ExitCode, String> {
         timeout: Duration::from_secs(args.timeout),
         show_output: args.show_output,
         keep: args.keep_failures.clone(),
-        seq: 0,
-        pressured_runs: 0,
-        reached_runs: 0,
-        bootstrap: false,
+        seq: AtomicU64::new(0),
+        pressured_runs: AtomicU64::new(0),
+        reached_runs: AtomicU64::new(0),
     };
     let mut tests: Vec<TestCase> = binaries
         .iter()
@@ -993,7 +1047,10 @@ pub fn run(mut args: AuditArgs) -> Result<ExitCode, String> {
     audit.diagnosis_seconds = diag_started.elapsed().as_secs_f64();
     progress.finish();
 
-    audit.pressured = (runner.pressured_runs, runner.reached_runs);
+    audit.pressured = (
+        runner.pressured_runs.load(Ordering::Relaxed),
+        runner.reached_runs.load(Ordering::Relaxed),
+    );
     if audit.pressured.1 < audit.pressured.0 {
         audit.warnings.push(format!(
             "pressure started in only {} of {} pressured runs: the loader may have ignored {preload_var}",
@@ -1228,14 +1285,20 @@ fn timing(
         // The binary's tests, in its order.
         let mine: Vec<usize> = (0..tests.len()).filter(|&t| tests[t].binary == b).collect();
         let bin_started = Instant::now();
-        for (args, only) in bin.runs() {
-            let args = [
-                &["-Zunstable-options".into(), "--report-time".into()][..],
-                &args,
-            ]
-            .concat();
-            let run = runner.run_timed(bin, &args)?;
-            let timed = match only {
+        let runs = bin.runs();
+        let args: Vec<Vec<String>> = runs
+            .iter()
+            .map(|(args, _)| {
+                [
+                    &["-Zunstable-options".into(), "--report-time".into()][..],
+                    args,
+                ]
+                .concat()
+            })
+            .collect();
+        let results = runner.run_all(bin, &args, None, "timing", true)?;
+        for ((_, only), run) in runs.iter().zip(results) {
+            let timed = match *only {
                 Some(i) => std::slice::from_ref(&mine[i]),
                 None => &mine[..],
             };

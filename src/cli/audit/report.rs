@@ -520,6 +520,9 @@ pub struct CauseReport {
     /// The call site whose copies break them; `None` where the diagnosis
     /// named no site.
     pub site: Option<Site>,
+    /// Other sites whose copies alone broke the test it was decided on
+    /// (an IPv6 twin of an IPv4 probe): each needs the same fix.
+    pub also: Vec<Site>,
     /// The hazard, where one was named.
     pub hazard: Option<String>,
     /// The diagnosis's cause (`held listener`).
@@ -566,6 +569,12 @@ fn causes_of(tests: &[TestReport]) -> Vec<CauseReport> {
             None => causes.push(CauseReport {
                 binary: t.binary.clone(),
                 site: d.site.clone(),
+                also: d
+                    .sites
+                    .iter()
+                    .filter(|s| s.breaks() && Some(&s.site) != d.site.as_ref())
+                    .map(|s| s.site.clone())
+                    .collect(),
                 hazard: t.hazard.clone(),
                 cause: d.cause.clone(),
                 decided_on,
@@ -793,6 +802,14 @@ impl Report {
                 },
                 names.join(", ")
             );
+            if !c.also.is_empty() {
+                let also: Vec<String> = c.also.iter().map(Site::label).collect();
+                let _ = writeln!(
+                    out,
+                    "Also enough by itself, and to fix alike: {}.\n",
+                    also.join(", ")
+                );
+            }
             let advice = self
                 .tests
                 .iter()
