@@ -39,9 +39,10 @@ use fdwindow::harness;
 use fdwindow::report::stats::{Count, fisher_less};
 use fdwindow_fix::pressure::{DropClass, MAX_CLOSE_SITES, SpawnPath, Spec};
 
+use super::model::TestCase;
 use super::progress::Progress;
+use super::runner::{Runner, seen};
 use super::site::{AloneRuns, Frame, SiteRuns, Symbols, Workspace, parse_frames};
-use super::{Runner, TestCase, seen};
 use crate::cli::discover::Binary;
 
 /// The classes the deterministic mode holds, one at a time: every class but
@@ -885,7 +886,7 @@ fn load_check(
     let mut t = [Tally::default(); 2];
     let mut pairs = 0;
     // The order within each pair is a coin flip, as in the reruns.
-    let mut coin = Coin::new(u64::from(std::process::id()) ^ super::clock_seed());
+    let mut coin = Coin::new(u64::from(std::process::id()) ^ super::plan::clock_seed());
     while pairs < LOAD_PAIRS
         && Instant::now() < end
         && !harness::interrupted()

@@ -24,32 +24,32 @@
 //! 128 + N when signal N stopped it (141 when stderr or stdout was closed by
 //! its reader: the audit winds down as on Ctrl-C, see `fdwindow::base::out`).
 
+mod decide;
 mod diagnose;
+mod model;
+mod plan;
 mod progress;
 mod report;
+mod runner;
+mod screen;
 mod site;
 
 use std::collections::BTreeMap;
-use std::io::Read;
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Command, ExitCode, ExitStatus, Stdio};
+use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use fdwindow::cotenant::detect::{
-    self, Bench, Detection, HeldRun, Plan, Rerun, ScreenStop, Seen, Verdict,
-};
+use fdwindow::cotenant::detect::{self, Detection, Plan, ScreenStop};
 use fdwindow::harness;
-use fdwindow_fix::base::child::{GroupExit, wait_group};
-use fdwindow_fix::pressure::{self, DropClass, ENV_VAR, Spec};
+use fdwindow_fix::pressure::{self, Spec};
 
+use crate::cli::discover;
 use crate::cli::partition::Partition;
-
-use crate::cli::discover::{self, Binary};
-use crate::cli::libtest::{self, Outcome};
-use diagnose::Diagnosis;
+use model::{Audit, TestCase};
 use progress::Progress;
+use runner::Runner;
+use screen::SuiteBench;
 
 /// The screen's and reruns' pressure before `--pressure`'s keys: more
 /// threads and a longer hold than `fdwindow stress`'s `threads=4,hold=1ms`.
@@ -59,9 +59,6 @@ use progress::Progress;
 /// one saw every exposed test fail at least twice in 150 runs, 44 failures
 /// in all against the stress default's 14 (`benches/flakes/pressure-choice.json`).
 pub const PRESSURE: &str = "threads=8,hold=5ms,path=mix";
-
-/// The variable the injector appends its per-process lines to.
-const REPORT_VAR: &str = "FDWINDOW_PRESSURE_REPORT";
 
 /// The audit's exit statuses (besides 2, bad input, and 128+N, stopped by
 /// signal N).
@@ -196,654 +193,12 @@ struct MergeArgs {
     reports: Vec<PathBuf>,
 }
 
-/// How one run of a binary ended, with what it printed.
-struct RunResult {
-    parsed: libtest::Parsed,
-    timed_out: bool,
-    /// Exited other than by success, or by a signal: tests that never
-    /// reported died with it.
-    status: Option<ExitStatus>,
-    /// What the injector reported (pressured runs only).
-    pressure: Option<crate::stress::RunPressure>,
-    /// The injector's close-hold lines (diagnosis runs only).
-    holds: diagnose::Holds,
-}
-
-/// Runs test binaries alone or pressured, with output captured.
-struct Runner {
-    preload_var: &'static str,
-    preload: String,
-    /// Folder for the per-run injector reports.
-    report_dir: PathBuf,
-    timeout: Duration,
-    show_output: bool,
-    keep: Option<PathBuf>,
-    seq: AtomicU64,
-    /// Pressured runs, and those in which the injector reported pressure.
-    pressured_runs: AtomicU64,
-    reached_runs: AtomicU64,
-}
-
-impl Runner {
-    /// Runs `bin` once with `args`, under `spec` if given, and reads it.
-    fn run(
-        &self,
-        bin: &Binary,
-        args: &[String],
-        spec: Option<&Spec>,
-        label: &str,
-    ) -> Result<RunResult, String> {
-        self.start(bin, args, spec, label, false)
-    }
-
-    /// Runs `bin` once per argument list of `runs`, `bin.jobs` of them at
-    /// once (nextest's test threads, where each test is a process), as
-    /// [`Runner::run`] does; the results in the order of `runs`, each run
-    /// until the first error.
-    fn run_all(
-        &self,
-        bin: &Binary,
-        runs: &[Vec<String>],
-        spec: Option<&Spec>,
-        label: &str,
-        bootstrap: bool,
-    ) -> Result<Vec<RunResult>, String> {
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let results: Vec<std::sync::Mutex<Option<Result<RunResult, String>>>> =
-            runs.iter().map(|_| std::sync::Mutex::new(None)).collect();
-        std::thread::scope(|scope| {
-            for _ in 0..bin.jobs.clamp(1, runs.len().max(1)) {
-                scope.spawn(|| {
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        if i >= runs.len() || harness::interrupted() {
-                            break;
-                        }
-                        let result = self.start(bin, &runs[i], spec, label, bootstrap);
-                        let failed = result.is_err();
-                        *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(result);
-                        if failed {
-                            // The others stop too: no run starts after it.
-                            next.store(runs.len(), Ordering::Relaxed);
-                        }
-                    }
-                });
-            }
-        });
-        let mut out = Vec::new();
-        for slot in results {
-            match slot.into_inner().unwrap_or_else(|e| e.into_inner()) {
-                Some(result) => out.push(result?),
-                None => break, // interrupted before it started
-            }
-        }
-        Ok(out)
-    }
-
-    /// One run; `bootstrap` lets it take libtest's unstable `--report-time`.
-    fn start(
-        &self,
-        bin: &Binary,
-        args: &[String],
-        spec: Option<&Spec>,
-        label: &str,
-        bootstrap: bool,
-    ) -> Result<RunResult, String> {
-        let seq = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
-        let mut cmd = Command::new(&bin.path);
-        cmd.args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        if let Some(dir) = &bin.cwd {
-            cmd.current_dir(dir);
-        }
-        cmd.envs(bin.env.iter().map(|(k, v)| (k, v)));
-        if bootstrap {
-            cmd.env("RUSTC_BOOTSTRAP", "1");
-        }
-        let report = spec
-            .map(|_| crate::stress::ReportFile(self.report_dir.join(format!("{seq}.pressure"))));
-        match (spec, &report) {
-            (Some(spec), Some(report)) => {
-                cmd.env(self.preload_var, &self.preload)
-                    .env(ENV_VAR, spec.to_string())
-                    .env(REPORT_VAR, &report.0);
-            }
-            _ => {
-                cmd.env_remove(ENV_VAR);
-            }
-        }
-        // It dies with the audit: one killed outright leaves no test
-        // running (this thread waits for it below).
-        fdwindow_fix::sys::child_hook::die_with_parent(&mut cmd);
-        let start = Instant::now();
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| format!("{}: {e}", bin.path.display()))?;
-        let drain = |pipe: Option<Box<dyn Read + Send>>| {
-            std::thread::spawn(move || {
-                let mut buf = Vec::new();
-                if let Some(mut p) = pipe {
-                    let _ = p.read_to_end(&mut buf);
-                }
-                String::from_utf8_lossy(&buf).into_owned()
-            })
-        };
-        let out = drain(child.stdout.take().map(|p| Box::new(p) as _));
-        let err = drain(child.stderr.take().map(|p| Box::new(p) as _));
-        let ended = wait_group(&mut child, start + self.timeout, harness::interrupted)
-            .map_err(|e| format!("{}: {e}", bin.name))?;
-        let stdout = out.join().unwrap_or_default();
-        let stderr = err.join().unwrap_or_default();
-        let (pressure, holds) = match &report {
-            Some(r) => {
-                // The injector reports as it goes: a killed run counts too.
-                let got = crate::stress::read_report(&r.0);
-                self.pressured_runs.fetch_add(1, Ordering::Relaxed);
-                self.reached_runs
-                    .fetch_add(u64::from(got.processes > 0), Ordering::Relaxed);
-                (Some(got), diagnose::read_holds(&r.0))
-            }
-            None => (None, diagnose::Holds::default()),
-        };
-        drop(report);
-        let (timed_out, status) = match ended {
-            GroupExit::Exited(st) => (false, Some(st)),
-            GroupExit::TimedOut => (true, None),
-            GroupExit::Stopped => (false, None),
-        };
-        let parsed = libtest::parse(&stdout);
-        let failed = timed_out
-            || status.is_some_and(|st| !st.success())
-            || parsed.outcomes.values().any(|o| *o == Outcome::Failed);
-        let tag = format!("run {seq} {} {label}", bin.name);
-        if self.show_output {
-            for line in stdout.lines().chain(stderr.lines()) {
-                progress::line(&format!("[{tag}] {line}"));
-            }
-        }
-        if failed && let Some(dir) = &self.keep {
-            let safe: String = tag
-                .trim_start_matches("run ")
-                .chars()
-                .map(|c| {
-                    if c.is_ascii_alphanumeric() || c == '-' {
-                        c
-                    } else {
-                        '_'
-                    }
-                })
-                .collect();
-            let text = format!(
-                "# {tag}: {}\n# args: {args:?}\n# pressure: {}\n## stdout\n{stdout}\n## stderr\n{stderr}",
-                if timed_out {
-                    "timed out".to_owned()
-                } else {
-                    format!("{status:?}")
-                },
-                spec.map_or_else(|| "none".to_owned(), Spec::to_string)
-            );
-            let path = dir.join(format!("{safe}.log"));
-            if let Err(e) = fdwindow::evidence::results::write_atomic(&path, text.as_bytes()) {
-                progress::line(&format!(
-                    "warning: --keep-failures: {}: {e}",
-                    path.display()
-                ));
-            }
-        }
-        Ok(RunResult {
-            parsed,
-            timed_out,
-            status,
-            pressure,
-            holds,
-        })
-    }
-}
-
-/// What a run says about `test`; `None` when it did not run (ignored, filtered).
-fn seen(run: &RunResult, test: &str) -> Option<(Seen, Option<String>)> {
-    match run.parsed.outcomes.get(test) {
-        Some(Outcome::Ok) => Some((Seen::Ok, None)),
-        Some(Outcome::Failed) => Some((Seen::Failed, run.parsed.messages.get(test).cloned())),
-        Some(Outcome::Ignored) => None,
-        None if run.timed_out => Some((Seen::TimedOut, Some("timed out (--timeout)".into()))),
-        None => match run.status {
-            Some(s) if !s.success() => Some((
-                Seen::Failed,
-                Some(format!(
-                    "the test binary ended ({s}) before this test reported"
-                )),
-            )),
-            _ => None,
-        },
-    }
-}
-
-/// One test of the suite.
-#[derive(Clone, Debug)]
-pub struct TestCase {
-    /// Index into [`Audit::binaries`].
-    pub binary: usize,
-    /// libtest's name.
-    pub name: String,
-    /// The first failure message seen.
-    pub message: Option<String>,
-    /// Screen runs in which the binary timed out or died before this test
-    /// reported (counted as bad: any test in flight may have caused it).
-    pub unattributed: u64,
-    /// Its run time alone, from the timing run.
-    pub time: Option<f64>,
-}
-
-/// The whole audit's outcome, for the report.
-pub struct Audit {
-    /// The command as given.
-    pub command: Vec<String>,
-    /// The pressure of the screen and the reruns.
-    pub spec: Spec,
-    /// The budget the audit ran under.
-    pub budget: Duration,
-    /// The shard audited.
-    pub partition: Option<Partition>,
-    /// Seconds of the timing run.
-    pub timing_seconds: f64,
-    /// The binaries, by index.
-    pub binaries: Vec<String>,
-    /// The tests, by index (detection's indices).
-    pub tests: Vec<TestCase>,
-    /// What detection found.
-    pub detection: Detection,
-    /// The diagnosis of each exposed or undecided test, by test index.
-    pub diagnoses: BTreeMap<usize, Diagnosis>,
-    /// Seconds spent in the diagnosis.
-    pub diagnosis_seconds: f64,
-    /// Pressured runs, and those in which the injector reported pressure.
-    pub pressured: (u64, u64),
-    /// Warnings for the reader.
-    pub warnings: Vec<String>,
-    /// Whether Ctrl-C cut it short.
-    pub interrupted: bool,
-}
-
-impl Audit {
-    /// The test's verdict: detection's, with `load` where the diagnosis
-    /// found that pressure breaks it without any held descriptor.
-    pub fn verdict(&self, test: usize) -> Word {
-        self.decision(test).0
-    }
-
-    /// The rule that made an exposed test exposed.
-    pub fn basis(&self, test: usize) -> Option<Basis> {
-        self.decision(test).1
-    }
-
-    fn decision(&self, test: usize) -> (Word, Option<Basis>) {
-        let diagnosis = self.diagnoses.get(&test);
-        let held = diagnosis.is_some_and(|d| matches!(d.cause, diagnose::Cause::Held(_)));
-        let complete = diagnosis.is_some_and(Diagnosis::complete);
-        match self.detection.verdict(test) {
-            Verdict::Exposed if diagnosis.is_some_and(Diagnosis::is_load) => (Word::Load, None),
-            // The sign rule says pressure breaks it; with a complete
-            // diagnosis that found no held descriptor behind it, it is not
-            // a descriptor hazard (CPU, memory, timing), and is reported
-            // apart. One the budget cut short stays exposed: an experiment
-            // that did not finish clears nothing.
-            Verdict::Exposed if complete && !held => (Word::PressureOnly, None),
-            Verdict::Exposed => (Word::Exposed, Some(Basis::SignRule)),
-            Verdict::FailsAlone => (Word::FailsAlone, None),
-            // Failed in the screen (pressure or held copies), never alone in its
-            // reruns, and the held-copy window decides on its own that a
-            // copy of the descriptor it closes breaks it.
-            Verdict::Undecided
-                if diagnosis.is_some_and(Diagnosis::decisive)
-                    && self
-                        .detection
-                        .pairs
-                        .get(&test)
-                        .is_some_and(|p| p.alone.runs > 0 && p.alone.bad() == 0) =>
-            {
-                (Word::Exposed, Some(Basis::HeldCopy))
-            }
-            Verdict::Undecided => (Word::Undecided, None),
-            Verdict::NotExposed => (Word::NotExposed, None),
-        }
-    }
-
-    /// Total seconds.
-    pub fn seconds(&self) -> f64 {
-        self.timing_seconds + self.detection.seconds.iter().sum::<f64>() + self.diagnosis_seconds
-    }
-}
-
-/// A test's word in the report.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Word {
-    /// A held copy of a descriptor breaks it: it fails more under pressure
-    /// (the sign rule) and its diagnosis names the descriptor, or it failed
-    /// under pressure, never alone, and the held-copy window decides.
-    Exposed,
-    /// Fails more under pressure (the sign rule), but no held descriptor
-    /// reproduced it and the load check did not decide.
-    PressureOnly,
-    /// Fails more under pressure, and as often when the pressure's children
-    /// hold nothing: CPU, memory or fork cost, not a held descriptor.
-    Load,
-    /// Failed alone in its reruns.
-    FailsAlone,
-    /// Failed in the screen, not decided within the budget.
-    Undecided,
-    /// Never failed in the screen.
-    NotExposed,
-}
-
-/// The rule by which a test is exposed; the report states both.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Basis {
-    /// The sign rule of its interleaved reruns.
-    SignRule,
-    /// The held-copy window: failed in the screen, ran alone in its reruns
-    /// and never failed there, and its class's copies broke it against
-    /// their sham.
-    HeldCopy,
-}
-
-impl Basis {
-    /// The id in reports.
-    pub fn id(self) -> &'static str {
-        match self {
-            Basis::SignRule => "sign-rule",
-            Basis::HeldCopy => "held-copy",
-        }
-    }
-}
-
-impl Word {
-    /// The id in reports.
-    pub fn id(self) -> &'static str {
-        match self {
-            Word::Exposed => "exposed",
-            Word::PressureOnly => "pressure-only",
-            Word::Load => "load",
-            Word::FailsAlone => "fails-alone",
-            Word::Undecided => "undecided",
-            Word::NotExposed => "not-exposed",
-        }
-    }
-}
-
-/// The audit's runs, for [`detect::detect`]: real processes.
-struct SuiteBench<'a> {
-    runner: &'a mut Runner,
-    binaries: &'a [Binary],
-    tests: &'a mut [TestCase],
-    spec: &'a Spec,
-    started: Instant,
-    progress: &'a mut Progress,
-    budget: Duration,
-    /// The binaries' names, for progress lines.
-    names: Vec<String>,
-    /// Per binary, screen runs in which the pressure never started (not
-    /// counted).
-    unpressured: Vec<u64>,
-    /// How long a held-copy screen's children hold each closed descriptor.
-    hold: Duration,
-    /// The held-copy screen's closes let through unheld, by reason.
-    unheld_by: BTreeMap<String, u64>,
-    /// How the suspects are rerun, for the progress line.
-    reruns: &'static str,
-}
-
-impl Bench for SuiteBench<'_> {
-    type Error = String;
-
-    fn elapsed(&self) -> Duration {
-        self.started.elapsed()
-    }
-
-    fn interrupted(&self) -> bool {
-        harness::interrupted()
-    }
-
-    fn screen(&mut self, b: usize) -> Result<Vec<(usize, Seen)>, String> {
-        let bin = &self.binaries[b];
-        let mine: Vec<usize> = (0..self.tests.len())
-            .filter(|&t| self.tests[t].binary == b)
-            .collect();
-        let mut out = Vec::new();
-        // The binary's tests are `mine`, in its order.
-        let runs = bin.runs();
-        let args: Vec<Vec<String>> = runs.iter().map(|(a, _)| a.clone()).collect();
-        let results = self
-            .runner
-            .run_all(bin, &args, Some(self.spec), "screen", false)?;
-        for ((_, only), result) in runs.into_iter().zip(results) {
-            let only = only.map(|i| mine[i]);
-            if harness::interrupted() {
-                break;
-            }
-            // A run the pressure never reached says nothing of pressure:
-            // its passes must not clear a test.
-            if result.pressure.is_some_and(|p| p.processes == 0) {
-                self.unpressured[b] += 1;
-                continue;
-            }
-            for &t in &mine {
-                if only.is_some_and(|o| o != t) {
-                    continue;
-                }
-                let case = &mut self.tests[t];
-                if let Some((s, msg)) = seen(&result, &case.name) {
-                    if !result.parsed.outcomes.contains_key(&case.name) {
-                        case.unattributed += 1;
-                    }
-                    if case.message.is_none() {
-                        case.message = msg;
-                    }
-                    out.push((t, s));
-                }
-            }
-        }
-        Ok(out)
-    }
-
-    fn screen_held(&mut self, b: usize, group: &[usize]) -> Result<Option<HeldRun>, String> {
-        let bin = &self.binaries[b];
-        let spec = diagnose::hold_spec(self.spec, self.hold, DropClass::All, false);
-        let names: Vec<&str> = group.iter().map(|&t| self.tests[t].name.as_str()).collect();
-        let mut held = HeldRun::default();
-        let runs = bin.group_runs(&names);
-        let args: Vec<Vec<String>> = runs.iter().map(|(a, _)| a.clone()).collect();
-        let results = self
-            .runner
-            .run_all(bin, &args, Some(&spec), "screen-held", false)?;
-        for ((_, ran), result) in runs.into_iter().zip(results) {
-            if harness::interrupted() {
-                break;
-            }
-            // The injector never started (a static binary?): no copy can be
-            // held here, and the pressure screen says so in its warnings.
-            if result.pressure.is_some_and(|p| p.processes == 0) {
-                return Ok(None);
-            }
-            let ran: Vec<usize> = ran.iter().map(|&i| group[i]).collect();
-            held.copies += result.holds.held.len() as u64;
-            // A run that died before its injector counted cannot say what
-            // went unheld: its tests count as run with a gap.
-            let gap = result.holds.skipped > 0 || !result.holds.counted;
-            held.unheld += result.holds.skipped;
-            for (reason, n) in &result.holds.unheld {
-                *self.unheld_by.entry(reason.clone()).or_default() += n;
-            }
-            for &t in &ran {
-                let case = &mut self.tests[t];
-                if let Some((s, msg)) = seen(&result, &case.name) {
-                    if case.message.is_none() {
-                        case.message = msg;
-                    }
-                    held.seen.push((t, s));
-                    if gap {
-                        held.gaps.push(t);
-                    }
-                }
-            }
-        }
-        Ok(Some(held))
-    }
-
-    fn rerun(&mut self, t: usize, pressured: bool) -> Result<Rerun, String> {
-        let case = &self.tests[t];
-        let bin = &self.binaries[case.binary];
-        let label = if pressured {
-            "rerun-pressure"
-        } else {
-            "rerun-alone"
-        };
-        let spec = pressured.then_some(self.spec);
-        let result = self
-            .runner
-            .run(bin, &bin.exact_args(&case.name), spec, label)?;
-        let found = seen(&result, &case.name);
-        let case = &mut self.tests[t];
-        if let Some((_, msg)) = &found
-            && case.message.is_none()
-        {
-            case.message.clone_from(msg);
-        }
-        let reached = result.pressure.unwrap_or_default();
-        Ok(Rerun {
-            seen: found.map(|(s, _)| s),
-            spawns: reached.spawns,
-            pressured: reached.processes > 0,
-        })
-    }
-
-    fn progress(&mut self, event: detect::Event<'_>) {
-        let left = self.budget.saturating_sub(self.started.elapsed());
-        match event {
-            detect::Event::Holding { pace } => {
-                let each = self.paces(pace);
-                self.progress.step(&format!(
-                    "screen: a run of each binary alone takes {each}; each runs once with a \
-                     copy of every closed descriptor held for {hold:?} (close-hold=all, each \
-                     copy passed to one holder process), again in halves where a close went \
-                     through unheld",
-                    hold = self.hold,
-                ));
-            }
-            detect::Event::Held {
-                runs,
-                screened,
-                tests,
-                suspects,
-            } => self.progress.update(&format!(
-                "screen (held copies): {runs} runs, {screened} of {tests} tests screened, \
-                 {suspects} failed; {:.0} s left",
-                left.as_secs_f64()
-            )),
-            detect::Event::Planned { pace, rounds } => {
-                let each = self.paces(pace);
-                let plan = rounds.map_or_else(String::new, |n| {
-                    format!(
-                        "; at that pace the screen's share holds about {n} rounds: a test failing \
-                         in {:.1}% of pressured runs of its binary has a 90% chance to be seen",
-                        100.0 * detect::seen_rate90(n)
-                    )
-                });
-                self.progress.step(&format!(
-                    "screen plan: a pressured run of each binary takes {each}{plan}"
-                ));
-            }
-            detect::Event::Screen { rounds, suspects } => self.progress.update(&format!(
-                "screen: {rounds} rounds of pressured runs, {suspects} tests failed; {:.0} s left",
-                left.as_secs_f64()
-            )),
-            detect::Event::Confirming { suspects } => self.progress.step(&format!(
-                "{} suspects: rerunning each with --exact{}",
-                suspects.len(),
-                self.reruns
-            )),
-            detect::Event::Pair { test, pairs } => {
-                let word = pairs.decided().map_or("", Verdict::id);
-                let text = format!(
-                    "  {} {}: alone {}/{}, pressure {}/{} {word}; {:.0} s left",
-                    self.names[self.tests[test].binary],
-                    self.tests[test].name,
-                    pairs.alone.bad(),
-                    pairs.alone.runs,
-                    pairs.pressure.bad(),
-                    pairs.pressure.runs,
-                    left.as_secs_f64()
-                );
-                if pairs.decided().is_some() {
-                    self.progress.step(&text);
-                } else {
-                    self.progress.update(&text);
-                }
-            }
-        }
-    }
-}
-
-impl SuiteBench<'_> {
-    /// Each binary's name and seconds, for the plan's line.
-    fn paces(&self, pace: &[f64]) -> String {
-        let each: Vec<String> = self
-            .names
-            .iter()
-            .zip(pace)
-            .map(|(name, s)| match s {
-                // A fast binary's pace would read 0.0 s.
-                s if *s < 1.0 => format!("{name} {:.0} ms", s * 1000.0),
-                s => format!("{name} {s:.1} s"),
-            })
-            .collect();
-        each.join(", ")
-    }
-}
-
 /// Runs `fdwindow audit`; `Err` is bad input (exit status 2).
 pub fn run(mut args: AuditArgs) -> Result<ExitCode, String> {
     if let Some(AuditCommand::Merge(m)) = &args.merge {
         return merge(m);
     }
-    crate::stress::check_command(&args.command)?;
-    let mut spec: Spec = format!("{PRESSURE},{}", args.pressure)
-        .parse()
-        .map_err(|e| format!("--pressure: {e}"))?;
-    if spec.config.drop.is_some()
-        || spec.controller.is_some()
-        || spec.close_hold.is_some()
-        || !spec.close_sites.is_empty()
-    {
-        return Err(
-            "--pressure: drop=, close-hold=, close-site= and controller= are the audit's to set"
-                .into(),
-        );
-    }
-    // The audit runs each test binary itself, so every pressured run is of
-    // a test binary: a `match=` could only keep the pressure out of it.
-    if spec.exe_match.is_some() {
-        return Err(
-            "--pressure: match= is not the audit's: it pressures each test binary it runs".into(),
-        );
-    }
-    if args.budget.is_some_and(|b| b.is_zero()) {
-        return Err("--budget must be longer than 0".into());
-    }
-    // The injector refuses a hold as long as its deadline (`for`), and a
-    // hold as long as a run's timeout times every held run out.
-    let longest = spec.config.deadline.min(Duration::from_secs(args.timeout));
-    if args.hold.is_zero() || args.hold >= longest {
-        return Err(format!(
-            "--hold must be longer than 0 and shorter than {longest:?} (the pressure's `for` \
-             and `--timeout`, whichever is shorter)"
-        ));
-    }
+    let mut spec = checked_spec(&args)?;
     // Before the build: a results folder that cannot give advice is bad
     // input, found before minutes of audit.
     let advisor = report::Advisor::choose(args.results.as_deref())?;
@@ -872,22 +227,7 @@ pub fn run(mut args: AuditArgs) -> Result<ExitCode, String> {
     for w in &found_warnings {
         progress::line(&format!("warning: {w}"));
     }
-    let mut empty_shard = None;
-    if let Some(p) = args.partition {
-        let all: usize = binaries.iter().map(|b| b.tests.len()).sum();
-        for bin in &mut binaries {
-            bin.tests = p.shard(&bin.tests, &bin.ignored);
-            bin.partitioned = true;
-        }
-        binaries.retain(|b| !b.tests.is_empty());
-        if binaries.is_empty() {
-            // Not an error: the suite has tests, this shard none of them
-            // (shards deal per binary). Its empty report lets merge see it.
-            empty_shard = Some(format!(
-                "shard {p} holds none of the suite's {all} tests: nothing audited in it"
-            ));
-        }
-    }
+    let empty_shard = args.partition.and_then(|p| shard(p, &mut binaries));
     if let Some(why) = empty_shard {
         let mut audit = Audit::empty(&args, spec_shown(&spec));
         audit.warnings = found_warnings;
@@ -939,7 +279,7 @@ pub fn run(mut args: AuditArgs) -> Result<ExitCode, String> {
         max_pairs: args.max_reruns,
         rates: args.rates,
         // The pair order's coin: any seed will do, a new one each audit.
-        seed: clock_seed(),
+        seed: plan::clock_seed(),
     };
     let mut progress = Progress::new();
     progress.step(&format!(
@@ -952,7 +292,8 @@ pub fn run(mut args: AuditArgs) -> Result<ExitCode, String> {
         args.budget().as_secs_f64()
     ));
     let started = Instant::now();
-    let (timing_seconds, timing_each) = timing(&mut runner, &binaries, &mut tests, &mut progress)?;
+    let (timing_seconds, timing_each) =
+        plan::timing(&mut runner, &binaries, &mut tests, &mut progress)?;
     // No --budget: one the suite fits in.
     if args.budget.is_none() {
         let fit = detect::budget_for(timing_seconds);
@@ -1008,34 +349,12 @@ pub fn run(mut args: AuditArgs) -> Result<ExitCode, String> {
         warnings: found_warnings,
         ..Audit::empty(&args, shown_spec)
     };
-    if let Some(h) = &audit.detection.held {
-        let unscreened = h.screened.iter().filter(|s| !**s).count();
-        if unscreened > 0 {
-            let unheld: u64 = h.unheld.iter().sum();
-            let why: Vec<String> = unheld_by.iter().map(|(r, n)| format!("{n} {r}")).collect();
-            audit.warnings.push(format!(
-                "{unscreened} of {} tests never ran with every close held ({unheld} closes \
-                 went through unheld{}): an exposure in them can be missed",
-                audit.tests.len(),
-                if why.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {}", why.join(", "))
-                }
-            ));
-        }
-    }
-    for (b, n) in unpressured.iter().enumerate().filter(|(_, n)| **n > 0) {
-        audit.warnings.push(format!(
-            "{}: pressure never started in {n} of its {} screen runs; those runs are not counted",
-            audit.binaries[b], audit.detection.screen_runs[b]
-        ));
-    }
+    screen_warnings(&mut audit, &unpressured, &unheld_by);
     // The diagnosis of each exposed test, then each undecided one.
     let diag_started = Instant::now();
     if !args.no_diagnose {
         let end = started + args.budget();
-        diagnose_suspects(
+        decide::diagnose_suspects(
             &mut audit,
             &mut runner,
             &binaries,
@@ -1057,40 +376,7 @@ pub fn run(mut args: AuditArgs) -> Result<ExitCode, String> {
             audit.pressured.1, audit.pressured.0
         ));
     }
-    let pairs = &audit.detection.pairs;
-    if !harness::interrupted()
-        && !pairs.is_empty()
-        && pairs.values().all(|p| p.alone.runs + p.dropped == 0)
-    {
-        audit.warnings.push(
-            "the screen left no time for the --exact reruns: every suspect is undecided \
-             (a larger --budget, or fewer --runs)"
-                .into(),
-        );
-    }
-    let spent = started.elapsed();
-    if spent > args.budget() + diagnose::MIN_TIME {
-        audit.warnings.push(format!(
-            "took {:.0} s of a {:.0} s budget: each exposed test's diagnosis gets at least {} s",
-            spent.as_secs_f64(),
-            args.budget().as_secs_f64(),
-            diagnose::MIN_TIME.as_secs()
-        ));
-    }
-    for (t, p) in &audit.detection.pairs {
-        if p.pressure.runs == 0 && p.dropped > 0 {
-            audit.warnings.push(format!(
-                "{}: its --exact reruns never reported it ({} pairs)",
-                audit.tests[*t].name, p.dropped
-            ));
-        }
-        if p.unpressured > 0 {
-            audit.warnings.push(format!(
-                "{}: pressure never started in {} of its {} pressured reruns",
-                audit.tests[*t].name, p.unpressured, p.pressure.runs
-            ));
-        }
-    }
+    rerun_warnings(&mut audit, started.elapsed(), args.budget());
     audit.interrupted = harness::interrupted();
     if !audit.interrupted && audit.pressured.0 > 0 && audit.pressured.1 == 0 {
         return Err(format!(
@@ -1114,91 +400,123 @@ pub fn run(mut args: AuditArgs) -> Result<ExitCode, String> {
     Ok(exit)
 }
 
-/// Causes tried on a new suspect before its own diagnosis, the latest first.
-const CAUSES_TRIED: usize = 4;
-
-/// Diagnoses each exposed test, then each undecided one, each first tried
-/// against the causes already decided in its binary ([`diagnose::join`]):
-/// suspects that share a call site are decided once, the others by that
-/// site's copies alone. An exposed test gets at least a short diagnosis,
-/// even past `end`: without a cause it is half an answer; an undecided one
-/// only what the budget has left.
-fn diagnose_suspects(
-    audit: &mut Audit,
-    runner: &mut Runner,
-    binaries: &[Binary],
-    (spec, hold): (&Spec, Duration),
-    end: Instant,
-    progress: &mut Progress,
-) -> Result<(), String> {
-    let mut order: Vec<usize> = (0..audit.tests.len())
-        .filter(|&t| audit.detection.verdict(t) == Verdict::Exposed)
-        .collect();
-    order.extend(
-        (0..audit.tests.len()).filter(|&t| audit.detection.verdict(t) == Verdict::Undecided),
-    );
-    let mut symbols = site::Symbols::default();
-    let mut causes: Vec<(usize, diagnose::KnownCause)> = Vec::new();
-    for t in order {
-        if harness::interrupted() {
-            break;
-        }
-        let exposed = audit.detection.verdict(t) == Verdict::Exposed;
-        if !exposed && Instant::now() >= end {
-            break;
-        }
-        let end = if exposed {
-            end.max(Instant::now() + diagnose::MIN_TIME)
-        } else {
-            end
-        };
-        let case = &audit.tests[t];
-        let bin = &binaries[case.binary];
-        let mut joined = None;
-        let known = causes.iter().rev().filter(|(b, _)| *b == case.binary);
-        for (_, cause) in known.take(CAUSES_TRIED) {
-            joined = diagnose::join(runner, bin, case, spec, hold, cause, end, progress)?;
-            if joined.is_some() {
-                break;
-            }
-        }
-        let d = match joined {
-            Some(d) => d,
-            None => {
-                let root = bin.root.clone().or_else(|| std::env::current_dir().ok());
-                let workspace = site::Workspace::new(root.unwrap_or_default());
-                let d = diagnose::diagnose(
-                    runner,
-                    bin,
-                    case,
-                    spec,
-                    hold,
-                    exposed,
-                    end,
-                    progress,
-                    (&mut symbols, &workspace),
-                )?;
-                if let Some(cause) = diagnose::KnownCause::of(&case.name, &d) {
-                    causes.push((case.binary, cause));
-                }
-                d
-            }
-        };
-        let with = d
-            .joined
-            .as_ref()
-            .map_or_else(String::new, |j| format!(", with {}'s cause", j.test));
-        progress.step(&format!(
-            "  diagnosis {} {}: {}{with} ({} runs, {:.1} s)",
-            audit.binaries[case.binary],
-            case.name,
-            d.summary(),
-            d.runs(),
-            d.seconds
-        ));
-        audit.diagnoses.insert(t, d);
+/// The audit's pressure from `args`, every argument checked before the
+/// build; `Err` is bad input.
+fn checked_spec(args: &AuditArgs) -> Result<Spec, String> {
+    crate::stress::check_command(&args.command)?;
+    let spec: Spec = format!("{PRESSURE},{}", args.pressure)
+        .parse()
+        .map_err(|e| format!("--pressure: {e}"))?;
+    if spec.config.drop.is_some()
+        || spec.controller.is_some()
+        || spec.close_hold.is_some()
+        || !spec.close_sites.is_empty()
+    {
+        return Err(
+            "--pressure: drop=, close-hold=, close-site= and controller= are the audit's to set"
+                .into(),
+        );
     }
-    Ok(())
+    // The audit runs each test binary itself, so every pressured run is of
+    // a test binary: a `match=` could only keep the pressure out of it.
+    if spec.exe_match.is_some() {
+        return Err(
+            "--pressure: match= is not the audit's: it pressures each test binary it runs".into(),
+        );
+    }
+    if args.budget.is_some_and(|b| b.is_zero()) {
+        return Err("--budget must be longer than 0".into());
+    }
+    // The injector refuses a hold as long as its deadline (`for`), and a
+    // hold as long as a run's timeout times every held run out.
+    let longest = spec.config.deadline.min(Duration::from_secs(args.timeout));
+    if args.hold.is_zero() || args.hold >= longest {
+        return Err(format!(
+            "--hold must be longer than 0 and shorter than {longest:?} (the pressure's `for` \
+             and `--timeout`, whichever is shorter)"
+        ));
+    }
+    Ok(spec)
+}
+
+/// Keeps `binaries`' tests of shard `p` (and the binaries with any); says
+/// why when the shard holds none: not an error, since the suite has tests
+/// and shards deal per binary, and its empty report lets merge see it.
+fn shard(p: Partition, binaries: &mut Vec<discover::Binary>) -> Option<String> {
+    let all: usize = binaries.iter().map(|b| b.tests.len()).sum();
+    for bin in binaries.iter_mut() {
+        bin.tests = p.shard(&bin.tests, &bin.ignored);
+        bin.partitioned = true;
+    }
+    binaries.retain(|b| !b.tests.is_empty());
+    binaries
+        .is_empty()
+        .then(|| format!("shard {p} holds none of the suite's {all} tests: nothing audited in it"))
+}
+
+/// The screen's warnings: tests never screened with every close held,
+/// binaries whose pressure never started in some runs.
+fn screen_warnings(audit: &mut Audit, unpressured: &[u64], unheld_by: &BTreeMap<String, u64>) {
+    if let Some(h) = &audit.detection.held {
+        let unscreened = h.screened.iter().filter(|s| !**s).count();
+        if unscreened > 0 {
+            let unheld: u64 = h.unheld.iter().sum();
+            let why: Vec<String> = unheld_by.iter().map(|(r, n)| format!("{n} {r}")).collect();
+            audit.warnings.push(format!(
+                "{unscreened} of {} tests never ran with every close held ({unheld} closes \
+                 went through unheld{}): an exposure in them can be missed",
+                audit.tests.len(),
+                if why.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", why.join(", "))
+                }
+            ));
+        }
+    }
+    for (b, n) in unpressured.iter().enumerate().filter(|(_, n)| **n > 0) {
+        audit.warnings.push(format!(
+            "{}: pressure never started in {n} of its {} screen runs; those runs are not counted",
+            audit.binaries[b], audit.detection.screen_runs[b]
+        ));
+    }
+}
+
+/// The reruns' and the budget's warnings.
+fn rerun_warnings(audit: &mut Audit, spent: Duration, budget: Duration) {
+    let pairs = &audit.detection.pairs;
+    if !harness::interrupted()
+        && !pairs.is_empty()
+        && pairs.values().all(|p| p.alone.runs + p.dropped == 0)
+    {
+        audit.warnings.push(
+            "the screen left no time for the --exact reruns: every suspect is undecided \
+             (a larger --budget, or fewer --runs)"
+                .into(),
+        );
+    }
+    if spent > budget + diagnose::MIN_TIME {
+        audit.warnings.push(format!(
+            "took {:.0} s of a {:.0} s budget: each exposed test's diagnosis gets at least {} s",
+            spent.as_secs_f64(),
+            budget.as_secs_f64(),
+            diagnose::MIN_TIME.as_secs()
+        ));
+    }
+    for (t, p) in &audit.detection.pairs {
+        if p.pressure.runs == 0 && p.dropped > 0 {
+            audit.warnings.push(format!(
+                "{}: its --exact reruns never reported it ({} pairs)",
+                audit.tests[*t].name, p.dropped
+            ));
+        }
+        if p.unpressured > 0 {
+            audit.warnings.push(format!(
+                "{}: pressure never started in {} of its {} pressured reruns",
+                audit.tests[*t].name, p.unpressured, p.pressure.runs
+            ));
+        }
+    }
 }
 
 /// The pressure as the report shows it: without the controller.
@@ -1265,65 +583,13 @@ fn exit_code(report: &report::Report) -> ExitCode {
     ExitCode::from(report.exit_status())
 }
 
-/// The timing run: each binary once, alone, with libtest's `--report-time`
-/// (an unstable option, so `RUSTC_BOOTSTRAP=1` for that run only), for
-/// each test's run time in the JUnit report. A binary that refuses the
-/// option gives no times; nothing else is read from this run.
-fn timing(
-    runner: &mut Runner,
-    binaries: &[Binary],
-    tests: &mut [TestCase],
-    progress: &mut Progress,
-) -> Result<(f64, Vec<f64>), String> {
-    let started = Instant::now();
-    let mut each = vec![0.0; binaries.len()];
-    progress.update("timing run: each binary once, alone");
-    for (b, bin) in binaries.iter().enumerate() {
-        if harness::interrupted() {
-            break;
-        }
-        // The binary's tests, in its order.
-        let mine: Vec<usize> = (0..tests.len()).filter(|&t| tests[t].binary == b).collect();
-        let bin_started = Instant::now();
-        let runs = bin.runs();
-        let args: Vec<Vec<String>> = runs
-            .iter()
-            .map(|(args, _)| {
-                [
-                    &["-Zunstable-options".into(), "--report-time".into()][..],
-                    args,
-                ]
-                .concat()
-            })
-            .collect();
-        let results = runner.run_all(bin, &args, None, "timing", true)?;
-        for ((_, only), run) in runs.iter().zip(results) {
-            let timed = match *only {
-                Some(i) => std::slice::from_ref(&mine[i]),
-                None => &mine[..],
-            };
-            for &t in timed {
-                tests[t].time = run.parsed.times.get(&tests[t].name).copied();
-            }
-        }
-        each[b] = bin_started.elapsed().as_secs_f64();
-    }
-    Ok((started.elapsed().as_secs_f64(), each))
-}
-
-/// A seed from the clock, for the coins that order pairs.
-fn clock_seed() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use diagnose::{Cause, ClassRuns, DECIDE_RUNS};
+    use diagnose::{Cause, ClassRuns, DECIDE_RUNS, Diagnosis};
     use fdwindow::cotenant::detect::{Pairs, SIGN_FAILURES, Tally};
     use fdwindow_fix::pressure::DropClass;
+    use model::{Basis, Word};
 
     fn tally(bad: u64, runs: u64) -> Tally {
         Tally {

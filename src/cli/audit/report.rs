@@ -16,8 +16,8 @@ use fdwindow::report::stats::{Count, fisher_less};
 use fdwindow::report::verdict::Verdict;
 
 use super::diagnose::{Cause, DECIDE_RUNS, Diagnosis, WINDOW_P, ids};
+use super::model::{Audit, Basis, Word};
 use super::site::{AloneRuns, DEBUG_HINT, Found, Site, SiteRuns};
-use super::{Audit, Basis, Word};
 use crate::cli::partition::{Partition, Scheme};
 
 /// The report's format version: a change of any field's name or meaning
