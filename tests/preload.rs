@@ -168,34 +168,38 @@ fn a_controller_gone_or_reused_starts_no_pressure() {
     }
 }
 
-/// close-hold=…,hold-by=fork's accounting has no silent gap: with room for 4
-/// copies held for 5 s, `cat` given one file 50 times (it opens and closes
-/// each in turn) gets exactly 4 held copies, and the other 46 closes are
-/// counted as unheld.
-#[test]
-fn every_close_of_the_class_is_held_or_counted_unheld() {
+/// `cat` given one file 50 times (it opens and closes each in turn) under
+/// the injector's `spec`: the injector's report, and the file (removed with
+/// its folder; its path stays a marker to look for in command lines).
+fn cat_fifty_times(spec: &str) -> (String, std::path::PathBuf) {
     let injector = common::injector();
-    let scratch = common::scratch("preload-close-hold");
+    let scratch = common::scratch("preload-cat");
     let report = scratch.dir().join("report");
-    let file = scratch.dir().join("f");
+    let file = scratch.dir().join("cat-fifty-times");
     std::fs::write(&file, "x").unwrap();
-    let started = std::time::Instant::now();
     let out = Command::new("/bin/cat")
         .args(std::iter::repeat_n(&file, 50))
         .env("LD_PRELOAD", injector.path())
-        .env(
-            "FDWINDOW_PRESSURE",
-            "close-hold=file,hold=5s,max-alive=4,hold-by=fork",
-        )
+        .env("FDWINDOW_PRESSURE", spec)
         .env("FDWINDOW_PRESSURE_REPORT", &report)
         .stdin(Stdio::null())
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", common::stderr(&out));
     assert_eq!(out.stdout.len(), 50);
+    (std::fs::read_to_string(&report).unwrap(), file)
+}
+
+/// close-hold=…,hold-by=fork's accounting has no silent gap: with room for 4
+/// copies held for 5 s, `cat` given one file 50 times (it opens and closes
+/// each in turn) gets exactly 4 held copies, and the other 46 closes are
+/// counted as unheld.
+#[test]
+fn every_close_of_the_class_is_held_or_counted_unheld() {
+    let started = std::time::Instant::now();
+    let (text, _) = cat_fifty_times("close-hold=file,hold=5s,max-alive=4,hold-by=fork");
     // The holders were killed at exit, not waited for.
     assert!(started.elapsed() < std::time::Duration::from_secs(5));
-    let text = std::fs::read_to_string(&report).unwrap();
     let held = text.lines().filter(|l| l.starts_with("held ")).count();
     let counts: Vec<u64> = text
         .lines()
@@ -326,22 +330,7 @@ fn hold_counts(report: &str) -> Vec<u64> {
 /// outlives it.
 #[test]
 fn passed_copies_hold_every_close() {
-    let injector = common::injector();
-    let scratch = common::scratch("preload-pass");
-    let report = scratch.dir().join("report");
-    let file = scratch.dir().join("pass-every-close");
-    std::fs::write(&file, "x").unwrap();
-    let out = Command::new("/bin/cat")
-        .args(std::iter::repeat_n(&file, 50))
-        .env("LD_PRELOAD", injector.path())
-        .env("FDWINDOW_PRESSURE", "close-hold=file,hold=5s")
-        .env("FDWINDOW_PRESSURE_REPORT", &report)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", common::stderr(&out));
-    assert_eq!(out.stdout.len(), 50);
-    let text = std::fs::read_to_string(&report).unwrap();
+    let (text, file) = cat_fifty_times("close-hold=file,hold=5s");
     let held: Vec<&str> = text.lines().filter(|l| l.starts_with("held ")).collect();
     assert_eq!(held.len(), 16, "{text}");
     assert!(

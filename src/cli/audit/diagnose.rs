@@ -362,26 +362,8 @@ pub fn join(
     let t0 = Instant::now();
     let mut s = hold_spec(spec, hold, cause.class, false);
     s.close_sites.clone_from(&cause.addrs);
-    let mut runs = AloneRuns::default();
-    for round in 1..=ROUNDS {
-        if harness::interrupted() || Instant::now() >= end {
-            break;
-        }
-        progress.update(&format!(
-            "  diagnosing {}: round {round}/{ROUNDS}, holding only the site of {}'s cause",
-            case.name, cause.test
-        ));
-        let result = runner.run(bin, &bin.exact_args(&case.name), Some(&s), "hold-cause")?;
-        let Some((seen, _)) = seen(&result, &case.name) else {
-            break;
-        };
-        runs.runs += 1;
-        runs.failures += u64::from(seen != Seen::Ok);
-        runs.held += result.holds.held.len() as u64;
-        if seen == Seen::Ok || runs.held == 0 {
-            break;
-        }
-    }
+    let what = format!("the site of {}'s cause", cause.test);
+    let runs = site_rounds(runner, bin, case, &s, (&what, true), end, progress)?;
     if runs.runs < ROUNDS || runs.failures < runs.runs || runs.held == 0 {
         return Ok(None);
     }
@@ -638,104 +620,17 @@ pub fn diagnose(
     sites: (&mut Symbols, &Workspace),
 ) -> Result<Diagnosis, String> {
     let t0 = Instant::now();
-    let mut classes: Vec<ClassRuns> = CLASSES
-        .iter()
-        .map(|&class| ClassRuns {
-            class,
-            tally: Tally::default(),
-            started: 0,
-            held: 0,
-            skipped: 0,
-            what: Vec::new(),
-            kept: Kept::default(),
-            stacks: Vec::new(),
-            first_failure: None,
-            message: None,
-        })
-        .collect();
-    let mut counts: Vec<std::collections::BTreeMap<String, u64>> =
-        vec![Default::default(); CLASSES.len()];
-    'rounds: for round in 1..=ROUNDS {
-        for (c, count) in classes.iter_mut().zip(&mut counts) {
-            if harness::interrupted() || Instant::now() >= end {
-                break 'rounds;
-            }
-            // A class of which the first run closed nothing stays a control
-            // with that one run: more runs would hold nothing either.
-            if round > 1 && c.held == 0 {
-                continue;
-            }
-            progress.update(&format!(
-                "  diagnosing {}: round {round}/{ROUNDS}, holding {} copies; {:.0} s left",
-                case.name,
-                c.class.id(),
-                end.saturating_duration_since(Instant::now()).as_secs_f64()
-            ));
-            let s = hold_spec(spec, hold, c.class, false);
-            let label = format!("hold-{}", c.class.id());
-            c.started += 1;
-            let result = runner.run(bin, &bin.exact_args(&case.name), Some(&s), &label)?;
-            if let Some((seen, msg)) = seen(&result, &case.name) {
-                c.tally.add(seen);
-                note_stacks(c, &result.holds, seen);
-                if c.tally.bad() > 0 && c.first_failure.is_none() {
-                    c.first_failure = Some(c.tally.runs);
-                    c.message = msg;
-                }
-            }
-            c.held += result.holds.held.len() as u64;
-            c.skipped += result.holds.skipped;
-            for held in result.holds.held {
-                c.kept.note(&held.what);
-                *count.entry(held.what).or_default() += 1;
-            }
-        }
-    }
-    for (c, count) in classes.iter_mut().zip(counts) {
-        let mut ranked: Vec<(String, u64)> = count.into_iter().collect();
-        ranked.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
-        c.what = ranked.into_iter().take(WHAT_KEPT).map(|(w, _)| w).collect();
-    }
-    // The sham of each class named so far: the same forks at the same
-    // closes, its children keeping nothing. A test that fails as often is
-    // broken by the forks themselves (copy-on-write, CPU), not by the copy.
+    let mut classes = hold_rounds(runner, bin, case, (spec, hold), end, progress)?;
     let named_first = named(&classes);
-    // Each class named so far, and its sham, alternately, until both have
-    // DECIDE_RUNS runs: enough for the held copy against its sham to reach
-    // the project's deterministic rule (7/7 against 0/7: Fisher p = 2.9e-4).
-    let mut shams = Vec::new();
-    for &class in &named_first {
-        let mut t = Tally::default();
-        let at = classes
-            .iter()
-            .position(|c| c.class == class)
-            .expect("tried");
-        // Bounded in rounds too: a test that stops reporting (it crashes
-        // the binary) would otherwise rerun until the deadline.
-        for _ in 0..3 * DECIDE_RUNS {
-            if t.runs >= DECIDE_RUNS || harness::interrupted() || Instant::now() >= end {
-                break;
-            }
-            for sham in [true, false] {
-                if !sham && classes[at].tally.runs >= DECIDE_RUNS {
-                    continue;
-                }
-                let s = hold_spec(spec, hold, class, sham);
-                let label = format!("hold-{}{}", class.id(), if sham { "-sham" } else { "" });
-                let result = runner.run(bin, &bin.exact_args(&case.name), Some(&s), &label)?;
-                let Some((seen, _)) = seen(&result, &case.name) else {
-                    continue;
-                };
-                if sham {
-                    t.add(seen);
-                } else {
-                    classes[at].tally.add(seen);
-                    note_stacks(&mut classes[at], &result.holds, seen);
-                }
-            }
-        }
-        shams.push((class, t));
-    }
+    let shams = sham_rounds(
+        runner,
+        bin,
+        case,
+        (spec, hold),
+        &mut classes,
+        &named_first,
+        end,
+    )?;
     let (found, forks_break, cut_short) = judge(&classes, &named_first, &shams);
     let mut d = Diagnosis {
         forks_break: forks_break.clone(),
@@ -799,6 +694,130 @@ pub fn diagnose(
     Ok(d)
 }
 
+/// Each class's runs ([`ROUNDS`] each; one where the first run closed
+/// nothing of the class), what their copies held, ranked.
+fn hold_rounds(
+    runner: &mut Runner,
+    bin: &Binary,
+    case: &TestCase,
+    (spec, hold): (&Spec, Duration),
+    end: Instant,
+    progress: &mut Progress,
+) -> Result<Vec<ClassRuns>, String> {
+    let mut classes: Vec<ClassRuns> = CLASSES
+        .iter()
+        .map(|&class| ClassRuns {
+            class,
+            tally: Tally::default(),
+            started: 0,
+            held: 0,
+            skipped: 0,
+            what: Vec::new(),
+            kept: Kept::default(),
+            stacks: Vec::new(),
+            first_failure: None,
+            message: None,
+        })
+        .collect();
+    let mut counts: Vec<std::collections::BTreeMap<String, u64>> =
+        vec![Default::default(); CLASSES.len()];
+    'rounds: for round in 1..=ROUNDS {
+        for (c, count) in classes.iter_mut().zip(&mut counts) {
+            if harness::interrupted() || Instant::now() >= end {
+                break 'rounds;
+            }
+            // A class of which the first run closed nothing stays a control
+            // with that one run: more runs would hold nothing either.
+            if round > 1 && c.held == 0 {
+                continue;
+            }
+            progress.update(&format!(
+                "  diagnosing {}: round {round}/{ROUNDS}, holding {} copies; {:.0} s left",
+                case.name,
+                c.class.id(),
+                end.saturating_duration_since(Instant::now()).as_secs_f64()
+            ));
+            let s = hold_spec(spec, hold, c.class, false);
+            let label = format!("hold-{}", c.class.id());
+            c.started += 1;
+            let result = runner.run(bin, &bin.exact_args(&case.name), Some(&s), &label)?;
+            if let Some((seen, msg)) = seen(&result, &case.name) {
+                c.tally.add(seen);
+                note_stacks(c, &result.holds, seen);
+                if c.tally.bad() > 0 && c.first_failure.is_none() {
+                    c.first_failure = Some(c.tally.runs);
+                    c.message = msg;
+                }
+            }
+            c.held += result.holds.held.len() as u64;
+            c.skipped += result.holds.skipped;
+            for held in result.holds.held {
+                c.kept.note(&held.what);
+                *count.entry(held.what).or_default() += 1;
+            }
+        }
+    }
+    for (c, count) in classes.iter_mut().zip(counts) {
+        let mut ranked: Vec<(String, u64)> = count.into_iter().collect();
+        ranked.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+        c.what = ranked.into_iter().take(WHAT_KEPT).map(|(w, _)| w).collect();
+    }
+    Ok(classes)
+}
+
+/// The sham of each class in `named`: its runs against its class's, in
+/// turn, until each has [`DECIDE_RUNS`] (or the deadline).
+fn sham_rounds(
+    runner: &mut Runner,
+    bin: &Binary,
+    case: &TestCase,
+    (spec, hold): (&Spec, Duration),
+    classes: &mut [ClassRuns],
+    named: &[DropClass],
+    end: Instant,
+) -> Result<Vec<(DropClass, Tally)>, String> {
+    // The sham of each class named so far: the same forks at the same
+    // closes, its children keeping nothing. A test that fails as often is
+    // broken by the forks themselves (copy-on-write, CPU), not by the copy.
+    // Each class named so far, and its sham, alternately, until both have
+    // DECIDE_RUNS runs: enough for the held copy against its sham to reach
+    // the project's deterministic rule (7/7 against 0/7: Fisher p = 2.9e-4).
+    let mut shams = Vec::new();
+    for &class in named {
+        let mut t = Tally::default();
+        let at = classes
+            .iter()
+            .position(|c| c.class == class)
+            .expect("tried");
+        // Bounded in rounds too: a test that stops reporting (it crashes
+        // the binary) would otherwise rerun until the deadline.
+        for _ in 0..3 * DECIDE_RUNS {
+            if t.runs >= DECIDE_RUNS || harness::interrupted() || Instant::now() >= end {
+                break;
+            }
+            for sham in [true, false] {
+                if !sham && classes[at].tally.runs >= DECIDE_RUNS {
+                    continue;
+                }
+                let s = hold_spec(spec, hold, class, sham);
+                let label = format!("hold-{}{}", class.id(), if sham { "-sham" } else { "" });
+                let result = runner.run(bin, &bin.exact_args(&case.name), Some(&s), &label)?;
+                let Some((seen, _)) = seen(&result, &case.name) else {
+                    continue;
+                };
+                if sham {
+                    t.add(seen);
+                } else {
+                    classes[at].tally.add(seen);
+                    note_stacks(&mut classes[at], &result.holds, seen);
+                }
+            }
+        }
+        shams.push((class, t));
+    }
+    Ok(shams)
+}
+
 /// Sites tried alone at most.
 const SITES_TRIED: usize = 8;
 
@@ -828,33 +847,50 @@ fn separate_sites(
     for site in tried {
         let mut s = spec.clone();
         s.close_sites = site.addrs.iter().copied().take(MAX_CLOSE_SITES).collect();
-        let mut alone = AloneRuns::default();
-        for round in 1..=ROUNDS {
-            if harness::interrupted() || Instant::now() >= end {
-                break;
-            }
-            progress.update(&format!(
-                "  diagnosing {}: round {round}/{ROUNDS}, holding only {}",
-                case.name,
-                site.site.location()
-            ));
-            let result = runner.run(bin, &bin.exact_args(&case.name), Some(&s), "hold-site")?;
-            let Some((seen, _)) = seen(&result, &case.name) else {
-                continue;
-            };
-            alone.runs += 1;
-            alone.failures += u64::from(seen != Seen::Ok);
-            alone.held += result.holds.held.len() as u64;
-            if alone.held == 0 {
-                break;
-            }
-        }
+        let what = site.site.location();
+        let alone = site_rounds(runner, bin, case, &s, (&what, false), end, progress)?;
         // A deadline that left no run says nothing about the site.
         site.alone = (alone.runs > 0).then_some(alone);
     }
     // The sites that break the test first, then as before.
     sites.sort_by_key(|s| !s.breaks());
     Ok(())
+}
+
+/// Up to [`ROUNDS`] runs of `case` holding only the closes `spec`'s
+/// `close-site=` names (`what`, for the progress line), ending at a run
+/// that held nothing (the filter matched no close) and, with `until_pass`,
+/// at one that passed.
+fn site_rounds(
+    runner: &mut Runner,
+    bin: &Binary,
+    case: &TestCase,
+    spec: &Spec,
+    (what, until_pass): (&str, bool),
+    end: Instant,
+    progress: &mut Progress,
+) -> Result<AloneRuns, String> {
+    let mut runs = AloneRuns::default();
+    for round in 1..=ROUNDS {
+        if harness::interrupted() || Instant::now() >= end {
+            break;
+        }
+        progress.update(&format!(
+            "  diagnosing {}: round {round}/{ROUNDS}, holding only {what}",
+            case.name
+        ));
+        let result = runner.run(bin, &bin.exact_args(&case.name), Some(spec), "hold-site")?;
+        let Some((seen, _)) = seen(&result, &case.name) else {
+            continue;
+        };
+        runs.runs += 1;
+        runs.failures += u64::from(seen != Seen::Ok);
+        runs.held += result.holds.held.len() as u64;
+        if runs.held == 0 || (until_pass && seen == Seen::Ok) {
+            break;
+        }
+    }
+    Ok(runs)
 }
 
 /// The close-hold spec of one class over `spec`; with `sham` its children

@@ -37,7 +37,6 @@ mod site;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use fdwindow::cotenant::detect::{self, Detection, Plan, ScreenStop};
@@ -158,6 +157,57 @@ impl AuditArgs {
     }
 }
 
+impl AuditArgs {
+    /// The detection's plan: the budget, the screen the arguments ask for.
+    fn plan(&self) -> Plan {
+        Plan {
+            budget: self.budget(),
+            screen: match (self.runs, self.duration, self.rates) {
+                (Some(n), _, _) => ScreenStop::Runs(n),
+                (None, Some(d), _) => ScreenStop::For(d),
+                (None, None, true) => ScreenStop::Share,
+                (None, None, false) => ScreenStop::Held,
+            },
+            rerun_budget: self.rerun_budget,
+            max_pairs: self.max_reruns,
+            rates: self.rates,
+            // The pair order's coin: any seed will do, a new one each audit.
+            seed: plan::clock_seed(),
+        }
+    }
+
+    /// Without `--budget`, a budget the suite fits in, from its timing run
+    /// (said on stderr when it is not the default).
+    fn fit_budget(&mut self, plan: &mut Plan, timing_seconds: f64, progress: &mut Progress) {
+        if self.budget.is_some() {
+            return;
+        }
+        let fit = detect::budget_for(timing_seconds);
+        if fit > self.budget() {
+            progress.step(&format!(
+                "budget: {:.0} s, not the default {:.0} s: the timing run took {timing_seconds:.1} \
+                 s, and the screen's share must hold it and two more runs of every binary \
+                 (--budget sets it)",
+                fit.as_secs_f64(),
+                self.budget().as_secs_f64()
+            ));
+            self.budget = Some(fit);
+            plan.budget = fit;
+        }
+    }
+
+    /// How the suspects are rerun, for the progress line.
+    fn reruns_text(&self) -> &'static str {
+        if self.rates {
+            ", alone and pressured in pairs"
+        } else if self.runs.is_some() || self.duration.is_some() {
+            ", alone; those only pressure broke also pressured, in pairs"
+        } else {
+            " alone (the held-copy window decides; --rates adds pressured reruns)"
+        }
+    }
+}
+
 /// `--pressure`'s long help: the keys a user may set, with the audit's
 /// defaults (it sets `drop=` and `match=` itself).
 fn pressure_help() -> String {
@@ -238,49 +288,15 @@ pub fn run(mut args: AuditArgs) -> Result<ExitCode, String> {
         fdwindow::base::out::stdout(&render(&report, &args.format));
         return Ok(exit_code(&report));
     }
-    let preload = match std::env::var(preload_var) {
-        Ok(old) if !old.is_empty() => format!("{}:{old}", injector.path().display()),
-        _ => injector.path().display().to_string(),
-    };
-    let mut runner = Runner {
-        preload_var,
-        preload,
-        report_dir: folder.dir().to_owned(),
-        timeout: Duration::from_secs(args.timeout),
-        show_output: args.show_output,
-        keep: args.keep_failures.clone(),
-        seq: AtomicU64::new(0),
-        pressured_runs: AtomicU64::new(0),
-        reached_runs: AtomicU64::new(0),
-    };
-    let mut tests: Vec<TestCase> = binaries
-        .iter()
-        .enumerate()
-        .flat_map(|(b, bin)| {
-            bin.tests.iter().map(move |name| TestCase {
-                binary: b,
-                name: name.clone(),
-                message: None,
-                unattributed: 0,
-                time: None,
-            })
-        })
-        .collect();
+    let mut runner = Runner::new(
+        (preload_var, injector.path()),
+        folder.dir(),
+        Duration::from_secs(args.timeout),
+        (args.show_output, args.keep_failures.clone()),
+    );
+    let mut tests = TestCase::all(&binaries);
     let shown_spec = spec_shown(&spec);
-    let mut plan = Plan {
-        budget: args.budget(),
-        screen: match (args.runs, args.duration, args.rates) {
-            (Some(n), _, _) => ScreenStop::Runs(n),
-            (None, Some(d), _) => ScreenStop::For(d),
-            (None, None, true) => ScreenStop::Share,
-            (None, None, false) => ScreenStop::Held,
-        },
-        rerun_budget: args.rerun_budget,
-        max_pairs: args.max_reruns,
-        rates: args.rates,
-        // The pair order's coin: any seed will do, a new one each audit.
-        seed: plan::clock_seed(),
-    };
+    let mut plan = args.plan();
     let mut progress = Progress::new();
     progress.step(&format!(
         "fdwindow audit: {} binaries, {} tests{}, budget {:.0} s, pressure {shown_spec}",
@@ -294,53 +310,13 @@ pub fn run(mut args: AuditArgs) -> Result<ExitCode, String> {
     let started = Instant::now();
     let (timing_seconds, timing_each) =
         plan::timing(&mut runner, &binaries, &mut tests, &mut progress)?;
-    // No --budget: one the suite fits in.
-    if args.budget.is_none() {
-        let fit = detect::budget_for(timing_seconds);
-        if fit > args.budget() {
-            progress.step(&format!(
-                "budget: {:.0} s, not the default {:.0} s: the timing run took {timing_seconds:.1} \
-                 s, and the screen's share must hold it and two more runs of every binary \
-                 (--budget sets it)",
-                fit.as_secs_f64(),
-                args.budget().as_secs_f64()
-            ));
-            args.budget = Some(fit);
-            plan.budget = fit;
-        }
-    }
+    args.fit_budget(&mut plan, timing_seconds, &mut progress);
     let names: Vec<String> = binaries.iter().map(|b| b.name.clone()).collect();
-    let test_binaries: Vec<usize> = tests.iter().map(|t| t.binary).collect();
-    let (detection, unpressured, unheld_by) = {
-        let mut bench = SuiteBench {
-            runner: &mut runner,
-            binaries: &binaries,
-            tests: &mut tests,
-            spec: &spec,
-            started,
-            progress: &mut progress,
-            budget: args.budget(),
-            names: names.clone(),
-            unpressured: vec![0; binaries.len()],
-            hold: args.hold,
-            unheld_by: BTreeMap::new(),
-            reruns: if args.rates {
-                ", alone and pressured in pairs"
-            } else if args.runs.is_some() || args.duration.is_some() {
-                ", alone; those only pressure broke also pressured, in pairs"
-            } else {
-                " alone (the held-copy window decides; --rates adds pressured reruns)"
-            },
-        };
-        let detection = detect::detect(
-            &mut bench,
-            &test_binaries,
-            binaries.len(),
-            &plan,
-            &timing_each,
-        )?;
-        (detection, bench.unpressured, bench.unheld_by)
-    };
+    let mut bench = SuiteBench::new(&mut runner, &binaries, &mut tests, &spec, &mut progress);
+    bench.started = started;
+    (bench.budget, bench.hold, bench.reruns) = (args.budget(), args.hold, args.reruns_text());
+    let detection = bench.detect(&plan, &timing_each)?;
+    let (unpressured, unheld_by) = (bench.unpressured, bench.unheld_by);
     let mut audit = Audit {
         timing_seconds,
         binaries: names,
@@ -366,25 +342,10 @@ pub fn run(mut args: AuditArgs) -> Result<ExitCode, String> {
     audit.diagnosis_seconds = diag_started.elapsed().as_secs_f64();
     progress.finish();
 
-    audit.pressured = (
-        runner.pressured_runs.load(Ordering::Relaxed),
-        runner.reached_runs.load(Ordering::Relaxed),
-    );
-    if audit.pressured.1 < audit.pressured.0 {
-        audit.warnings.push(format!(
-            "pressure started in only {} of {} pressured runs: the loader may have ignored {preload_var}",
-            audit.pressured.1, audit.pressured.0
-        ));
-    }
+    audit.pressured = runner.pressured();
     rerun_warnings(&mut audit, started.elapsed(), args.budget());
     audit.interrupted = harness::interrupted();
-    if !audit.interrupted && audit.pressured.0 > 0 && audit.pressured.1 == 0 {
-        return Err(format!(
-            "pressure never started in any of the {} pressured runs (the loader ignored \
-             {preload_var}: a static or setuid test binary?): nothing was audited",
-            audit.pressured.0
-        ));
-    }
+    pressure_reached(&mut audit, preload_var)?;
     let report = report::Report::of(&audit, &advisor);
     let text = render(&report, &args.format);
     let exit = if audit.interrupted {
@@ -480,6 +441,25 @@ fn screen_warnings(audit: &mut Audit, unpressured: &[u64], unheld_by: &BTreeMap<
             audit.binaries[b], audit.detection.screen_runs[b]
         ));
     }
+}
+
+/// Whether the pressured runs were pressured: a warning where some were
+/// not, and `Err` (nothing audited) where none was.
+fn pressure_reached(audit: &mut Audit, preload_var: &str) -> Result<(), String> {
+    let (runs, reached) = audit.pressured;
+    if reached < runs {
+        audit.warnings.push(format!(
+            "pressure started in only {reached} of {runs} pressured runs: the loader may have \
+             ignored {preload_var}"
+        ));
+    }
+    if !audit.interrupted && runs > 0 && reached == 0 {
+        return Err(format!(
+            "pressure never started in any of the {runs} pressured runs (the loader ignored \
+             {preload_var}: a static or setuid test binary?): nothing was audited"
+        ));
+    }
+    Ok(())
 }
 
 /// The reruns' and the budget's warnings.
@@ -977,6 +957,25 @@ mod tests {
         }
     }
 
+    /// A site of `a::drops_a_listener` held in each of the window's 7 runs,
+    /// all failing, the only one.
+    fn site_runs(file: Option<&str>, line: Option<u32>, found: site::Found) -> site::SiteRuns {
+        site::SiteRuns {
+            site: site::Site {
+                file: file.map(str::to_owned),
+                line,
+                function: Some("a::drops_a_listener".into()),
+                found,
+                via: None,
+            },
+            runs: DECIDE_RUNS,
+            failing: DECIDE_RUNS,
+            only: true,
+            alone: None,
+            addrs: Default::default(),
+        }
+    }
+
     /// Exposed tests of one binary whose diagnoses name one site and hazard
     /// are one cause, decided on the test whose own diagnosis decided it,
     /// listed once in the markdown and once in GitHub's annotations; a
@@ -984,20 +983,7 @@ mod tests {
     #[test]
     fn tests_that_share_a_site_are_one_cause() {
         let n = DECIDE_RUNS;
-        let site_at = |line| site::SiteRuns {
-            site: site::Site {
-                file: Some("src/lib.rs".into()),
-                line: Some(line),
-                function: Some("a::probe".into()),
-                found: site::Found::Workspace,
-                via: None,
-            },
-            runs: n,
-            failing: n,
-            only: true,
-            alone: None,
-            addrs: Default::default(),
-        };
+        let site_at = |line| site_runs(Some("src/lib.rs"), Some(line), site::Found::Workspace);
         let mut rep = listener(n, 0, n);
         rep.sites = vec![site_at(117)];
         let mut joined = rep.clone();
@@ -1053,7 +1039,9 @@ mod tests {
         );
         let md = r.markdown();
         assert!(
-            md.contains("### `src/lib.rs:117` in `a::probe` (t): listener-survival, 2 tests"),
+            md.contains(
+                "### `src/lib.rs:117` in `a::drops_a_listener` (t): listener-survival, 2 tests"
+            ),
             "{md}"
         );
         assert!(md.contains("; 1 other by this site's copies alone"), "{md}");
@@ -1072,20 +1060,7 @@ mod tests {
     #[test]
     fn the_site_reaches_every_format() {
         let n = DECIDE_RUNS;
-        let at = |file: Option<&str>, line, found| site::SiteRuns {
-            site: site::Site {
-                file: file.map(str::to_owned),
-                line,
-                function: Some("a::drops_a_listener".into()),
-                found,
-                via: None,
-            },
-            runs: n,
-            failing: n,
-            only: true,
-            alone: None,
-            addrs: Default::default(),
-        };
+        let at = site_runs;
         let mut d = listener(n, 0, n);
         d.sites = vec![at(Some("tests/a.rs"), Some(12), site::Found::Workspace)];
         let claims = report::Advisor::Claims(None);

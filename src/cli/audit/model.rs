@@ -8,6 +8,7 @@ use fdwindow::cotenant::detect::{Detection, Verdict};
 use fdwindow_fix::pressure::Spec;
 
 use super::diagnose::{self, Diagnosis};
+use crate::cli::discover::Binary;
 use crate::cli::partition::Partition;
 
 /// One test of the suite.
@@ -24,6 +25,25 @@ pub struct TestCase {
     pub unattributed: u64,
     /// Its run time alone, from the timing run.
     pub time: Option<f64>,
+}
+
+impl TestCase {
+    /// Every test of `binaries`, in their order.
+    pub fn all(binaries: &[Binary]) -> Vec<TestCase> {
+        binaries
+            .iter()
+            .enumerate()
+            .flat_map(|(b, bin)| {
+                bin.tests.iter().map(move |name| TestCase {
+                    binary: b,
+                    name: name.clone(),
+                    message: None,
+                    unattributed: 0,
+                    time: None,
+                })
+            })
+            .collect()
+    }
 }
 
 /// The whole audit's outcome, for the report.

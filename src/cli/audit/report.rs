@@ -766,6 +766,66 @@ impl Report {
         self
     }
 
+    /// The coverage lines: what the screens could see, the held-copy
+    /// screen's account, what the reruns could confirm.
+    fn coverage_md(&self, out: &mut String) {
+        let least = self
+            .screen_runs
+            .iter()
+            .map(|s| s.pressured_runs)
+            .min()
+            .unwrap_or(0);
+        let held = self.screen_runs.iter().any(|s| s.held_runs > 0);
+        if held && least == 0 {
+            let _ = writeln!(
+                out,
+                "Coverage: the held-copy screen below is the screen: no pressured screen ran \
+                 (`--rates` adds one, and measures each suspect's rate under pressure).\n"
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "Coverage: {}the screen ran each binary at least {least} times under pressure, so \
+                 a test failing at least {:.1}% of pressured runs had a 90% chance to be seen; \
+                 rarer ones may have been missed (a longer screen, `--budget` or `--runs`, sees \
+                 rarer ones).\n",
+                if held {
+                    "besides the held-copy screen, "
+                } else {
+                    ""
+                },
+                100.0 * detect::seen_rate90(least)
+            );
+        }
+        // Over the suspects left undecided: those decided early (fails-alone
+        // after a few pairs) say nothing of what the reruns could confirm.
+        let fewest = self
+            .tests
+            .iter()
+            .filter(|t| t.detection == detect::Verdict::Undecided.id())
+            .filter_map(|t| t.reruns.as_ref().map(|r| r.pressure.runs))
+            .min();
+        self.held_screen_md(out);
+        if let Some(fewest) = fewest.filter(|_| least > 0) {
+            let _ = writeln!(
+                out,
+                "Confirmation: of the suspects the sign rule left undecided, the one with the fewest \
+                 reruns had {fewest} pairs, enough for the sign rule to confirm, with 90% probability, \
+                 a test failing at least {:.1}% of pressured `--exact` runs; a rarer one stays \
+                 undecided unless a held copy decides it.\n",
+                100.0 * detect::confirmed_rate90(fewest)
+            );
+        }
+    }
+
+    /// The advice on `hazard` for cause `c`: its deciding test's.
+    fn advice_of(&self, c: &CauseReport, hazard: &str) -> Option<&String> {
+        self.tests
+            .iter()
+            .find(|t| t.binary == c.binary && t.name == c.decided_on)
+            .and_then(|t| t.advice.get(hazard))
+    }
+
     /// The causes section of the markdown: each cause once, with its tests
     /// and its advice.
     fn causes_md(&self, out: &mut String) {
@@ -810,12 +870,7 @@ impl Report {
                     also.join(", ")
                 );
             }
-            let advice = self
-                .tests
-                .iter()
-                .find(|t| t.binary == c.binary && t.name == c.decided_on)
-                .and_then(|t| t.advice.get(hazard));
-            if let Some(advice) = advice {
+            if let Some(advice) = self.advice_of(c, hazard) {
                 let _ = writeln!(out, "Advice (`{hazard}`): {advice}\n");
             }
         }
@@ -892,53 +947,7 @@ impl Report {
             held_copy_rule(),
             self.advice_from
         );
-        let least = self
-            .screen_runs
-            .iter()
-            .map(|s| s.pressured_runs)
-            .min()
-            .unwrap_or(0);
-        let held = self.screen_runs.iter().any(|s| s.held_runs > 0);
-        if held && least == 0 {
-            let _ = writeln!(
-                out,
-                "Coverage: the held-copy screen below is the screen: no pressured screen ran \
-                 (`--rates` adds one, and measures each suspect's rate under pressure).\n"
-            );
-        } else {
-            let _ = writeln!(
-                out,
-                "Coverage: {}the screen ran each binary at least {least} times under pressure, so \
-                 a test failing at least {:.1}% of pressured runs had a 90% chance to be seen; \
-                 rarer ones may have been missed (a longer screen, `--budget` or `--runs`, sees \
-                 rarer ones).\n",
-                if held {
-                    "besides the held-copy screen, "
-                } else {
-                    ""
-                },
-                100.0 * detect::seen_rate90(least)
-            );
-        }
-        // Over the suspects left undecided: those decided early (fails-alone
-        // after a few pairs) say nothing of what the reruns could confirm.
-        let fewest = self
-            .tests
-            .iter()
-            .filter(|t| t.detection == detect::Verdict::Undecided.id())
-            .filter_map(|t| t.reruns.as_ref().map(|r| r.pressure.runs))
-            .min();
-        self.held_screen_md(&mut out);
-        if let Some(fewest) = fewest.filter(|_| least > 0) {
-            let _ = writeln!(
-                out,
-                "Confirmation: of the suspects the sign rule left undecided, the one with the fewest \
-                 reruns had {fewest} pairs, enough for the sign rule to confirm, with 90% probability, \
-                 a test failing at least {:.1}% of pressured `--exact` runs; a rarer one stays \
-                 undecided unless a held copy decides it.\n",
-                100.0 * detect::confirmed_rate90(fewest)
-            );
-        }
+        self.coverage_md(&mut out);
         if self.interrupted {
             let _ = writeln!(
                 out,
@@ -1020,97 +1029,9 @@ impl Report {
             self.tests.len() - failing.len()
         );
         for t in &failing {
-            let Some(d) = &t.diagnosis else {
-                continue;
-            };
-            let _ = writeln!(out, "## `{}` ({}): {}\n", t.name, t.binary, t.verdict.id());
-            if let Some(m) = &t.message {
-                let _ = writeln!(out, "First failure: {m}\n");
+            if let Some(d) = &t.diagnosis {
+                test_md(&mut out, t, d);
             }
-            let reruns = t.reruns_or_none();
-            if reruns.pressure.runs == 0 {
-                let _ = writeln!(
-                    out,
-                    "Under realistic pressure: not measured (`--rates` measures it); alone, {} \
-                     of {} `--exact` runs failed.",
-                    reruns.alone.bad(),
-                    reruns.alone.runs
-                );
-            } else {
-                let _ = writeln!(
-                    out,
-                    "Under realistic pressure: {} of {} `--exact` runs failed (alone {} of {}).",
-                    reruns.pressure.bad(),
-                    reruns.pressure.runs,
-                    reruns.alone.bad(),
-                    reruns.alone.runs
-                );
-            }
-            let _ = writeln!(out, "Diagnosis: {}.\n", d.summary);
-            if let Some(w) = &d.decided_with {
-                let _ = writeln!(
-                    out,
-                    "Decided with the cause of `{}`: holding only its call site{} failed this \
-                     test {}/{}. That test's diagnosis:\n",
-                    w.test,
-                    d.site
-                        .as_ref()
-                        .map(|s| format!(" (`{}`)", s.location()))
-                        .unwrap_or_default(),
-                    w.site_runs.failures,
-                    w.site_runs.runs
-                );
-            }
-            for c in &d.holds {
-                if c.failures == 0 && c.held == 0 {
-                    continue;
-                }
-                let tally = TallyReport {
-                    failures: c.failures - c.timeouts.min(c.failures),
-                    runs: c.runs,
-                    timeouts: c.timeouts.min(c.failures),
-                    wilson95: [0.0, 0.0],
-                };
-                let _ = writeln!(
-                    out,
-                    "- a held copy of each closed `{}` ({} held{}): failed {}{}{}",
-                    c.class,
-                    c.held,
-                    if c.skipped > 0 {
-                        format!(", {} let through by the bounds", c.skipped)
-                    } else {
-                        String::new()
-                    },
-                    tally.text(),
-                    c.first_failure
-                        .map(|r| format!(", first at run {r}"))
-                        .unwrap_or_default(),
-                    if c.what.is_empty() {
-                        String::new()
-                    } else {
-                        format!("; held: {}", c.what.join(", "))
-                    }
-                );
-            }
-            if let Some(load) = &d.load {
-                let _ = writeln!(
-                    out,
-                    "- fork pressure: failed {}; the same with its children holding nothing: {}",
-                    load.pressure.text(),
-                    load.sham.text()
-                );
-            }
-            let _ = write!(out, "{}", sites_md(&d.sites));
-            out.push('\n');
-            for h in t.hazard.iter().chain(
-                t.candidates
-                    .iter()
-                    .filter(|c| Some(*c) != t.hazard.as_ref()),
-            ) {
-                let advice = t.advice.get(h).map_or("", String::as_str);
-                let _ = writeln!(out, "- `{h}`: {advice}");
-            }
-            out.push('\n');
         }
         out
     }
@@ -1141,12 +1062,7 @@ impl Report {
             if let Some(s) = &c.site {
                 let _ = write!(message, "\ncall site: {}", s.label());
             }
-            let advice = self
-                .tests
-                .iter()
-                .find(|t| t.binary == c.binary && t.name == c.decided_on)
-                .and_then(|t| t.advice.get(hazard));
-            if let Some(advice) = advice {
+            if let Some(advice) = self.advice_of(c, hazard) {
                 let _ = write!(message, "\n{hazard}: {advice}");
             }
             let _ = writeln!(
@@ -1377,6 +1293,174 @@ pub fn read_shard(path: &Path) -> Result<Shard, String> {
 /// scheme or fdwindow version, a shard given twice, a test in two shards,
 /// and names the shards missing.
 pub fn merge(shards: &[Shard]) -> Result<Report, String> {
+    let by_shard = shards_in_order(shards)?;
+    // The first report given leads (checked there: it is a shard).
+    let lead = &shards[0].report;
+    let lead_part = lead.partition.expect("checked: a shard");
+    let reports: Vec<&Report> = by_shard.values().map(|s| &s.report).collect();
+    let sum = |f: fn(&Seconds) -> f64| reports.iter().map(|r| f(&r.seconds)).sum::<f64>();
+    let mut tests: Vec<TestReport> = reports.iter().flat_map(|r| r.tests.clone()).collect();
+    tests.sort_by(|a, b| (&a.binary, &a.name).cmp(&(&b.binary, &b.name)));
+    let mut warnings = Vec::new();
+    for (k, r) in by_shard.iter().map(|(k, s)| (k, &s.report)) {
+        warnings.extend(r.warnings.iter().map(|w| format!("shard {k}: {w}")));
+        if r.advice_from != lead.advice_from {
+            warnings.push(format!("shard {k}: advice from {}", r.advice_from));
+        }
+        if r.budget_seconds != lead.budget_seconds {
+            warnings.push(format!(
+                "shard {k}: a budget of {:.0} s (the header shows the first shard's)",
+                r.budget_seconds
+            ));
+        }
+        if r.platform.get("id") != lead.platform.get("id") {
+            warnings.push(format!(
+                "shard {k}: audited on {} (the header shows the first shard's platform)",
+                r.platform.get("id").and_then(|v| v.as_str()).unwrap_or("?")
+            ));
+        }
+    }
+    Ok(Report {
+        schema: SCHEMA.into(),
+        command: lead.command.clone(),
+        platform: lead.platform.clone(),
+        fdwindow_version: lead.fdwindow_version.clone(),
+        pressure: lead.pressure.clone(),
+        partition: None,
+        merged: Some(Merged {
+            scheme: lead_part.scheme,
+            total: lead_part.total,
+            shard_seconds: reports.iter().map(|r| r.seconds.total).collect(),
+        }),
+        rule: lead.rule.clone(),
+        budget_seconds: lead.budget_seconds,
+        seconds: Seconds {
+            timing: sum(|s| s.timing),
+            screen: sum(|s| s.screen),
+            reruns: sum(|s| s.reruns),
+            diagnosis: sum(|s| s.diagnosis),
+            total: sum(|s| s.total),
+        },
+        screen_runs: by_shard
+            .iter()
+            .flat_map(|(k, s)| {
+                s.report.screen_runs.iter().map(|r| ScreenRuns {
+                    shard: Some(*k),
+                    ..r.clone()
+                })
+            })
+            .collect(),
+        pressured_runs: reports.iter().map(|r| r.pressured_runs).sum(),
+        pressure_started_runs: reports.iter().map(|r| r.pressure_started_runs).sum(),
+        advice_from: lead.advice_from.clone(),
+        warnings,
+        interrupted: false,
+        exposed: 0,
+        fails_alone: 0,
+        causes: Vec::new(),
+        tests,
+    }
+    .counted())
+}
+
+/// One diagnosed test's section of the markdown: its first failure, its
+/// rate where measured, its diagnosis, its sites and the advice on each
+/// hazard it may be.
+fn test_md(out: &mut String, t: &TestReport, d: &DiagnosisReport) {
+    let _ = writeln!(out, "## `{}` ({}): {}\n", t.name, t.binary, t.verdict.id());
+    if let Some(m) = &t.message {
+        let _ = writeln!(out, "First failure: {m}\n");
+    }
+    let reruns = t.reruns_or_none();
+    if reruns.pressure.runs == 0 {
+        let _ = writeln!(
+            out,
+            "Under realistic pressure: not measured (`--rates` measures it); alone, {} \
+                 of {} `--exact` runs failed.",
+            reruns.alone.bad(),
+            reruns.alone.runs
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "Under realistic pressure: {} of {} `--exact` runs failed (alone {} of {}).",
+            reruns.pressure.bad(),
+            reruns.pressure.runs,
+            reruns.alone.bad(),
+            reruns.alone.runs
+        );
+    }
+    let _ = writeln!(out, "Diagnosis: {}.\n", d.summary);
+    if let Some(w) = &d.decided_with {
+        let _ = writeln!(
+            out,
+            "Decided with the cause of `{}`: holding only its call site{} failed this \
+                 test {}/{}. That test's diagnosis:\n",
+            w.test,
+            d.site
+                .as_ref()
+                .map(|s| format!(" (`{}`)", s.location()))
+                .unwrap_or_default(),
+            w.site_runs.failures,
+            w.site_runs.runs
+        );
+    }
+    for c in &d.holds {
+        if c.failures == 0 && c.held == 0 {
+            continue;
+        }
+        let tally = TallyReport {
+            failures: c.failures - c.timeouts.min(c.failures),
+            runs: c.runs,
+            timeouts: c.timeouts.min(c.failures),
+            wilson95: [0.0, 0.0],
+        };
+        let _ = writeln!(
+            out,
+            "- a held copy of each closed `{}` ({} held{}): failed {}{}{}",
+            c.class,
+            c.held,
+            if c.skipped > 0 {
+                format!(", {} let through by the bounds", c.skipped)
+            } else {
+                String::new()
+            },
+            tally.text(),
+            c.first_failure
+                .map(|r| format!(", first at run {r}"))
+                .unwrap_or_default(),
+            if c.what.is_empty() {
+                String::new()
+            } else {
+                format!("; held: {}", c.what.join(", "))
+            }
+        );
+    }
+    if let Some(load) = &d.load {
+        let _ = writeln!(
+            out,
+            "- fork pressure: failed {}; the same with its children holding nothing: {}",
+            load.pressure.text(),
+            load.sham.text()
+        );
+    }
+    let _ = write!(out, "{}", sites_md(&d.sites));
+    out.push('\n');
+    for h in t.hazard.iter().chain(
+        t.candidates
+            .iter()
+            .filter(|c| Some(*c) != t.hazard.as_ref()),
+    ) {
+        let advice = t.advice.get(h).map_or("", String::as_str);
+        let _ = writeln!(out, "- `{h}`: {advice}");
+    }
+    out.push('\n');
+}
+
+/// The shards by number, each checked against the first: the same
+/// command, pressure, fdwindow and partition scheme, not interrupted, each
+/// shard once and none missing, no test in two.
+fn shards_in_order(shards: &[Shard]) -> Result<BTreeMap<u64, &Shard>, String> {
     let first = shards.first().ok_or("merge needs at least one report")?;
     let lead = &first.report;
     let Some(lead_part) = lead.partition else {
@@ -1449,70 +1533,7 @@ pub fn merge(shards: &[Shard]) -> Result<Report, String> {
             }
         }
     }
-    let reports: Vec<&Report> = by_shard.values().map(|s| &s.report).collect();
-    let sum = |f: fn(&Seconds) -> f64| reports.iter().map(|r| f(&r.seconds)).sum::<f64>();
-    let mut tests: Vec<TestReport> = reports.iter().flat_map(|r| r.tests.clone()).collect();
-    tests.sort_by(|a, b| (&a.binary, &a.name).cmp(&(&b.binary, &b.name)));
-    let mut warnings = Vec::new();
-    for (k, r) in by_shard.iter().map(|(k, s)| (k, &s.report)) {
-        warnings.extend(r.warnings.iter().map(|w| format!("shard {k}: {w}")));
-        if r.advice_from != lead.advice_from {
-            warnings.push(format!("shard {k}: advice from {}", r.advice_from));
-        }
-        if r.budget_seconds != lead.budget_seconds {
-            warnings.push(format!(
-                "shard {k}: a budget of {:.0} s (the header shows the first shard's)",
-                r.budget_seconds
-            ));
-        }
-        if r.platform.get("id") != lead.platform.get("id") {
-            warnings.push(format!(
-                "shard {k}: audited on {} (the header shows the first shard's platform)",
-                r.platform.get("id").and_then(|v| v.as_str()).unwrap_or("?")
-            ));
-        }
-    }
-    Ok(Report {
-        schema: SCHEMA.into(),
-        command: lead.command.clone(),
-        platform: lead.platform.clone(),
-        fdwindow_version: lead.fdwindow_version.clone(),
-        pressure: lead.pressure.clone(),
-        partition: None,
-        merged: Some(Merged {
-            scheme: lead_part.scheme,
-            total: lead_part.total,
-            shard_seconds: reports.iter().map(|r| r.seconds.total).collect(),
-        }),
-        rule: lead.rule.clone(),
-        budget_seconds: lead.budget_seconds,
-        seconds: Seconds {
-            timing: sum(|s| s.timing),
-            screen: sum(|s| s.screen),
-            reruns: sum(|s| s.reruns),
-            diagnosis: sum(|s| s.diagnosis),
-            total: sum(|s| s.total),
-        },
-        screen_runs: by_shard
-            .iter()
-            .flat_map(|(k, s)| {
-                s.report.screen_runs.iter().map(|r| ScreenRuns {
-                    shard: Some(*k),
-                    ..r.clone()
-                })
-            })
-            .collect(),
-        pressured_runs: reports.iter().map(|r| r.pressured_runs).sum(),
-        pressure_started_runs: reports.iter().map(|r| r.pressure_started_runs).sum(),
-        advice_from: lead.advice_from.clone(),
-        warnings,
-        interrupted: false,
-        exposed: 0,
-        fails_alone: 0,
-        causes: Vec::new(),
-        tests,
-    }
-    .counted())
+    Ok(by_shard)
 }
 
 /// Sites listed per test at most.

@@ -51,6 +51,43 @@ pub(super) struct Runner {
 }
 
 impl Runner {
+    /// A runner whose pressured runs load `injector` through `preload_var`
+    /// (before what the variable already names), each reporting into a
+    /// file of `report_dir`, each killed after `timeout`; with `show_output`
+    /// copying each run's output to stderr, and failing runs' output kept
+    /// in `keep`.
+    pub(super) fn new(
+        (preload_var, injector): (&'static str, &std::path::Path),
+        report_dir: &std::path::Path,
+        timeout: Duration,
+        (show_output, keep): (bool, Option<PathBuf>),
+    ) -> Runner {
+        let preload = match std::env::var(preload_var) {
+            Ok(old) if !old.is_empty() => format!("{}:{old}", injector.display()),
+            _ => injector.display().to_string(),
+        };
+        Runner {
+            preload_var,
+            preload,
+            report_dir: report_dir.to_owned(),
+            timeout,
+            show_output,
+            keep,
+            seq: AtomicU64::new(0),
+            pressured_runs: AtomicU64::new(0),
+            reached_runs: AtomicU64::new(0),
+        }
+    }
+
+    /// Pressured runs so far, and those in which the injector reported
+    /// pressure.
+    pub(super) fn pressured(&self) -> (u64, u64) {
+        (
+            self.pressured_runs.load(Ordering::Relaxed),
+            self.reached_runs.load(Ordering::Relaxed),
+        )
+    }
+
     /// Runs `bin` once with `args`, under `spec` if given, and reads it.
     pub(super) fn run(
         &self,

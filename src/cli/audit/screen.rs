@@ -228,6 +228,45 @@ impl Bench for SuiteBench<'_> {
     }
 }
 
+impl<'a> SuiteBench<'a> {
+    /// The bench of `binaries` and their `tests`, under `spec`, started now
+    /// with the default budget and hold (the caller sets its own).
+    pub(super) fn new(
+        runner: &'a mut Runner,
+        binaries: &'a [Binary],
+        tests: &'a mut [TestCase],
+        spec: &'a Spec,
+        progress: &'a mut Progress,
+    ) -> SuiteBench<'a> {
+        SuiteBench {
+            runner,
+            binaries,
+            tests,
+            spec,
+            started: Instant::now(),
+            progress,
+            budget: detect::DEFAULT_BUDGET,
+            names: binaries.iter().map(|b| b.name.clone()).collect(),
+            unpressured: vec![0; binaries.len()],
+            hold: Duration::from_millis(100),
+            unheld_by: BTreeMap::new(),
+            reruns: "",
+        }
+    }
+
+    /// Detection over this bench's suite ([`detect::detect`]), planned from
+    /// each binary's timing run.
+    pub(super) fn detect(
+        &mut self,
+        plan: &detect::Plan,
+        timing: &[f64],
+    ) -> Result<detect::Detection, String> {
+        let test_binaries: Vec<usize> = self.tests.iter().map(|t| t.binary).collect();
+        let binaries = self.binaries.len();
+        detect::detect(self, &test_binaries, binaries, plan, timing)
+    }
+}
+
 impl SuiteBench<'_> {
     /// Each binary's name and seconds, for the plan's line.
     fn paces(&self, pace: &[f64]) -> String {
