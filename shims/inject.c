@@ -1023,13 +1023,16 @@ static void stop(void) {
  * each close let through appends `unheld PID REASON` as it happens, so a
  * host that ends without running its atexit hooks (_exit, a signal) has
  * reported every gap all the same. One choice of the injector's own: a
- * call site (the close's whole stack) in one thread keeps at most
- * LOOP_COPIES copies alive at once; its further closes go through unheld
- * (`loop`) until one expires. A loop that closes at one line again and
- * again is a retry or a scan, and holding all of its copies changes what it
- * does: a picker that retries until its port binds (port_check's
- * with_free_port) would retry for ever, each probe kept busy by the last.
- * Its first copies are held as any other: the exposure is there, if any.
+ * call site (the close's whole stack, so each test function's own) in one
+ * thread keeps LOOP_COPIES copy alive at a time; its further closes go
+ * through unheld (`loop`) until that copy's hold ends. A loop that closes
+ * at one line again and again is a retry or a scan, and holding every one
+ * of its copies changes what it does: a picker that retries until its port
+ * binds (port_check's with_free_port) retried for ever, each new probe kept
+ * busy by the last, and one that gives up after ten tries (portpicker's)
+ * failed where a real fork's short-lived copy costs it one retry. The first
+ * copy is held as any other: a test that checks after each close fails at
+ * its first.
  * With drop=all too, the same message goes without the descriptor (the
  * sham: the same send at the same closes, nothing held from the start).
  *
@@ -1455,7 +1458,7 @@ static void report_held(enum drop_class c, const char *what, const struct walk *
 }
 
 /* Live copies of one call site in one thread at most (hold-by=pass). */
-#define LOOP_COPIES 16
+#define LOOP_COPIES 1
 /* Call sites tracked at once; a site past them is held without the bound. */
 #define LOOP_SLOTS 1024
 

@@ -15,7 +15,7 @@ enum unheld_reason {
     UNHELD_REFS,  /* ETOOMANYREFS: too many descriptors in flight */
     UNHELD_GONE,  /* the holder is gone (killed, or it could not start) */
     UNHELD_OTHER, /* any other error of sendmsg */
-    UNHELD_LOOP,  /* the injector's choice: its site already has LOOP_COPIES live (inject.c) */
+    UNHELD_LOOP,  /* the injector's choice: its site's copy still lives (inject.c) */
     UNHELD_COUNT
 };
 
