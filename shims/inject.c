@@ -1024,7 +1024,7 @@ static void stop(void) {
  * host that ends without running its atexit hooks (_exit, a signal) has
  * reported every gap all the same. One choice of the injector's own: a
  * call site (the close's whole stack, so each test function's own) in one
- * thread keeps LOOP_COPIES copy alive at a time; its further closes go
+ * thread keeps one copy alive at a time; its further closes go
  * through unheld (`loop`) until that copy's hold ends. A loop that closes
  * at one line again and again is a retry or a scan, and holding every one
  * of its copies changes what it does: a picker that retries until its port
@@ -1457,16 +1457,14 @@ static void report_held(enum drop_class c, const char *what, const struct walk *
     report_site(site);
 }
 
-/* Live copies of one call site in one thread at most (hold-by=pass). */
-#define LOOP_COPIES 1
-/* Call sites tracked at once; a site past them is held without the bound. */
+/* Call sites tracked at once (hold-by=pass); a site past them is held
+ * without the bound. */
 #define LOOP_SLOTS 1024
 
-/* Per call site and thread: the send times of its last LOOP_COPIES copies. */
+/* Per call site and thread: when its live copy was sent (0: an empty slot). */
 static struct {
-    uint64_t key; /* 0: empty */
-    uint64_t sent[LOOP_COPIES];
-    unsigned next; /* the oldest, overwritten next */
+    uint64_t key;
+    uint64_t sent;
 } L[LOOP_SLOTS];
 
 /* Its address tells this thread from the others. */
@@ -1482,28 +1480,21 @@ static uint64_t site_key(const struct walk *w) {
     return h ? h : 1;
 }
 
-/* Whether one more copy of the site `key` may be held at `now`: fewer than
- * LOOP_COPIES of its copies are still within their hold. Counts it if so.
- * S.mu held. */
+/* Whether the site `key` may have a copy held at `now`: its last copy's
+ * hold has ended (or it has none). Notes the new copy if so. S.mu held. */
 static int loop_room(uint64_t key, uint64_t now) {
     uint64_t hold = S.spec.hold_ns;
     unsigned i = (unsigned)(key % LOOP_SLOTS);
     for (unsigned probe = 0; probe < 8; probe++, i = (i + 1) % LOOP_SLOTS) {
-        unsigned last = (L[i].next + LOOP_COPIES - 1) % LOOP_COPIES;
-        if (L[i].key == key) {
-            uint64_t oldest = L[i].sent[L[i].next];
-            if (oldest && now - oldest < hold)
-                return 0;
-        } else if (L[i].key == 0 || now - L[i].sent[last] >= hold) {
-            /* Empty, or a site whose copies have all expired: taken. */
-            memset(&L[i], 0, sizeof L[i]);
+        int expired = now - L[i].sent >= hold;
+        if (L[i].key == key && !expired)
+            return 0;
+        /* Its own slot, an empty one, or a site whose copy has expired. */
+        if (L[i].key == key || L[i].key == 0 || expired) {
             L[i].key = key;
-        } else {
-            continue;
+            L[i].sent = now;
+            return 1;
         }
-        L[i].sent[L[i].next] = now;
-        L[i].next = (L[i].next + 1) % LOOP_COPIES;
-        return 1;
     }
     return 1;
 }

@@ -311,12 +311,11 @@ pub fn run(mut args: AuditArgs) -> Result<ExitCode, String> {
     let (timing_seconds, timing_each) =
         plan::timing(&mut runner, &binaries, &mut tests, &mut progress)?;
     args.fit_budget(&mut plan, timing_seconds, &mut progress);
-    let names: Vec<String> = binaries.iter().map(|b| b.name.clone()).collect();
     let mut bench = SuiteBench::new(&mut runner, &binaries, &mut tests, &spec, &mut progress);
     bench.started = started;
     (bench.budget, bench.hold, bench.reruns) = (args.budget(), args.hold, args.reruns_text());
     let detection = bench.detect(&plan, &timing_each)?;
-    let (unpressured, unheld_by) = (bench.unpressured, bench.unheld_by);
+    let (names, unpressured, unheld_by) = (bench.names, bench.unpressured, bench.unheld_by);
     let mut audit = Audit {
         timing_seconds,
         binaries: names,
