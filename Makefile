@@ -181,14 +181,26 @@ bench-quick:
 # $(RESULTS)/audit-bench-<platform>.json. FDWINDOW names the fdwindow binary
 # (the default one is built first); BENCH_AUDIT_ARGS passes run.py options
 # (--budget SECONDS, --arms reruns,shaker,stress,audit, --no-10x, --only NAME).
+# Then the workspace benchmark (benches/workspace/README.md): a two-crate,
+# nine-binary, 1,279-test workspace audited whole, under cargo test and under
+# cargo nextest; writes $(RESULTS)/audits/workspace-bench-<platform>.json.
+# BENCH_WORKSPACE_ARGS passes its options (--modes cargo-test, --repeats N).
 FDWINDOW ?= ./target/release/fdwindow
 FLAKES_TARGET_DIR ?= $(CURDIR)/target/flakes
+WORKSPACE_TARGET_DIR ?= $(CURDIR)/target/workspace
 BENCH_AUDIT_ARGS ?=
-.PHONY: bench-audit
+BENCH_WORKSPACE_ARGS ?=
+.PHONY: bench-audit bench-workspace
 bench-audit:
 	@if [ "$(FDWINDOW)" = ./target/release/fdwindow ]; then $(CARGO) build --release --locked --bin fdwindow; fi
 	CARGO_TARGET_DIR=$(FLAKES_TARGET_DIR) python3 benches/flakes/run.py --cargo $(CARGO) \
 		--fdwindow $(FDWINDOW) --results $(RESULTS) $(BENCH_AUDIT_ARGS)
+	@$(MAKE) --no-print-directory bench-workspace
+
+bench-workspace:
+	@if [ "$(FDWINDOW)" = ./target/release/fdwindow ]; then $(CARGO) build --release --locked --bin fdwindow; fi
+	CARGO_TARGET_DIR=$(WORKSPACE_TARGET_DIR) python3 benches/workspace/run.py --cargo $(CARGO) \
+		--fdwindow $(FDWINDOW) --results $(RESULTS) $(BENCH_WORKSPACE_ARGS)
 
 clean:
 	$(CARGO) clean
