@@ -56,28 +56,102 @@ impl AuditBench {
 
 /// Loads every benchmark document of `dir`, sorted by platform id.
 pub fn load_dir(dir: &Path) -> Result<Vec<AuditBench>, BadResults> {
-    let mut out = Vec::new();
+    json_files(dir, AUDIT_BENCH_PREFIX)?
+        .into_iter()
+        .map(|(path, text)| {
+            AuditBench::from_json(&text).map_err(|problem| BadResults { path, problem })
+        })
+        .collect()
+}
+
+/// A workspace benchmark file's name starts with this (`audits/`,
+/// `benches/workspace/run.py`).
+pub const WORKSPACE_BENCH_PREFIX: &str = "workspace-bench-";
+
+/// The schema version of the workspace benchmark's document this build reads.
+pub const WORKSPACE_BENCH_SCHEMA: u64 = 1;
+
+/// Loads every workspace benchmark document of `dir` (the results folder's
+/// `audits/`), sorted by platform id; refuses another schema.
+pub fn load_workspace_dir(dir: &Path) -> Result<Vec<serde_json::Value>, BadResults> {
+    json_files(dir, WORKSPACE_BENCH_PREFIX)?
+        .into_iter()
+        .map(|(path, text)| {
+            let doc = crate::evidence::strict_json::parse(&text).map_err(|problem| BadResults {
+                path: path.clone(),
+                problem,
+            })?;
+            match doc["schema"].as_u64() {
+                Some(WORKSPACE_BENCH_SCHEMA) => Ok(doc),
+                other => Err(BadResults {
+                    path,
+                    problem: format!(
+                        "schema {other:?}, this build reads {WORKSPACE_BENCH_SCHEMA}: rerun \
+`make bench-workspace`"
+                    ),
+                }),
+            }
+        })
+        .collect()
+}
+
+/// The `PREFIX*.json` files of `dir` with their text, sorted by name. A
+/// missing folder holds none.
+fn json_files(dir: &Path, prefix: &str) -> Result<Vec<(std::path::PathBuf, String)>, BadResults> {
     let Ok(entries) = std::fs::read_dir(dir) else {
-        return Ok(out);
+        return Ok(Vec::new());
     };
     let mut paths: Vec<_> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
             p.extension().is_some_and(|x| x == "json")
                 && p.file_name()
-                    .is_some_and(|n| n.to_string_lossy().starts_with(AUDIT_BENCH_PREFIX))
+                    .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
         })
         .collect();
     paths.sort();
-    for path in paths {
-        let text = std::fs::read_to_string(&path).map_err(|e| BadResults {
-            path: path.clone(),
-            problem: e.to_string(),
-        })?;
-        out.push(AuditBench::from_json(&text).map_err(|problem| BadResults {
-            path: path.clone(),
-            problem,
-        })?);
+    paths
+        .into_iter()
+        .map(|path| match std::fs::read_to_string(&path) {
+            Ok(text) => Ok((path, text)),
+            Err(e) => Err(BadResults {
+                problem: e.to_string(),
+                path,
+            }),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_workspace_loader_reads_its_schema_and_refuses_another() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, schema: u64| {
+            let doc = format!(r#"{{"schema": {schema}, "runs": []}}"#);
+            std::fs::write(dir.path().join(name), doc).unwrap();
+        };
+        write("workspace-bench-linux-a.json", WORKSPACE_BENCH_SCHEMA);
+        write("other-linux-a.json", 99);
+        let docs = load_workspace_dir(dir.path()).unwrap();
+        assert_eq!(docs.len(), 1);
+        assert_eq!(docs[0]["schema"], WORKSPACE_BENCH_SCHEMA);
+        write("workspace-bench-linux-b.json", WORKSPACE_BENCH_SCHEMA + 1);
+        let err = load_workspace_dir(dir.path()).unwrap_err();
+        assert!(
+            err.path.ends_with("workspace-bench-linux-b.json"),
+            "{err:?}"
+        );
+        assert!(
+            err.problem.contains("rerun `make bench-workspace`"),
+            "{err:?}"
+        );
+        assert!(
+            load_workspace_dir(&dir.path().join("missing"))
+                .unwrap()
+                .is_empty()
+        );
     }
-    Ok(out)
 }

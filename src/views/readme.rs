@@ -30,6 +30,9 @@ pub struct Inputs {
     pub timing: Vec<crate::evidence::timing::TimingFile>,
     /// Every audit benchmark file (`make bench-audit`).
     pub audit_bench: Vec<crate::evidence::audit_bench::AuditBench>,
+    /// Every workspace benchmark document (`make bench-workspace`,
+    /// `audits/workspace-bench-<platform>.json`).
+    pub workspace_bench: Vec<serde_json::Value>,
     /// MATRIX.md as rendered now from the same folder, whose
     /// `flock-survival` table the README quotes. The caller renders it (the
     /// runner's `render_outputs`): no view calls another.
@@ -49,6 +52,7 @@ impl Inputs {
                 problem,
             })?,
             audit_bench: crate::evidence::audit_bench::load_dir(dir)?,
+            workspace_bench: crate::evidence::audit_bench::load_workspace_dir(&dir.join("audits"))?,
             matrix,
         })
     }
@@ -107,6 +111,10 @@ pub const SECTIONS: &[Section] = &[
         name: "audit-bench",
         render: audit_bench,
     },
+    Section {
+        name: "workspace-bench",
+        render: workspace_bench,
+    },
 ];
 
 /// The labelled flake benchmark: each arm's share of the exposed tests found
@@ -163,6 +171,7 @@ a second way too: only tests that never failed alone.\n\n| arm | exposed tests f
                 text(&s["false_flags_never_alone"])
             );
         }
+        out.push_str(&audit_bench_binaries(d));
         let _ = writeln!(out, "{}", audit_bases(d));
         if let Some(named) = summary.get("audit").and_then(|a| a["sites_named"].as_str()) {
             let wrong: Vec<String> = summary["audit"]["sites_not_named"]
@@ -272,6 +281,120 @@ with nothing to break were flagged {} times in {}.",
             verdicts.join(", "),
             count(&c["others_flagged"]),
             count(&c["others_tested"])
+        );
+    }
+    out
+}
+
+/// Per binary: the audit's own time, which was every arm's budget there, and
+/// how many of the binary's exposed tests each arm found in it (the audit:
+/// verdict exposed; the others: a failure in the arm's runs, for stress a
+/// pressured one).
+fn audit_bench_binaries(d: &serde_json::Value) -> String {
+    const ARMS: [&str; 4] = ["audit", "reruns", "shaker", "stress"];
+    let mut out = format!(
+        "\nPer binary, every arm in the audit's time:\n\n| binary | the audit's time | {} |\n|---|---|{}\n",
+        ARMS.join(" | "),
+        "---|".repeat(ARMS.len())
+    );
+    for b in d["binaries"].as_array().into_iter().flatten() {
+        let exposed: Vec<&str> = b["tests"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|t| {
+                t["cause"]
+                    .as_str()
+                    .is_some_and(|c| !c.starts_with("not-exposed"))
+            })
+            .filter_map(|t| t["name"].as_str())
+            .collect();
+        let found = |arm: &str| {
+            let a = &b["arms"][arm];
+            if !a.is_object() || a.get("error").is_some() {
+                return "–".to_owned();
+            }
+            let n = exposed
+                .iter()
+                .filter(|name| {
+                    let e = &a["tests"][**name];
+                    if arm == "audit" {
+                        e["verdict"] == "exposed"
+                    } else {
+                        e["failures"].as_u64().is_some_and(|f| f > 0)
+                    }
+                })
+                .count();
+            format!("{n}/{}", exposed.len())
+        };
+        let time = b["arms"]["audit"]["seconds_total"]
+            .as_f64()
+            .map_or_else(|| "–".to_owned(), |s| format!("{s:.1} s"));
+        let cells: Vec<String> = ARMS.iter().map(|a| found(a)).collect();
+        let _ = writeln!(
+            out,
+            "| {} | {time} | {} |",
+            b["binary"].as_str().unwrap_or("–"),
+            cells.join(" | ")
+        );
+    }
+    out
+}
+
+/// The workspace benchmark (`make bench-workspace`): the newest run's
+/// audits of the whole workspace, one row per way of running it.
+fn workspace_bench(inputs: &Inputs) -> String {
+    let Some(d) = inputs
+        .workspace_bench
+        .iter()
+        .max_by(|a, b| a["measured_at"].as_str().cmp(&b["measured_at"].as_str()))
+    else {
+        return no_data("workspace benchmark (`make bench-workspace`)");
+    };
+    let text = |v: &serde_json::Value| match v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Null => "–".into(),
+        other => other.to_string(),
+    };
+    let mut out = format!(
+        "On `{}`, measured {} by `{}` ({}); found means {}.\n\n\
+| command | binaries | tests | not screened with every close held | exposed found | false flags | \
+the audit's time |\n|---|---|---|---|---|---|---|\n",
+        text(&d["platform"]),
+        text(&d["measured_at"]),
+        text(&d["command"]),
+        text(&d["fdwindow_version"]),
+        text(&d["found_rule"]),
+    );
+    for r in d["runs"].as_array().into_iter().flatten() {
+        let command: Vec<String> = r["command"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(text)
+            .collect();
+        if r.get("error").is_some() {
+            let _ = writeln!(
+                out,
+                "| `{}` | {} | | | | | |",
+                command.join(" "),
+                text(&r["error"])
+            );
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | {} | {} | {}/{} | {} | {} |",
+            command.join(" "),
+            text(&r["binaries"]),
+            text(&r["tests"]),
+            text(&r["held_screened_false"]),
+            text(&r["exposed_found"]),
+            text(&r["exposed_labelled"]),
+            text(&r["false_flags"]),
+            r["seconds"]["total"]
+                .as_f64()
+                .map_or_else(|| "–".to_owned(), |s| format!("{s:.1} s"))
         );
     }
     out
@@ -753,6 +876,7 @@ mod tests {
             pressure: Vec::new(),
             timing: Vec::new(),
             audit_bench: Vec::new(),
+            workspace_bench: Vec::new(),
             matrix: String::new(),
         }
     }
@@ -808,6 +932,70 @@ mod tests {
                  a.rs:3, labelled a.rs:7)."
             ),
             "{out}"
+        );
+    }
+
+    #[test]
+    fn the_bench_section_gives_each_binary_its_arms_in_the_audits_time() {
+        let mut inputs = empty();
+        inputs
+            .audit_bench
+            .push(crate::evidence::audit_bench::AuditBench {
+                platform: "linux-test".into(),
+                measured_at: "2026-12-07T00:00:00Z".into(),
+                command: "make bench-audit".into(),
+                doc: serde_json::json!({
+                    "summary": {"audit": {"exposed_found": "1/1"}},
+                    "binaries": [{
+                        "binary": "files",
+                        "tests": [
+                            {"name": "lock", "cause": "flock-survival"},
+                            {"name": "names", "cause": "not-exposed:clock-collision"},
+                        ],
+                        "arms": {
+                            "audit": {"seconds_total": 5.73,
+                                      "tests": {"lock": {"verdict": "exposed"},
+                                                "names": {"verdict": "exposed"}}},
+                            "reruns": {"tests": {"lock": {"failures": 0}}},
+                            "stress": {"tests": {"lock": {"failures": 2}}},
+                            "shaker": {"error": "no stress-ng"},
+                        },
+                    }],
+                }),
+            });
+        let out = audit_bench(&inputs);
+        // The false flag on `names` counts nowhere here: only exposed tests.
+        assert!(
+            out.contains("| files | 5.7 s | 1/1 | 0/1 | – | 1/1 |"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn the_workspace_section_scores_each_command() {
+        let mut inputs = empty();
+        inputs.workspace_bench.push(serde_json::json!({
+            "platform": "linux-test",
+            "measured_at": "2026-12-07T00:00:00Z",
+            "command": "python3 benches/workspace/run.py",
+            "fdwindow_version": "fdwindow 0.1.0",
+            "found_rule": "verdict exposed, with the labelled hazard and site",
+            "runs": [
+                {"command": ["cargo", "test", "--release"], "binaries": 9, "tests": 1279,
+                 "held_screened_false": 0, "exposed_found": 7, "exposed_labelled": 8,
+                 "false_flags": 1, "seconds": {"total": 14.12}},
+                {"command": ["cargo", "nextest", "run"], "error": "timed out"},
+            ],
+        }));
+        let out = workspace_bench(&inputs);
+        assert!(
+            out.contains("| `cargo test --release` | 9 | 1279 | 0 | 7/8 | 1 | 14.1 s |"),
+            "{out}"
+        );
+        assert!(out.contains("| `cargo nextest run` | timed out |"), "{out}");
+        assert_eq!(
+            workspace_bench(&empty()),
+            "*(no workspace benchmark (`make bench-workspace`) in the results folder yet)*\n"
         );
     }
 
