@@ -26,6 +26,7 @@
 
 mod decide;
 mod diagnose;
+mod leftovers;
 mod model;
 mod plan;
 mod progress;
@@ -45,6 +46,7 @@ use fdwindow_fix::pressure::{self, Spec};
 
 use crate::cli::discover;
 use crate::cli::partition::Partition;
+use leftovers::Leftovers;
 use model::{Audit, TestCase};
 use progress::Progress;
 use runner::Runner;
@@ -294,6 +296,11 @@ pub fn run(mut args: AuditArgs) -> Result<ExitCode, String> {
         Duration::from_secs(args.timeout),
         (args.show_output, args.keep_failures.clone()),
     );
+    let here = std::env::current_dir().unwrap_or_default();
+    runner.leftovers = Leftovers::snapshot(
+        binaries.iter().map(|b| b.cwd.as_deref().unwrap_or(&here)),
+        args.keep_failures.as_slice(),
+    );
     let mut tests = TestCase::all(&binaries);
     let shown_spec = spec_shown(&spec);
     let mut plan = args.plan();
@@ -343,6 +350,7 @@ pub fn run(mut args: AuditArgs) -> Result<ExitCode, String> {
 
     audit.pressured = runner.pressured();
     rerun_warnings(&mut audit, started.elapsed(), args.budget());
+    leftover_warnings(&mut audit, &runner.leftovers.sweep());
     audit.interrupted = harness::interrupted();
     pressure_reached(&mut audit, preload_var)?;
     let report = report::Report::of(&audit, &advisor);
@@ -459,6 +467,37 @@ fn pressure_reached(audit: &mut Audit, preload_var: &str) -> Result<(), String> 
         ));
     }
     Ok(())
+}
+
+/// What the tests left in their folders: removed from `target/`, named
+/// elsewhere.
+fn leftover_warnings(audit: &mut Audit, swept: &leftovers::Swept) {
+    let some = |paths: &[PathBuf]| {
+        const SHOWN: usize = 5;
+        let names: Vec<String> = paths
+            .iter()
+            .take(SHOWN)
+            .map(|p| p.display().to_string())
+            .collect();
+        let more = if paths.len() > SHOWN { ", …" } else { "" };
+        format!("{} path(s): {}{more}", paths.len(), names.join(", "))
+    };
+    if !swept.removed.is_empty() {
+        audit.warnings.push(format!(
+            "the tests left {} in target/ that were not there when the audit began: a test \
+that fails before its cleanup can fail every later run because of them, so the audit removed \
+each after the failing run that left it, and again at the end",
+            some(&swept.removed)
+        ));
+    }
+    if !swept.left.is_empty() {
+        audit.warnings.push(format!(
+            "{} appeared in the tests' folders outside target/ while the audit ran (left as \
+they are: the tests' or anyone's); a test that fails alone after its first failure may be \
+failing because of them",
+            some(&swept.left)
+        ));
+    }
 }
 
 /// The reruns' and the budget's warnings.

@@ -15,6 +15,7 @@ use fdwindow_fix::base::child::{GroupExit, wait_group};
 use fdwindow_fix::pressure::{ENV_VAR, Spec};
 
 use super::diagnose;
+use super::leftovers::Leftovers;
 use super::progress;
 use crate::cli::discover::Binary;
 use crate::cli::libtest::{self, Outcome};
@@ -48,6 +49,8 @@ pub(super) struct Runner {
     /// Pressured runs, and those in which the injector reported pressure.
     pub(super) pressured_runs: AtomicU64,
     pub(super) reached_runs: AtomicU64,
+    /// What the tests leave in their folders, removed after failing runs.
+    pub(super) leftovers: Leftovers,
 }
 
 impl Runner {
@@ -76,6 +79,7 @@ impl Runner {
             seq: AtomicU64::new(0),
             pressured_runs: AtomicU64::new(0),
             reached_runs: AtomicU64::new(0),
+            leftovers: Leftovers::snapshot([], &[]),
         }
     }
 
@@ -181,6 +185,7 @@ impl Runner {
         // It dies with the audit: one killed outright leaves no test
         // running (this thread waits for it below).
         fdwindow_fix::sys::child_hook::die_with_parent(&mut cmd);
+        let running = self.leftovers.run_guard();
         let start = Instant::now();
         let mut child = cmd
             .spawn()
@@ -198,6 +203,7 @@ impl Runner {
         let err = drain(child.stderr.take().map(|p| Box::new(p) as _));
         let ended = wait_group(&mut child, start + self.timeout, harness::interrupted)
             .map_err(|e| format!("{}: {e}", bin.name))?;
+        drop(running);
         let stdout = out.join().unwrap_or_default();
         let stderr = err.join().unwrap_or_default();
         let (pressure, holds) = match &report {
@@ -221,6 +227,10 @@ impl Runner {
         let failed = timed_out
             || status.is_some_and(|st| !st.success())
             || parsed.outcomes.values().any(|o| *o == Outcome::Failed);
+        if failed {
+            // Before the next run: what the failure left must not fail it.
+            self.leftovers.sweep_if_idle();
+        }
         let tag = format!("run {seq} {} {label}", bin.name);
         if self.show_output {
             for line in stdout.lines().chain(stderr.lines()) {
