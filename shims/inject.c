@@ -1073,6 +1073,7 @@ static int (*real_dup2)(int, int);
 static int (*real_dup3)(int, int, int);
 static int (*real_fclose)(FILE *);
 static int (*real_close_range)(unsigned, unsigned, int);
+static int (*real_bind)(int, const struct sockaddr *, socklen_t);
 #endif
 /* Set while this thread is inside the close wrapper's hold. */
 static __thread int in_hold;
@@ -1701,6 +1702,36 @@ int fclose(FILE *stream)
 #endif
 }
 
+/* A bind refused because its name is taken (EADDRINUSE) in the process that
+ * armed close-hold: `busy PID` in the report. A held copy of a picked port's
+ * listener refuses the test's bind of that port, and the diagnosis reads
+ * this line as port-pick even where the test only sees a `false` (an
+ * `is_free(port)` that tries the bind and swallows the error). One short
+ * O_APPEND write and no lock: bind is async-signal-safe, and so is this. */
+#ifdef __APPLE__
+static int fdw_bind(int fd, const struct sockaddr *addr, socklen_t len)
+#else
+int bind(int fd, const struct sockaddr *addr, socklen_t len)
+#endif
+{
+#ifdef __APPLE__
+    int r = bind(fd, addr, len);
+#else
+    int r = real_bind ? real_bind(fd, addr, len) : (int)syscall(SYS_bind, fd, addr, len);
+#endif
+    int err = errno;
+    if (r != 0 && err == EADDRINUSE && H.active && S.report_fd >= 0 && getpid() == S.pid) {
+        char line[32];
+        int n = snprintf(line, sizeof line, "busy %d\n", (int)S.pid);
+        if (n > 0) {
+            ssize_t w = write(S.report_fd, line, (size_t)n);
+            (void)w;
+        }
+    }
+    errno = err;
+    return r;
+}
+
 #ifndef __APPLE__
 int dup3(int oldfd, int newfd, int flags) {
     if (oldfd != newfd && before_close(newfd)) {
@@ -1757,8 +1788,8 @@ int close_range(unsigned first, unsigned last, int flags) {
 #endif
 
 #ifdef __APPLE__
-/* dyld's __interpose section sends the host's calls of close, dup2 and
- * fclose to the fdw_ functions; those called from this image are the real
+/* dyld's __interpose section sends the host's calls of close, dup2,
+ * fclose and bind to the fdw_ functions; those called from this image are the real
  * ones. */
 struct interpose {
     const void *replacement;
@@ -1771,6 +1802,7 @@ struct interpose {
 INTERPOSE(close);
 INTERPOSE(dup2);
 INTERPOSE(fclose);
+INTERPOSE(bind);
 #endif
 
 /* At exit: the held children are killed and reaped, and the counts reported. */
@@ -1838,6 +1870,7 @@ __attribute__((constructor)) static void start(void) {
     real_dup3 = (int (*)(int, int, int))dlsym(RTLD_NEXT, "dup3");
     real_fclose = (int (*)(FILE *))dlsym(RTLD_NEXT, "fclose");
     real_close_range = (int (*)(unsigned, unsigned, int))dlsym(RTLD_NEXT, "close_range");
+    real_bind = (int (*)(int, const struct sockaddr *, socklen_t))dlsym(RTLD_NEXT, "bind");
 #endif
     const char *text = getenv(ENV_VAR);
     if (!text)

@@ -277,6 +277,19 @@ fn preload_host() {
                 Err(_) => "refused",
             }
         }
+        // A port picked with a listener, dropped, then bound again, the
+        // error swallowed as a port picker's `is_free(port)` does.
+        "pick-port" => {
+            let port = TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            match TcpListener::bind(("127.0.0.1", port)) {
+                Ok(_) => "free",
+                Err(_) => "taken",
+            }
+        }
         other => panic!("FDWINDOW_PRELOAD_HOST={other}?"),
     };
     println!("host: {answer}");
@@ -379,6 +392,26 @@ fn a_passed_copy_keeps_the_lock_and_its_sham_does_not() {
                 "{spec:?}: {report}"
             );
         }
+    }
+}
+
+/// A bind refused as in use while close-hold is armed is reported (`busy`),
+/// once per refusal, so the diagnosis names port-pick where the test only
+/// sees `false`; a bind that succeeds, or a run without close-hold, reports
+/// none.
+#[test]
+fn a_refused_bind_is_reported_busy() {
+    let scratch = common::scratch("preload-busy-bind");
+    let file = scratch.dir().join("unused");
+    for (spec, want, busy) in [
+        (Some("close-hold=listener,hold=5s"), "taken", 1),
+        (Some("close-hold=listener,hold=5s,drop=all"), "free", 0),
+        (None, "free", 0),
+    ] {
+        let (answer, report) = host("pick-port", spec, &file);
+        assert_eq!(answer, want, "{spec:?}: {report}");
+        let lines = report.lines().filter(|l| l.starts_with("busy ")).count();
+        assert_eq!(lines, busy, "{spec:?}: {report}");
     }
 }
 

@@ -99,6 +99,8 @@ pub struct Holds {
     /// Whether the injector's count (`holds`) came: a run that died
     /// before it cannot say what went unheld.
     pub counted: bool,
+    /// Binds the test made that were refused with EADDRINUSE (`busy`).
+    pub busy_binds: u64,
 }
 
 /// One held copy.
@@ -157,6 +159,7 @@ pub fn read_holds(path: &Path) -> Holds {
             (Some("unheld"), Some(_pid), Some(reason), None) => {
                 *h.unheld.entry(reason.to_owned()).or_default() += 1;
             }
+            (Some("busy"), Some(_pid), None, None) => h.busy_binds += 1,
             _ => {}
         }
     }
@@ -217,6 +220,9 @@ pub struct Kept {
     pub flock: bool,
     /// A file carrying an OFD lock (`F_OFD_SETLK`).
     pub ofd: bool,
+    /// A failing run in which a bind of the test's was refused as in use
+    /// (the injector's `busy` line): the copies kept a name the test wanted.
+    pub busy: bool,
 }
 
 impl Kept {
@@ -584,8 +590,9 @@ pub fn hazard_of(
             (Some("unix-listener-survival"), &["unix-listener-survival"])
         }
         // A port picked with a listener: the copy keeps it listening, and
-        // the test's own bind of the port is what failed.
-        DropClass::Listener if addr_in_use(message) => {
+        // the test's own bind of the port is what failed (the injector saw
+        // it refused, or the message says so).
+        DropClass::Listener if kept.busy || addr_in_use(message) => {
             (Some("port-pick"), &["port-pick", "listener-survival"])
         }
         DropClass::Listener => (
@@ -743,6 +750,7 @@ fn hold_rounds(
             let result = runner.run(bin, &bin.exact_args(&case.name), Some(&s), &label)?;
             if let Some((seen, msg)) = seen(&result, &case.name) {
                 c.tally.add(seen);
+                c.kept.busy |= seen != Seen::Ok && result.holds.busy_binds > 0;
                 note_stacks(c, &result.holds, seen);
                 if c.tally.bad() > 0 && c.first_failure.is_none() {
                     c.first_failure = Some(c.tally.runs);
@@ -1072,6 +1080,21 @@ mod tests {
             .0,
             Some("port-pick")
         );
+        // A swallowed bind error (`is_free(port)` said false): the
+        // injector's `busy` line names it.
+        let refused = Kept {
+            busy: true,
+            ..Kept::default()
+        };
+        assert_eq!(
+            hazard_of(
+                DropClass::Listener,
+                refused,
+                "assertion failed: is_free(port)"
+            )
+            .0,
+            Some("port-pick")
+        );
         assert_eq!(
             hazard_of(DropClass::Listener, tcp, "").0,
             Some("listener-survival")
@@ -1129,13 +1152,14 @@ mod tests {
         // A loop's closes past its live copies are the injector's choice,
         // not a gap.
         let unheld = "holding 10 pass\nheld 10 file /tmp/a\nunheld 10 full\nunheld 10 full\n\
-                      unheld 10 lost\nunheld 10 loop\n";
+                      unheld 10 lost\nunheld 10 loop\nbusy 10\nbusy 10\n";
         std::fs::write(&path, unheld).unwrap();
         let h = read_holds(&path);
         assert!(h.counted);
         assert_eq!(h.skipped, 3);
         let by: Vec<(&str, u64)> = h.unheld.iter().map(|(r, n)| (r.as_str(), *n)).collect();
         assert_eq!(by, [("full", 2), ("loop", 1), ("lost", 1)]);
+        assert_eq!(h.busy_binds, 2);
         // Without its holds line a fork-mode run cannot say what went unheld.
         std::fs::write(&path, "held 10 file /tmp/a\n").unwrap();
         assert!(!read_holds(&path).counted);
