@@ -305,15 +305,18 @@ fn the_next_run_sweeps_a_killed_runs_scratch() {
     assert_no_scratch_left(&tmp);
 }
 
-/// Copies the committed results folder and README into `to`.
+/// Copies the committed results folder (its files and `audits/`, not this
+/// machine's `local/`) and README into `to`.
 fn committed_copy(to: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let results = to.join("results");
-    fs::create_dir_all(&results).unwrap();
-    for e in fs::read_dir(root.join("results")).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_file() && !p.file_name().unwrap().to_string_lossy().starts_with('.') {
-            fs::copy(&p, results.join(p.file_name().unwrap())).unwrap();
+    for sub in ["", "audits"] {
+        fs::create_dir_all(results.join(sub)).unwrap();
+        for e in fs::read_dir(root.join("results").join(sub)).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_file() && !p.file_name().unwrap().to_string_lossy().starts_with('.') {
+                fs::copy(&p, results.join(sub).join(p.file_name().unwrap())).unwrap();
+            }
         }
     }
     let readme = to.join("README.md");
