@@ -154,14 +154,19 @@ pub fn run(opts: &RunOptions) -> Result<RunSummary, RunError> {
         }
         crate::base::out::note!("fdwindow: probing {hazard} …");
         let outcome = run_probe(hazard, opts, scratch.dir()).and_then(|report| {
-            // A report is filed under the platform it ran on, never another.
-            if report.platform.id == platform.id {
-                Ok(report)
-            } else {
+            // A report is filed under the platform it ran on, never another,
+            // and only with its fork windows held by forks.
+            if report.platform.id != platform.id {
                 Err(ProbeFailure::Failed(format!(
                     "ran on platform {}, not {}",
                     report.platform.id, platform.id
                 )))
+            } else if let Some(how) = report.scope.as_ref().and_then(|s| s.held_by.as_ref()) {
+                Err(ProbeFailure::Failed(format!(
+                    "its fork windows were held by {how}: a comparison, not results"
+                )))
+            } else {
+                Ok(report)
             }
         });
         match outcome {

@@ -111,6 +111,7 @@ fn report() -> ProbeReport {
         race: Duration::from_millis(1),
         thorough: false,
         deadline: None,
+        hold_by: fdwindow_fix::pressure::HoldBy::Fork,
     };
     run(&PROBE, settings, &[]).expect("the probe runs")
 }

@@ -329,6 +329,7 @@ fn child_a_cell_whose_calls_bypass_libc_is_broken() {
         race: Duration::from_millis(1),
         thorough: false,
         deadline: None,
+        hold_by: fdwindow_fix::pressure::HoldBy::Fork,
     };
     let report = fdwindow::harness::run(&RAW_PROBE, settings, &[]).unwrap();
     let cell = &report.arms[0];

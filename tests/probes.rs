@@ -71,6 +71,29 @@ mod linux {
         check_race(&r, &[]);
     }
 
+    /// The fork window held by a copy passed to a holder process (the way
+    /// `fdwindow audit` holds a close) decides as a forked child does, and
+    /// the report says how it was held.
+    #[test]
+    fn a_passed_copy_holds_the_fork_window_as_a_fork_does() {
+        let held = |how: &str| {
+            let mut args = FEW.to_vec();
+            args.extend(["--hold-by", how]);
+            run_probe("listener-survival", &args)
+        };
+        let (forked, passed) = (held("fork"), held("pass"));
+        let by = |r: &ProbeReport| r.scope.as_ref().and_then(|s| s.held_by.clone());
+        assert_eq!((by(&forked), by(&passed)), (None, Some("pass".to_owned())));
+        for arm in ["close", "shutdown-rd", "shutdown-wr", "bound-unlistened"] {
+            let w = Window::ForkWindow;
+            assert_eq!(verdict(&passed, arm, w), verdict(&forked, arm, w), "{arm}");
+        }
+        assert_eq!(
+            verdict(&passed, "close", Window::ForkWindow),
+            Verdict::Present
+        );
+    }
+
     /// One trial cannot make a fix valid, however sure the control: the
     /// issue's `--trials 1` case.
     #[test]

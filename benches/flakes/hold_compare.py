@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
-"""Holds every closed descriptor of each labelled binary both ways the
-injector can (issue 52): passed to one holder process (`hold-by=pass`, the
-audit's) and a fork per copy (`hold-by=fork`, max-alive=1024), each with its
-sham (`drop=all`), and counts per test the runs it failed, the copies held
-and the closes let through. The two must break the same exposed tests;
-their shams none.
+"""Holds descriptors both ways the audit can (issue 52): passed to one
+holder process (`hold-by=pass`, the audit's default) and by a fork (`fork`).
+
+- The labelled binaries: every closed descriptor held by the injector, each
+  way with its sham (`drop=all`), counting per test the runs it failed, the
+  copies held and the closes let through. The two must break the same
+  exposed tests; their shams none.
+- The probes' own fork windows: every probe run as `fdwindow probe HAZARD
+  --hold-by fork` and `--hold-by pass` (the trial's descriptor passed to a
+  holder instead of a parked child), comparing each fork-window cell's hits.
 
     python3 benches/flakes/hold_compare.py --fdwindow target/release/fdwindow --runs 7
 
@@ -60,6 +64,68 @@ def held_runs(cmd, inject, spec, runs):
             "median_s": B.median(secs)}
 
 
+def probe_names(fdwindow):
+    """The probes this fdwindow has, from its own refusal of an unknown one."""
+    proc = subprocess.run([fdwindow, "probe", "-"], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True)
+    listed = proc.stderr.rsplit("probes: ", 1)
+    if proc.returncode != 2 or len(listed) != 2:
+        sys.exit(f"{fdwindow} probe - did not list its probes: {proc.stderr.strip()}")
+    return [p.strip() for p in listed[1].split(",")]
+
+
+def fork_window_cells(fdwindow, hazard, how):
+    """{arm: outcome} of HAZARD's fork-window cells held `how` (races cut short:
+    only the deterministic cells are compared)."""
+    proc = subprocess.run([fdwindow, "probe", hazard, "--hold-by", how, "--race-ms", "1"],
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                          timeout=600)
+    if proc.returncode != 0:
+        return {"error": f"exit {proc.returncode}"}
+    report = json.loads(proc.stdout)
+    if report.get("scope", {}).get("held_by") != (None if how == "fork" else how):
+        sys.exit(f"{hazard} --hold-by {how}: its report does not say it was held so")
+    cells = {}
+    for arm in report["arms"]:
+        if arm["window"] != "fork-window":
+            continue
+        o = arm["outcome"]
+        cells[arm["arm"]] = {"role": arm["role"], "status": o["status"],
+                             "hits": o.get("hits"), "trials": o.get("trials"),
+                             "unconfirmed": o.get("broken_trials", 0),
+                             "copies": o.get("tallies", {}).get("child-copy", {}),
+                             "error": o.get("error")}
+    return cells
+
+
+def word(cell):
+    """What a deterministic cell says: every trial hit, none, or some."""
+    if cell["status"] != "observed":
+        return cell["status"]
+    return {0: "none", cell["trials"]: "all"}.get(cell["hits"], "some")
+
+
+def compare_probes(fdwindow):
+    probes, same, differ = {}, 0, []
+    for hazard in probe_names(fdwindow):
+        fork = fork_window_cells(fdwindow, hazard, "fork")
+        passed = fork_window_cells(fdwindow, hazard, "pass")
+        if not fork and not passed:
+            continue
+        cells = {}
+        for arm in sorted(set(fork) | set(passed)):
+            f, p = fork.get(arm), passed.get(arm)
+            agree = bool(f and p and "status" in f and "status" in p and word(f) == word(p))
+            cells[arm] = {"fork": f, "pass": p, "same": agree}
+            if agree:
+                same += 1
+            else:
+                differ.append(f"{hazard} {arm}")
+            print(f"{hazard} {arm}: fork {f and word(f)}, pass {p and word(p)}", flush=True)
+        probes[hazard] = cells
+    return {"cells_same": same, "cells_differ": differ, "probes": probes}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--fdwindow", required=True)
@@ -88,6 +154,7 @@ def main():
                       f"{a['held']} held, {a['unheld']} unheld, median {a['median_s']:.2f} s",
                       flush=True)
         out["binaries"][name] = {"exposed": exposed, "arms": arms}
+    out["probes"] = compare_probes(args.fdwindow)
     platform = B.platform_id(args.fdwindow)
     out["platform"] = platform
     path = Path(args.results) / "audits" / f"hold-compare-{platform}.json"

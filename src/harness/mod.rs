@@ -48,7 +48,9 @@ use crate::report::verdict::{
 };
 use crate::report::{ArmReport, LeftOut, ProbeReport, SCHEMA_VERSION, Scope, Table, utc_now};
 use fdwindow_fix::base::child::{HeldChild, InheritingChild, SpawnRace};
+use fdwindow_fix::base::holder::CopyHolder;
 use fdwindow_fix::base::scratch::Scratch;
+use fdwindow_fix::pressure::HoldBy;
 
 /// A probe: one hazard and the arms that meet it.
 #[derive(Debug)]
@@ -171,6 +173,9 @@ impl<T> Context<T> for io::Result<T> {
 pub struct Trial<'a> {
     window: Window,
     scratch: &'a Scratch,
+    /// With `--hold-by pass`: the fork window passes the trial's descriptor
+    /// here instead of forking a child.
+    holder: Option<&'a CopyHolder>,
     tallies: &'a mut Tallies,
     /// Set by [`Trial::own_spawn`]: this trial spawned (and checked) its own
     /// child, which is then the race window's unit instead of the race
@@ -267,6 +272,27 @@ impl Trial<'_> {
         act: impl FnOnce() -> Result<T, Fault>,
     ) -> Result<T, Fault> {
         match self.window {
+            Window::ForkWindow if let Some(holder) = self.holder => {
+                // SAFETY: the caller's descriptor, open for this call.
+                let borrow = |fd| unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+                let theirs = fd
+                    .map(|fd| holder.hold(borrow(fd)))
+                    .transpose()
+                    .map_err(|e| holder_fault("pass the copy to the holder", e))?;
+                self.opened = true;
+                let copied = match (fd, theirs) {
+                    (Some(ours), Some(theirs)) => {
+                        fdwindow_fix::sys::same_open_file_as(holder.pid(), theirs, ours)
+                            .map_err(|e| copy_fault(ours, e))?
+                    }
+                    _ => false,
+                };
+                self.tally(COPY_TALLY, if copied { COPY_HELD } else { COPY_NONE });
+                let result = self.confirm_copy(copied).and_then(|()| act());
+                // Every path lets the holder close its copy before the next trial.
+                holder.release().ctx("let the holder close its copies")?;
+                result
+            }
             Window::ForkWindow => {
                 let held = HeldChild::hold()
                     .map_err(|e| holder_fault("hold a child in the fork window", e))?;
@@ -318,6 +344,11 @@ impl Trial<'_> {
     fn check_copy(&mut self, pid: u32, fd: Option<RawFd>) -> Result<(), Fault> {
         // No descriptor of its own: the child holds none, tallied as such.
         let copied = self.child_holds(pid, fd.as_slice())?;
+        self.confirm_copy(copied)
+    }
+
+    /// Refuses the trial when the window holds no copy and the arm needs one.
+    fn confirm_copy(&self, copied: bool) -> Result<(), Fault> {
         if copied || self.copy_waived {
             Ok(())
         } else {
@@ -329,13 +360,16 @@ impl Trial<'_> {
 /// [`fdwindow_fix::sys::same_open_file`], its failure a fault: unsupported
 /// where the OS cannot tell, else the trial is unconfirmed.
 fn same_open_file(pid: u32, fd: RawFd) -> Result<bool, Fault> {
-    fdwindow_fix::sys::same_open_file(pid, fd).map_err(|e| {
-        let why = format!("compare the child's copy of descriptor {fd}: {e}");
-        match e.kind() {
-            io::ErrorKind::Unsupported => Fault::Unsupported(why),
-            _ => Fault::NotConfirmed(why),
-        }
-    })
+    fdwindow_fix::sys::same_open_file(pid, fd).map_err(|e| copy_fault(fd, e))
+}
+
+/// A failed comparison of a copy of `fd`, as a fault.
+fn copy_fault(fd: RawFd, e: io::Error) -> Fault {
+    let why = format!("compare the child's copy of descriptor {fd}: {e}");
+    match e.kind() {
+        io::ErrorKind::Unsupported => Fault::Unsupported(why),
+        _ => Fault::NotConfirmed(why),
+    }
 }
 
 /// The tally of a fork-window or inherited trial that opened its window, or
@@ -389,6 +423,12 @@ pub struct Settings {
     /// probe reports before its runner's timeout kills it (`--deadline-ms`,
     /// from the probe's start).
     pub deadline: Option<Instant>,
+    /// How the fork window holds the trial's descriptor (`--hold-by`):
+    /// [`HoldBy::Fork`], a child parked between fork and exec, the window
+    /// itself; [`HoldBy::Pass`], a copy passed to one holder process, as
+    /// `fdwindow audit` holds a close (to compare the two: `fdwindow run`
+    /// never asks for it, and the report's scope says it).
+    pub hold_by: HoldBy,
 }
 
 /// How many interleaved blocks (rounds) a race window's arms run in by
@@ -422,6 +462,11 @@ struct ProbeArgs {
     /// its timeout).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
     deadline_ms: Option<u64>,
+    /// How the fork window holds each trial's descriptor: fork (a child
+    /// parked between fork and exec) or pass (a copy passed to one holder
+    /// process, the way `fdwindow audit` holds a close; for comparing them).
+    #[arg(long, value_name = "HOW", default_value = "fork", value_parser = ["fork", "pass"])]
+    hold_by: String,
 }
 
 /// Checks a probe's declaration: unique, non-empty ids; a kind for every
@@ -625,6 +670,10 @@ pub fn main(probe: &Probe, args: Vec<String>) -> ExitCode {
         deadline: args
             .deadline_ms
             .map(|ms| Instant::now() + Duration::from_millis(ms)),
+        hold_by: match args.hold_by.as_str() {
+            "pass" => HoldBy::Pass,
+            _ => HoldBy::Fork,
+        },
     };
     catch_interrupts();
     follow_runner();
@@ -727,6 +776,15 @@ pub fn run(probe: &Probe, settings: Settings, only: &[String]) -> Result<ProbeRe
     let started_at = utc_now();
     let platform = Platform::detect();
     let scratch = Scratch::new(probe.hazard).map_err(RunError::Setup)?;
+    // Forked before any trial's descriptor exists, so it holds none of theirs.
+    let holder = match settings.hold_by {
+        HoldBy::Pass => Some(CopyHolder::start().map_err(RunError::Setup)?),
+        HoldBy::Fork => None,
+    };
+    let ground = Ground {
+        scratch: &scratch,
+        holder: holder.as_ref(),
+    };
     let chosen: Vec<&Arm> = probe
         .arms
         .iter()
@@ -768,14 +826,14 @@ pub fn run(probe: &Probe, settings: Settings, only: &[String]) -> Result<ProbeRe
     let floor = cap.min(MIN_DETERMINISTIC_TRIALS);
     for i in order {
         let (arm, window, cell) = &mut cells[i];
-        run_block(arm, *window, floor, cap, None, None, &scratch, cell)?;
+        run_block(arm, *window, floor, cap, None, None, &ground, cell)?;
         while cells[i].2.trials < cap
             && cells[i].2.fault.is_none()
             && !cells[i].2.gave_up
             && !settled(probe, &cells, i, &platform)
         {
             let (arm, window, cell) = &mut cells[i];
-            run_block(arm, *window, 1, cap, None, None, &scratch, cell)?;
+            run_block(arm, *window, 1, cap, None, None, &ground, cell)?;
         }
     }
     for race_window in Window::ALL.into_iter().filter(|w| w.is_race()) {
@@ -811,7 +869,7 @@ pub fn run(probe: &Probe, settings: Settings, only: &[String]) -> Result<ProbeRe
                         race_cap,
                         Some(end),
                         Some(race),
-                        &scratch,
+                        &ground,
                         cell,
                     ),
                     Err(e) => {
@@ -854,6 +912,7 @@ pub fn run(probe: &Probe, settings: Settings, only: &[String]) -> Result<ProbeRe
             race_ms: u64::try_from(settings.race.as_millis()).unwrap_or(u64::MAX),
             // The runner names the run's other probes when it files this.
             probes: Vec::new(),
+            held_by: (settings.hold_by == HoldBy::Pass).then(|| HoldBy::Pass.id().to_owned()),
         }),
     })
 }
@@ -1155,13 +1214,21 @@ fn run_block(
     cap: u64,
     deadline: Option<Instant>,
     race: Option<SpawnRace>,
-    scratch: &Scratch,
+    ground: &Ground<'_>,
     cell: &mut Cell,
 ) -> Result<(), RunError> {
     let began = Instant::now();
-    let result = block_trials(arm, window, trials, cap, deadline, race, scratch, cell);
+    let result = block_trials(arm, window, trials, cap, deadline, race, ground, cell);
     cell.elapsed += began.elapsed();
     result
+}
+
+/// What every trial of a run shares: the scratch folder and, with
+/// `--hold-by pass`, the holder of passed copies.
+#[derive(Debug)]
+struct Ground<'a> {
+    scratch: &'a Scratch,
+    holder: Option<&'a CopyHolder>,
 }
 
 /// [`run_block`]'s trials.
@@ -1173,7 +1240,7 @@ fn block_trials(
     cap: u64,
     deadline: Option<Instant>,
     race: Option<SpawnRace>,
-    scratch: &Scratch,
+    ground: &Ground<'_>,
     cell: &mut Cell,
 ) -> Result<(), RunError> {
     let mut own_spawns = None::<bool>;
@@ -1206,7 +1273,8 @@ fn block_trials(
         let finished_before = race.as_ref().map_or(0, SpawnRace::finished);
         let mut trial = Trial {
             window,
-            scratch,
+            scratch: ground.scratch,
+            holder: ground.holder,
             tallies: &mut cell.tallies,
             own_spawn: false,
             opened: false,
@@ -1341,6 +1409,7 @@ mod tests {
             race: Duration::from_millis(4),
             thorough,
             deadline: None,
+            hold_by: HoldBy::Fork,
         }
     }
 
@@ -1765,6 +1834,7 @@ mod tests {
             race: Duration::from_millis(1),
             thorough: false,
             deadline: None,
+            hold_by: HoldBy::Fork,
         };
         let r = run(&probe, settings, &[]).unwrap();
         let Outcome::Observed {

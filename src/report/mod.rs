@@ -116,6 +116,11 @@ pub struct Scope {
     /// Empty for a probe run on its own, and in files from before it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub probes: Vec<String>,
+    /// `pass` when the fork window held each trial's descriptor as a copy
+    /// passed to a holder process (`--hold-by pass`), not a forked child: a
+    /// comparison with the audit's way of holding, never filed as results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_by: Option<String>,
 }
 
 /// A cell a run left out on purpose, and why.

@@ -272,8 +272,8 @@ pub fn process_fds(pid: libc::pid_t) -> io::Result<Vec<RawFd>> {
 /// `KCMP_FILE` (linux/kcmp.h; the libc crate does not export it).
 const KCMP_FILE: libc::c_int = 0;
 
-/// Whether `pid`'s descriptor `fd` is the same open file description as this
-/// process's `fd`: the copy a fork or an exec'd child inherits, not merely
+/// Whether `pid`'s descriptor `theirs` is the same open file description as
+/// this process's `ours`: a copy inherited or passed, not merely
 /// another open of the same file. `kcmp(KCMP_FILE)` answers that exactly
 /// (0: the same; `EBADF`: `pid` has no such descriptor). A kernel without
 /// kcmp (`CONFIG_KCMP`, `ENOSYS`) or one that refuses it (`EPERM`) is
@@ -284,7 +284,7 @@ const KCMP_FILE: libc::c_int = 0;
 /// # References
 /// - <https://man7.org/linux/man-pages/man2/kcmp.2.html>
 /// - <https://man7.org/linux/man-pages/man5/proc_pid_fd.5.html>
-pub fn same_open_file(pid: u32, fd: RawFd) -> io::Result<bool> {
+pub fn same_open_file_as(pid: u32, theirs: RawFd, ours: RawFd) -> io::Result<bool> {
     // SAFETY: kcmp takes five integers and touches no memory of ours.
     let r = unsafe {
         libc::syscall(
@@ -292,8 +292,8 @@ pub fn same_open_file(pid: u32, fd: RawFd) -> io::Result<bool> {
             std::process::id() as libc::pid_t,
             pid as libc::pid_t,
             KCMP_FILE,
-            fd as libc::c_ulong,
-            fd as libc::c_ulong,
+            ours as libc::c_ulong,
+            theirs as libc::c_ulong,
         )
     };
     if r >= 0 {
@@ -305,15 +305,15 @@ pub fn same_open_file(pid: u32, fd: RawFd) -> io::Result<bool> {
         Some(libc::ENOSYS | libc::EPERM) => {}
         _ => return Err(e),
     }
-    same_object_by_proc(pid, fd)
+    same_object_by_proc(pid, theirs, ours)
 }
 
-/// [`same_open_file`] without kcmp: whether `/proc/PID/fd/FD` resolves to
-/// the object this process's `fd` does (the same device and inode).
-fn same_object_by_proc(pid: u32, fd: RawFd) -> io::Result<bool> {
+/// [`same_open_file_as`] without kcmp: whether `/proc/PID/fd/THEIRS`
+/// resolves to the object this process's `ours` does (the same device and inode).
+fn same_object_by_proc(pid: u32, theirs: RawFd, ours: RawFd) -> io::Result<bool> {
     use std::os::unix::fs::MetadataExt;
-    let ours = std::fs::metadata(format!("/proc/self/fd/{fd}"))?;
-    match std::fs::metadata(format!("/proc/{pid}/fd/{fd}")) {
+    let ours = std::fs::metadata(format!("/proc/self/fd/{ours}"))?;
+    match std::fs::metadata(format!("/proc/{pid}/fd/{theirs}")) {
         Ok(m) => Ok(m.dev() == ours.dev() && m.ino() == ours.ino()),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(e),
@@ -779,12 +779,13 @@ mod tests {
         let fresh = std::fs::File::open("/dev/null").unwrap();
         for fd in [w.as_raw_fd(), fresh.as_raw_fd()] {
             assert_eq!(
-                same_object_by_proc(held.pid(), fd).unwrap(),
-                same_open_file(held.pid(), fd).unwrap(),
+                same_object_by_proc(held.pid(), fd, fd).unwrap(),
+                same_open_file_as(held.pid(), fd, fd).unwrap(),
                 "descriptor {fd}"
             );
         }
-        assert!(same_object_by_proc(held.pid(), w.as_raw_fd()).unwrap());
+        let w = w.as_raw_fd();
+        assert!(same_object_by_proc(held.pid(), w, w).unwrap());
         held.release().unwrap();
     }
 

@@ -442,24 +442,24 @@ fn libproc_identity(pid: libc::pid_t, fd: RawFd, mode: u32) -> io::Result<(u64, 
     }
 }
 
-/// Whether `pid`'s descriptor `fd` refers to the object this process's `fd`
-/// does, as libproc names it (xnu exposes no open file description's
+/// Whether `pid`'s descriptor `theirs` refers to the object this process's
+/// `ours` does, as libproc names it (xnu exposes no open file description's
 /// identity: the same socket, pipe or file is what can be compared). `EBADF`
 /// from the child, or a descriptor of another kind there, is no copy.
 ///
 /// # References
 /// - xnu `bsd/kern/proc_info.c` (`proc_pidfdinfo`: `pid_socketinfo`,
 ///   `pid_pipeinfo`, `pid_vnodeinfo`)
-pub fn same_open_file(pid: u32, fd: RawFd) -> io::Result<bool> {
+pub fn same_open_file_as(pid: u32, theirs: RawFd, ours: RawFd) -> io::Result<bool> {
     // SAFETY: fstat writes only into the zeroed struct passed.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+    if unsafe { libc::fstat(ours, &mut st) } != 0 {
         return Err(io::Error::last_os_error());
     }
     let mode = u32::from(st.st_mode);
     let me = std::process::id() as libc::pid_t;
-    let ours = libproc_identity(me, fd, mode)?;
-    match libproc_identity(pid as libc::pid_t, fd, mode) {
+    let ours = libproc_identity(me, ours, mode)?;
+    match libproc_identity(pid as libc::pid_t, theirs, mode) {
         Ok(theirs) => Ok(theirs == ours),
         // No such descriptor there, or one of another kind.
         Err(e) if matches!(e.raw_os_error(), Some(libc::EBADF | libc::EINVAL)) => Ok(false),

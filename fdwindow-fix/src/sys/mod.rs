@@ -34,6 +34,13 @@ mod other;
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
 pub use other::*;
 
+/// Whether child `pid`'s descriptor `fd` is this process's `fd`, the same
+/// open file: the copy a fork or an exec'd child inherits keeps its number
+/// ([`same_open_file_as`] compares a copy passed to another number).
+pub fn same_open_file(pid: u32, fd: std::os::fd::RawFd) -> std::io::Result<bool> {
+    same_open_file_as(pid, fd, fd)
+}
+
 /// What identifies one open object across processes, as a holder scan
 /// (`fdwindow`'s `hazards::holders`) compares it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -95,7 +95,7 @@ pub fn process_fds(_pid: libc::pid_t) -> io::Result<Vec<RawFd>> {
 }
 
 /// Not known here.
-pub fn same_open_file(_pid: u32, _fd: RawFd) -> io::Result<bool> {
+pub fn same_open_file_as(_pid: u32, _theirs: RawFd, _ours: RawFd) -> io::Result<bool> {
     Err(io::Error::new(
         io::ErrorKind::Unsupported,
         "fdwindow cannot compare another process's descriptors on this OS",

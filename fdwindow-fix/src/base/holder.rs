@@ -1,0 +1,271 @@
+//! A process that keeps copies of descriptors passed to it: the way
+//! `fdwindow audit`'s injector holds a closed descriptor (`hold-by=pass`),
+//! for comparing that way with the fork window it stands for.
+//!
+//! A descriptor passed over a Unix socket (`SCM_RIGHTS`, unix(7)) arrives as
+//! a new descriptor for the same open file description, as a forked child's
+//! copy is: a flock or OFD lock, a listener, a bound name, a pipe's write end
+//! live on while the holder keeps it. What a fork copies besides (every other
+//! descriptor, the memory) does not come with it.
+//!
+//! The holder is forked once, before the descriptors it will hold exist, so
+//! it starts with nothing of theirs: it moves its end of the socket to
+//! descriptor 0 and closes every other one (its stdio too, so no pipe
+//! someone reads to end-of-file waits on it). Then it answers one-byte
+//! requests: `H` carrying descriptors (kept, answered `h`) and `R` (every
+//! kept copy closed, answered `r`). It exits at end-of-file on its socket,
+//! when [`CopyHolder`] is dropped (which reaps it) or its owner dies.
+//!
+//! References: unix(7) (`SCM_RIGHTS`), cmsg(3),
+//! <https://man7.org/linux/man-pages/man7/unix.7.html>.
+
+use std::io::{self, IoSlice, Read, Write};
+use std::mem::MaybeUninit;
+use std::net::Shutdown;
+use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::time::Duration;
+
+use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags, sendmsg};
+
+/// The most copies the holder keeps at once (a trial passes one).
+const MAX_HELD: usize = 64;
+/// How long an answer may take: generous, a loaded machine can stall the
+/// holder for seconds, but bounded, so a holder that died is an error.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The holder process and the owner's end of its socket.
+#[derive(Debug)]
+pub struct CopyHolder {
+    pid: libc::pid_t,
+    socket: UnixStream,
+}
+
+impl CopyHolder {
+    /// Forks the holder. Call it before the descriptors it will hold are
+    /// made: the fork copies whatever is open, and the holder closes it all
+    /// at once, but a lock or a listener open now is held for that moment.
+    pub fn start() -> io::Result<CopyHolder> {
+        // std makes both ends close-on-exec; the holder execs nothing anyway.
+        let (ours, theirs) = UnixStream::pair()?;
+        ours.set_read_timeout(Some(ANSWER_TIMEOUT))?;
+        let open_max = open_max();
+        // SAFETY: the child runs `serve`, which makes only async-signal-safe
+        // calls on stack memory and never returns (the owner may have threads).
+        match unsafe { libc::fork() } {
+            -1 => Err(io::Error::last_os_error()),
+            0 => unsafe { serve(theirs.as_raw_fd(), open_max) },
+            pid => Ok(CopyHolder { pid, socket: ours }),
+        }
+    }
+
+    /// The holder's pid: the process whose descriptors a copy check reads.
+    pub fn pid(&self) -> u32 {
+        self.pid.unsigned_abs()
+    }
+
+    /// Passes a copy of `fd` and returns once the holder keeps it, with the
+    /// number the copy has there.
+    pub fn hold(&self, fd: BorrowedFd<'_>) -> io::Result<RawFd> {
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+        let mut control = SendAncillaryBuffer::new(&mut space);
+        let fds = [fd];
+        if !control.push(SendAncillaryMessage::ScmRights(&fds)) {
+            return Err(io::Error::other(
+                "no room for the descriptor in the message",
+            ));
+        }
+        sendmsg(
+            &self.socket,
+            &[IoSlice::new(b"H")],
+            &mut control,
+            SendFlags::empty(),
+        )?;
+        self.answer(b'h', "keep the copy")?;
+        let mut number = [0u8; size_of::<RawFd>()];
+        (&self.socket).read_exact(&mut number)?;
+        Ok(RawFd::from_ne_bytes(number))
+    }
+
+    /// Closes every copy the holder keeps, and returns once it has.
+    pub fn release(&self) -> io::Result<()> {
+        (&self.socket).write_all(b"R")?;
+        self.answer(b'r', "close its copies")
+    }
+
+    fn answer(&self, expected: u8, what: &str) -> io::Result<()> {
+        let mut byte = [0u8];
+        match (&self.socket).read(&mut byte)? {
+            1 if byte[0] == expected => Ok(()),
+            0 => Err(io::Error::other(format!(
+                "the holder ended before it could {what}"
+            ))),
+            _ => Err(io::Error::other(format!("the holder could not {what}"))),
+        }
+    }
+}
+
+impl Drop for CopyHolder {
+    /// End-of-file on its socket (shut down, not closed: a forked copy of
+    /// our end elsewhere does not delay it) ends the holder; then reap it.
+    fn drop(&mut self) {
+        let _ = self.socket.shutdown(Shutdown::Write);
+        let mut status = 0;
+        // SAFETY: waits for our own child; EINTR retried.
+        while unsafe { libc::waitpid(self.pid, &mut status, 0) } == -1
+            && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted
+        {}
+    }
+}
+
+/// One past the highest descriptor the holder may have inherited.
+fn open_max() -> RawFd {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct it is given.
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
+    // Past a million, nobody has that many open; infinity reads as huge.
+    match rc {
+        0 => RawFd::try_from(limit.rlim_cur.min(1 << 20)).unwrap_or(1 << 20),
+        _ => 1 << 20,
+    }
+}
+
+/// The holder, in the forked child: async-signal-safe calls only, no
+/// allocation, never returns.
+unsafe fn serve(socket: RawFd, open_max: RawFd) -> ! {
+    // SAFETY (whole body): plain syscalls on this process's own descriptors
+    // and on buffers on this stack.
+    unsafe {
+        if libc::dup2(socket, 0) != 0 {
+            libc::_exit(3);
+        }
+        if crate::sys::close_range_from(1).is_err() {
+            for fd in 1..open_max {
+                libc::close(fd);
+            }
+        }
+        let mut held = [-1 as RawFd; MAX_HELD];
+        let mut count = 0;
+        loop {
+            // The answer: one byte, then for `h` the copy's number here.
+            let mut answer = [0u8; 1 + size_of::<RawFd>()];
+            let mut byte = 0u8;
+            let mut iov = libc::iovec {
+                iov_base: (&raw mut byte).cast(),
+                iov_len: 1,
+            };
+            // u64 words: the alignment cmsghdr needs.
+            let mut control = [0u64; 16];
+            let mut msg: libc::msghdr = std::mem::zeroed();
+            msg.msg_iov = &mut iov;
+            msg.msg_iovlen = 1;
+            msg.msg_control = control.as_mut_ptr().cast();
+            msg.msg_controllen = std::mem::size_of_val(&control) as _;
+            match libc::recvmsg(0, &mut msg, 0) {
+                0 => libc::_exit(0),
+                n if n < 0 => {
+                    if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                        continue;
+                    }
+                    libc::_exit(4);
+                }
+                _ => {}
+            }
+            let mut kept = msg.msg_flags & libc::MSG_CTRUNC == 0;
+            let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+            while !cmsg.is_null() {
+                if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
+                    let data = libc::CMSG_DATA(cmsg).cast::<RawFd>();
+                    let bytes = (*cmsg).cmsg_len as usize - libc::CMSG_LEN(0) as usize;
+                    for i in 0..bytes / std::mem::size_of::<RawFd>() {
+                        let fd = data.add(i).read_unaligned();
+                        if count < MAX_HELD {
+                            held[count] = fd;
+                            count += 1;
+                        } else {
+                            libc::close(fd);
+                            kept = false;
+                        }
+                    }
+                }
+                cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+            }
+            let length = match byte {
+                b'H' if kept && count > 0 => {
+                    answer[0] = b'h';
+                    answer[1..].copy_from_slice(&held[count - 1].to_ne_bytes());
+                    answer.len()
+                }
+                b'R' => {
+                    for fd in &mut held[..count] {
+                        libc::close(*fd);
+                        *fd = -1;
+                    }
+                    count = 0;
+                    answer[0] = b'r';
+                    1
+                }
+                _ => {
+                    answer[0] = b'x';
+                    1
+                }
+            };
+            if libc::write(0, answer.as_ptr().cast(), length) != length as isize {
+                libc::_exit(5);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsFd;
+
+    /// A passed copy keeps a listener alive after the owner's close, and
+    /// release lets it go: connects succeed, then are refused.
+    #[test]
+    fn a_passed_listener_lives_until_release() {
+        let _serial = crate::test_serial();
+        let holder = CopyHolder::start().expect("start the holder");
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let theirs = holder.hold(listener.as_fd()).expect("hold");
+        assert!(crate::sys::same_open_file_as(holder.pid(), theirs, listener.as_raw_fd()).unwrap());
+        drop(listener);
+        assert!(
+            std::net::TcpStream::connect(addr).is_ok(),
+            "the copy listens"
+        );
+        holder.release().expect("release");
+        assert!(
+            std::net::TcpStream::connect(addr).is_err(),
+            "nothing listens"
+        );
+    }
+
+    /// The holder starts with none of the owner's descriptors: a pipe
+    /// opened before the start reads end-of-file once the owner closes its
+    /// write end, and the holder ends (and is reaped) when dropped.
+    #[test]
+    fn the_holder_keeps_nothing_it_was_not_given() {
+        // Its fork holds other tests' descriptors for a moment.
+        let _serial = crate::test_serial();
+        let (mut reader, writer) = io::pipe().unwrap();
+        let holder = CopyHolder::start().expect("start the holder");
+        let pid = holder.pid();
+        // The holder closes what it inherited at once, but asynchronously:
+        // one round trip proves it got there.
+        holder.release().expect("release");
+        drop(writer);
+        let mut rest = Vec::new();
+        reader.read_to_end(&mut rest).expect("end-of-file");
+        drop(holder);
+        // SAFETY: kill with signal 0 only checks whether the pid exists.
+        let alive = unsafe { libc::kill(pid as libc::pid_t, 0) } == 0;
+        assert!(!alive, "the holder was reaped");
+    }
+}
