@@ -15,9 +15,11 @@ holder process (`hold-by=pass`, the audit's default) and by a fork (`fork`).
 Writes RESULTS/audits/hold-compare-<platform>.json.
 """
 import argparse
+import datetime
 import glob
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -27,6 +29,7 @@ from pathlib import Path
 import benchlib as B
 
 ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = 1
 
 
 def injector(path):
@@ -137,7 +140,14 @@ def main():
     inject = injector(args.injector)
     bins = B.build(quiet=True)
     labels = B.load_labels()
-    out = {"about": __doc__.split("\n\n")[0], "hold": args.hold, "binaries": {}}
+    version = subprocess.run([args.fdwindow, "--version"], stdout=subprocess.PIPE,
+                             text=True).stdout.strip()
+    out = {"schema": SCHEMA, "about": __doc__.split("\n\n")[0],
+           "command": "python3 benches/flakes/hold_compare.py " + shlex.join(sys.argv[1:]),
+           "measured_at": datetime.datetime.now(datetime.timezone.utc)
+           .strftime("%Y-%m-%dT%H:%M:%SZ"),
+           "fdwindow_version": version, "runs": args.runs, "hold": args.hold,
+           "binaries": {}}
     for b in labels["binaries"]:
         name = b["binary"]
         cmd = B.argv([bins[name]] + b["args"])

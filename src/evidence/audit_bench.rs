@@ -74,7 +74,41 @@ pub const WORKSPACE_BENCH_SCHEMA: u64 = 1;
 /// Loads every workspace benchmark document of `dir` (the results folder's
 /// `audits/`), sorted by platform id; refuses another schema.
 pub fn load_workspace_dir(dir: &Path) -> Result<Vec<serde_json::Value>, BadResults> {
-    json_files(dir, WORKSPACE_BENCH_PREFIX)?
+    load_documents(
+        dir,
+        WORKSPACE_BENCH_PREFIX,
+        WORKSPACE_BENCH_SCHEMA,
+        "make bench-workspace",
+    )
+}
+
+/// A hold comparison file's name starts with this (`audits/`,
+/// `benches/flakes/hold_compare.py`).
+pub const HOLD_COMPARE_PREFIX: &str = "hold-compare-";
+
+/// The schema version of the hold comparison's document this build reads.
+pub const HOLD_COMPARE_SCHEMA: u64 = 1;
+
+/// Loads every hold comparison document of `dir` (the results folder's
+/// `audits/`), sorted by platform id; refuses another schema.
+pub fn load_hold_compare_dir(dir: &Path) -> Result<Vec<serde_json::Value>, BadResults> {
+    load_documents(
+        dir,
+        HOLD_COMPARE_PREFIX,
+        HOLD_COMPARE_SCHEMA,
+        "python3 benches/flakes/hold_compare.py",
+    )
+}
+
+/// The `PREFIX*.json` documents of `dir`, each of `schema` (else the error
+/// says to rerun `remedy`).
+fn load_documents(
+    dir: &Path,
+    prefix: &str,
+    schema: u64,
+    remedy: &str,
+) -> Result<Vec<serde_json::Value>, BadResults> {
+    json_files(dir, prefix)?
         .into_iter()
         .map(|(path, text)| {
             let doc = crate::evidence::strict_json::parse(&text).map_err(|problem| BadResults {
@@ -82,12 +116,11 @@ pub fn load_workspace_dir(dir: &Path) -> Result<Vec<serde_json::Value>, BadResul
                 problem,
             })?;
             match doc["schema"].as_u64() {
-                Some(WORKSPACE_BENCH_SCHEMA) => Ok(doc),
+                Some(found) if found == schema => Ok(doc),
                 other => Err(BadResults {
                     path,
                     problem: format!(
-                        "schema {other:?}, this build reads {WORKSPACE_BENCH_SCHEMA}: rerun \
-`make bench-workspace`"
+                        "schema {other:?}, this build reads {schema}: rerun `{remedy}`"
                     ),
                 }),
             }
@@ -125,6 +158,20 @@ fn json_files(dir: &Path, prefix: &str) -> Result<Vec<(std::path::PathBuf, Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_hold_comparison_loader_reads_only_its_own_files_and_schema() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, schema: u64| {
+            std::fs::write(dir.path().join(name), format!(r#"{{"schema": {schema}}}"#)).unwrap();
+        };
+        write("hold-compare-linux-a.json", HOLD_COMPARE_SCHEMA);
+        write("workspace-bench-linux-a.json", WORKSPACE_BENCH_SCHEMA);
+        assert_eq!(load_hold_compare_dir(dir.path()).unwrap().len(), 1);
+        write("hold-compare-linux-b.json", HOLD_COMPARE_SCHEMA + 1);
+        let err = load_hold_compare_dir(dir.path()).unwrap_err();
+        assert!(err.problem.contains("hold_compare.py"), "{}", err.problem);
+    }
 
     #[test]
     fn the_workspace_loader_reads_its_schema_and_refuses_another() {

@@ -271,29 +271,9 @@ impl Trial<'_> {
         fd: Option<RawFd>,
         act: impl FnOnce() -> Result<T, Fault>,
     ) -> Result<T, Fault> {
-        match self.window {
-            Window::ForkWindow if let Some(holder) = self.holder => {
-                // SAFETY: the caller's descriptor, open for this call.
-                let borrow = |fd| unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
-                let theirs = fd
-                    .map(|fd| holder.hold(borrow(fd)))
-                    .transpose()
-                    .map_err(|e| holder_fault("pass the copy to the holder", e))?;
-                self.opened = true;
-                let copied = match (fd, theirs) {
-                    (Some(ours), Some(theirs)) => {
-                        fdwindow_fix::sys::same_open_file_as(holder.pid(), theirs, ours)
-                            .map_err(|e| copy_fault(ours, e))?
-                    }
-                    _ => false,
-                };
-                self.tally(COPY_TALLY, if copied { COPY_HELD } else { COPY_NONE });
-                let result = self.confirm_copy(copied).and_then(|()| act());
-                // Every path lets the holder close its copy before the next trial.
-                holder.release().ctx("let the holder close its copies")?;
-                result
-            }
-            Window::ForkWindow => {
+        match (self.window, self.holder) {
+            (Window::ForkWindow, Some(holder)) => self.passed_copy_window(holder, fd, act),
+            (Window::ForkWindow, None) => {
                 let held = HeldChild::hold()
                     .map_err(|e| holder_fault("hold a child in the fork window", e))?;
                 self.opened = true;
@@ -303,7 +283,7 @@ impl Trial<'_> {
                 held.release().ctx("release the held child")?;
                 result
             }
-            Window::Inherited => {
+            (Window::Inherited, _) => {
                 let child = InheritingChild::spawn()
                     .map_err(|e| holder_fault("spawn the inheriting child", e))?;
                 self.opened = true;
@@ -314,8 +294,40 @@ impl Trial<'_> {
             }
             // The parked-call window is built by its own probe around the
             // creating call; there is nothing to open here.
-            Window::PosixSpawn | Window::ParkedCall | Window::InProcess => act(),
+            (Window::PosixSpawn | Window::ParkedCall | Window::InProcess, _) => act(),
         }
+    }
+
+    /// The fork window held by a copy of `fd` passed to `holder` (`--hold-by
+    /// pass`), checked as a forked child's copy is, though at its own number.
+    fn passed_copy_window<T>(
+        &mut self,
+        holder: &CopyHolder,
+        fd: Option<RawFd>,
+        act: impl FnOnce() -> Result<T, Fault>,
+    ) -> Result<T, Fault> {
+        // SAFETY: the caller's descriptor, open for this call.
+        let borrow = |fd| unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+        let theirs = fd
+            .map(|fd| holder.hold(borrow(fd)))
+            .transpose()
+            .map_err(|e| holder_fault("pass the copy to the holder", e))?;
+        self.opened = true;
+        let copied = match (fd, theirs) {
+            (Some(ours), Some(theirs)) => {
+                fdwindow_fix::sys::same_open_file_as(holder.pid(), theirs, ours)
+                    .map_err(|e| copy_fault(ours, e))
+            }
+            _ => Ok(false),
+        };
+        let result = copied.and_then(|copied| {
+            self.tally(COPY_TALLY, if copied { COPY_HELD } else { COPY_NONE });
+            self.confirm_copy(copied)?;
+            act()
+        });
+        // Every path lets the holder close its copy before the next trial.
+        holder.release().ctx("let the holder close its copies")?;
+        result
     }
 
     /// For a trial that spawned its own child ([`Trial::own_spawn`]) while

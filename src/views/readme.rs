@@ -33,6 +33,9 @@ pub struct Inputs {
     /// Every workspace benchmark document (`make bench-workspace`,
     /// `audits/workspace-bench-<platform>.json`).
     pub workspace_bench: Vec<serde_json::Value>,
+    /// Every hold comparison document (`benches/flakes/hold_compare.py`,
+    /// `audits/hold-compare-<platform>.json`).
+    pub hold_compare: Vec<serde_json::Value>,
     /// MATRIX.md as rendered now from the same folder, whose
     /// `flock-survival` table the README quotes. The caller renders it (the
     /// runner's `render_outputs`): no view calls another.
@@ -53,6 +56,7 @@ impl Inputs {
             })?,
             audit_bench: crate::evidence::audit_bench::load_dir(dir)?,
             workspace_bench: crate::evidence::audit_bench::load_workspace_dir(&dir.join("audits"))?,
+            hold_compare: crate::evidence::audit_bench::load_hold_compare_dir(&dir.join("audits"))?,
             matrix,
         })
     }
@@ -114,6 +118,10 @@ pub const SECTIONS: &[Section] = &[
     Section {
         name: "workspace-bench",
         render: workspace_bench,
+    },
+    Section {
+        name: "hold-compare",
+        render: hold_compare,
     },
 ];
 
@@ -351,11 +359,7 @@ fn workspace_bench(inputs: &Inputs) -> String {
     else {
         return no_data("workspace benchmark (`make bench-workspace`)");
     };
-    let text = |v: &serde_json::Value| match v {
-        serde_json::Value::String(s) => s.clone(),
-        serde_json::Value::Null => "–".into(),
-        other => other.to_string(),
-    };
+    let text = json_text;
     let mut out = format!(
         "On `{}`, measured {} by `{}` ({}); found means {}.\n\n\
 | command | binaries | tests | not screened with every close held | exposed found | false flags | \
@@ -397,6 +401,90 @@ the audit's time |\n|---|---|---|---|---|---|---|\n",
                 .map_or_else(|| "–".to_owned(), |s| format!("{s:.1} s"))
         );
     }
+    out
+}
+
+/// A JSON value as a README cell: a string as it is, null as a dash.
+fn json_text(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Null => "–".into(),
+        other => other.to_string(),
+    }
+}
+
+/// The hold comparison (`benches/flakes/hold_compare.py`): each labelled
+/// binary's closes held by passed copies and by forks, each with its sham,
+/// and the probes' own fork windows held both ways.
+fn hold_compare(inputs: &Inputs) -> String {
+    let Some(d) = inputs
+        .hold_compare
+        .iter()
+        .max_by(|a, b| a["measured_at"].as_str().cmp(&b["measured_at"].as_str()))
+    else {
+        return no_data("hold comparison (`benches/flakes/hold_compare.py`)");
+    };
+    let count = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
+    let runs = count(&d["runs"]);
+    let mut out = format!(
+        "On `{}`, measured {} by `{}` ({}): each binary run {runs} times per way, every close \
+held {}. Per way: exposed tests broken in every run / in some run; other tests broken (the \
+benchmark's flakes of other causes, random seeds and shared state, fail with shams too); closes \
+held and let through.\n\n| binary | exposed | passed | passed, sham | forked | forked, sham |\n\
+|---|---|---|---|---|---|\n",
+        json_text(&d["platform"]),
+        json_text(&d["measured_at"]),
+        json_text(&d["command"]),
+        json_text(&d["fdwindow_version"]),
+        json_text(&d["hold"]),
+    );
+    for (name, b) in d["binaries"].as_object().into_iter().flatten() {
+        let exposed: Vec<&str> = b["exposed"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t.as_str())
+            .collect();
+        let _ = write!(out, "| {name} | {} |", exposed.len());
+        for arm in ["pass", "pass-sham", "fork", "fork-sham"] {
+            let a = &b["arms"][arm];
+            let failed = a["failures"].as_object();
+            let fails = |t: &str| failed.and_then(|f| f.get(t)).map_or(0, count);
+            let every = exposed.iter().filter(|t| fails(t) == runs).count();
+            let some = exposed.iter().filter(|t| fails(t) > 0).count();
+            let others = failed
+                .into_iter()
+                .flatten()
+                .filter(|(t, n)| !exposed.contains(&t.as_str()) && count(n) > 0);
+            let _ = write!(
+                out,
+                " {every} / {some}, {} others; {} held, {} let through |",
+                others.count(),
+                count(&a["held"]),
+                count(&a["unheld"])
+            );
+        }
+        out.push('\n');
+    }
+    let p = &d["probes"];
+    let differ: Vec<String> = p["cells_differ"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| format!("`{}`", json_text(c)))
+        .collect();
+    let _ = writeln!(
+        out,
+        "\nThe probes' own fork windows (`fdwindow probe HAZARD --hold-by fork`, then `pass`): {} of \
+{} cells say the same (every trial hit, or none){}.",
+        count(&p["cells_same"]),
+        count(&p["cells_same"]) + differ.len() as u64,
+        if differ.is_empty() {
+            String::new()
+        } else {
+            format!("; differ: {}", differ.join(", "))
+        }
+    );
     out
 }
 
@@ -877,6 +965,7 @@ mod tests {
             timing: Vec::new(),
             audit_bench: Vec::new(),
             workspace_bench: Vec::new(),
+            hold_compare: Vec::new(),
             matrix: String::new(),
         }
     }
@@ -996,6 +1085,43 @@ mod tests {
         assert_eq!(
             workspace_bench(&empty()),
             "*(no workspace benchmark (`make bench-workspace`) in the results folder yet)*\n"
+        );
+    }
+
+    #[test]
+    fn the_hold_section_counts_each_way_and_the_probes_cells() {
+        let mut inputs = empty();
+        inputs.hold_compare.push(serde_json::json!({
+            "platform": "linux-test",
+            "measured_at": "2026-12-07T00:00:00Z",
+            "command": "python3 benches/flakes/hold_compare.py",
+            "fdwindow_version": "fdwindow 0.1.0",
+            "runs": 7,
+            "hold": "100ms",
+            "binaries": {"files": {
+                "exposed": ["lock", "eof"],
+                "arms": {
+                    "pass": {"failures": {"lock": 7, "eof": 7}, "held": 500, "unheld": 0},
+                    "pass-sham": {"failures": {}, "held": 500, "unheld": 0},
+                    "fork": {"failures": {"lock": 7, "eof": 2, "busy": 1}, "held": 90,
+                             "unheld": 410},
+                    "fork-sham": {"failures": {"lock": 3}, "held": 90, "unheld": 410},
+                },
+            }},
+            "probes": {"cells_same": 43, "cells_differ": ["holder-scan scan-after-exec"]},
+        }));
+        let out = hold_compare(&inputs);
+        assert!(
+            out.contains(
+                "| files | 2 | 2 / 2, 0 others; 500 held, 0 let through | 0 / 0, 0 others; 500 \
+held, 0 let through | 1 / 2, 1 others; 90 held, 410 let through | 0 / 1, 0 others; 90 held, 410 \
+let through |"
+            ),
+            "{out}"
+        );
+        assert!(
+            out.contains("43 of 44 cells say the same (every trial hit, or none); differ: `holder-scan scan-after-exec`."),
+            "{out}"
         );
     }
 

@@ -175,6 +175,8 @@ unsafe fn serve(socket: RawFd, open_max: RawFd) -> ! {
                 _ => {}
             }
             let mut kept = msg.msg_flags & libc::MSG_CTRUNC == 0;
+            // The copy this message brought, answered with its number.
+            let mut arrived = None;
             let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
             while !cmsg.is_null() {
                 if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
@@ -185,6 +187,7 @@ unsafe fn serve(socket: RawFd, open_max: RawFd) -> ! {
                         if count < MAX_HELD {
                             held[count] = fd;
                             count += 1;
+                            arrived = Some(fd);
                         } else {
                             libc::close(fd);
                             kept = false;
@@ -193,13 +196,13 @@ unsafe fn serve(socket: RawFd, open_max: RawFd) -> ! {
                 }
                 cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
             }
-            let length = match byte {
-                b'H' if kept && count > 0 => {
+            let length = match (byte, arrived) {
+                (b'H', Some(fd)) if kept => {
                     answer[0] = b'h';
-                    answer[1..].copy_from_slice(&held[count - 1].to_ne_bytes());
+                    answer[1..].copy_from_slice(&fd.to_ne_bytes());
                     answer.len()
                 }
-                b'R' => {
+                (b'R', _) => {
                     for fd in &mut held[..count] {
                         libc::close(*fd);
                         *fd = -1;

@@ -1,7 +1,8 @@
 //! The store, reopened: each test closes its store and opens it again at
-//! once, as a restart does. All three go through `kit::store::with_store`,
+//! once, as a restart does. Three go through `kit::store::with_store`,
 //! which closes the locked file without unlocking it: one cause, one site,
-//! three exposed tests (labels.json).
+//! three exposed tests (labels.json). The journal's tests do the same with
+//! an OFD byte-range lock: one drops its writer (exposed), one unlocks first.
 
 use kit::ScratchDir;
 use kit::store::with_store;
@@ -45,4 +46,33 @@ fn two_stores_side_by_side() {
     let dir = ScratchDir::new("pair");
     with_store(&dir.join("a"), |a| a.put("k", "a")).unwrap();
     with_store(&dir.join("b"), |b| b.put("k", "b")).unwrap();
+}
+
+/// A journal writer dropped, its segment claimed again at once: the OFD
+/// lock goes with the file's last descriptor (ofd-lock-survival).
+#[cfg(target_os = "linux")]
+#[test]
+fn journal_segment_reclaimed_after_writer_drops() {
+    let dir = ScratchDir::new("journal");
+    let path = dir.join("journal");
+    let mut first = kit::journal::Writer::claim(&path, 0).unwrap();
+    first.write(b"one\n").unwrap();
+    drop(first);
+    let mut second = kit::journal::Writer::claim(&path, 0).unwrap();
+    second.write(b"two\n").unwrap();
+    second.finish().unwrap();
+}
+
+/// The same, with the segment given up by `finish` (unlocked, then
+/// closed): no copy can keep the claim. Not exposed.
+#[cfg(target_os = "linux")]
+#[test]
+fn journal_segment_handed_over_after_finish() {
+    let dir = ScratchDir::new("journal-finish");
+    let path = dir.join("journal");
+    let mut first = kit::journal::Writer::claim(&path, 1).unwrap();
+    first.write(b"one\n").unwrap();
+    first.finish().unwrap();
+    let second = kit::journal::Writer::claim(&path, 1).unwrap();
+    second.finish().unwrap();
 }

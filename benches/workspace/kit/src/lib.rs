@@ -2,9 +2,10 @@
 //! a key-value store that locks its file, a test server, a port picker, a
 //! scratch folder, and the busy work the suites' ordinary tests do.
 //!
-//! Three of its helpers are how three tests elsewhere in the workspace get
+//! Four of its helpers are how tests elsewhere in the workspace get
 //! exposed (labels.json): [`store::with_store`] drops its locked file without
-//! unlocking it, [`server::TestServer::stop`] drops a listener that the
+//! unlocking it, so does a dropped `journal::Writer` (an OFD byte-range
+//! lock, Linux), [`server::TestServer::stop`] drops a listener that the
 //! caller then expects to be gone, and [`ports::free_udp_port`] hands out a
 //! port whose probe socket it has just dropped. Each is correct in a
 //! process that never forks; a child's copy of the dropped descriptor
@@ -14,6 +15,8 @@
 //! path is removed on every way out; every wait is bounded.
 
 pub mod busy;
+#[cfg(target_os = "linux")]
+pub mod journal;
 pub mod ports;
 pub mod server;
 pub mod store;
