@@ -110,27 +110,20 @@ impl Drop for CopyHolder {
     /// our end elsewhere does not delay it) ends the holder; then reap it.
     fn drop(&mut self) {
         let _ = self.socket.shutdown(Shutdown::Write);
-        let mut status = 0;
-        // SAFETY: waits for our own child; EINTR retried.
-        while unsafe { libc::waitpid(self.pid, &mut status, 0) } == -1
-            && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted
+        let pid = rustix::process::Pid::from_raw(self.pid);
+        while let Err(rustix::io::Errno::INTR) =
+            rustix::process::waitpid(pid, rustix::process::WaitOptions::empty())
         {}
     }
 }
 
 /// One past the highest descriptor the holder may have inherited.
 fn open_max() -> RawFd {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes the struct it is given.
-    let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
-    // Past a million, nobody has that many open; infinity reads as huge.
-    match rc {
-        0 => RawFd::try_from(limit.rlim_cur.min(1 << 20)).unwrap_or(1 << 20),
-        _ => 1 << 20,
-    }
+    // Past a million, nobody has that many open; no limit reads as none.
+    let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
+    limit.map_or(1 << 20, |n| {
+        RawFd::try_from(n.min(1 << 20)).unwrap_or(1 << 20)
+    })
 }
 
 /// The holder, in the forked child: async-signal-safe calls only, no
@@ -267,8 +260,8 @@ mod tests {
         let mut rest = Vec::new();
         reader.read_to_end(&mut rest).expect("end-of-file");
         drop(holder);
-        // SAFETY: kill with signal 0 only checks whether the pid exists.
-        let alive = unsafe { libc::kill(pid as libc::pid_t, 0) } == 0;
+        let pid = rustix::process::Pid::from_raw(pid as i32).unwrap();
+        let alive = rustix::process::test_kill_process(pid).is_ok();
         assert!(!alive, "the holder was reaped");
     }
 }
