@@ -23,7 +23,7 @@ pub struct Probe {
     pub about: &'static str,
     /// The most trials per arm in a deterministic window (fork-window,
     /// inherited, parked-call) and in-process: enough to decide (7-10), no
-    /// more. A deterministic cell stops at 7 once its verdict is decided ([`run`]).
+    /// more. A deterministic cell stops at 7 once its verdict is decided ([`run`](super::run)).
     pub trials: u64,
     /// Time per arm in the posix-spawn race, split into interleaved blocks.
     pub race: Duration,
@@ -68,13 +68,13 @@ pub struct Arm {
     /// inheritable descriptor made close-on-exec, a port never picked): the
     /// windows where a trial still counts when the window's child holds none
     /// of its descriptor. Elsewhere, and for every control and sham, such a
-    /// trial is unconfirmed ([`NO_COPY`]), and `fdwindow check` fails a cell
-    /// whose [`COPY_TALLY`] shows fewer copies than trials.
+    /// trial is unconfirmed ([`NO_COPY`](super::NO_COPY)), and `fdwindow check` fails a cell
+    /// whose [`COPY_TALLY`](super::COPY_TALLY) shows fewer copies than trials.
     pub no_copy: &'static [Window],
 }
 
 /// The defaults for an [`Arm`] declaration's optional fields. Its `id` is
-/// empty, which [`check`] refuses: every arm names itself and its trial.
+/// empty, which [`check`](super::check()) refuses: every arm names itself and its trial.
 pub const ARM: Arm = Arm {
     id: "",
     role: Role::Control,
@@ -136,7 +136,7 @@ impl std::fmt::Display for Declared<'_> {
     }
 }
 
-/// `arm`'s part in `window`: the one rule [`arm_report`] writes reports by,
+/// `arm`'s part in `window`: the one rule `arm_report` writes reports by,
 /// and `fdwindow check` holds results files to, so a file cannot judge a fix
 /// against another control than its probe names.
 pub fn declared(probe: &Probe, arm: &Arm, window: Window) -> Declared<'static> {
@@ -160,8 +160,8 @@ pub struct Settings {
     pub race: Duration,
     /// Also measure what only a thorough run measures (`--thorough`): the
     /// spawn cost swept over `RLIMIT_NOFILE`, and every mitigation in the
-    /// race windows ([`races`]), each raced until its verdict is decided or
-    /// [`THOROUGH_RACE_ROUNDS`] blocks have run.
+    /// race windows ([`races`](super::races)), each raced until its verdict is decided or
+    /// [`THOROUGH_RACE_ROUNDS`](super::THOROUGH_RACE_ROUNDS) blocks have run.
     pub thorough: bool,
     /// When to stop starting race rounds (a round is one block of each
     /// racing arm, so the last may end a round's length after it), so the

@@ -1,6 +1,6 @@
 //! The harness stage: takes in a probe's declaration (its hazard, arms and
 //! one trial function each) and the windows the base builds; gives out one
-//! [`ProbeReport`] per run, as JSON on stdout, every arm's outcome counted
+//! [`ProbeReport`](crate::report::ProbeReport) per run, as JSON on stdout, every arm's outcome counted
 //! per window. [`parked`] adds the parked-call window, built with the
 //! interposer the co-tenant's `preload` embeds.
 //!
@@ -14,11 +14,11 @@
 //! stopping everything cleanly on SIGINT or SIGTERM. A probe supplies only
 //! what differs: its arms and one trial function each.
 //!
-//! The files, in the order a run goes through them: [`declare`] (what a probe
-//! declares, and the settings it runs with), [`check`] (the declaration's
-//! rules), [`entry`] (the command line and the report on stdout),
-//! [`schedule`] (the cells, arm by arm), [`race`] (the race windows' rounds),
-//! [`cell`] (one cell's counts and judgement) and [`trial`] (one trial and its
+//! The files, in the order a run goes through them: `declare.rs` (what a probe
+//! declares, and the settings it runs with), `check.rs` (the declaration's
+//! rules), `entry.rs` (the command line and the report on stdout),
+//! `schedule.rs` (the cells, arm by arm), `race.rs` (the race windows' rounds),
+//! `cell.rs` (one cell's counts and judgement) and `trial.rs` (one trial and its
 //! window).
 //!
 //! In a race window (`posix-spawn`) the unit is a spawn, not a loop
