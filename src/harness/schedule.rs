@@ -102,33 +102,7 @@ pub fn run(probe: &Probe, settings: Settings, only: &[String]) -> Result<ProbeRe
         scratch: &scratch,
         holder: holder.as_ref(),
     };
-    let chosen: Vec<&Arm> = probe
-        .arms
-        .iter()
-        .filter(|a| only.is_empty() || only.iter().any(|o| o == a.id))
-        .collect();
-    let mut cells: Cells<'_> = Vec::new();
-    let mut left_out = Vec::new();
-    for arm in &chosen {
-        for &window in arm.windows {
-            if window.is_race() && !races(probe, arm, settings.thorough) {
-                left_out.push(LeftOut {
-                    arm: arm.id.to_owned(),
-                    role: arm.role,
-                    window,
-                    against: match arm.role {
-                        Role::Control => None,
-                        Role::Mitigation | Role::Sham => {
-                            control_for(probe, arm, window).map(str::to_owned)
-                        }
-                    },
-                    why: THOROUGH_ONLY.to_owned(),
-                });
-            } else {
-                cells.push((arm, window, Cell::default()));
-            }
-        }
-    }
+    let (mut cells, left_out) = plan_cells(probe, &settings, only);
     // Controls first, so a mitigation is judged against its control's final
     // count; then shams, whose verdict a sham-tested mitigation's needs.
     let mut order: Vec<usize> = (0..cells.len())
@@ -153,51 +127,7 @@ pub fn run(probe: &Probe, settings: Settings, only: &[String]) -> Result<ProbeRe
             run_block(arm, *window, 1, cap, None, None, &ground, cell)?;
         }
     }
-    for race_window in Window::ALL.into_iter().filter(|w| w.is_race()) {
-        let block = settings.race / RACE_BLOCKS;
-        let max_rounds = if settings.thorough {
-            THOROUGH_RACE_ROUNDS
-        } else {
-            RACE_BLOCKS
-        };
-        let active: Vec<usize> = (0..cells.len())
-            .filter(|&i| cells[i].1 == race_window)
-            .collect();
-        let race_cap = u64::from(max_rounds) * MIN_DETERMINISTIC_TRIALS;
-        let cells = std::cell::RefCell::new(&mut cells);
-        race_rounds(
-            active,
-            max_rounds,
-            settings.deadline,
-            |i| {
-                let mut cells = cells.borrow_mut();
-                let (arm, window, cell) = &mut cells[i];
-                if cell.fault.is_some() {
-                    return Ok(());
-                }
-                let end = Instant::now() + block;
-                // The race thread ends by itself a minute after the block,
-                // should this thread never stop it.
-                match SpawnRace::start(end + Duration::from_secs(60)) {
-                    Ok(race) => run_block(
-                        arm,
-                        *window,
-                        1,
-                        race_cap,
-                        Some(end),
-                        Some(race),
-                        &ground,
-                        cell,
-                    ),
-                    Err(e) => {
-                        cell.fault = Some(Fault::Broken(format!("start the spawn race: {e}")));
-                        Ok(())
-                    }
-                }
-            },
-            |active, rounds| still_racing(probe, &cells.borrow(), active, rounds, &platform),
-        )?;
-    }
+    race_windows(probe, &settings, &mut cells, &ground, &platform)?;
     if interrupted() {
         return Err(RunError::Interrupted);
     }
@@ -232,6 +162,100 @@ pub fn run(probe: &Probe, settings: Settings, only: &[String]) -> Result<ProbeRe
             held_by: (settings.hold_by == HoldBy::Pass).then(|| HoldBy::Pass.id().to_owned()),
         }),
     })
+}
+
+/// The cells `only` asks for (every arm when empty), each arm in each window
+/// it declares, and those a default run leaves out ([`races`]).
+fn plan_cells<'p>(
+    probe: &'p Probe,
+    settings: &Settings,
+    only: &[String],
+) -> (Cells<'p>, Vec<LeftOut>) {
+    let chosen: Vec<&Arm> = probe
+        .arms
+        .iter()
+        .filter(|a| only.is_empty() || only.iter().any(|o| o == a.id))
+        .collect();
+    let mut cells: Cells<'p> = Vec::new();
+    let mut left_out = Vec::new();
+    for arm in &chosen {
+        for &window in arm.windows {
+            if window.is_race() && !races(probe, arm, settings.thorough) {
+                left_out.push(LeftOut {
+                    arm: arm.id.to_owned(),
+                    role: arm.role,
+                    window,
+                    against: match arm.role {
+                        Role::Control => None,
+                        Role::Mitigation | Role::Sham => {
+                            control_for(probe, arm, window).map(str::to_owned)
+                        }
+                    },
+                    why: THOROUGH_ONLY.to_owned(),
+                });
+            } else {
+                cells.push((arm, window, Cell::default()));
+            }
+        }
+    }
+    (cells, left_out)
+}
+
+/// Each race window's cells in interleaved rounds ([`race_rounds`]), a
+/// block of spawns per arm per round, until [`still_racing`] lets none go on.
+fn race_windows(
+    probe: &Probe,
+    settings: &Settings,
+    cells: &mut Cells<'_>,
+    ground: &Ground<'_>,
+    platform: &Platform,
+) -> Result<(), RunError> {
+    for race_window in Window::ALL.into_iter().filter(|w| w.is_race()) {
+        let block = settings.race / RACE_BLOCKS;
+        let max_rounds = if settings.thorough {
+            THOROUGH_RACE_ROUNDS
+        } else {
+            RACE_BLOCKS
+        };
+        let active: Vec<usize> = (0..cells.len())
+            .filter(|&i| cells[i].1 == race_window)
+            .collect();
+        let race_cap = u64::from(max_rounds) * MIN_DETERMINISTIC_TRIALS;
+        let cells = std::cell::RefCell::new(&mut *cells);
+        race_rounds(
+            active,
+            max_rounds,
+            settings.deadline,
+            |i| {
+                let mut cells = cells.borrow_mut();
+                let (arm, window, cell) = &mut cells[i];
+                if cell.fault.is_some() {
+                    return Ok(());
+                }
+                let end = Instant::now() + block;
+                // The race thread ends by itself a minute after the block,
+                // should this thread never stop it.
+                match SpawnRace::start(end + Duration::from_secs(60)) {
+                    Ok(race) => run_block(
+                        arm,
+                        *window,
+                        1,
+                        race_cap,
+                        Some(end),
+                        Some(race),
+                        ground,
+                        cell,
+                    ),
+                    Err(e) => {
+                        cell.fault = Some(Fault::Broken(format!("start the spawn race: {e}")));
+                        Ok(())
+                    }
+                }
+            },
+            |active, rounds| still_racing(probe, &cells.borrow(), active, rounds, platform),
+        )?;
+    }
+    Ok(())
 }
 
 /// Whether a trial-counted cell (not a race) has what its verdict needs, so
@@ -324,34 +348,7 @@ pub(super) fn block_trials(
             break;
         }
         let finished_before = race.as_ref().map_or(0, SpawnRace::finished);
-        let mut trial = Trial {
-            window,
-            scratch: ground.scratch,
-            holder: ground.holder,
-            tallies: &mut cell.tallies,
-            own_spawn: false,
-            opened: false,
-            copy_waived: arm.no_copy.contains(&window),
-            paths: Default::default(),
-            socket_dirs: Default::default(),
-        };
-        let result = match (arm.trial)(&mut trial) {
-            // A window built on purpose must have been built: a trial that
-            // ran its code with no child holding its descriptors measured
-            // nothing (it would read as a miss, and a fix as valid).
-            Ok(_) if window.needs_a_holder() && !trial.opened && !trial.own_spawn => {
-                Err(Fault::NotConfirmed(NEVER_OPENED.into()))
-            }
-            result => result,
-        };
-        let own = trial.own_spawn;
-        for path in trial.paths.take() {
-            // Most are plain files; a trial may have made a folder; some paths
-            // were never created. What is left goes with the scratch folder.
-            if std::fs::remove_file(&path).is_err() {
-                let _ = std::fs::remove_dir_all(&path);
-            }
-        }
+        let (result, own) = one_trial(arm, window, ground, cell);
         match result {
             Ok(hit) => {
                 confirmed += 1;
@@ -395,27 +392,73 @@ pub(super) fn block_trials(
         }
     }
     if let Some(race) = race {
-        match race.stop() {
-            Ok(spawns) => {
-                if own_spawns != Some(true) {
-                    // Every spawn started while the loop ran is one trial.
-                    cell.trials = cell.trials.saturating_add(spawns);
-                    cell.hits = cell.hits.saturating_add(spawn_hits.hits.min(spawns));
-                }
-                *cell
-                    .tallies
-                    .entry("race-spawns".into())
-                    .or_default()
-                    .entry("total".into())
-                    .or_default() += spawns;
-            }
-            Err(e) if cell.fault.is_none() => {
-                cell.fault = Some(Fault::Broken(format!("the spawn race failed: {e}")));
-            }
-            Err(_) => {}
-        }
+        count_race_spawns(race, own_spawns == Some(true), spawn_hits.hits, cell);
     }
     Ok(())
+}
+
+/// Runs one trial of `arm` in `window`: its result (a trial of a window
+/// built on purpose that never opened it is unconfirmed) and whether it
+/// spawned its own child. The paths it was handed are removed here.
+fn one_trial(
+    arm: &Arm,
+    window: Window,
+    ground: &Ground<'_>,
+    cell: &mut Cell,
+) -> (Result<bool, Fault>, bool) {
+    let mut trial = Trial {
+        window,
+        scratch: ground.scratch,
+        holder: ground.holder,
+        tallies: &mut cell.tallies,
+        own_spawn: false,
+        opened: false,
+        copy_waived: arm.no_copy.contains(&window),
+        paths: Default::default(),
+        socket_dirs: Default::default(),
+    };
+    let result = match (arm.trial)(&mut trial) {
+        // A window built on purpose must have been built: a trial that
+        // ran its code with no child holding its descriptors measured
+        // nothing (it would read as a miss, and a fix as valid).
+        Ok(_) if window.needs_a_holder() && !trial.opened && !trial.own_spawn => {
+            Err(Fault::NotConfirmed(NEVER_OPENED.into()))
+        }
+        result => result,
+    };
+    let own = trial.own_spawn;
+    for path in trial.paths.take() {
+        // Most are plain files; a trial may have made a folder; some paths
+        // were never created. What is left goes with the scratch folder.
+        if std::fs::remove_file(&path).is_err() {
+            let _ = std::fs::remove_dir_all(&path);
+        }
+    }
+    (result, own)
+}
+
+/// Counts the spawns of a race block that ended: every spawn started while
+/// the loop ran is one trial (unless the trials spawned their own children,
+/// `own_spawns`), `hits` of them hits; a race that failed faults the cell.
+fn count_race_spawns(race: SpawnRace, own_spawns: bool, hits: u64, cell: &mut Cell) {
+    match race.stop() {
+        Ok(spawns) => {
+            if !own_spawns {
+                cell.trials = cell.trials.saturating_add(spawns);
+                cell.hits = cell.hits.saturating_add(hits.min(spawns));
+            }
+            *cell
+                .tallies
+                .entry("race-spawns".into())
+                .or_default()
+                .entry("total".into())
+                .or_default() += spawns;
+        }
+        Err(e) if cell.fault.is_none() => {
+            cell.fault = Some(Fault::Broken(format!("the spawn race failed: {e}")));
+        }
+        Err(_) => {}
+    }
 }
 
 #[cfg(test)]
