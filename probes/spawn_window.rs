@@ -14,9 +14,10 @@
 
 use std::time::Duration;
 
-use fdwindow::harness::{Probe, Settings, interrupted};
+use fdwindow::harness::{Probe, Settings};
 use fdwindow::hazards::spawn::{Sweep, measure_nofile_sweep, measure_sweep, nofile_points};
 use fdwindow::report::Table;
+use fdwindow_fix::base::interrupts::interrupted;
 use fdwindow_fix::base::scratch::Scratch;
 
 pub static PROBE: Probe = Probe {

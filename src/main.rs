@@ -23,7 +23,8 @@ use fdwindow::report::ResultsFile;
 use fdwindow::report::platform::Platform;
 use fdwindow::report::verdict::Window;
 use fdwindow::runner::{self, RunError, RunOptions, Written};
-use fdwindow::{harness, note, say};
+use fdwindow::{note, say};
+use fdwindow_fix::base::interrupts;
 
 mod cli;
 // The probes live in the top-level probes/ folder, one file per behaviour.
@@ -366,7 +367,7 @@ fn run(
         None => std::env::current_exe()
             .map_err(|e| Usage(format!("cannot locate this program to run the probes: {e}")))?,
     };
-    harness::catch_interrupts();
+    interrupts::catch_interrupts();
     let opts = RunOptions {
         results_dir,
         exe,
@@ -437,7 +438,7 @@ fn vm(
         "tcg" => AccelChoice::Only(Accel::Tcg),
         _ => AccelChoice::Auto,
     };
-    harness::catch_interrupts();
+    interrupts::catch_interrupts();
     let opts = vm::VmOptions {
         kernels,
         only,
@@ -529,8 +530,8 @@ fn matrix(dir: &Path, readme: Option<PathBuf>, check: bool) -> Result<ExitCode, 
     let _lock = if check {
         None
     } else {
-        harness::catch_interrupts();
-        match results::FolderLock::acquire(dir, harness::interrupted) {
+        interrupts::catch_interrupts();
+        match results::FolderLock::acquire(dir, interrupts::interrupted) {
             Ok(lock) => Some(lock),
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
                 note!("interrupted while waiting for the results folder's lock: nothing written");
@@ -790,10 +791,10 @@ fn merge(inputs: &[PathBuf], dir: &Path) -> Result<ExitCode, Usage> {
     results::load_dir(dir).map_err(|e| Usage(e.to_string()))?;
     results::check_writable(dir)
         .map_err(|e| Usage(format!("results folder is not writable: {e}")))?;
-    harness::catch_interrupts();
+    interrupts::catch_interrupts();
     // Read, merge and write under the folder's lock, so a run that finishes
     // meanwhile loses nothing.
-    let lock = match results::FolderLock::acquire(dir, harness::interrupted) {
+    let lock = match results::FolderLock::acquire(dir, interrupts::interrupted) {
         Ok(lock) => lock,
         Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
             note!("interrupted: nothing merged");

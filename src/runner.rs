@@ -17,10 +17,11 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::evidence::results;
-use crate::harness::{PARENT_ENV, interrupted};
+use crate::harness::PARENT_ENV;
 use crate::report::platform::Platform;
 use crate::report::{ProbeReport, ResultsFile, SCHEMA_VERSION};
 use fdwindow_fix::base::child::{GroupExit, wait_group};
+use fdwindow_fix::base::interrupts::interrupted;
 use fdwindow_fix::base::scratch::{SCRATCH_ENV, Scratch};
 
 /// Every probe, by hazard id; each runs as `fdwindow probe <id>`, a process of its own.

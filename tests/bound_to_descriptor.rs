@@ -8,9 +8,9 @@ use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use fdwindow::harness::{
-    ARM, Arm, COPY_HELD, COPY_NONE, COPY_TALLY, Context, Fault, NEVER_OPENED, NO_COPY, Probe,
-    Settings, Trial, run,
+    ARM, Arm, Context, Fault, NEVER_OPENED, NO_COPY, Probe, Settings, Trial, run,
 };
+use fdwindow::report::tallies::{COPY_HELD, COPY_NONE, COPY_TALLY};
 use fdwindow::report::verdict::Role::{Control, Mitigation};
 use fdwindow::report::verdict::Verdict;
 use fdwindow::report::verdict::Window::{ForkWindow, Inherited};

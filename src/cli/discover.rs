@@ -1166,9 +1166,12 @@ fn build(mut cmd: Command) -> Result<String, String> {
         stdout.read_to_end(&mut buf).map(|_| buf)
     });
     let far = std::time::Instant::now() + std::time::Duration::from_secs(86_400 * 365);
-    let ended =
-        fdwindow_fix::base::child::wait_group(&mut child, far, fdwindow::harness::interrupted)
-            .map_err(|e| format!("{shown}: {e}"))?;
+    let ended = fdwindow_fix::base::child::wait_group(
+        &mut child,
+        far,
+        fdwindow_fix::base::interrupts::interrupted,
+    )
+    .map_err(|e| format!("{shown}: {e}"))?;
     let out = reader
         .join()
         .map_err(|_| format!("{shown}: its output reader panicked"))?

@@ -421,7 +421,7 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
     }
     // Ctrl-C and SIGTERM set a flag from here on, before the injector's file
     // exists: a signal that killed the process after the write would leave it.
-    fdwindow::harness::catch_interrupts();
+    fdwindow_fix::base::interrupts::catch_interrupts();
     let folder = run_folder()?;
     let injector = Injector::locate(args.injector.as_deref(), folder.dir())?;
     let (preload_var, injector) = (injector.var, injector);
@@ -497,7 +497,7 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
             (None, Some(d)) => started.elapsed() < d,
             (None, None) => started.elapsed() < DEFAULT_DURATION,
         };
-        if !more || fdwindow::harness::interrupted() {
+        if !more || fdwindow_fix::base::interrupts::interrupted() {
             break;
         }
         for (arm, pressured_run) in [(&mut alone, false), (&mut pressured, true)] {
@@ -520,7 +520,7 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
                 overlap += got.longest.min(took);
                 pressured_time += took;
             }
-            if ended != Ended::Passed && fdwindow::harness::interrupted() {
+            if ended != Ended::Passed && fdwindow_fix::base::interrupts::interrupted() {
                 break; // Ctrl-C reached the run too: it did not fail on its own.
             }
             if let Some((stdout, stderr)) = &output {
@@ -536,7 +536,7 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
                 }
             }
             arm.record(ended, took);
-            if fdwindow::harness::interrupted() {
+            if fdwindow_fix::base::interrupts::interrupted() {
                 break;
             }
         }
@@ -578,7 +578,7 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
         pressured.count.trials,
         share * 100.0
     );
-    let interrupted = fdwindow::harness::interrupted();
+    let interrupted = fdwindow_fix::base::interrupts::interrupted();
     let (verdict, p) = Verdict::of(alone.count, pressured.count, processes > 0);
     // Pressure that ran only in a process that exec'd or ended at once: the
     // user did not choose what to pressure (no --match, no match=), and the
@@ -791,7 +791,7 @@ fn run_steps(
             all.1.push_str(&err);
         }
         ended = e;
-        if e != Ended::Passed || fdwindow::harness::interrupted() {
+        if e != Ended::Passed || fdwindow_fix::base::interrupts::interrupted() {
             break;
         }
     }
@@ -833,7 +833,11 @@ fn run_once(mut cmd: Command, timeout: Duration) -> std::io::Result<RunOutput> {
     };
     let out = drain(child.stdout.take().map(|p| Box::new(p) as _));
     let err = drain(child.stderr.take().map(|p| Box::new(p) as _));
-    let ended = match wait_group(&mut child, start + timeout, fdwindow::harness::interrupted)? {
+    let ended = match wait_group(
+        &mut child,
+        start + timeout,
+        fdwindow_fix::base::interrupts::interrupted,
+    )? {
         GroupExit::Exited(status) if status.success() => Ended::Passed,
         GroupExit::Exited(_) => Ended::Failed,
         GroupExit::TimedOut => Ended::TimedOut,

@@ -1909,12 +1909,12 @@ pub fn undeclared(files: &[ResultsFile], probes: &[&crate::harness::Probe]) -> V
 }
 
 /// The fork-window and inherited cells of `report` with confirmed trials
-/// whose [`COPY_TALLY`](crate::harness::COPY_TALLY) counts fewer children
+/// whose [`COPY_TALLY`](crate::report::tallies::COPY_TALLY) counts fewer children
 /// holding the trial's descriptor than trials, where the arm does not
 /// declare `no_copy` for the window: `(arm window, counts)`. A control or
 /// sham that shows its hazard without the copy measured something else.
 fn without_copy(probe: &crate::harness::Probe, report: &ProbeReport) -> Vec<(String, String)> {
-    use crate::harness::{COPY_HELD, COPY_TALLY};
+    use crate::report::tallies::{COPY_HELD, COPY_TALLY};
     use crate::report::verdict::Outcome;
     let mut found = Vec::new();
     for cell in &report.arms {

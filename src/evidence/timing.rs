@@ -66,7 +66,7 @@ pub fn cell_times(report: &crate::report::ProbeReport) -> BTreeMap<String, u64> 
         .iter()
         .filter_map(|a| match &a.outcome {
             crate::report::verdict::Outcome::Observed { tallies, .. } => tallies
-                .get(crate::harness::TIME_TALLY)
+                .get(crate::report::tallies::TIME_TALLY)
                 .and_then(|t| t.get("total"))
                 .map(|ms| {
                     (

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crate::report::platform::Platform;
+use crate::report::tallies::TIME_TALLY;
 use crate::report::verdict::{Judgement, Kind, Outcome, Tallies, Window};
 use crate::report::{ArmReport, ProbeReport, SCHEMA_VERSION};
 
@@ -27,10 +28,6 @@ pub(super) struct Cell {
     /// Time spent in its blocks, reported as the tally `time-ms`.
     pub(super) elapsed: Duration,
 }
-
-/// The tally that holds a cell's own time, in milliseconds (`total`): where
-/// a run spends its time, per arm and window.
-pub const TIME_TALLY: &str = "time-ms";
 
 impl Cell {
     fn outcome(&self) -> Outcome {

@@ -69,7 +69,7 @@ pub struct Arm {
     /// windows where a trial still counts when the window's child holds none
     /// of its descriptor. Elsewhere, and for every control and sham, such a
     /// trial is unconfirmed ([`NO_COPY`](super::NO_COPY)), and `fdwindow check` fails a cell
-    /// whose [`COPY_TALLY`](super::COPY_TALLY) shows fewer copies than trials.
+    /// whose [`COPY_TALLY`](crate::report::tallies::COPY_TALLY) shows fewer copies than trials.
     pub no_copy: &'static [Window],
 }
 

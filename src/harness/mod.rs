@@ -47,15 +47,9 @@ mod race;
 mod schedule;
 mod trial;
 
-pub use cell::TIME_TALLY;
 pub use check::check;
 pub use declare::{ARM, Arm, Declared, Probe, Settings, declared};
 pub use entry::{PARENT_ENV, main, probe_command};
 pub use race::{RACE_BLOCKS, THOROUGH_RACE_ROUNDS};
 pub use schedule::{RunError, THOROUGH_ONLY, covered, races, races_with, run};
-pub use trial::{COPY_HELD, COPY_NONE, COPY_TALLY, Context, Fault, NEVER_OPENED, NO_COPY, Trial};
-
-// The process's interrupt flag lives in the base, where the fix helpers
-// that stop at an interrupt can reach it; the harness is where probes and
-// the CLI look for it.
-pub use fdwindow_fix::base::interrupts::{catch_interrupts, interrupted};
+pub use trial::{Context, Fault, NEVER_OPENED, NO_COPY, Trial};

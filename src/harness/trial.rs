@@ -5,6 +5,7 @@
 use std::io;
 use std::os::fd::RawFd;
 
+use crate::report::tallies::{COPY_HELD, COPY_NONE, COPY_TALLY};
 use crate::report::verdict::{Tallies, Window};
 use fdwindow_fix::base::child::{HeldChild, InheritingChild};
 use fdwindow_fix::base::holder::CopyHolder;
@@ -263,17 +264,6 @@ pub(super) fn copy_fault(fd: RawFd, e: io::Error) -> Fault {
         _ => Fault::NotConfirmed(why),
     }
 }
-
-/// The tally of a fork-window or inherited trial that opened its window, or
-/// asked of its own child ([`Trial::child_holds`]): whether the child held
-/// the trial's descriptor ([`COPY_HELD`]) or none ([`COPY_NONE`]).
-pub const COPY_TALLY: &str = "child-copy";
-
-/// [`COPY_TALLY`]'s value when the child held the same open file.
-pub const COPY_HELD: &str = "held";
-
-/// [`COPY_TALLY`]'s value when it did not.
-pub const COPY_NONE: &str = "none";
 
 /// Why a trial whose window's child held no copy of its descriptor is
 /// unconfirmed (where its arm does not declare `no_copy`).

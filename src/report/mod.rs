@@ -14,6 +14,7 @@
 
 pub mod platform;
 pub mod stats;
+pub mod tallies;
 pub mod verdict;
 
 use std::collections::BTreeMap;

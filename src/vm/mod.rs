@@ -185,7 +185,7 @@ pub fn run(
         let source = &kernel.source;
         let accel =
             *accel.get_or_insert_with(|| pick_accel(&kernel.image, &initrd, boot_dir.dir()));
-        if crate::harness::interrupted() {
+        if fdwindow_fix::base::interrupts::interrupted() {
             return Err(VmError::Interrupted);
         }
         let mut params = Vec::new();
@@ -393,13 +393,14 @@ fn merge_frame(
     let id = file.platform.id.clone();
     // Read, merge and write under the folder's lock (which creates a folder
     // that is not there yet: the first file of a run that measured).
-    let _lock = results::FolderLock::acquire(dir, crate::harness::interrupted).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::Interrupted {
-            VmError::Interrupted
-        } else {
-            VmError::Failed(e.to_string())
-        }
-    })?;
+    let _lock = results::FolderLock::acquire(dir, fdwindow_fix::base::interrupts::interrupted)
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                VmError::Interrupted
+            } else {
+                VmError::Failed(e.to_string())
+            }
+        })?;
     let mut all = results::load_dir(dir).map_err(|e| VmError::Usage(e.to_string()))?;
     all.push(file);
     let merged = results::merge(all);

@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::channel::{self, Frame};
-use crate::harness::interrupted;
 use fdwindow_fix::base::child::{GroupExit, wait_group};
+use fdwindow_fix::base::interrupts::interrupted;
 
 /// The console lines kept for a `broken` report.
 pub const CONSOLE_TAIL: usize = 40;

@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use fdwindow::cotenant::detect::Verdict;
-use fdwindow::harness;
+use fdwindow_fix::base::interrupts;
 use fdwindow_fix::pressure::Spec;
 
 use super::diagnose;
@@ -39,7 +39,7 @@ pub(super) fn diagnose_suspects(
     let mut symbols = site::Symbols::default();
     let mut causes: Vec<(usize, diagnose::KnownCause)> = Vec::new();
     for t in order {
-        if harness::interrupted() {
+        if interrupts::interrupted() {
             break;
         }
         let exposed = audit.detection.verdict(t) == Verdict::Exposed;

@@ -35,8 +35,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use fdwindow::cotenant::detect::{Coin, Seen, Tally};
-use fdwindow::harness;
 use fdwindow::report::stats::{Count, fisher_less};
+use fdwindow_fix::base::interrupts;
 use fdwindow_fix::pressure::{DropClass, MAX_CLOSE_SITES, SpawnPath, Spec};
 
 use super::model::TestCase;
@@ -730,7 +730,7 @@ fn hold_rounds(
         vec![Default::default(); CLASSES.len()];
     'rounds: for round in 1..=ROUNDS {
         for (c, count) in classes.iter_mut().zip(&mut counts) {
-            if harness::interrupted() || Instant::now() >= end {
+            if interrupts::interrupted() || Instant::now() >= end {
                 break 'rounds;
             }
             // A class of which the first run closed nothing stays a control
@@ -800,7 +800,7 @@ fn sham_rounds(
         // Bounded in rounds too: a test that stops reporting (it crashes
         // the binary) would otherwise rerun until the deadline.
         for _ in 0..3 * DECIDE_RUNS {
-            if t.runs >= DECIDE_RUNS || harness::interrupted() || Instant::now() >= end {
+            if t.runs >= DECIDE_RUNS || interrupts::interrupted() || Instant::now() >= end {
                 break;
             }
             for sham in [true, false] {
@@ -880,7 +880,7 @@ fn site_rounds(
 ) -> Result<AloneRuns, String> {
     let mut runs = AloneRuns::default();
     for round in 1..=ROUNDS {
-        if harness::interrupted() || Instant::now() >= end {
+        if interrupts::interrupted() || Instant::now() >= end {
             break;
         }
         progress.update(&format!(
@@ -933,7 +933,7 @@ fn load_check(
     let mut coin = Coin::new(u64::from(std::process::id()) ^ super::plan::clock_seed());
     while pairs < LOAD_PAIRS
         && Instant::now() < end
-        && !harness::interrupted()
+        && !interrupts::interrupted()
         && t[0].bad() + t[1].bad() < 4 * LOAD_MIN
     {
         let order = if coin.flip() { [0, 1] } else { [1, 0] };

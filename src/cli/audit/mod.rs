@@ -41,7 +41,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use fdwindow::cotenant::detect::{self, Detection, Plan, ScreenStop};
-use fdwindow::harness;
+use fdwindow_fix::base::interrupts;
 use fdwindow_fix::pressure::{self, Spec};
 
 use crate::cli::discover;
@@ -256,7 +256,7 @@ pub fn run(mut args: AuditArgs) -> Result<ExitCode, String> {
     let advisor = report::Advisor::choose(args.results.as_deref())?;
     // Before the injector is written to a temporary file: a Ctrl-C during
     // the build then ends the audit through its guards, which remove it.
-    harness::catch_interrupts();
+    interrupts::catch_interrupts();
     spec.controller = Some(crate::stress::controller()?);
     // The injector and its per-run reports, in a folder that the next
     // stress or audit removes should this one be killed.
@@ -268,7 +268,7 @@ pub fn run(mut args: AuditArgs) -> Result<ExitCode, String> {
             .map_err(|e| format!("--keep-failures {}: {e}", dir.display()))?;
     }
     let binaries = discover::discover(&args.command);
-    if harness::interrupted() {
+    if interrupts::interrupted() {
         return Ok(fdwindow_fix::base::interrupts::exit_code());
     }
     let discover::Found {
@@ -351,7 +351,7 @@ pub fn run(mut args: AuditArgs) -> Result<ExitCode, String> {
     audit.pressured = runner.pressured();
     rerun_warnings(&mut audit, started.elapsed(), args.budget());
     leftover_warnings(&mut audit, &runner.leftovers.sweep());
-    audit.interrupted = harness::interrupted();
+    audit.interrupted = interrupts::interrupted();
     pressure_reached(&mut audit, preload_var)?;
     let report = report::Report::of(&audit, &advisor);
     let text = render(&report, &args.format);
@@ -503,7 +503,7 @@ failing because of them",
 /// The reruns' and the budget's warnings.
 fn rerun_warnings(audit: &mut Audit, spent: Duration, budget: Duration) {
     let pairs = &audit.detection.pairs;
-    if !harness::interrupted()
+    if !interrupts::interrupted()
         && !pairs.is_empty()
         && pairs.values().all(|p| p.alone.runs + p.dropped == 0)
     {

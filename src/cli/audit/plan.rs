@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use fdwindow::harness;
+use fdwindow_fix::base::interrupts;
 
 use super::model::TestCase;
 use super::progress::Progress;
@@ -23,7 +23,7 @@ pub(super) fn timing(
     let mut each = vec![0.0; binaries.len()];
     progress.update("timing run: each binary once, alone");
     for (b, bin) in binaries.iter().enumerate() {
-        if harness::interrupted() {
+        if interrupts::interrupted() {
             break;
         }
         // The binary's tests, in its order.

@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use fdwindow::cotenant::detect::Seen;
-use fdwindow::harness;
 use fdwindow_fix::base::child::{GroupExit, wait_group};
+use fdwindow_fix::base::interrupts;
 use fdwindow_fix::pressure::{ENV_VAR, Spec};
 
 use super::diagnose;
@@ -123,7 +123,7 @@ impl Runner {
                 scope.spawn(|| {
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
-                        if i >= runs.len() || harness::interrupted() {
+                        if i >= runs.len() || interrupts::interrupted() {
                             break;
                         }
                         let result = self.start(bin, &runs[i], spec, label, bootstrap);
@@ -201,7 +201,7 @@ impl Runner {
         };
         let out = drain(child.stdout.take().map(|p| Box::new(p) as _));
         let err = drain(child.stderr.take().map(|p| Box::new(p) as _));
-        let ended = wait_group(&mut child, start + self.timeout, harness::interrupted)
+        let ended = wait_group(&mut child, start + self.timeout, interrupts::interrupted)
             .map_err(|e| format!("{}: {e}", bin.name))?;
         drop(running);
         let stdout = out.join().unwrap_or_default();

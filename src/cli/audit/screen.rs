@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use fdwindow::cotenant::detect::{self, Bench, HeldRun, Rerun, Seen, Verdict};
-use fdwindow::harness;
+use fdwindow_fix::base::interrupts;
 use fdwindow_fix::pressure::{DropClass, Spec};
 
 use super::diagnose;
@@ -45,7 +45,7 @@ impl Bench for SuiteBench<'_> {
     }
 
     fn interrupted(&self) -> bool {
-        harness::interrupted()
+        interrupts::interrupted()
     }
 
     fn screen(&mut self, b: usize) -> Result<Vec<(usize, Seen)>, String> {
@@ -62,7 +62,7 @@ impl Bench for SuiteBench<'_> {
             .run_all(bin, &args, Some(self.spec), "screen", false)?;
         for ((_, only), result) in runs.into_iter().zip(results) {
             let only = only.map(|i| mine[i]);
-            if harness::interrupted() {
+            if interrupts::interrupted() {
                 break;
             }
             // A run the pressure never reached says nothing of pressure:
@@ -101,7 +101,7 @@ impl Bench for SuiteBench<'_> {
             .runner
             .run_all(bin, &args, Some(&spec), "screen-held", false)?;
         for ((_, ran), result) in runs.into_iter().zip(results) {
-            if harness::interrupted() {
+            if interrupts::interrupted() {
                 break;
             }
             // The injector never started (a static binary?): no copy can be
