@@ -19,14 +19,17 @@
 //! References: unix(7) (`SCM_RIGHTS`), cmsg(3),
 //! <https://man7.org/linux/man-pages/man7/unix.7.html>.
 
-use std::io::{self, IoSlice, Read, Write};
+use std::io::{self, IoSlice, IoSliceMut, Read, Write};
 use std::mem::MaybeUninit;
 use std::net::Shutdown;
-use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
-use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags, sendmsg};
+use rustix::net::{
+    RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, ReturnFlags, SendAncillaryBuffer,
+    SendAncillaryMessage, SendFlags, recvmsg, sendmsg,
+};
 
 /// The most copies the holder keeps at once (a trial passes one).
 const MAX_HELD: usize = 64;
@@ -51,10 +54,11 @@ impl CopyHolder {
         ours.set_read_timeout(Some(ANSWER_TIMEOUT))?;
         let open_max = open_max();
         // SAFETY: the child runs `serve`, which makes only async-signal-safe
-        // calls on stack memory and never returns (the owner may have threads).
+        // calls, allocates nothing and never returns (the owner may have
+        // threads).
         match unsafe { libc::fork() } {
             -1 => Err(io::Error::last_os_error()),
-            0 => unsafe { serve(theirs.as_raw_fd(), open_max) },
+            0 => serve(theirs.as_raw_fd(), open_max),
             pid => Ok(CopyHolder { pid, socket: ours }),
         }
     }
@@ -126,94 +130,78 @@ fn open_max() -> RawFd {
     })
 }
 
-/// The holder, in the forked child: async-signal-safe calls only, no
-/// allocation, never returns.
-unsafe fn serve(socket: RawFd, open_max: RawFd) -> ! {
-    // SAFETY (whole body): plain syscalls on this process's own descriptors
-    // and on buffers on this stack.
-    unsafe {
-        if libc::dup2(socket, 0) != 0 {
-            libc::_exit(3);
-        }
-        if crate::sys::close_range_from(1).is_err() {
-            for fd in 1..open_max {
-                libc::close(fd);
-            }
-        }
-        let mut held = [-1 as RawFd; MAX_HELD];
-        let mut count = 0;
-        loop {
-            // The answer: one byte, then for `h` the copy's number here.
-            let mut answer = [0u8; 1 + size_of::<RawFd>()];
-            let mut byte = 0u8;
-            let mut iov = libc::iovec {
-                iov_base: (&raw mut byte).cast(),
-                iov_len: 1,
-            };
-            // u64 words: the alignment cmsghdr needs.
-            let mut control = [0u64; 16];
-            let mut msg: libc::msghdr = std::mem::zeroed();
-            msg.msg_iov = &mut iov;
-            msg.msg_iovlen = 1;
-            msg.msg_control = control.as_mut_ptr().cast();
-            msg.msg_controllen = std::mem::size_of_val(&control) as _;
-            match libc::recvmsg(0, &mut msg, 0) {
-                0 => libc::_exit(0),
-                n if n < 0 => {
-                    if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
-                        continue;
-                    }
-                    libc::_exit(4);
-                }
-                _ => {}
-            }
-            let mut kept = msg.msg_flags & libc::MSG_CTRUNC == 0;
-            // The copy this message brought, answered with its number.
-            let mut arrived = None;
-            let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
-            while !cmsg.is_null() {
-                if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
-                    let data = libc::CMSG_DATA(cmsg).cast::<RawFd>();
-                    let bytes = (*cmsg).cmsg_len as usize - libc::CMSG_LEN(0) as usize;
-                    for i in 0..bytes / std::mem::size_of::<RawFd>() {
-                        let fd = data.add(i).read_unaligned();
-                        if count < MAX_HELD {
-                            held[count] = fd;
-                            count += 1;
-                            arrived = Some(fd);
-                        } else {
-                            libc::close(fd);
-                            kept = false;
-                        }
-                    }
-                }
-                cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
-            }
-            let length = match (byte, arrived) {
-                (b'H', Some(fd)) if kept => {
-                    answer[0] = b'h';
-                    answer[1..].copy_from_slice(&fd.to_ne_bytes());
-                    answer.len()
-                }
-                (b'R', _) => {
-                    for fd in &mut held[..count] {
-                        libc::close(*fd);
-                        *fd = -1;
-                    }
-                    count = 0;
-                    answer[0] = b'r';
-                    1
-                }
-                _ => {
-                    answer[0] = b'x';
-                    1
-                }
-            };
-            if libc::write(0, answer.as_ptr().cast(), length) != length as isize {
-                libc::_exit(5);
-            }
+/// The holder, in the forked child: async-signal-safe calls only (the owner
+/// may have had threads), nothing allocated; never returns. Only
+/// [`CopyHolder::start`]'s child may call it: it closes every descriptor
+/// but `socket`.
+fn serve(socket: RawFd, open_max: RawFd) -> ! {
+    // SAFETY: descriptor 0 is replaced by the socket; nothing in this
+    // process uses the old one again.
+    if unsafe { libc::dup2(socket, 0) } != 0 {
+        exit(3);
+    }
+    if crate::sys::close_range_from(1).is_err() {
+        for fd in 1..open_max {
+            // SAFETY: the holder keeps nothing it inherited but descriptor
+            // 0, and nothing here holds another one open.
+            unsafe { libc::close(fd) };
         }
     }
+    // SAFETY: descriptor 0 is the socket, and this is its only owner.
+    let socket = unsafe { OwnedFd::from_raw_fd(0) };
+    let mut held: [Option<OwnedFd>; MAX_HELD] = [const { None }; MAX_HELD];
+    loop {
+        let mut byte = [0u8];
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(4))];
+        let mut control = RecvAncillaryBuffer::new(&mut space);
+        let iov = &mut [IoSliceMut::new(&mut byte)];
+        let kept = match recvmsg(&socket, iov, &mut control, RecvFlags::empty()) {
+            Ok(got) if got.bytes == 0 => exit(0),
+            Ok(got) => !got.flags.contains(ReturnFlags::CTRUNC),
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(_) => exit(4),
+        };
+        // The copies this message brought; one past the room is closed.
+        let mut arrived = None;
+        let mut refused = !kept;
+        for message in control.drain() {
+            if let RecvAncillaryMessage::ScmRights(fds) = message {
+                for fd in fds {
+                    match held.iter_mut().find(|slot| slot.is_none()) {
+                        Some(slot) => arrived = Some(slot.insert(fd).as_raw_fd()),
+                        None => refused = true,
+                    }
+                }
+            }
+        }
+        // The answer: one byte, then for `h` the copy's number here.
+        let mut answer = [0u8; 1 + size_of::<RawFd>()];
+        let length = match (byte[0], arrived) {
+            (b'H', Some(fd)) if !refused => {
+                answer[0] = b'h';
+                answer[1..].copy_from_slice(&fd.to_ne_bytes());
+                answer.len()
+            }
+            (b'R', _) => {
+                held.iter_mut().for_each(|slot| *slot = None);
+                answer[0] = b'r';
+                1
+            }
+            _ => {
+                answer[0] = b'x';
+                1
+            }
+        };
+        if rustix::io::write(&socket, &answer[..length]) != Ok(length) {
+            exit(5);
+        }
+    }
+}
+
+/// Ends the holder at once: no destructor, no atexit handler of the owner's.
+fn exit(code: i32) -> ! {
+    // SAFETY: `_exit` is async-signal-safe and ends this process.
+    unsafe { libc::_exit(code) }
 }
 
 #[cfg(test)]

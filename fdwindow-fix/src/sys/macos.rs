@@ -451,8 +451,9 @@ fn libproc_identity(pid: libc::pid_t, fd: RawFd, mode: u32) -> io::Result<(u64, 
 /// - xnu `bsd/kern/proc_info.c` (`proc_pidfdinfo`: `pid_socketinfo`,
 ///   `pid_pipeinfo`, `pid_vnodeinfo`)
 pub fn same_open_file_as(pid: u32, theirs: RawFd, ours: RawFd) -> io::Result<bool> {
-    // SAFETY: fstat writes only into the zeroed struct passed.
+    // SAFETY: all zeroes is a valid value of this plain C struct.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat writes only into the struct passed.
     if unsafe { libc::fstat(ours, &mut st) } != 0 {
         return Err(io::Error::last_os_error());
     }
@@ -493,8 +494,10 @@ fn list_pids(
         // proc_listpids turns the kernel's -1 into 0, errno set: Libc
         // libproc.c), so errno is cleared first and read on 0: a failed
         // `children_of` must not read as "no children".
-        // SAFETY: __error() is this thread's errno, always valid to write.
-        unsafe { *libc::__error() = 0 };
+        // SAFETY: __error() only returns this thread's errno location.
+        let errno = unsafe { libc::__error() };
+        // SAFETY: that location is always valid to write, for this thread.
+        unsafe { *errno = 0 };
         let n = call(buf.as_mut_ptr().cast(), bytes);
         let failed = io::Error::last_os_error();
         if n < 0 || (n == 0 && failed.raw_os_error() != Some(0)) {
