@@ -399,6 +399,98 @@ impl Drop for ReportFile {
 
 /// Runs `fdwindow stress`; `Err` is bad input (exit status 2).
 pub fn run(args: StressArgs) -> Result<ExitCode, String> {
+    let mut spec = pressure_spec(&args)?;
+    // Ctrl-C and SIGTERM set a flag from here on, before the injector's file
+    // exists: a signal that killed the process after the write would leave it.
+    fdwindow_fix::base::interrupts::catch_interrupts();
+    let folder = run_folder()?;
+    let injector = Injector::locate(args.injector.as_deref(), folder.dir())?;
+    // What the reader sees: the pressure without the controller.
+    let shown = spec.to_string();
+    spec.controller = Some(controller()?);
+    let preload = match std::env::var(injector.var) {
+        Ok(old) if !old.is_empty() => format!("{}:{old}", injector.path().display()),
+        _ => injector.path().display().to_string(),
+    };
+    if let Some(dir) = &args.keep_failures {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("--keep-failures {}: {e}", dir.display()))?;
+    }
+    let launch = Launch {
+        // `cargo test` and `cargo nextest run` are built first; each run then
+        // runs their test binaries (nextest's: one process per test), so that
+        // pressure reaches the tests and never cargo, rustc or nextest.
+        steps: steps(&args.command)?,
+        capture: args.show_output || args.keep_failures.is_some(),
+        preload_var: injector.var,
+        preload,
+        spec: spec.to_string(),
+    };
+    note!(
+        "fdwindow stress: {} {} with pressure {shown}",
+        args.runs.map_or_else(
+            || format!(
+                "for {:.1} s,",
+                args.duration.unwrap_or(DEFAULT_DURATION).as_secs_f64()
+            ),
+            |n| format!("{n} runs per arm,")
+        ),
+        args.command.join(" ")
+    );
+    let arms = run_arms(&args, &launch, folder.dir(), spec.exe_match.as_deref())?;
+    let judged = judge(&args, &spec, &arms);
+    let summary = serde_json::json!({
+        "schema": STRESS_SCHEMA,
+        "command": args.command,
+        "platform": fdwindow::report::platform::Platform::detect(),
+        "fdwindow_version": env!("CARGO_PKG_VERSION"),
+        "pressure": shown,
+        // The built-in injector's file is gone by the time anyone reads this.
+        "injector": args.injector.as_ref().map_or_else(
+            || "built-in".to_owned(),
+            |p| p.display().to_string()
+        ),
+        "pressured_processes": arms.reach.processes,
+        "pressured_runs": arms.runs_reached,
+        "pressure_spawns": arms.reach.spawns,
+        "pressure_overlap_share": arms.share(),
+        "interrupted": judged.interrupted,
+        "arms": [arms.alone.json("alone"), arms.pressured.json("pressure")],
+        "verdict": judged.verdict.id(),
+        // One-sided Fisher exact p that the alone arm fails less often.
+        "p": judged.p,
+        "p_max": EXPOSED_P,
+    });
+    // The run's private folder, with the injector, goes before the output, the last thing
+    // done (a failed write only changes the exit status: see base::out).
+    drop(injector);
+    drop(folder);
+    fdwindow::base::out::stdout(
+        &(serde_json::to_string_pretty(&summary).expect("plain JSON") + "\n"),
+    );
+    if judged.interrupted {
+        // EXIT_INTERRUPTED_BASE plus the signal that arrived first.
+        return Ok(fdwindow_fix::base::interrupts::exit_code());
+    }
+    if judged.never_overlapped {
+        // `main` prints it as one `error:` line and exits EXIT_USAGE.
+        return Err(NEVER_OVERLAPPED.into());
+    }
+    Ok(ExitCode::from(match judged.verdict {
+        Verdict::Unpressured => {
+            // The "pressure" arm ran without pressure: its k/N compares nothing.
+            note!(
+                "error: no pressured process reported back; the pressure arm was not under pressure"
+            );
+            EXIT_UNPRESSURED
+        }
+        Verdict::Exposed if args.fail_if_exposed => EXIT_EXPOSED,
+        Verdict::Exposed | Verdict::Inconclusive => EXIT_OK,
+    }))
+}
+
+/// `--pressure` as a [`Spec`], with `--match`; refuses the audit's own keys.
+fn pressure_spec(args: &StressArgs) -> Result<Spec, String> {
     if args.duration.is_some_and(|d| d.is_zero()) {
         return Err("--duration must be longer than 0".into());
     }
@@ -419,46 +511,37 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
     if args.exe_match.is_some() {
         spec.exe_match = args.exe_match.clone();
     }
-    // Ctrl-C and SIGTERM set a flag from here on, before the injector's file
-    // exists: a signal that killed the process after the write would leave it.
-    fdwindow_fix::base::interrupts::catch_interrupts();
-    let folder = run_folder()?;
-    let injector = Injector::locate(args.injector.as_deref(), folder.dir())?;
-    let (preload_var, injector) = (injector.var, injector);
-    // What the reader sees: the pressure without the controller.
-    let shown = spec.to_string();
-    spec.controller = Some(controller()?);
-    let report_path = |n: u64| folder.dir().join(format!("{n}.pressure"));
-    let preload = match std::env::var(preload_var) {
-        Ok(old) if !old.is_empty() => format!("{}:{old}", injector.path().display()),
-        _ => injector.path().display().to_string(),
-    };
-    // `cargo test` and `cargo nextest run` are built first; each run then
-    // runs their test binaries (nextest's: one process per test), so that
-    // pressure reaches the tests and never cargo, rustc or nextest.
-    let steps = steps(&args.command)?;
-    let program = &args.command[0];
-    if let Some(dir) = &args.keep_failures {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("--keep-failures {}: {e}", dir.display()))?;
-    }
-    let capture = args.show_output || args.keep_failures.is_some();
-    let make = |step: &Step, report: Option<&Path>| {
+    Ok(spec)
+}
+
+/// How each run's commands are made: the steps, and for a pressured run the
+/// preload and the pressure.
+struct Launch {
+    steps: Vec<Step>,
+    capture: bool,
+    preload_var: &'static str,
+    preload: String,
+    spec: String,
+}
+
+impl Launch {
+    /// `step`'s command; with `report`, under pressure reporting there.
+    fn command(&self, step: &Step, report: Option<&Path>) -> Command {
         let mut cmd = Command::new(&step.program);
         cmd.args(&step.args).stdin(Stdio::null());
         if let Some(dir) = &step.cwd {
             cmd.current_dir(dir);
         }
         cmd.envs(step.env.iter().map(|(k, v)| (k, v)));
-        if capture {
+        if self.capture {
             cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         } else {
             cmd.stdout(Stdio::null()).stderr(Stdio::null());
         }
         match report {
             Some(report) => {
-                cmd.env(preload_var, &preload)
-                    .env(ENV_VAR, spec.to_string())
+                cmd.env(self.preload_var, &self.preload)
+                    .env(ENV_VAR, &self.spec)
                     .env(REPORT_VAR, report);
             }
             None => {
@@ -466,33 +549,44 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
             }
         }
         cmd
-    };
-    // Summed over the pressured runs.
-    let mut reach = RunPressure::default();
-    let (mut runs_reached, mut overlap, mut pressured_time) =
-        (0u64, Duration::ZERO, Duration::ZERO);
+    }
+}
+
+/// Both arms' counts, and what the pressured runs reported, summed.
+#[derive(Default)]
+struct Arms {
+    alone: Arm,
+    pressured: Arm,
+    reach: RunPressure,
+    runs_reached: u64,
+    overlap: Duration,
+    pressured_time: Duration,
+}
+
+impl Arms {
+    /// The share of the pressured runs' time that pressure ran.
+    fn share(&self) -> f64 {
+        self.overlap.as_secs_f64() / self.pressured_time.as_secs_f64().max(1e-9)
+    }
+}
+
+/// Runs the arms in turns (alone, then pressured) until `--runs` or
+/// `--duration` or an interrupt, with a status line as it goes.
+fn run_arms(
+    args: &StressArgs,
+    launch: &Launch,
+    folder: &Path,
+    exe_match: Option<&str>,
+) -> Result<Arms, String> {
+    let mut arms = Arms::default();
     let timeout = Duration::from_secs(args.timeout);
     let started = Instant::now();
-    let total = args.runs;
-    let budget = args.duration;
     let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let (mut alone, mut pressured) = (Arm::default(), Arm::default());
-    note!(
-        "fdwindow stress: {} {} with pressure {shown}",
-        total.map_or_else(
-            || format!(
-                "for {:.1} s,",
-                budget.unwrap_or(DEFAULT_DURATION).as_secs_f64()
-            ),
-            |n| format!("{n} runs per arm,")
-        ),
-        args.command.join(" ")
-    );
     let mut warned = false;
     let mut last_line = Instant::now();
     loop {
-        let done = alone.count.trials;
-        let more = match (total, budget) {
+        let done = arms.alone.count.trials;
+        let more = match (args.runs, args.duration) {
             (Some(n), _) => done < n,
             (None, Some(d)) => started.elapsed() < d,
             (None, None) => started.elapsed() < DEFAULT_DURATION,
@@ -500,65 +594,32 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
         if !more || fdwindow_fix::base::interrupts::interrupted() {
             break;
         }
-        for (arm, pressured_run) in [(&mut alone, false), (&mut pressured, true)] {
-            let label = format!(
-                "run {} {}",
-                arm.count.trials + 1,
-                if pressured_run { "pressure" } else { "alone" }
-            );
-            let report = pressured_run.then(|| ReportFile(report_path(arm.count.trials + 1)));
-            let (ended, took, output) = run_steps(&steps, timeout, |step| {
-                make(step, report.as_ref().map(|r| r.0.as_path()))
-            })
-            .map_err(|e| format!("{program}: {e}"))?;
-            if let Some(report) = &report {
-                // Written as pressure went: a run killed at --timeout counts too.
-                let got = read_report(&report.0);
-                reach.processes += got.processes;
-                reach.spawns += got.spawns;
-                runs_reached += u64::from(got.processes > 0);
-                overlap += got.longest.min(took);
-                pressured_time += took;
-            }
-            if ended != Ended::Passed && fdwindow_fix::base::interrupts::interrupted() {
-                break; // Ctrl-C reached the run too: it did not fail on its own.
-            }
-            if let Some((stdout, stderr)) = &output {
-                if args.show_output {
-                    for line in stdout.lines().chain(stderr.lines()) {
-                        note!("[{label}] {line}");
-                    }
-                }
-                if ended != Ended::Passed
-                    && let Some(dir) = &args.keep_failures
-                {
-                    keep(dir, &label, ended, stdout, stderr);
-                }
-            }
-            arm.record(ended, took);
+        for pressured_run in [false, true] {
+            run_turn(args, launch, folder, timeout, pressured_run, &mut arms)?;
             if fdwindow_fix::base::interrupts::interrupted() {
                 break;
             }
         }
-        if !warned && runs_reached == 0 && pressured.count.trials > 0 {
+        if !warned && arms.runs_reached == 0 && arms.pressured.count.trials > 0 {
             warned = true;
             note!(
                 "\nwarning: no pressured process reported back (no executable matched {:?}, \
-                 or the loader ignored {preload_var}): nothing may be under pressure",
-                spec.exe_match.as_deref().unwrap_or("*")
+                 or the loader ignored {}): nothing may be under pressure",
+                exe_match.unwrap_or("*"),
+                launch.preload_var
             );
         }
-        let n = alone.count.trials;
+        let n = arms.alone.count.trials;
         let status = format!(
             "run {n}{}  alone {}/{n}  pressure {}/{n}",
-            total.map_or(String::new(), |t| format!("/{t}")),
-            alone.count.hits,
-            pressured.count.hits
+            args.runs.map_or(String::new(), |t| format!("/{t}")),
+            arms.alone.count.hits,
+            arms.pressured.count.hits
         );
         if tty {
             fdwindow::base::out::stderr(&format!("\r{status}   "));
         } else if last_line.elapsed() >= Duration::from_secs(1)
-            || total.is_some_and(|t| n % (t / 10).max(1) == 0)
+            || args.runs.is_some_and(|t| n % (t / 10).max(1) == 0)
         {
             // Not a terminal (a CI log): a line a second or every tenth.
             note!("{status}");
@@ -568,24 +629,97 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
     if tty {
         note!();
     }
-    let (processes, spawns) = (reach.processes, reach.spawns);
-    let share = overlap.as_secs_f64() / pressured_time.as_secs_f64().max(1e-9);
-    note!("{}", alone.line("alone"));
-    note!("{}", pressured.line("pressure"));
+    Ok(arms)
+}
+
+/// One run of one arm: its outcome recorded, its output shown or kept, and
+/// for a pressured run what pressure reported.
+fn run_turn(
+    args: &StressArgs,
+    launch: &Launch,
+    folder: &Path,
+    timeout: Duration,
+    pressured_run: bool,
+    arms: &mut Arms,
+) -> Result<(), String> {
+    let arm = if pressured_run {
+        &arms.pressured
+    } else {
+        &arms.alone
+    };
+    let n = arm.count.trials + 1;
+    let label = format!(
+        "run {n} {}",
+        if pressured_run { "pressure" } else { "alone" }
+    );
+    let report = pressured_run.then(|| ReportFile(folder.join(format!("{n}.pressure"))));
+    let (ended, took, output) = run_steps(&launch.steps, timeout, |step| {
+        launch.command(step, report.as_ref().map(|r| r.0.as_path()))
+    })
+    .map_err(|e| format!("{}: {e}", args.command[0]))?;
+    if let Some(report) = &report {
+        // Written as pressure went: a run killed at --timeout counts too.
+        let got = read_report(&report.0);
+        arms.reach.processes += got.processes;
+        arms.reach.spawns += got.spawns;
+        arms.runs_reached += u64::from(got.processes > 0);
+        arms.overlap += got.longest.min(took);
+        arms.pressured_time += took;
+    }
+    if ended != Ended::Passed && fdwindow_fix::base::interrupts::interrupted() {
+        return Ok(()); // Ctrl-C reached the run too: it did not fail on its own.
+    }
+    if let Some((stdout, stderr)) = &output {
+        if args.show_output {
+            for line in stdout.lines().chain(stderr.lines()) {
+                note!("[{label}] {line}");
+            }
+        }
+        if ended != Ended::Passed
+            && let Some(dir) = &args.keep_failures
+        {
+            keep(dir, &label, ended, stdout, stderr);
+        }
+    }
+    let arm = if pressured_run {
+        &mut arms.pressured
+    } else {
+        &mut arms.alone
+    };
+    arm.record(ended, took);
+    Ok(())
+}
+
+/// The comparison's verdict, printed with both arms' lines and the reach.
+struct Judged {
+    verdict: Verdict,
+    p: f64,
+    interrupted: bool,
+    never_overlapped: bool,
+}
+
+/// Judges the arms: the verdict, and pressure that never overlapped the
+/// command (nothing compared), with the lines a reader sees.
+fn judge(args: &StressArgs, spec: &Spec, arms: &Arms) -> Judged {
+    let (processes, spawns) = (arms.reach.processes, arms.reach.spawns);
+    let share = arms.share();
+    note!("{}", arms.alone.line("alone"));
+    note!("{}", arms.pressured.line("pressure"));
     note!(
-        "pressure ran in {processes} processes ({runs_reached} of {} runs) and spawned {spawns} children; \
+        "pressure ran in {processes} processes ({} of {} runs) and spawned {spawns} children; \
          it overlapped {:.0}% of the pressured runs' time",
-        pressured.count.trials,
+        arms.runs_reached,
+        arms.pressured.count.trials,
         share * 100.0
     );
     let interrupted = fdwindow_fix::base::interrupts::interrupted();
-    let (verdict, p) = Verdict::of(alone.count, pressured.count, processes > 0);
+    let (verdict, p) = Verdict::of(arms.alone.count, arms.pressured.count, processes > 0);
     // Pressure that ran only in a process that exec'd or ended at once: the
     // user did not choose what to pressure (no --match, no match=), and the
     // command is not one whose test binaries stress could find.
     let never_overlapped = verdict != Verdict::Unpressured
         && !interrupted
-        && pressured_time > Duration::ZERO
+        && arms.pressured_time > Duration::ZERO
         && share < NO_OVERLAP_SHARE
         && spec.exe_match.is_none()
         && !crate::cli::discover::builds_tests(&args.command);
@@ -595,62 +729,23 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
     } else {
         verdict
     };
-    if pressured_time > Duration::ZERO && share < OVERLAP_SHARE && !never_overlapped {
+    if arms.pressured_time > Duration::ZERO && share < OVERLAP_SHARE && !never_overlapped {
         note!(
             "warning: pressure overlapped under {:.0}% of the pressured runs' time: \
              short runs may have ended before pressure reached what they test",
             OVERLAP_SHARE * 100.0
         );
     }
-    note!("{}", verdict_line(verdict, p, alone.count, pressured.count));
-    let summary = serde_json::json!({
-        "schema": STRESS_SCHEMA,
-        "command": args.command,
-        "platform": fdwindow::report::platform::Platform::detect(),
-        "fdwindow_version": env!("CARGO_PKG_VERSION"),
-        "pressure": shown,
-        // The built-in injector's file is gone by the time anyone reads this.
-        "injector": args.injector.as_ref().map_or_else(
-            || "built-in".to_owned(),
-            |p| p.display().to_string()
-        ),
-        "pressured_processes": processes,
-        "pressured_runs": runs_reached,
-        "pressure_spawns": spawns,
-        "pressure_overlap_share": share,
-        "interrupted": interrupted,
-        "arms": [alone.json("alone"), pressured.json("pressure")],
-        "verdict": verdict.id(),
-        // One-sided Fisher exact p that the alone arm fails less often.
-        "p": p,
-        "p_max": EXPOSED_P,
-    });
-    // The run's private folder, with the injector, goes before the output, the last thing
-    // done (a failed write only changes the exit status: see base::out).
-    drop(injector);
-    drop(folder);
-    fdwindow::base::out::stdout(
-        &(serde_json::to_string_pretty(&summary).expect("plain JSON") + "\n"),
+    note!(
+        "{}",
+        verdict_line(verdict, p, arms.alone.count, arms.pressured.count)
     );
-    if interrupted {
-        // EXIT_INTERRUPTED_BASE plus the signal that arrived first.
-        return Ok(fdwindow_fix::base::interrupts::exit_code());
+    Judged {
+        verdict,
+        p,
+        interrupted,
+        never_overlapped,
     }
-    if never_overlapped {
-        // `main` prints it as one `error:` line and exits EXIT_USAGE.
-        return Err(NEVER_OVERLAPPED.into());
-    }
-    Ok(ExitCode::from(match verdict {
-        Verdict::Unpressured => {
-            // The "pressure" arm ran without pressure: its k/N compares nothing.
-            note!(
-                "error: no pressured process reported back; the pressure arm was not under pressure"
-            );
-            EXIT_UNPRESSURED
-        }
-        Verdict::Exposed if args.fail_if_exposed => EXIT_EXPOSED,
-        Verdict::Exposed | Verdict::Inconclusive => EXIT_OK,
-    }))
 }
 
 /// Fails unless `path` is a shared library the loader could preload
