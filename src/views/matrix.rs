@@ -71,6 +71,51 @@ it or its budget runs out, and a default run's matrix marks the others \
 `results/<platform>.json`; *reported* cells come from the cited source and await a run on that OS.\n\n",
     );
 
+    render_platforms(&mut out, files, &columns);
+
+    let differing = kernel_differences(files);
+    render_differences(&mut out, files, &differing);
+
+    let hazards = hazard_rows(files);
+    let mut sources: Vec<&str> = Vec::new();
+    for (hazard, (about, rows)) in &hazards {
+        let _ = writeln!(out, "\n## `{hazard}`\n\n{about}");
+        if !rows.is_empty() {
+            render_arms(&mut out, files, hazard, rows, &columns, costs, &mut sources);
+        }
+        for f in files {
+            for t in f.probes.get(*hazard).map_or(&[][..], |r| &r.tables) {
+                render_table(&mut out, t, &f.platform.id);
+                // No table declares its kind yet: under TCG say which of its
+                // values measure QEMU rather than the kernel.
+                if f.platform.emulated() {
+                    out.push_str(
+                        "\n*emulated* (QEMU's TCG): durations, clock readings and rates in this table \
+measure the emulator; errno names and which call succeeds are the guest kernel's.\n",
+                    );
+                }
+            }
+        }
+        if *hazard == SPAWN_WINDOW && has_spawn_window(files) {
+            let _ = writeln!(
+                out,
+                "\nChart of the sweep: [{SPAWN_WINDOW_SVG}]({SPAWN_WINDOW_SVG})."
+            );
+        }
+    }
+    render_costs(&mut out, costs);
+    if !sources.is_empty() {
+        out.push_str("\n## Sources of reported cells\n\n");
+        for (i, s) in sources.iter().enumerate() {
+            let _ = writeln!(out, "{}. {s}", i + 1);
+        }
+    }
+    out
+}
+
+/// The platforms table (measured, then reported-only OSes) and, where a
+/// platform's probes ran on different days or kernels, when each ran.
+fn render_platforms(out: &mut String, files: &[ResultsFile], columns: &[Column<'_>]) {
     out.push_str("## Platforms\n\n| platform | os | kernel | arch | libc | cpus | virtualization | fdwindow | measured (UTC) |\n|---|---|---|---|---|---|---|---|---|\n");
     for f in files {
         let p = &f.platform;
@@ -108,7 +153,7 @@ it or its budget runs out, and a default run's matrix marks the others \
             measured
         );
     }
-    for c in &columns {
+    for c in columns {
         if let Column::Reported(os) = c {
             let _ = writeln!(
                 out,
@@ -138,11 +183,12 @@ it or its budget runs out, and a default run's matrix marks the others \
             let _ = writeln!(out, "\nProbes on `{}`: {}.", f.platform.id, runs.join("; "));
         }
     }
+}
 
-    let differing = kernel_differences(files);
-    render_differences(&mut out, files, &differing);
-
-    // Hazards in name order; within one, rows in the order the first report has them.
+/// The rows of each hazard, in name order; within one, in the order the
+/// first report has them, a cell left out on purpose beside its arm's other
+/// windows.
+fn hazard_rows(files: &[ResultsFile]) -> BTreeMap<&str, (&str, Vec<Row<'_>>)> {
     let mut hazards: BTreeMap<&str, (&str, Vec<Row<'_>>)> = BTreeMap::new();
     for f in files {
         for (id, r) in &f.probes {
@@ -175,40 +221,7 @@ it or its budget runs out, and a default run's matrix marks the others \
             }
         }
     }
-    let mut sources: Vec<&str> = Vec::new();
-    for (hazard, (about, rows)) in &hazards {
-        let _ = writeln!(out, "\n## `{hazard}`\n\n{about}");
-        if !rows.is_empty() {
-            render_arms(&mut out, files, hazard, rows, &columns, costs, &mut sources);
-        }
-        for f in files {
-            for t in f.probes.get(*hazard).map_or(&[][..], |r| &r.tables) {
-                render_table(&mut out, t, &f.platform.id);
-                // No table declares its kind yet: under TCG say which of its
-                // values measure QEMU rather than the kernel.
-                if f.platform.emulated() {
-                    out.push_str(
-                        "\n*emulated* (QEMU's TCG): durations, clock readings and rates in this table \
-measure the emulator; errno names and which call succeeds are the guest kernel's.\n",
-                    );
-                }
-            }
-        }
-        if *hazard == SPAWN_WINDOW && has_spawn_window(files) {
-            let _ = writeln!(
-                out,
-                "\nChart of the sweep: [{SPAWN_WINDOW_SVG}]({SPAWN_WINDOW_SVG})."
-            );
-        }
-    }
-    render_costs(&mut out, costs);
-    if !sources.is_empty() {
-        out.push_str("\n## Sources of reported cells\n\n");
-        for (i, s) in sources.iter().enumerate() {
-            let _ = writeln!(out, "{}. {s}", i + 1);
-        }
-    }
-    out
+    hazards
 }
 
 type Row<'a> = (&'a str, Role, Window, &'a str);
