@@ -494,7 +494,26 @@ pub fn detect<B: Bench>(
         };
         d.held = held_screen(bench, test_binaries, &pace, end)?;
     }
-    // Then pressure, where asked for or where copies cannot be held.
+    pressured_screen(bench, plan, share_end, screen_start, &mut pace, &mut d)?;
+    d.seconds[0] = (bench.elapsed() - screen_start).as_secs_f64();
+
+    confirm(bench, plan, &mut d)?;
+    d.interrupted = bench.interrupted();
+    Ok(d)
+}
+
+/// The pressured screen, where asked for (`--rates`, `--runs`,
+/// `--duration`) or where copies could not be held: rounds of every binary
+/// under pressure until its stop, at least one round without a held screen.
+fn pressured_screen<B: Bench>(
+    bench: &mut B,
+    plan: &Plan,
+    share_end: Duration,
+    screen_start: Duration,
+    pace: &mut [f64],
+    d: &mut Detection,
+) -> Result<(), B::Error> {
+    let binaries = pace.len();
     let screen_end = match plan.screen {
         ScreenStop::Held if d.held.is_some() => None,
         ScreenStop::Held | ScreenStop::Share => Some(share_end),
@@ -551,15 +570,20 @@ pub fn detect<B: Bench>(
                 }
             });
             bench.progress(Event::Planned {
-                pace: &pace,
+                pace,
                 rounds: planned,
             });
         }
         let suspects = (0..d.screen.len()).filter(|&t| d.suspect(t)).count();
         bench.progress(Event::Screen { rounds, suspects });
     }
-    d.seconds[0] = (bench.elapsed() - screen_start).as_secs_f64();
+    Ok(())
+}
 
+/// The confirmation: each suspect's `--exact` reruns, alone and under
+/// pressure in pairs (or alone only, for a suspect only held copies broke),
+/// until the sign rule decides it, its pairs run out or the time does.
+fn confirm<B: Bench>(bench: &mut B, plan: &Plan, d: &mut Detection) -> Result<(), B::Error> {
     let suspects: Vec<usize> = (0..d.screen.len()).filter(|&t| d.suspect(t)).collect();
     let start = bench.elapsed();
     let end = match plan.rerun_budget {
@@ -633,8 +657,7 @@ pub fn detect<B: Bench>(
         }
     }
     d.seconds[1] = (bench.elapsed() - start).as_secs_f64();
-    d.interrupted = bench.interrupted();
-    Ok(d)
+    Ok(())
 }
 
 /// The held-copy screen: each binary's tests in one run with every closed
