@@ -924,89 +924,110 @@ pub fn measure_sweep(sweep: &Sweep, interrupted: &dyn Fn() -> bool) -> Vec<crate
         if table.problem.is_some() {
             continue;
         }
-        let (ballast, files) = if is_rss {
-            match Ballast::touch(value) {
-                Ok(b) => (Some(b), None),
-                Err(e) => {
-                    table.problem = Some(format!("broken: touch {value} MiB: {e}"));
-                    continue;
-                }
-            }
-        } else {
-            // Room for each spawn's own descriptors: the pipe, /dev/null, std's error pipe.
-            match OpenFiles::fill_to(value, 64) {
-                Ok(f) => (None, Some(f)),
-                Err(e) if e.kind() == io::ErrorKind::Unsupported => {
-                    for (path, _) in &prepared {
-                        let mut row = vec![format!("{}/fds-{value}", path.id()), path.id().into()];
-                        row.extend(["0".into(), value.to_string(), format!("unsupported: {e}")]);
-                        row.resize(WINDOW_COLUMNS.len(), "—".into());
-                        table.rows.push(row);
-                    }
-                    continue;
-                }
-                Err(e) => {
-                    table.problem = Some(format!("broken: open {value} descriptors: {e}"));
-                    continue;
-                }
-            }
-        };
-        let open = count_open_fds().unwrap_or(0);
-        let mut samples: Vec<(Vec<Duration>, usize)> = vec![(Vec::new(), 0); prepared.len()];
-        'sampling: for _ in 0..sweep.samples {
-            for (i, (_, prep)) in prepared.iter_mut().enumerate() {
-                let Ok(prep) = prep else { continue };
-                if interrupted() {
-                    break 'sampling;
-                }
-                match measure_window(prep) {
-                    Ok(s) => {
-                        samples[i].0.push(s.window);
-                        samples[i].1 += usize::from(s.held_after_return);
-                    }
-                    Err(e) => {
-                        table.problem = Some(format!("broken: {} spawn: {e}", prep.path().id()));
-                        break 'sampling;
-                    }
-                }
-            }
-        }
-        drop((ballast, files));
-        if table.problem.is_some() {
-            continue;
-        }
-        for ((path, prep), (mut durations, held)) in prepared.iter().zip(samples) {
-            if prep.is_err() {
-                continue;
-            }
-            let Some(s) = Summary::of(&mut durations) else {
-                continue;
-            };
-            let key = if is_rss {
-                format!("{}/rss-{value}MiB", path.id())
-            } else {
-                format!("{}/fds-{value}", path.id())
-            };
-            table.rows.push(vec![
-                key,
-                path.id().into(),
-                if is_rss {
-                    value.to_string()
-                } else {
-                    "0".into()
-                },
-                open.to_string(),
-                s.samples.to_string(),
-                us(s.median),
-                us(s.p90),
-                us(s.p99),
-                us(s.max),
-                format!("{held}/{}", s.samples),
-            ]);
-        }
+        measure_point(
+            &mut prepared,
+            is_rss,
+            value,
+            sweep.samples,
+            table,
+            interrupted,
+        );
     }
     let slopes = slopes_table(&by_rss, &by_fds);
     vec![paths, by_rss, by_fds, slopes]
+}
+
+/// One sweep point: `value` MiB touched (`is_rss`) or descriptors open,
+/// every prepared path sampled in turns, a row per path in `table`; a point
+/// that cannot be set up gives the table its problem (or unsupported rows).
+fn measure_point(
+    prepared: &mut [(SpawnPath, Result<Prepared, String>)],
+    is_rss: bool,
+    value: usize,
+    samples_per_path: usize,
+    table: &mut crate::report::Table,
+    interrupted: &dyn Fn() -> bool,
+) {
+    let (ballast, files) = if is_rss {
+        match Ballast::touch(value) {
+            Ok(b) => (Some(b), None),
+            Err(e) => {
+                table.problem = Some(format!("broken: touch {value} MiB: {e}"));
+                return;
+            }
+        }
+    } else {
+        // Room for each spawn's own descriptors: the pipe, /dev/null, std's error pipe.
+        match OpenFiles::fill_to(value, 64) {
+            Ok(f) => (None, Some(f)),
+            Err(e) if e.kind() == io::ErrorKind::Unsupported => {
+                for (path, _) in prepared.iter() {
+                    let mut row = vec![format!("{}/fds-{value}", path.id()), path.id().into()];
+                    row.extend(["0".into(), value.to_string(), format!("unsupported: {e}")]);
+                    row.resize(WINDOW_COLUMNS.len(), "—".into());
+                    table.rows.push(row);
+                }
+                return;
+            }
+            Err(e) => {
+                table.problem = Some(format!("broken: open {value} descriptors: {e}"));
+                return;
+            }
+        }
+    };
+    let open = count_open_fds().unwrap_or(0);
+    let mut samples: Vec<(Vec<Duration>, usize)> = vec![(Vec::new(), 0); prepared.len()];
+    'sampling: for _ in 0..samples_per_path {
+        for (i, (_, prep)) in prepared.iter_mut().enumerate() {
+            let Ok(prep) = prep else { continue };
+            if interrupted() {
+                break 'sampling;
+            }
+            match measure_window(prep) {
+                Ok(s) => {
+                    samples[i].0.push(s.window);
+                    samples[i].1 += usize::from(s.held_after_return);
+                }
+                Err(e) => {
+                    table.problem = Some(format!("broken: {} spawn: {e}", prep.path().id()));
+                    break 'sampling;
+                }
+            }
+        }
+    }
+    drop((ballast, files));
+    if table.problem.is_some() {
+        return;
+    }
+    for ((path, prep), (mut durations, held)) in prepared.iter().zip(samples) {
+        if prep.is_err() {
+            continue;
+        }
+        let Some(s) = Summary::of(&mut durations) else {
+            continue;
+        };
+        let key = if is_rss {
+            format!("{}/rss-{value}MiB", path.id())
+        } else {
+            format!("{}/fds-{value}", path.id())
+        };
+        table.rows.push(vec![
+            key,
+            path.id().into(),
+            if is_rss {
+                value.to_string()
+            } else {
+                "0".into()
+            },
+            open.to_string(),
+            s.samples.to_string(),
+            us(s.median),
+            us(s.p90),
+            us(s.p99),
+            us(s.max),
+            format!("{held}/{}", s.samples),
+        ]);
+    }
 }
 
 /// The numeric value of a window-table cell, by column name.
