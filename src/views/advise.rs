@@ -129,101 +129,13 @@ pub fn advise(
             .collect(),
         sources: Vec::new(),
     };
-    // Arms in the order the reports (or, failing those, the claims) list them.
-    let mut arms: Vec<(String, Role, String)> = Vec::new();
-    for f in files.iter().filter(|f| f.probes.contains_key(hazard)) {
-        for a in &f.probes[hazard].arms {
-            if !arms.iter().any(|(id, _, _)| *id == a.arm) {
-                arms.push((a.arm.clone(), a.role, a.about.clone()));
-            }
-        }
-    }
-    if arms.is_empty() && about.is_none() && !claims().any(|c| c.hazard == hazard) {
-        return None;
-    }
-    for c in claims().filter(|c| c.hazard == hazard && c.os == os) {
-        if !arms.iter().any(|(id, _, _)| id == c.arm) {
-            let role = if matches!(c.verdict, Verdict::Present | Verdict::Absent) {
-                Role::Control
-            } else {
-                Role::Mitigation
-            };
-            arms.push((c.arm.to_owned(), role, String::new()));
-        }
-    }
+    let arms = arm_order(files, hazard, os, about.is_some())?;
     for (arm, role, arm_about) in arms {
-        let mut evidence = Vec::new();
-        let mut verdicts = Vec::new();
-        let mut ps = Vec::new();
-        let mut claim: Option<Claim> = None;
-        let mut measured_on: Vec<String> = Vec::new();
-        for f in &measured {
-            let report = &f.probes[hazard];
-            for a in report.arms.iter().filter(|a| a.arm == arm) {
-                let j = report.judgement(a);
-                // An emulated cell is evidence shown, never a verdict used.
-                if !a.emulated {
-                    verdicts.push(j.verdict);
-                    ps.push(j.p);
-                    let release = release_of(&f.platform);
-                    if !measured_on.contains(&release) {
-                        measured_on.push(release);
-                    }
-                }
-                let date = report.started_at.get(..10).unwrap_or(&report.started_at);
-                evidence.push(format!(
-                    "{}: {} on `{}`, {date}",
-                    a.window.id(),
-                    cell_line(report, a),
-                    f.platform.id
-                ));
-                claim = claim.or_else(|| {
-                    crate::evidence::knowledge::claim_on(&f.platform, hazard, &arm, a.window)
-                });
-            }
-        }
-        let measured_here = !verdicts.is_empty() || !evidence.is_empty();
-        let (verdict, reported) = if measured_here {
-            (combined_verdict(&verdicts), false)
-        } else {
-            // Nothing measured on this OS: what the claims say, kept apart.
-            let cs: Vec<Claim> = claims()
-                .filter(|c| c.os == os && c.hazard == hazard && c.arm == arm)
-                .collect();
-            let Some(first) = cs.first().copied() else {
-                continue;
-            };
-            claim = Some(first);
-            for c in &cs {
-                let window = c.window.map_or("every window", |w| w.id());
-                let range = c.range.map_or_else(String::new, |r| format!(" ({r})"));
-                let source = if c.reported {
-                    "reported by a public source"
-                } else {
-                    "claimed by fdwindow, not measured on this OS's results here"
-                };
-                evidence.push(format!("{window}{range}: {} ({source})", c.verdict.id()));
-            }
-            let words: Vec<Verdict> = cs.iter().map(|c| c.verdict).collect();
-            (combined_verdict(&words), cs.iter().all(|c| c.reported))
+        let Some((entry, measured_here)) = arm_advice(&measured, costs, hazard, os, arm, arm_about)
+        else {
+            continue;
         };
-        let measured_cost = costs
-            .iter()
-            .filter(|c| c.platform.os == os)
-            .find_map(|c| c.cost(hazard, &arm).map(|cost| (cost, &c.platform.id)));
-        let entry = ArmAdvice {
-            cost: measured_cost.map(|(c, platform)| format!("{} on `{platform}`", c.text())),
-            cost_ns: measured_cost.map(|(c, _)| c.rank_ns()),
-            arm,
-            about: arm_about,
-            verdict,
-            why: claim.map(|c| c.reason.to_owned()),
-            refs: claim.map_or_else(Vec::new, |c| c.refs.iter().map(|r| r.to_string()).collect()),
-            evidence,
-            measured_on,
-            reported,
-            p: ps,
-        };
+        let verdict = entry.verdict;
         match (role, verdict) {
             (Role::Control | Role::Sham, _) => advice.controls.push(entry),
             (Role::Mitigation, _) if !measured_here => advice.not_measured.push(entry),
@@ -238,6 +150,123 @@ pub fn advise(
             .total_cmp(&b.cost_ns.unwrap_or(f64::INFINITY))
     });
     Some(advice)
+}
+
+/// The hazard's arms, in the order the reports (or, failing those, the
+/// claims for `os`) list them; `None` when neither a report (`known`: one
+/// describes the hazard) nor a claim knows it.
+fn arm_order(
+    files: &[ResultsFile],
+    hazard: &str,
+    os: &str,
+    known: bool,
+) -> Option<Vec<(String, Role, String)>> {
+    let mut arms: Vec<(String, Role, String)> = Vec::new();
+    for f in files.iter().filter(|f| f.probes.contains_key(hazard)) {
+        for a in &f.probes[hazard].arms {
+            if !arms.iter().any(|(id, _, _)| *id == a.arm) {
+                arms.push((a.arm.clone(), a.role, a.about.clone()));
+            }
+        }
+    }
+    if arms.is_empty() && !known && !claims().any(|c| c.hazard == hazard) {
+        return None;
+    }
+    for c in claims().filter(|c| c.hazard == hazard && c.os == os) {
+        if !arms.iter().any(|(id, _, _)| id == c.arm) {
+            let role = if matches!(c.verdict, Verdict::Present | Verdict::Absent) {
+                Role::Control
+            } else {
+                Role::Mitigation
+            };
+            arms.push((c.arm.to_owned(), role, String::new()));
+        }
+    }
+    Some(arms)
+}
+
+/// One arm's advice on `os`: its measured cells (the claims', kept apart,
+/// where nothing is measured), its cost, and whether it was measured here;
+/// `None` when nothing measures or claims it.
+fn arm_advice(
+    measured: &[&ResultsFile],
+    costs: &[CostsFile],
+    hazard: &str,
+    os: &str,
+    arm: String,
+    arm_about: String,
+) -> Option<(ArmAdvice, bool)> {
+    let mut evidence = Vec::new();
+    let mut verdicts = Vec::new();
+    let mut ps = Vec::new();
+    let mut claim: Option<Claim> = None;
+    let mut measured_on: Vec<String> = Vec::new();
+    for f in measured {
+        let report = &f.probes[hazard];
+        for a in report.arms.iter().filter(|a| a.arm == arm) {
+            let j = report.judgement(a);
+            // An emulated cell is evidence shown, never a verdict used.
+            if !a.emulated {
+                verdicts.push(j.verdict);
+                ps.push(j.p);
+                let release = release_of(&f.platform);
+                if !measured_on.contains(&release) {
+                    measured_on.push(release);
+                }
+            }
+            let date = report.started_at.get(..10).unwrap_or(&report.started_at);
+            evidence.push(format!(
+                "{}: {} on `{}`, {date}",
+                a.window.id(),
+                cell_line(report, a),
+                f.platform.id
+            ));
+            claim = claim.or_else(|| {
+                crate::evidence::knowledge::claim_on(&f.platform, hazard, &arm, a.window)
+            });
+        }
+    }
+    let measured_here = !verdicts.is_empty() || !evidence.is_empty();
+    let (verdict, reported) = if measured_here {
+        (combined_verdict(&verdicts), false)
+    } else {
+        // Nothing measured on this OS: what the claims say, kept apart.
+        let cs: Vec<Claim> = claims()
+            .filter(|c| c.os == os && c.hazard == hazard && c.arm == arm)
+            .collect();
+        let first = cs.first().copied()?;
+        claim = Some(first);
+        for c in &cs {
+            let window = c.window.map_or("every window", |w| w.id());
+            let range = c.range.map_or_else(String::new, |r| format!(" ({r})"));
+            let source = if c.reported {
+                "reported by a public source"
+            } else {
+                "claimed by fdwindow, not measured on this OS's results here"
+            };
+            evidence.push(format!("{window}{range}: {} ({source})", c.verdict.id()));
+        }
+        let words: Vec<Verdict> = cs.iter().map(|c| c.verdict).collect();
+        (combined_verdict(&words), cs.iter().all(|c| c.reported))
+    };
+    let measured_cost = costs
+        .iter()
+        .filter(|c| c.platform.os == os)
+        .find_map(|c| c.cost(hazard, &arm).map(|cost| (cost, &c.platform.id)));
+    let entry = ArmAdvice {
+        cost: measured_cost.map(|(c, platform)| format!("{} on `{platform}`", c.text())),
+        cost_ns: measured_cost.map(|(c, _)| c.rank_ns()),
+        arm,
+        about: arm_about,
+        verdict,
+        why: claim.map(|c| c.reason.to_owned()),
+        refs: claim.map_or_else(Vec::new, |c| c.refs.iter().map(|r| r.to_string()).collect()),
+        evidence,
+        measured_on,
+        reported,
+        p: ps,
+    };
+    Some((entry, measured_here))
 }
 
 /// A platform's release as advice names it: the kernel's on Linux (where the
