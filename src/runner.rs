@@ -147,40 +147,7 @@ pub fn run(opts: &RunOptions) -> Result<RunSummary, RunError> {
         .map_err(|e| RunError::Usage(e.to_string()))?;
     let scratch = Scratch::new_swept("run").map_err(RunError::Io)?;
 
-    let mut measured = BTreeMap::new();
-    let mut failures = Vec::new();
-    for hazard in selected {
-        if interrupted() {
-            return Err(RunError::Interrupted);
-        }
-        crate::base::out::note!("fdwindow: probing {hazard} …");
-        let outcome = run_probe(hazard, opts, scratch.dir()).and_then(|report| {
-            // A report is filed under the platform it ran on, never another,
-            // and only with its fork windows held by forks.
-            if report.platform.id != platform.id {
-                Err(ProbeFailure::Failed(format!(
-                    "ran on platform {}, not {}",
-                    report.platform.id, platform.id
-                )))
-            } else if let Some(how) = report.scope.as_ref().and_then(|s| s.held_by.as_ref()) {
-                Err(ProbeFailure::Failed(format!(
-                    "its fork windows were held by {how}: a comparison, not results"
-                )))
-            } else {
-                Ok(report)
-            }
-        });
-        match outcome {
-            Ok(report) => {
-                measured.insert(hazard.to_string(), report);
-            }
-            Err(ProbeFailure::Interrupted) => return Err(RunError::Interrupted),
-            Err(ProbeFailure::Failed(why)) => {
-                crate::base::out::note!("fdwindow: {hazard} failed: {why}");
-                failures.push((hazard.to_string(), why));
-            }
-        }
-    }
+    let (mut measured, failures) = run_probes(&selected, opts, scratch.dir(), &platform)?;
     drop(scratch);
     // Each report names the run's others, so a file that loses one of them
     // fails `fdwindow check` (a probe that failed wrote nothing to lose).
@@ -238,6 +205,55 @@ pub fn run(opts: &RunOptions) -> Result<RunSummary, RunError> {
         elapsed: started.elapsed(),
     })
 }
+
+/// Runs each selected probe in a process of its own: the reports kept (each
+/// from this platform, its fork windows held by forks) and the probes that
+/// failed, with why.
+fn run_probes(
+    selected: &[&str],
+    opts: &RunOptions,
+    scratch: &Path,
+    platform: &Platform,
+) -> Result<ProbeRuns, RunError> {
+    let mut measured = BTreeMap::new();
+    let mut failures = Vec::new();
+    for &hazard in selected {
+        if interrupted() {
+            return Err(RunError::Interrupted);
+        }
+        crate::base::out::note!("fdwindow: probing {hazard} …");
+        let outcome = run_probe(hazard, opts, scratch).and_then(|report| {
+            // A report is filed under the platform it ran on, never another,
+            // and only with its fork windows held by forks.
+            if report.platform.id != platform.id {
+                Err(ProbeFailure::Failed(format!(
+                    "ran on platform {}, not {}",
+                    report.platform.id, platform.id
+                )))
+            } else if let Some(how) = report.scope.as_ref().and_then(|s| s.held_by.as_ref()) {
+                Err(ProbeFailure::Failed(format!(
+                    "its fork windows were held by {how}: a comparison, not results"
+                )))
+            } else {
+                Ok(report)
+            }
+        });
+        match outcome {
+            Ok(report) => {
+                measured.insert(hazard.to_string(), report);
+            }
+            Err(ProbeFailure::Interrupted) => return Err(RunError::Interrupted),
+            Err(ProbeFailure::Failed(why)) => {
+                crate::base::out::note!("fdwindow: {hazard} failed: {why}");
+                failures.push((hazard.to_string(), why));
+            }
+        }
+    }
+    Ok((measured, failures))
+}
+
+/// The reports a run kept, by hazard, and the probes that failed with why.
+type ProbeRuns = (BTreeMap<String, ProbeReport>, Vec<(String, String)>);
 
 /// Fails unless `exe`, the program that runs the probes, is a file.
 fn check_exe(exe: &Path) -> Result<(), String> {
