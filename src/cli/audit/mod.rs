@@ -348,24 +348,37 @@ pub fn run(mut args: AuditArgs) -> Result<ExitCode, String> {
     audit.diagnosis_seconds = diag_started.elapsed().as_secs_f64();
     progress.finish();
 
-    audit.pressured = runner.pressured();
-    rerun_warnings(&mut audit, started.elapsed(), args.budget());
-    leftover_warnings(&mut audit, &runner.leftovers.sweep());
-    audit.interrupted = interrupts::interrupted();
-    pressure_reached(&mut audit, preload_var)?;
-    let report = report::Report::of(&audit, &advisor);
-    let text = render(&report, &args.format);
-    let exit = if audit.interrupted {
-        fdwindow_fix::base::interrupts::exit_code()
-    } else {
-        exit_code(&report)
-    };
+    let (text, exit) = conclude(audit, &mut runner, &args, started.elapsed(), &advisor)?;
     // The private files go before the output, the last thing done (a
     // failed write only changes the exit status: see base::out).
     drop(injector);
     drop(folder);
     fdwindow::base::out::stdout(&text);
     Ok(exit)
+}
+
+/// The audit's end: what the runs reached and left, the warnings, the report
+/// rendered and the exit status.
+fn conclude(
+    mut audit: Audit,
+    runner: &mut Runner,
+    args: &AuditArgs,
+    took: Duration,
+    advisor: &report::Advisor,
+) -> Result<(String, ExitCode), String> {
+    audit.pressured = runner.pressured();
+    rerun_warnings(&mut audit, took, args.budget());
+    leftover_warnings(&mut audit, &runner.leftovers.sweep());
+    audit.interrupted = interrupts::interrupted();
+    pressure_reached(&mut audit, runner.preload_var)?;
+    let report = report::Report::of(&audit, advisor);
+    let text = render(&report, &args.format);
+    let exit = if audit.interrupted {
+        fdwindow_fix::base::interrupts::exit_code()
+    } else {
+        exit_code(&report)
+    };
+    Ok((text, exit))
 }
 
 /// The audit's pressure from `args`, every argument checked before the
