@@ -147,16 +147,16 @@ impl Runner {
         Ok(out)
     }
 
-    /// One run; `bootstrap` lets it take libtest's unstable `--report-time`.
-    fn start(
+    /// The command of one run of `bin`: its own folder and environment, a
+    /// process group of its own, and with `pressure` the injector preloaded
+    /// under that spec, reporting to its file.
+    fn command(
         &self,
         bin: &Binary,
         args: &[String],
-        spec: Option<&Spec>,
-        label: &str,
+        pressure: Option<(&Spec, &crate::stress::ReportFile)>,
         bootstrap: bool,
-    ) -> Result<RunResult, String> {
-        let seq = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
+    ) -> Command {
         let mut cmd = Command::new(&bin.path);
         cmd.args(args)
             .stdin(Stdio::null())
@@ -170,10 +170,8 @@ impl Runner {
         if bootstrap {
             cmd.env("RUSTC_BOOTSTRAP", "1");
         }
-        let report = spec
-            .map(|_| crate::stress::ReportFile(self.report_dir.join(format!("{seq}.pressure"))));
-        match (spec, &report) {
-            (Some(spec), Some(report)) => {
+        match pressure {
+            Some((spec, report)) => {
                 cmd.env(self.preload_var, &self.preload)
                     .env(ENV_VAR, spec.to_string())
                     .env(REPORT_VAR, &report.0);
@@ -182,6 +180,22 @@ impl Runner {
                 cmd.env_remove(ENV_VAR);
             }
         }
+        cmd
+    }
+
+    /// One run; `bootstrap` lets it take libtest's unstable `--report-time`.
+    fn start(
+        &self,
+        bin: &Binary,
+        args: &[String],
+        spec: Option<&Spec>,
+        label: &str,
+        bootstrap: bool,
+    ) -> Result<RunResult, String> {
+        let seq = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
+        let report = spec
+            .map(|_| crate::stress::ReportFile(self.report_dir.join(format!("{seq}.pressure"))));
+        let mut cmd = self.command(bin, args, spec.zip(report.as_ref()), bootstrap);
         // It dies with the audit: one killed outright leaves no test
         // running (this thread waits for it below).
         fdwindow_fix::sys::child_hook::die_with_parent(&mut cmd);
@@ -238,33 +252,12 @@ impl Runner {
             }
         }
         if failed && let Some(dir) = &self.keep {
-            let safe: String = tag
-                .trim_start_matches("run ")
-                .chars()
-                .map(|c| {
-                    if c.is_ascii_alphanumeric() || c == '-' {
-                        c
-                    } else {
-                        '_'
-                    }
-                })
-                .collect();
-            let text = format!(
-                "# {tag}: {}\n# args: {args:?}\n# pressure: {}\n## stdout\n{stdout}\n## stderr\n{stderr}",
-                if timed_out {
-                    "timed out".to_owned()
-                } else {
-                    format!("{status:?}")
-                },
-                spec.map_or_else(|| "none".to_owned(), Spec::to_string)
-            );
-            let path = dir.join(format!("{safe}.log"));
-            if let Err(e) = fdwindow::evidence::results::write_atomic(&path, text.as_bytes()) {
-                progress::line(&format!(
-                    "warning: --keep-failures: {}: {e}",
-                    path.display()
-                ));
-            }
+            let ended = if timed_out {
+                "timed out".to_owned()
+            } else {
+                format!("{status:?}")
+            };
+            keep_failure(dir, &tag, &ended, args, spec, (&stdout, &stderr));
         }
         Ok(RunResult {
             parsed,
@@ -273,6 +266,40 @@ impl Runner {
             pressure,
             holds,
         })
+    }
+}
+
+/// Writes a failed run's output to `dir` (`--keep-failures`), a file per run
+/// named after its tag; a write that fails is a warning.
+fn keep_failure(
+    dir: &std::path::Path,
+    tag: &str,
+    ended: &str,
+    args: &[String],
+    spec: Option<&Spec>,
+    (stdout, stderr): (&str, &str),
+) {
+    let safe: String = tag
+        .trim_start_matches("run ")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let text = format!(
+        "# {tag}: {ended}\n# args: {args:?}\n# pressure: {}\n## stdout\n{stdout}\n## stderr\n{stderr}",
+        spec.map_or_else(|| "none".to_owned(), Spec::to_string)
+    );
+    let path = dir.join(format!("{safe}.log"));
+    if let Err(e) = fdwindow::evidence::results::write_atomic(&path, text.as_bytes()) {
+        progress::line(&format!(
+            "warning: --keep-failures: {}: {e}",
+            path.display()
+        ));
     }
 }
 
