@@ -1707,7 +1707,9 @@ int fclose(FILE *stream)
  * listener refuses the test's bind of that port, and the diagnosis reads
  * this line as port-pick even where the test only sees a `false` (an
  * `is_free(port)` that tries the bind and swallows the error). One short
- * O_APPEND write and no lock: bind is async-signal-safe, and so is this. */
+ * O_APPEND write and no lock, formatted as every report line here is
+ * (snprintf, which POSIX does not list as async-signal-safe: a bind from a
+ * signal handler while copies are held is not expected). */
 #ifdef __APPLE__
 static int fdw_bind(int fd, const struct sockaddr *addr, socklen_t len)
 #else

@@ -746,6 +746,14 @@ pub enum HoldBy {
 }
 
 impl HoldBy {
+    /// Both ways.
+    pub const ALL: [HoldBy; 2] = [HoldBy::Pass, HoldBy::Fork];
+
+    /// The way [`HoldBy::id`] names `id`, if any.
+    pub fn from_id(id: &str) -> Option<HoldBy> {
+        HoldBy::ALL.into_iter().find(|h| h.id() == id)
+    }
+
     /// The id in [`Spec`] strings.
     pub fn id(self) -> &'static str {
         match self {
@@ -797,11 +805,8 @@ impl FromStr for Spec {
                 "match" if !value.is_empty() => spec.exe_match = Some(value.to_owned()),
                 "controller" => spec.controller = Some(value.parse()?),
                 "hold-by" => {
-                    spec.hold_by = match value {
-                        "pass" => HoldBy::Pass,
-                        "fork" => HoldBy::Fork,
-                        _ => return Err(format!("hold-by={value}: expected pass or fork")),
-                    }
+                    spec.hold_by = HoldBy::from_id(value)
+                        .ok_or_else(|| format!("hold-by={value}: expected pass or fork"))?;
                 }
                 "close-site" => {
                     let bad = || {

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
+use clap::builder::TypedValueParser as _;
 
 use crate::base::out;
 use fdwindow_fix::base::interrupts::catch_interrupts;
@@ -39,8 +40,14 @@ pub(super) struct ProbeArgs {
     /// How the fork window holds each trial's descriptor: fork (a child
     /// parked between fork and exec) or pass (a copy passed to one holder
     /// process, the way `fdwindow audit` holds a close; for comparing them).
-    #[arg(long, value_name = "HOW", default_value = "fork", value_parser = ["fork", "pass"])]
-    hold_by: String,
+    #[arg(
+        long,
+        value_name = "HOW",
+        default_value = "fork",
+        value_parser = clap::builder::PossibleValuesParser::new(HoldBy::ALL.map(HoldBy::id))
+            .map(|id| HoldBy::from_id(&id).expect("clap lets only the ids through"))
+    )]
+    hold_by: HoldBy,
 }
 
 /// The variable through which `fdwindow run` gives each probe its own pid:
@@ -107,10 +114,7 @@ pub fn main(probe: &Probe, args: Vec<String>) -> ExitCode {
         deadline: args
             .deadline_ms
             .map(|ms| Instant::now() + Duration::from_millis(ms)),
-        hold_by: match args.hold_by.as_str() {
-            "pass" => HoldBy::Pass,
-            _ => HoldBy::Fork,
-        },
+        hold_by: args.hold_by,
     };
     catch_interrupts();
     follow_runner();
