@@ -190,25 +190,24 @@ impl DropClass {
     /// - <https://man7.org/linux/man-pages/man7/signal-safety.7.html>
     pub fn of(fd: std::os::fd::BorrowedFd<'_>) -> Option<DropClass> {
         use rustix::fs::FileType;
-        use std::os::fd::AsRawFd;
         let st = rustix::fs::fstat(fd).ok()?;
-        let fd = fd.as_raw_fd();
         match FileType::from_raw_mode(st.st_mode) {
             FileType::RegularFile => Some(DropClass::File),
             FileType::Fifo => Some(DropClass::Pipe),
             FileType::Socket => {
-                let ty = crate::sys::sockopt_int(fd, libc::SOL_SOCKET, libc::SO_TYPE)?;
+                use rustix::net::SocketType;
+                let ty = rustix::net::sockopt::socket_type(fd).ok()?;
                 let named = || crate::sys::has_socket_name(fd);
                 match ty {
-                    libc::SOCK_DGRAM if named() => Some(DropClass::Bound),
-                    libc::SOCK_DGRAM => Some(DropClass::Datagram),
+                    SocketType::DGRAM if named() => Some(DropClass::Bound),
+                    SocketType::DGRAM => Some(DropClass::Datagram),
                     _ if crate::sys::is_listening(fd) => Some(DropClass::Listener),
-                    libc::SOCK_STREAM | libc::SOCK_SEQPACKET
+                    SocketType::STREAM | SocketType::SEQPACKET
                         if !crate::sys::has_socket_peer(fd) && named() =>
                     {
                         Some(DropClass::Bound)
                     }
-                    libc::SOCK_STREAM | libc::SOCK_SEQPACKET => Some(DropClass::Stream),
+                    SocketType::STREAM | SocketType::SEQPACKET => Some(DropClass::Stream),
                     _ => None,
                 }
             }

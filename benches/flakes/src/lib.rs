@@ -7,7 +7,10 @@
 
 pub mod patterns;
 
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::AsFd;
+
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
+use rustix::io::Errno;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -73,49 +76,32 @@ pub enum EofWait {
 /// Reads `fd` until end-of-file, waiting at most `limit` in all (poll(2)
 /// with the time left; no sleep). End-of-file comes only once every copy of
 /// the write end is closed.
-pub fn read_to_eof_within(fd: &impl AsRawFd, limit: Duration) -> Result<Vec<u8>, EofWait> {
-    let raw: RawFd = fd.as_raw_fd();
+pub fn read_to_eof_within(fd: &impl AsFd, limit: Duration) -> Result<Vec<u8>, EofWait> {
     let start = Instant::now();
     let mut out = Vec::new();
     let mut buf = [0u8; 256];
     loop {
         let left = limit.saturating_sub(start.elapsed());
-        let mut pfd = libc::pollfd {
-            fd: raw,
-            events: libc::POLLIN,
-            revents: 0,
+        let mut pfd = [PollFd::new(&fd, PollFlags::IN)];
+        let ready = match poll(
+            &mut pfd,
+            Some(&Timespec::try_from(left).expect("a timeout")),
+        ) {
+            Err(Errno::INTR) => continue,
+            Err(e) => return Err(EofWait::Io(e.into())),
+            Ok(ready) => ready,
         };
-        let ts = libc::timespec {
-            tv_sec: left.as_secs() as libc::time_t,
-            tv_nsec: left.subsec_nanos() as libc::c_long,
-        };
-        // SAFETY: one valid pollfd for the duration of the call, a valid
-        // timespec, no signal mask.
-        let ready = unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
-        if ready < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(EofWait::Io(e));
-        }
         if ready == 0 {
             return Err(EofWait::TimedOut {
                 read: out,
                 waited: start.elapsed(),
             });
         }
-        // SAFETY: buf is valid for buf.len() bytes; raw is open (borrowed).
-        let n = unsafe { libc::read(raw, buf.as_mut_ptr().cast(), buf.len()) };
-        match n {
-            0 => return Ok(out),
-            n if n > 0 => out.extend_from_slice(&buf[..n as usize]),
-            _ => {
-                let e = std::io::Error::last_os_error();
-                if e.kind() != std::io::ErrorKind::Interrupted {
-                    return Err(EofWait::Io(e));
-                }
-            }
+        match rustix::io::read(fd, &mut buf) {
+            Ok(0) => return Ok(out),
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(Errno::INTR) => {}
+            Err(e) => return Err(EofWait::Io(e.into())),
         }
     }
 }
@@ -126,9 +112,4 @@ pub fn read_to_eof_within(fd: &impl AsRawFd, limit: Duration) -> Result<Vec<u8>,
 pub fn process_random() -> u64 {
     use std::hash::BuildHasher;
     std::collections::hash_map::RandomState::new().hash_one(0x5eed_u64)
-}
-
-/// The last OS error, for messages.
-pub fn errno() -> std::io::Error {
-    std::io::Error::last_os_error()
 }

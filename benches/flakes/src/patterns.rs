@@ -6,11 +6,12 @@
 use std::fs::File;
 use std::io::{ErrorKind, Write};
 use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream, UdpSocket};
-use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::{EofWait, errno, read_to_eof_within, work, work_us};
+use rustix::fs::FlockOperation;
+
+use crate::{EofWait, read_to_eof_within, work, work_us};
 
 /// A fixed amount of CPU work (an FNV-style hash over a buffer).
 pub fn checksum(rounds: u32) -> u64 {
@@ -25,13 +26,8 @@ pub fn checksum(rounds: u32) -> u64 {
 }
 
 /// flock(2) on the file's descriptor.
-pub fn flock(f: &File, op: libc::c_int) -> std::io::Result<()> {
-    // SAFETY: flock(2) on a descriptor the file owns.
-    if unsafe { libc::flock(f.as_raw_fd(), op) } == 0 {
-        Ok(())
-    } else {
-        Err(errno())
-    }
+pub fn flock(f: &File, op: FlockOperation) -> std::io::Result<()> {
+    Ok(rustix::fs::flock(f, op)?)
 }
 
 /// A server stopped by dropping its listener must refuse a connect, checked
@@ -75,10 +71,10 @@ pub fn lock_handoff(path: &Path, iters: usize, work_ms: u64) {
     File::create(path).unwrap();
     for i in 0..iters {
         let first = File::options().write(true).open(path).unwrap();
-        flock(&first, libc::LOCK_EX).unwrap();
+        flock(&first, FlockOperation::LockExclusive).unwrap();
         drop(first);
         let next = File::options().write(true).open(path).unwrap();
-        flock(&next, libc::LOCK_EX | libc::LOCK_NB).unwrap_or_else(|e| {
+        flock(&next, FlockOperation::NonBlockingLockExclusive).unwrap_or_else(|e| {
             panic!("iteration {i}: the lock released by close is still held: {e}")
         });
         drop(next);

@@ -18,6 +18,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fdwindow_flakes::patterns::{self, flock};
 use fdwindow_flakes::{ScratchDir, process_random, work};
+use rustix::fs::FlockOperation;
 
 /// Repetitions of the lock handoff per run.
 const LOCK_ITERS: usize = 2;
@@ -54,11 +55,11 @@ fn cache_lock_handoff_unlocked() {
     File::create(&path).unwrap();
     for i in 0..LOCK_ITERS {
         let first = File::options().write(true).open(&path).unwrap();
-        flock(&first, libc::LOCK_EX).unwrap();
-        flock(&first, libc::LOCK_UN).unwrap();
+        flock(&first, FlockOperation::LockExclusive).unwrap();
+        flock(&first, FlockOperation::Unlock).unwrap();
         drop(first);
         let next = File::options().write(true).open(&path).unwrap();
-        flock(&next, libc::LOCK_EX | libc::LOCK_NB)
+        flock(&next, FlockOperation::NonBlockingLockExclusive)
             .unwrap_or_else(|e| panic!("iteration {i}: the unlocked lock is still held: {e}"));
         drop(next);
         work(WORK_MS);

@@ -15,11 +15,15 @@
 //! that were slow to exec. calibration.json has the rates measured.
 
 use std::io::ErrorKind;
-use std::net::{Ipv4Addr, TcpListener, TcpStream};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream};
+use std::os::fd::OwnedFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 
-use fdwindow_flakes::{ScratchDir, errno, patterns, process_random, work, work_us};
+use fdwindow_flakes::{ScratchDir, patterns, process_random, work, work_us};
+use rustix::net::{
+    AddressFamily, Shutdown, SocketAddrUnix, SocketFlags, SocketType, bind, getsockname, shutdown,
+    socket_with, sockopt,
+};
 
 /// Work between repetitions, in ms.
 const WORK_MS: u64 = 20;
@@ -27,86 +31,33 @@ const WORK_MS: u64 = 20;
 /// A TCP socket bound to 127.0.0.1:0 (a port the kernel picks) and never
 /// listening, close-on-exec as std makes its sockets; SO_REUSEADDR if asked.
 fn bound_unlistened(reuseaddr: bool) -> (OwnedFd, u16) {
-    // SAFETY: plain socket(2); the result is checked before use.
-    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
-    assert!(fd >= 0, "socket: {}", errno());
-    // SAFETY: fd is a fresh descriptor that nothing else owns.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let fd = socket_with(
+        AddressFamily::INET,
+        SocketType::STREAM,
+        SocketFlags::CLOEXEC,
+        None,
+    )
+    .expect("socket");
     if reuseaddr {
-        let one: libc::c_int = 1;
-        // SAFETY: a valid c_int option value of the size given.
-        let r = unsafe {
-            libc::setsockopt(
-                fd.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_REUSEADDR,
-                (&one as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        assert_eq!(r, 0, "SO_REUSEADDR: {}", errno());
+        sockopt::set_socket_reuseaddr(&fd, true).expect("SO_REUSEADDR");
     }
-    let mut addr = libc::sockaddr_in {
-        sin_family: libc::AF_INET as libc::sa_family_t,
-        sin_port: 0,
-        sin_addr: libc::in_addr {
-            s_addr: u32::from(Ipv4Addr::LOCALHOST).to_be(),
-        },
-        sin_zero: [0; 8],
-    };
-    let mut len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-    // SAFETY: addr is a sockaddr_in of the length given.
-    let r = unsafe {
-        libc::bind(
-            fd.as_raw_fd(),
-            (&addr as *const libc::sockaddr_in).cast(),
-            len,
-        )
-    };
-    assert_eq!(r, 0, "bind 127.0.0.1:0: {}", errno());
-    // SAFETY: addr and len are valid for writing a sockaddr_in.
-    let r = unsafe {
-        libc::getsockname(
-            fd.as_raw_fd(),
-            (&mut addr as *mut libc::sockaddr_in).cast(),
-            &mut len,
-        )
-    };
-    assert_eq!(r, 0, "getsockname: {}", errno());
-    (fd, u16::from_be(addr.sin_port))
+    bind(&fd, &SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0)).expect("bind 127.0.0.1:0");
+    let name = getsockname(&fd).expect("getsockname");
+    let port = SocketAddrV4::try_from(name).expect("an IPv4 name").port();
+    (fd, port)
 }
 
 /// Binds a Unix stream socket to the abstract name `name` (Linux) without
 /// listening: the single-instance guard some daemons use (the name is free
 /// again once no descriptor of the socket is open).
 fn bind_abstract(name: &[u8]) -> std::io::Result<OwnedFd> {
-    // SAFETY: plain socket(2); the result is checked before use.
-    let fd = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
-    if fd < 0 {
-        return Err(errno());
-    }
-    // SAFETY: fd is a fresh descriptor that nothing else owns.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    // SAFETY: sockaddr_un is plain data; all zeroes is a valid value.
-    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
-    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
-    assert!(name.len() < addr.sun_path.len());
-    // sun_path[0] stays 0: an abstract name.
-    for (dst, src) in addr.sun_path[1..].iter_mut().zip(name) {
-        *dst = *src as libc::c_char;
-    }
-    let len = std::mem::size_of::<libc::sa_family_t>() + 1 + name.len();
-    // SAFETY: addr is a sockaddr_un; len covers the family and the name.
-    let r = unsafe {
-        libc::bind(
-            fd.as_raw_fd(),
-            (&addr as *const libc::sockaddr_un).cast(),
-            len as libc::socklen_t,
-        )
-    };
-    if r != 0 {
-        return Err(errno());
-    }
+    let fd = socket_with(
+        AddressFamily::UNIX,
+        SocketType::STREAM,
+        SocketFlags::CLOEXEC,
+        None,
+    )?;
+    bind(&fd, &SocketAddrUnix::new_abstract_name(name)?)?;
     Ok(fd)
 }
 
@@ -214,9 +165,7 @@ fn stopped_server_shut_down_refuses_connect() {
     for i in 0..ITERS {
         let server = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
         let addr = server.local_addr().unwrap();
-        // SAFETY: shutdown(2) on a descriptor the listener owns.
-        let r = unsafe { libc::shutdown(server.as_raw_fd(), libc::SHUT_RD) };
-        assert_eq!(r, 0, "shutdown: {}", errno());
+        shutdown(&server, Shutdown::Read).expect("shutdown(SHUT_RD)");
         drop(server);
         work_us(TEARDOWN_US);
         match TcpStream::connect(addr) {

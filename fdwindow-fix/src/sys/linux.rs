@@ -4,7 +4,7 @@
 use std::io;
 
 use super::FreshFd;
-use std::os::fd::{OwnedFd, RawFd};
+use std::os::fd::{BorrowedFd, OwnedFd, RawFd};
 
 pub const OS_ID: Option<&str> = Some("linux");
 
@@ -749,8 +749,8 @@ pub fn each_open_fd(f: &mut dyn FnMut(RawFd)) -> io::Result<()> {
 /// Whether the stream socket `fd` is listening: `getsockopt(SO_ACCEPTCONN)`
 /// (socket(7): "Returns a value indicating whether or not this socket has
 /// been marked to accept connections with listen(2)"). Async-signal-safe.
-pub fn is_listening(fd: RawFd) -> bool {
-    super::sockopt_int(fd, libc::SOL_SOCKET, libc::SO_ACCEPTCONN).is_some_and(|on| on != 0)
+pub fn is_listening(fd: BorrowedFd<'_>) -> bool {
+    rustix::net::sockopt::socket_acceptconn(fd).unwrap_or(false)
 }
 
 #[cfg(test)]

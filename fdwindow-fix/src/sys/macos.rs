@@ -3,7 +3,7 @@
 use std::io;
 
 use super::FreshFd;
-use std::os::fd::{OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
 
 pub const OS_ID: Option<&str> = Some("macos");
 
@@ -867,12 +867,12 @@ const SOI_OPTIONS_OFFSET: usize = 188;
 /// getsockopt, but `proc_pidfdinfo(PROC_PIDFDSOCKETINFO)` reports the
 /// socket's `so_options`, in which `listen(2)` sets `SO_ACCEPTCONN`
 /// (xnu `bsd/sys/socket.h`). No allocation: a forked child may call it.
-pub fn is_listening(fd: RawFd) -> bool {
+pub fn is_listening(fd: BorrowedFd<'_>) -> bool {
     // 8-byte aligned, as socket_fdinfo is; 4 KiB exceeds its size. On the
     // stack: no allocation.
     let mut buf = FdinfoBuf([0; 4096]);
     let pid = rustix::process::getpid().as_raw_nonzero().get();
-    let n = pidfdinfo_into(pid, fd, PROC_PIDFDSOCKETINFO, &mut buf);
+    let n = pidfdinfo_into(pid, fd.as_raw_fd(), PROC_PIDFDSOCKETINFO, &mut buf);
     if n < (SOI_OPTIONS_OFFSET + 2) as libc::c_int {
         return false;
     }

@@ -200,7 +200,7 @@ pub fn each_open_fd(_f: &mut dyn FnMut(RawFd)) -> io::Result<()> {
 }
 
 /// Not known here.
-pub fn is_listening(_fd: RawFd) -> bool {
+pub fn is_listening(_fd: std::os::fd::BorrowedFd<'_>) -> bool {
     false
 }
 

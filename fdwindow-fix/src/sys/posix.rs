@@ -279,67 +279,38 @@ pub fn set_fd_flags(fd: RawFd, flags: libc::c_int) -> io::Result<()> {
     fd_flags_op(fd, Some(flags)).map(drop)
 }
 
-/// `getsockopt(fd, level, name)` for an `int` option, on a descriptor
-/// *number*: the value, or `None` on any error (`EBADF`, `ENOTSOCK`). One
-/// system call, async-signal-safe, no allocation, so a forked child may make
-/// it. Safe for any input: the kernel writes at most `len` bytes into a
-/// local `int` (rustix's sockopts need a borrowed descriptor, which a bare
-/// number from a directory listing is not).
-pub fn sockopt_int(fd: RawFd, level: libc::c_int, name: libc::c_int) -> Option<libc::c_int> {
-    let mut value: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: `value` and `len` are valid for the kernel to write; `len`
-    // says how much room `value` has.
-    let rc = unsafe { libc::getsockopt(fd, level, name, (&raw mut value).cast(), &mut len) };
-    (rc == 0).then_some(value)
-}
-
 /// Whether the socket `fd` has a local name another socket could want: an
 /// inet port other than 0, a Unix path or (Linux) abstract name.
-/// `getsockname(2)` into the stack: async-signal-safe, safe for any number.
-pub fn has_socket_name(fd: RawFd) -> bool {
-    // SAFETY: sockaddr_storage is plain data; all-zero is a valid value.
-    let mut addr: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-    // SAFETY: `addr` and `len` are valid for the kernel to write; `len` says
-    // how much room `addr` has.
-    let rc = unsafe { libc::getsockname(fd, (&raw mut addr).cast(), &mut len) };
-    if rc != 0 {
+/// `getsockname(2)` into rustix's stack storage, read without allocating:
+/// async-signal-safe, so a forked child may ask.
+pub fn has_socket_name(fd: BorrowedFd<'_>) -> bool {
+    use rustix::net::{SocketAddrAny, SocketAddrUnix, SocketAddrV4, SocketAddrV6};
+    let Ok(addr) = rustix::net::getsockname(fd) else {
         return false;
+    };
+    let port = |a: &SocketAddrAny| {
+        SocketAddrV4::try_from(a.clone())
+            .map(|v4| v4.port())
+            .or_else(|_| SocketAddrV6::try_from(a.clone()).map(|v6| v6.port()))
+    };
+    if let Ok(port) = port(&addr) {
+        return port != 0;
     }
-    match i32::from(addr.ss_family) {
-        libc::AF_INET => {
-            // SAFETY: the kernel wrote a sockaddr_in for AF_INET; storage
-            // is large and aligned enough for any address.
-            let a = unsafe { &*(&raw const addr).cast::<libc::sockaddr_in>() };
-            a.sin_port != 0
-        }
-        libc::AF_INET6 => {
-            // SAFETY: as above, a sockaddr_in6 for AF_INET6.
-            let a = unsafe { &*(&raw const addr).cast::<libc::sockaddr_in6>() };
-            a.sin6_port != 0
-        }
-        libc::AF_UNIX => {
-            // An unnamed Unix socket's name is the family alone (macOS: an
-            // empty path); an abstract name starts with a NUL byte.
-            let base = std::mem::offset_of!(libc::sockaddr_un, sun_path) as libc::socklen_t;
-            // SAFETY: as above, a sockaddr_un for AF_UNIX.
-            let a = unsafe { &*(&raw const addr).cast::<libc::sockaddr_un>() };
-            len > base && (a.sun_path[0] != 0 || (cfg!(target_os = "linux") && len > base + 1))
-        }
-        _ => false,
-    }
+    // An unnamed Unix socket has neither a path nor an abstract name (rustix
+    // reads its bare family as an empty name, hence the emptiness checks).
+    SocketAddrUnix::try_from(addr).is_ok_and(|unix| {
+        #[cfg(target_os = "linux")]
+        let abstract_name = unix.abstract_name().is_some_and(|n| !n.is_empty());
+        #[cfg(not(target_os = "linux"))]
+        let abstract_name = false;
+        unix.path_bytes().is_some_and(|p| !p.is_empty()) || abstract_name
+    })
 }
 
-/// Whether the socket `fd` is connected (`getpeername(2)` succeeds).
-/// Async-signal-safe, safe for any number.
-pub fn has_socket_peer(fd: RawFd) -> bool {
-    // SAFETY: sockaddr_storage is plain data; all-zero is a valid value.
-    let mut addr: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-    // SAFETY: `addr` and `len` are valid for the kernel to write.
-    let rc = unsafe { libc::getpeername(fd, (&raw mut addr).cast(), &mut len) };
-    rc == 0
+/// Whether the socket `fd` is connected (`getpeername(2)` names a peer).
+/// Async-signal-safe.
+pub fn has_socket_peer(fd: BorrowedFd<'_>) -> bool {
+    rustix::net::getpeername(fd).is_ok_and(|peer| peer.is_some())
 }
 
 /// An all-zero `sigset_t`: plain data, for `sigfillset`, `sigemptyset` or

@@ -21,11 +21,13 @@ pub mod ports;
 pub mod server;
 pub mod store;
 
-use std::io::ErrorKind;
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
+use rustix::io::Errno;
 
 /// A folder unique to this process and call, removed with its contents when
 /// dropped (so on a panic's unwinding too).
@@ -61,35 +63,25 @@ impl Drop for ScratchDir {
 /// Reads `fd` until end-of-file, waiting at most `limit_ms` in all
 /// (`poll(2)`, no sleep): `None` if the deadline passed first. End-of-file
 /// comes once every copy of the pipe's write end is closed.
-pub fn read_to_eof_within(fd: &impl AsRawFd, limit_ms: u64) -> Option<Vec<u8>> {
+pub fn read_to_eof_within(fd: &impl AsFd, limit_ms: u64) -> Option<Vec<u8>> {
     let deadline = Instant::now() + Duration::from_millis(limit_ms);
     let mut out = Vec::new();
     let mut buf = [0u8; 256];
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
-        let mut pfd = libc::pollfd {
-            fd: fd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let ms = left.as_micros().div_ceil(1000) as libc::c_int;
-        // SAFETY: one valid pollfd for the duration of the call.
-        let ready = unsafe { libc::poll(&mut pfd, 1, ms) };
-        match ready {
-            0 => return None,
-            r if r < 0 && std::io::Error::last_os_error().kind() == ErrorKind::Interrupted => {
-                continue;
-            }
-            r if r < 0 => panic!("poll: {}", std::io::Error::last_os_error()),
-            _ => {}
+        let mut pfd = [PollFd::new(fd, PollFlags::IN)];
+        let timeout = Timespec::try_from(left).expect("a timeout");
+        match poll(&mut pfd, Some(&timeout)) {
+            Ok(0) => return None,
+            Err(Errno::INTR) => continue,
+            Err(e) => panic!("poll: {e}"),
+            Ok(_) => {}
         }
-        // SAFETY: buf is valid for buf.len() bytes; the descriptor is open (borrowed).
-        let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-        match n {
-            0 => return Some(out),
-            n if n > 0 => out.extend_from_slice(&buf[..n as usize]),
-            _ if std::io::Error::last_os_error().kind() == ErrorKind::Interrupted => {}
-            _ => panic!("read: {}", std::io::Error::last_os_error()),
+        match rustix::io::read(fd, &mut buf) {
+            Ok(0) => return Some(out),
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(Errno::INTR) => {}
+            Err(e) => panic!("read: {e}"),
         }
     }
 }

@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, Write};
-use std::os::fd::AsRawFd;
 use std::path::Path;
 
 /// An open store: its file, locked (`flock(LOCK_EX)`) for as long as the
@@ -24,10 +23,7 @@ impl Store {
             .create(true)
             .truncate(false)
             .open(path)?;
-        // SAFETY: flock on a descriptor `file` keeps open for the call.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
+        rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive)?;
         let mut text = String::new();
         file.read_to_string(&mut text)?;
         let entries = text
