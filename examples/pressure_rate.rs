@@ -16,15 +16,13 @@ use fdwindow_fix::pressure::{Config, Pressure, SpawnPath};
 
 /// User+system seconds of this process and its reaped children.
 fn cpu_seconds() -> f64 {
+    use nix::sys::resource::{UsageWho, getrusage};
+    use nix::sys::time::TimeValLike;
     let secs = |who| {
-        // libc's Default for rusage is all-zero, for getrusage to fill.
-        let mut ru = libc::rusage::default();
-        // SAFETY: getrusage fills the struct (rustix 1.1 does not wrap it).
-        unsafe { libc::getrusage(who, &mut ru) };
-        let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-        tv(ru.ru_utime) + tv(ru.ru_stime)
+        let usage = getrusage(who).expect("getrusage");
+        (usage.user_time() + usage.system_time()).num_microseconds() as f64 / 1e6
     };
-    secs(libc::RUSAGE_SELF) + secs(libc::RUSAGE_CHILDREN)
+    secs(UsageWho::RUSAGE_SELF) + secs(UsageWho::RUSAGE_CHILDREN)
 }
 
 /// A plain loop: `threads` threads spawning and waiting for `/usr/bin/true`.

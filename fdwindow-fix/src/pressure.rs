@@ -462,12 +462,15 @@ impl Drop for Pressure {
     }
 }
 
-fn block_all_signals() -> io::Result<libc::sigset_t> {
-    crate::sys::thread_sigmask(libc::SIG_BLOCK, Some(&crate::sys::full_sigset()))
+fn block_all_signals() -> io::Result<crate::sys::SigSet> {
+    crate::sys::thread_sigmask(
+        crate::sys::SigmaskHow::SIG_BLOCK,
+        Some(&crate::sys::SigSet::all()),
+    )
 }
 
-fn restore_signals(old: &libc::sigset_t) {
-    let _ = crate::sys::thread_sigmask(libc::SIG_SETMASK, Some(old));
+fn restore_signals(old: &crate::sys::SigSet) {
+    let _ = crate::sys::thread_sigmask(crate::sys::SigmaskHow::SIG_SETMASK, Some(old));
 }
 
 /// A `Command` for `/usr/bin/true` with an empty environment and no stdio.
@@ -1130,13 +1133,8 @@ mod tests {
     #[test]
     fn spawning_threads_block_every_signal() {
         let _serial = crate::test_serial();
-        // The mask of this thread is restored after start: the whole set,
-        // compared through its Debug form (libc's sigset_t has no PartialEq
-        // without its extra_traits feature).
-        let mask = || {
-            let set = crate::sys::thread_sigmask(libc::SIG_BLOCK, None).unwrap();
-            format!("{set:?}")
-        };
+        // The mask of this thread is restored after start: the whole set.
+        let mask = || crate::sys::thread_sigmask(crate::sys::SigmaskHow::SIG_BLOCK, None).unwrap();
         let before = mask();
         let pressure = Pressure::start(Config {
             threads: 1,

@@ -7,6 +7,8 @@
 use std::io;
 use std::time::Duration;
 
+use nix::time::ClockId;
+
 /// One clock the OS may offer, by its C name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NamedClock {
@@ -40,15 +42,7 @@ pub fn instant_clock() -> &'static str {
 /// - <https://man7.org/linux/man-pages/man2/clock_getres.2.html>
 /// - <https://pubs.opengroup.org/onlinepubs/9699919799/functions/clock_getres.html>
 pub fn getres(id: libc::clockid_t) -> io::Result<Duration> {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid, writable timespec.
-    if unsafe { libc::clock_getres(id, &mut ts) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
+    Ok(nix::time::clock_getres(ClockId::from_raw(id))?.into())
 }
 
 /// `clock_gettime(clockid, tp)`—Retrieve the time of the specified clock, as
@@ -57,20 +51,13 @@ pub fn getres(id: libc::clockid_t) -> io::Result<Duration> {
 /// # References
 /// - <https://man7.org/linux/man-pages/man2/clock_gettime.2.html>
 pub fn gettime(id: libc::clockid_t) -> io::Result<(i64, u32)> {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid, writable timespec.
-    if unsafe { libc::clock_gettime(id, &mut ts) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let ts = nix::time::clock_gettime(ClockId::from_raw(id))?;
     // `allow`, not `expect`: time_t is i32 on some 32-bit targets, where the cast is needed.
     #[allow(
         clippy::unnecessary_cast,
         reason = "time_t is i64 only on 64-bit targets"
     )]
-    Ok((ts.tv_sec as i64, ts.tv_nsec as u32))
+    Ok((ts.tv_sec() as i64, ts.tv_nsec() as u32))
 }
 
 /// How many trailing decimal zeros a nanosecond field has (0 to 9; a zero

@@ -187,9 +187,8 @@ impl Maker {
                 // The client end comes from std (atomic on Linux); only the
                 // accepted end is under test.
                 let _client = UnixStream::connect(path)?;
-                let fd = listener.as_raw_fd();
                 made.fds.push(if atomic {
-                    sys::accept4_cloexec(fd).map_err(unsupported)??
+                    sys::accept4_cloexec(listener.as_fd()).map_err(unsupported)??
                 } else {
                     socket2::SockRef::from(listener).accept_raw()?.0.into()
                 });

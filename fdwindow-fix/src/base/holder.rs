@@ -22,7 +22,7 @@
 use std::io::{self, IoSlice, IoSliceMut, Read, Write};
 use std::mem::MaybeUninit;
 use std::net::Shutdown;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
@@ -58,7 +58,7 @@ impl CopyHolder {
         // threads).
         match unsafe { libc::fork() } {
             -1 => Err(io::Error::last_os_error()),
-            0 => serve(theirs.as_raw_fd(), open_max),
+            0 => serve(theirs.as_fd(), open_max),
             pid => Ok(CopyHolder { pid, socket: ours }),
         }
     }
@@ -134,10 +134,10 @@ fn open_max() -> RawFd {
 /// may have had threads), nothing allocated; never returns. Only
 /// [`CopyHolder::start`]'s child may call it: it closes every descriptor
 /// but `socket`.
-fn serve(socket: RawFd, open_max: RawFd) -> ! {
-    // SAFETY: descriptor 0 is replaced by the socket; nothing in this
-    // process uses the old one again.
-    if unsafe { libc::dup2(socket, 0) } != 0 {
+fn serve(socket: BorrowedFd<'_>, open_max: RawFd) -> ! {
+    // Descriptor 0 becomes the socket (its copy at the old number is closed
+    // below with everything else).
+    if rustix::stdio::dup2_stdin(socket).is_err() {
         exit(3);
     }
     if crate::sys::close_range_from(1).is_err() {

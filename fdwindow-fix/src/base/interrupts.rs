@@ -23,7 +23,7 @@ pub fn catch_interrupts() {
     // which only stores to an atomic.
     let action = crate::sys::sigaction_of(
         on_signal as *const () as libc::sighandler_t,
-        crate::sys::full_sigset(),
+        crate::sys::SigSet::all(),
         0,
     );
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {

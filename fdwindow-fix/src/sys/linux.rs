@@ -3,7 +3,6 @@
 
 use std::io;
 
-use super::FreshFd;
 use std::os::fd::{BorrowedFd, OwnedFd, RawFd};
 
 pub const OS_ID: Option<&str> = Some("linux");
@@ -199,25 +198,17 @@ pub fn set_reuse_port(sock: &socket2::Socket) -> std::io::Result<()> {
 pub const SOCK_CLOEXEC: Result<libc::c_int, &str> = Ok(libc::SOCK_CLOEXEC);
 
 /// `accept4(fd, NULL, NULL, SOCK_CLOEXEC)` (Linux 2.6.28).
-pub fn accept4_cloexec(fd: RawFd) -> Result<io::Result<OwnedFd>, &'static str> {
-    // SAFETY: accept4 with null address arguments on a borrowed descriptor.
-    let rc = unsafe {
-        libc::accept4(
-            fd,
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            libc::SOCK_CLOEXEC,
-        )
-    };
-    Ok(FreshFd::checked(rc).map(FreshFd::own))
+/// Through nix, which calls libc's `accept4` (the parked-call interposer
+/// wraps it; rustix's raw system call would pass it by).
+pub fn accept4_cloexec(fd: BorrowedFd<'_>) -> Result<io::Result<OwnedFd>, &'static str> {
+    use nix::sys::socket::SockFlag;
+    Ok(nix::sys::socket::accept4(fd, SockFlag::SOCK_CLOEXEC).map_err(io::Error::from))
 }
 
 /// `pipe2(fds, O_CLOEXEC)` (Linux 2.6.27).
+/// Through nix, which calls libc's `pipe2` (interposed, as above).
 pub fn pipe2_cloexec() -> Result<io::Result<(OwnedFd, OwnedFd)>, &'static str> {
-    let mut fds = [-1; 2];
-    // SAFETY: fds has room for the two descriptors pipe2 writes.
-    let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
-    Ok(FreshFd::pair(rc, fds))
+    Ok(nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(io::Error::from))
 }
 
 /// `close_range(first, ~0U, 0)`—Close every descriptor from `first` up (Linux 5.9).
@@ -458,7 +449,7 @@ struct VforkArgs {
     argv: *const *const libc::c_char,
     envp: *const *const libc::c_char,
     stdio: libc::c_int,
-    mask: libc::sigset_t,
+    mask: super::SigSet,
     /// Set by the child on a failed step; atomic, so the parent's read after
     /// the clone sees the child's write.
     errno: std::sync::atomic::AtomicI32,
@@ -481,12 +472,12 @@ fn vfork_fail(args: &mut VforkArgs) -> ! {
 /// (set by libc itself; `None` here).
 pub fn sigaction_of(
     handler: libc::sighandler_t,
-    mask: libc::sigset_t,
+    mask: super::SigSet,
     flags: libc::c_int,
 ) -> libc::sigaction {
     libc::sigaction {
         sa_sigaction: handler,
-        sa_mask: mask,
+        sa_mask: *mask.as_ref(),
         sa_flags: flags,
         sa_restorer: None,
     }
@@ -496,7 +487,7 @@ pub fn sigaction_of(
 /// async-signal-safe.
 fn sigaction(sig: libc::c_int, new: Option<&libc::sigaction>) -> Option<libc::sigaction> {
     // Storage for the kernel to fill.
-    let mut old = sigaction_of(libc::SIG_DFL, super::blank_sigset(), 0);
+    let mut old = sigaction_of(libc::SIG_DFL, super::SigSet::empty(), 0);
     let new = new.map_or(std::ptr::null(), |n| n as *const libc::sigaction);
     // SAFETY: `new` is null or a valid action; `old` is writable.
     (unsafe { libc::sigaction(sig, new, &mut old) } == 0).then_some(old)
@@ -531,7 +522,7 @@ extern "C" fn vfork_child(arg: *mut libc::c_void) -> libc::c_int {
             }
         }
     }
-    let _ = super::thread_sigmask(libc::SIG_SETMASK, Some(&args.mask));
+    let _ = super::thread_sigmask(super::SigmaskHow::SIG_SETMASK, Some(&args.mask));
     // SAFETY: program, argv and envp are the parent's C strings and
     // NULL-terminated arrays, alive until it resumes.
     unsafe { libc::execve(args.program, args.argv, args.envp) };
@@ -567,10 +558,10 @@ pub fn vfork_exec(
         argv: argv.as_ptr(),
         envp: envp.as_ptr(),
         stdio,
-        mask: super::blank_sigset(),
+        mask: super::SigSet::empty(),
         errno: std::sync::atomic::AtomicI32::new(0),
     };
-    args.mask = super::thread_sigmask(libc::SIG_SETMASK, Some(&super::full_sigset()))?;
+    args.mask = super::thread_sigmask(super::SigmaskHow::SIG_SETMASK, Some(&super::SigSet::all()))?;
     // Stacks grow down on every architecture Linux runs Rust on here; the
     // top is kept 16-byte aligned as the ABIs want.
     let top = (stack.as_mut_ptr().wrapping_add(STACK) as usize & !15) as *mut libc::c_void;
@@ -586,7 +577,7 @@ pub fn vfork_exec(
         )
     };
     let clone_error = std::io::Error::last_os_error();
-    let _ = super::thread_sigmask(libc::SIG_SETMASK, Some(&args.mask));
+    let _ = super::thread_sigmask(super::SigmaskHow::SIG_SETMASK, Some(&args.mask));
     if pid == -1 {
         return Err(clone_error);
     }

@@ -144,12 +144,12 @@ pub fn load_average() -> Option<f64> {
 /// address), `mask` and `flags`: built field by field, nothing left unset.
 pub fn sigaction_of(
     handler: libc::sighandler_t,
-    mask: libc::sigset_t,
+    mask: super::SigSet,
     flags: libc::c_int,
 ) -> libc::sigaction {
     libc::sigaction {
         sa_sigaction: handler,
-        sa_mask: mask,
+        sa_mask: *mask.as_ref(),
         sa_flags: flags,
     }
 }
@@ -213,7 +213,7 @@ fn lookup(name: &std::ffi::CStr) -> Option<std::ptr::NonNull<libc::c_void>> {
 /// `accept4`, looked up at run time. Even where it exists, its flag
 /// (`SOCK_CLOEXEC`) is not defined on this SDK, so it cannot be called with a
 /// known close-on-exec bit: both cases say so.
-pub fn accept4_cloexec(_fd: RawFd) -> Result<io::Result<OwnedFd>, &'static str> {
+pub fn accept4_cloexec(_fd: BorrowedFd<'_>) -> Result<io::Result<OwnedFd>, &'static str> {
     match lookup(c"accept4") {
         None => Err(
             "libSystem has no accept4 (looked up at run time; absent through macOS 26): accepted sockets are made close-on-exec in a second call",
@@ -1057,8 +1057,8 @@ pub fn spawn_isolated(
             unsafe { libc::posix_spawn_file_actions_addchdir_np(spawner.actions(), dir.as_ptr()) };
         errno(rc, "posix_spawn_file_actions_addchdir_np")?;
     }
-    // macOS's sigset_t is a bit mask (<sys/signal.h>: sigaddset sets bit signo-1).
-    let pipe_only: libc::sigset_t = 1 << (libc::SIGPIPE - 1);
+    let mut pipe_only = super::SigSet::empty();
+    pipe_only.add(super::Signal::SIGPIPE);
     spawner.set_sigdefault(&pipe_only)?;
     // The probe's sham switches off only the fix.
     let fix = if cmd.sham {

@@ -200,8 +200,8 @@ pub fn try_load(path: &std::path::Path) -> Result<(), String> {
 /// # Invariant
 ///
 /// A `FreshFd` holds a number that the kernel returned a moment ago, in this
-/// process, as a new descriptor (a call's `-1` has already become its error
-/// through [`FreshFd::checked`] or [`FreshFd::pair`]), and that nothing else
+/// process, as a new descriptor (a call's `-1` has already become its error,
+/// as in `FreshFd::pair` or nix's `Result`), and that nothing else
 /// owns: no `OwnedFd`, `File` or socket was made from it and nobody closed
 /// it. That is the contract of `OwnedFd::from_raw_fd` (an open descriptor
 /// with no other owner), so [`FreshFd::own`] is safe. The type enforces it
@@ -213,19 +213,9 @@ pub fn try_load(path: &std::path::Path) -> Result<(), String> {
 struct FreshFd(libc::c_int);
 
 impl FreshFd {
-    /// The result of a call that returns a new descriptor or `-1` with
-    /// `errno` set (`open`, `accept4`, `fcntl(F_DUPFD)`), made just now:
-    /// `errno` is read before anything else can change it.
-    fn checked(rc: libc::c_int) -> std::io::Result<FreshFd> {
-        if rc < 0 {
-            Err(std::io::Error::last_os_error())
-        } else {
-            Ok(FreshFd(rc))
-        }
-    }
-
     /// The two descriptors a pipe call just wrote into `fds`, if it
     /// succeeded (`rc` is its result: `0`, or `-1` with `errno` set).
+    #[cfg(target_os = "macos")]
     fn pair(
         rc: libc::c_int,
         fds: [libc::c_int; 2],

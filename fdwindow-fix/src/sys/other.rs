@@ -19,14 +19,14 @@ pub fn id_version(_os_release: &str, kernel_release: &str) -> String {
 /// The other Unixes' layouts differ, so the struct starts all-zero.
 pub fn sigaction_of(
     handler: libc::sighandler_t,
-    mask: libc::sigset_t,
+    mask: super::SigSet,
     flags: libc::c_int,
 ) -> libc::sigaction {
     // SAFETY: all-zero is a valid `struct sigaction` (no handler, no flags),
     // whose named fields are then set.
     let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
     action.sa_sigaction = handler;
-    action.sa_mask = mask;
+    action.sa_mask = *mask.as_ref();
     action.sa_flags = flags;
     action
 }
@@ -77,7 +77,9 @@ pub const SOCK_CLOEXEC: Result<libc::c_int, &str> =
     Err("fdwindow does not know this OS's SOCK_CLOEXEC");
 
 /// Not known here.
-pub fn accept4_cloexec(_fd: RawFd) -> Result<io::Result<OwnedFd>, &'static str> {
+pub fn accept4_cloexec(
+    _fd: std::os::fd::BorrowedFd<'_>,
+) -> Result<io::Result<OwnedFd>, &'static str> {
     Err("fdwindow does not know this OS's accept4")
 }
 

@@ -12,7 +12,9 @@
 
 use std::ffi::{CStr, CString};
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::fd::{BorrowedFd, OwnedFd, RawFd};
+
+pub use nix::sys::signal::{SigSet, SigmaskHow, Signal};
 use std::time::Duration;
 
 /// A NULL-terminated array of C strings that owns them: argv or envp for
@@ -112,9 +114,10 @@ impl Spawner {
     }
 
     /// `posix_spawnattr_setsigdefault(set)` (with `POSIX_SPAWN_SETSIGDEF`).
-    pub fn set_sigdefault(&mut self, set: &libc::sigset_t) -> io::Result<()> {
+    pub fn set_sigdefault(&mut self, set: &SigSet) -> io::Result<()> {
         // SAFETY: copies the set into the initialised attributes object.
-        let rc = unsafe { libc::posix_spawnattr_setsigdefault(self.attr.as_mut_ptr(), set) };
+        let rc =
+            unsafe { libc::posix_spawnattr_setsigdefault(self.attr.as_mut_ptr(), set.as_ref()) };
         spawn_rc(rc, "posix_spawnattr_setsigdefault")
     }
 
@@ -206,11 +209,12 @@ pub fn addclosefrom_or(
 }
 
 // The creating calls the close-on-exec probe makes in two steps (or, for
-// dup and open, with the atomic flag). They stay on libc rather than rustix
-// on purpose: on Linux rustix makes raw system calls, which the parked-call
-// interposer (an LD_PRELOAD shim wrapping libc's names, `shims/parked_call.c`)
-// cannot see, and the probe measures what happens while that interposer holds
-// the calling thread right after the call.
+// dup and open, with the atomic flag). They go through nix, which calls
+// libc's own names, rather than rustix on purpose: on Linux rustix makes raw
+// system calls, which the parked-call interposer (an LD_PRELOAD shim wrapping
+// libc's names, `shims/parked_call.c`) cannot see, and the probe measures
+// what happens while that interposer holds the calling thread right after
+// the call.
 
 /// `pipe(fds)`: a pipe without close-on-exec, the first of the two steps
 /// (the caller sets `FD_CLOEXEC` afterwards, as code without `pipe2` must).
@@ -219,10 +223,7 @@ pub fn addclosefrom_or(
 /// # References
 /// - <https://pubs.opengroup.org/onlinepubs/9799919799/functions/pipe.html>
 pub fn pipe_inheritable() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [-1; 2];
-    // SAFETY: fds has room for the two descriptors pipe writes.
-    let rc = unsafe { libc::pipe(fds.as_mut_ptr()) };
-    super::FreshFd::pair(rc, fds)
+    Ok(nix::unistd::pipe()?)
 }
 
 /// `fcntl(fd, F_DUPFD, min)`, or `F_DUPFD_CLOEXEC` with `cloexec`: a copy of
@@ -232,15 +233,13 @@ pub fn pipe_inheritable() -> io::Result<(OwnedFd, OwnedFd)> {
 /// # References
 /// - <https://pubs.opengroup.org/onlinepubs/9799919799/functions/fcntl.html>
 pub fn dup_from(fd: BorrowedFd<'_>, min: RawFd, cloexec: bool) -> io::Result<OwnedFd> {
+    use nix::fcntl::FcntlArg::{F_DUPFD, F_DUPFD_CLOEXEC};
     let cmd = if cloexec {
-        libc::F_DUPFD_CLOEXEC
+        F_DUPFD_CLOEXEC(min)
     } else {
-        libc::F_DUPFD
+        F_DUPFD(min)
     };
-    // SAFETY: both commands take an int argument and no pointer; `fd` is
-    // borrowed, so open for the call.
-    let rc = unsafe { libc::fcntl(fd.as_raw_fd(), cmd, min) };
-    super::FreshFd::checked(rc).map(super::FreshFd::own)
+    Ok(super::FreshFd(nix::fcntl::fcntl(fd, cmd)?).own())
 }
 
 /// `open("/dev/null", O_RDONLY)`, with `O_CLOEXEC` where `cloexec`. Through
@@ -249,10 +248,18 @@ pub fn dup_from(fd: BorrowedFd<'_>, min: RawFd, cloexec: bool) -> io::Result<Own
 /// # References
 /// - <https://pubs.opengroup.org/onlinepubs/9799919799/functions/open.html>
 pub fn open_dev_null(cloexec: bool) -> io::Result<OwnedFd> {
-    let flags = libc::O_RDONLY | if cloexec { libc::O_CLOEXEC } else { 0 };
-    // SAFETY: a NUL-terminated path; without O_CREAT open reads no mode.
-    let rc = unsafe { libc::open(c"/dev/null".as_ptr(), flags) };
-    super::FreshFd::checked(rc).map(super::FreshFd::own)
+    use nix::fcntl::OFlag;
+    let cloexec = if cloexec {
+        OFlag::O_CLOEXEC
+    } else {
+        OFlag::empty()
+    };
+    let mode = nix::sys::stat::Mode::empty();
+    Ok(nix::fcntl::open(
+        c"/dev/null",
+        OFlag::O_RDONLY | cloexec,
+        mode,
+    )?)
 }
 
 /// `fcntl(fd, F_GETFD)` (`set` is `None`) or `fcntl(fd, F_SETFD, flags)` on
@@ -313,34 +320,12 @@ pub fn has_socket_peer(fd: BorrowedFd<'_>) -> bool {
     rustix::net::getpeername(fd).is_ok_and(|peer| peer.is_some())
 }
 
-/// An all-zero `sigset_t`: plain data, for `sigfillset`, `sigemptyset` or
-/// `pthread_sigmask` to fill.
-pub fn blank_sigset() -> libc::sigset_t {
-    // SAFETY: sigset_t is plain data; every caller initialises it before use.
-    unsafe { std::mem::zeroed() }
-}
-
-/// The set of every signal (`sigfillset`).
-pub fn full_sigset() -> libc::sigset_t {
-    let mut all = blank_sigset();
-    // SAFETY: fills a set this function owns.
-    unsafe { libc::sigfillset(&mut all) };
-    all
-}
-
 /// `pthread_sigmask(how, set, &old)`: this thread's previous mask.
 /// Async-signal-safe (it is one system call), so a vfork child may call it.
-pub fn thread_sigmask(
-    how: libc::c_int,
-    set: Option<&libc::sigset_t>,
-) -> io::Result<libc::sigset_t> {
-    let mut old = blank_sigset();
-    let set = set.map_or(std::ptr::null(), |s| s as *const libc::sigset_t);
-    // SAFETY: `set` is null or a valid set; `old` is writable.
-    match unsafe { libc::pthread_sigmask(how, set, &mut old) } {
-        0 => Ok(old),
-        e => Err(io::Error::from_raw_os_error(e)),
-    }
+pub fn thread_sigmask(how: SigmaskHow, set: Option<&SigSet>) -> io::Result<SigSet> {
+    let mut old = SigSet::empty();
+    nix::sys::signal::pthread_sigmask(how, set, Some(&mut old))?;
+    Ok(old)
 }
 
 fn pid_of(pid: libc::pid_t) -> io::Result<rustix::process::Pid> {
