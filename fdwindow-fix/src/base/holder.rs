@@ -22,7 +22,7 @@
 use std::io::{self, IoSlice, IoSliceMut, Read, Write};
 use std::mem::MaybeUninit;
 use std::net::Shutdown;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
@@ -58,7 +58,7 @@ impl CopyHolder {
         // threads).
         match unsafe { libc::fork() } {
             -1 => Err(io::Error::last_os_error()),
-            0 => serve(theirs.as_fd(), open_max),
+            0 => serve(&theirs, open_max),
             pid => Ok(CopyHolder { pid, socket: ours }),
         }
     }
@@ -133,29 +133,28 @@ fn open_max() -> RawFd {
 /// The holder, in the forked child: async-signal-safe calls only (the owner
 /// may have had threads), nothing allocated; never returns. Only
 /// [`CopyHolder::start`]'s child may call it: it closes every descriptor
-/// but `socket`.
-fn serve(socket: BorrowedFd<'_>, open_max: RawFd) -> ! {
-    // Descriptor 0 becomes the socket (its copy at the old number is closed
-    // below with everything else).
-    if rustix::stdio::dup2_stdin(socket).is_err() {
-        exit(3);
+/// but `socket`'s.
+fn serve(socket: &UnixStream, open_max: RawFd) -> ! {
+    // Everything above the socket in one call where the OS has close_range;
+    // the rest (stdio too) one by one.
+    let keep = socket.as_raw_fd();
+    let end = if crate::sys::close_range_from(keep + 1).is_ok() {
+        keep
+    } else {
+        open_max
+    };
+    for fd in (0..end).filter(|&fd| fd != keep) {
+        // SAFETY: the holder keeps nothing it inherited but `socket`, and
+        // nothing here holds another descriptor open.
+        unsafe { libc::close(fd) };
     }
-    if crate::sys::close_range_from(1).is_err() {
-        for fd in 1..open_max {
-            // SAFETY: the holder keeps nothing it inherited but descriptor
-            // 0, and nothing here holds another one open.
-            unsafe { libc::close(fd) };
-        }
-    }
-    // SAFETY: descriptor 0 is the socket, and this is its only owner.
-    let socket = unsafe { OwnedFd::from_raw_fd(0) };
     let mut held: [Option<OwnedFd>; MAX_HELD] = [const { None }; MAX_HELD];
     loop {
         let mut byte = [0u8];
         let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(4))];
         let mut control = RecvAncillaryBuffer::new(&mut space);
         let iov = &mut [IoSliceMut::new(&mut byte)];
-        let kept = match recvmsg(&socket, iov, &mut control, RecvFlags::empty()) {
+        let kept = match recvmsg(socket, iov, &mut control, RecvFlags::empty()) {
             Ok(got) if got.bytes == 0 => exit(0),
             Ok(got) => !got.flags.contains(ReturnFlags::CTRUNC),
             Err(rustix::io::Errno::INTR) => continue,
@@ -192,7 +191,7 @@ fn serve(socket: BorrowedFd<'_>, open_max: RawFd) -> ! {
                 1
             }
         };
-        if rustix::io::write(&socket, &answer[..length]) != Ok(length) {
+        if rustix::io::write(socket, &answer[..length]) != Ok(length) {
             exit(5);
         }
     }
@@ -200,8 +199,7 @@ fn serve(socket: BorrowedFd<'_>, open_max: RawFd) -> ! {
 
 /// Ends the holder at once: no destructor, no atexit handler of the owner's.
 fn exit(code: i32) -> ! {
-    // SAFETY: `_exit` is async-signal-safe and ends this process.
-    unsafe { libc::_exit(code) }
+    crate::sys::exit_now(code)
 }
 
 #[cfg(test)]

@@ -209,8 +209,7 @@ pub fn posix_lock_seen_from_child(fd: impl AsFd) -> io::Result<bool> {
         } else {
             1
         };
-        // SAFETY: ends the forked child at once, running no atexit handler.
-        unsafe { libc::_exit(code) };
+        sys::exit_now(code);
     }
     check(if pid < 0 { -1 } else { 0 }, "fork")?;
     let status =

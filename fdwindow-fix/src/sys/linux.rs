@@ -462,8 +462,7 @@ fn vfork_fail(args: &mut VforkArgs) -> ! {
         .raw_os_error()
         .unwrap_or(libc::EIO);
     args.errno.store(errno, std::sync::atomic::Ordering::SeqCst);
-    // SAFETY: ends the child without running anything of the parent's.
-    unsafe { libc::_exit(127) }
+    super::exit_now(127)
 }
 
 /// A `struct sigaction` with `handler` (`SIG_DFL`, `SIG_IGN` or a function's

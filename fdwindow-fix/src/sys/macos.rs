@@ -451,8 +451,7 @@ fn libproc_identity(pid: libc::pid_t, fd: RawFd, mode: u32) -> io::Result<(u64, 
 /// - xnu `bsd/kern/proc_info.c` (`proc_pidfdinfo`: `pid_socketinfo`,
 ///   `pid_pipeinfo`, `pid_vnodeinfo`)
 pub fn same_open_file_as(pid: u32, theirs: RawFd, ours: RawFd) -> io::Result<bool> {
-    // SAFETY: all zeroes is a valid value of this plain C struct.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    let mut st = libc::stat::default();
     // SAFETY: fstat writes only into the struct passed.
     if unsafe { libc::fstat(ours, &mut st) } != 0 {
         return Err(io::Error::last_os_error());
@@ -494,10 +493,7 @@ fn list_pids(
         // proc_listpids turns the kernel's -1 into 0, errno set: Libc
         // libproc.c), so errno is cleared first and read on 0: a failed
         // `children_of` must not read as "no children".
-        // SAFETY: __error() only returns this thread's errno location.
-        let errno = unsafe { libc::__error() };
-        // SAFETY: that location is always valid to write, for this thread.
-        unsafe { *errno = 0 };
+        errno::set_errno(errno::Errno(0));
         let n = call(buf.as_mut_ptr().cast(), bytes);
         let failed = io::Error::last_os_error();
         if n < 0 || (n == 0 && failed.raw_os_error() != Some(0)) {
@@ -712,8 +708,7 @@ pub fn die_with_parent(_cmd: &mut std::process::Command) {}
 /// - xnu `bsd/sys/proc_info.h` (`struct proc_bsdinfo`)
 pub fn start_time_of(pid: u32) -> io::Result<u64> {
     let pid = libc::c_int::try_from(pid).map_err(|_| io::Error::from_raw_os_error(libc::ESRCH))?;
-    // SAFETY: all-zero is a valid proc_bsdinfo (integers and byte arrays).
-    let mut info: libc::proc_bsdinfo = unsafe { std::mem::zeroed() };
+    let mut info = libc::proc_bsdinfo::default();
     let size = std::mem::size_of::<libc::proc_bsdinfo>() as libc::c_int;
     // SAFETY: the buffer is `size` bytes of a proc_bsdinfo, which
     // PROC_PIDTBSDINFO fills.

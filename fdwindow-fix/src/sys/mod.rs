@@ -171,26 +171,20 @@ pub fn symbol(name: &std::ffi::CStr) -> Option<std::ptr::NonNull<libc::c_void>> 
 /// # References
 /// - <https://man7.org/linux/man-pages/man3/dlopen.3.html>
 pub fn try_load(path: &std::path::Path) -> Result<(), String> {
-    use std::os::unix::ffi::OsStrExt;
-    let path = std::ffi::CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| "the path holds a NUL byte".to_owned())?;
-    // SAFETY: dlopen with a NUL-terminated path; the handle is never used
-    // again, so it needs no lifetime.
-    let handle = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-    if !handle.is_null() {
-        return Ok(());
+    use libloading::os::unix::{Library, RTLD_LOCAL, RTLD_NOW};
+    // SAFETY: loading runs the library's initialisers in this process; the
+    // callers pass fdwindow's own shims, whose constructors only read the
+    // environment. The handle is never used again, so it needs no lifetime.
+    match unsafe { Library::open(Some(path), RTLD_NOW | RTLD_LOCAL) } {
+        Ok(library) => {
+            // Never dlclose'd (above): the handle is dropped unclosed.
+            let _ = library.into_raw();
+            Ok(())
+        }
+        // libloading's own text is "dlopen failed"; the loader's reason
+        // (dlerror) is its source.
+        Err(e) => Err(std::error::Error::source(&e).map_or(e.to_string(), |why| why.to_string())),
     }
-    // SAFETY: dlerror returns this thread's last dl* error as a C string (or
-    // NULL), valid until the next dl* call; it is copied at once.
-    let why = unsafe { libc::dlerror() };
-    Err(if why.is_null() {
-        "the loader gave no reason".to_owned()
-    } else {
-        // SAFETY: non-NULL: a NUL-terminated string owned by the loader.
-        unsafe { std::ffi::CStr::from_ptr(why) }
-            .to_string_lossy()
-            .into_owned()
-    })
 }
 
 /// A descriptor that a creating call made inside `sys` has just returned,

@@ -320,6 +320,15 @@ pub fn has_socket_peer(fd: BorrowedFd<'_>) -> bool {
     rustix::net::getpeername(fd).is_ok_and(|peer| peer.is_some())
 }
 
+/// `_exit(code)`: ends this process at once, running no destructor, no
+/// atexit handler and no stdio flush of anyone's. Async-signal-safe, so a
+/// forked child ends with it.
+pub fn exit_now(code: libc::c_int) -> ! {
+    // SAFETY: `_exit` takes an int, touches no memory of the caller's and
+    // never returns; it is safe in any state, a forked child's included.
+    unsafe { libc::_exit(code) }
+}
+
 /// `pthread_sigmask(how, set, &old)`: this thread's previous mask.
 /// Async-signal-safe (it is one system call), so a vfork child may call it.
 pub fn thread_sigmask(how: SigmaskHow, set: Option<&SigSet>) -> io::Result<SigSet> {

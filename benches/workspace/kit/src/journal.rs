@@ -8,7 +8,6 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Seek, SeekFrom, Write};
-use std::os::fd::AsRawFd;
 use std::path::Path;
 
 /// Bytes per segment.
@@ -49,15 +48,14 @@ impl Writer {
 
 /// `fcntl(F_OFD_SETLK)` of `kind` over one segment's bytes.
 fn range_lock(file: &File, segment: u64, kind: libc::c_int) -> io::Result<()> {
-    // SAFETY: a zeroed flock is valid; the fields set below are the lock.
-    let mut lock: libc::flock = unsafe { std::mem::zeroed() };
-    lock.l_type = kind as libc::c_short;
-    lock.l_whence = libc::SEEK_SET as libc::c_short;
-    lock.l_start = (segment * SEGMENT) as libc::off_t;
-    lock.l_len = SEGMENT as libc::off_t;
-    // SAFETY: fcntl reads the flock for the call; `file` stays open.
-    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &lock) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let lock = libc::flock {
+        l_type: kind as libc::c_short,
+        l_whence: libc::SEEK_SET as libc::c_short,
+        l_start: (segment * SEGMENT) as libc::off_t,
+        l_len: SEGMENT as libc::off_t,
+        // OFD locks want 0 here.
+        l_pid: 0,
+    };
+    nix::fcntl::fcntl(file, nix::fcntl::FcntlArg::F_OFD_SETLK(&lock))?;
     Ok(())
 }
