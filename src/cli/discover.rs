@@ -24,7 +24,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use nextest_metadata::{RustBinaryId, RustTestBinaryKind, TestListSummary};
+use nextest_metadata::{RustBinaryId, RustBuildMetaSummary, RustTestBinaryKind, TestListSummary};
 
 /// One test binary to audit.
 #[derive(Debug, Clone)]
@@ -903,30 +903,7 @@ const NEXTEST_RUN_ONLY: &[(&str, bool)] = &[
 /// `cargo nextest run …`: listed (and so built) by `cargo nextest list`
 /// with the same filters.
 fn nextest(command: &[String], rest_at: usize) -> Result<(Vec<Binary>, Vec<String>), String> {
-    let mut list_args = Vec::new();
-    let mut threads = None;
-    let mut it = command[rest_at..].iter();
-    let mut after_dashes = false;
-    while let Some(a) = it.next() {
-        if a == "--" {
-            after_dashes = true;
-        }
-        if !after_dashes && let Some(takes_value) = nextest_run_only(a) {
-            let value = if takes_value {
-                it.next().cloned()
-            } else {
-                a.split_once('=').map(|(_, v)| v.to_owned()).or_else(|| {
-                    // `-j4`
-                    (a.starts_with("-j") && a.len() > 2).then(|| a[2..].to_owned())
-                })
-            };
-            if a.starts_with("-j") || a.starts_with("--test-threads") {
-                threads = value;
-            }
-            continue;
-        }
-        list_args.push(a.clone());
-    }
+    let (list_args, threads) = nextest_list_args(&command[rest_at..]);
     let dashes_at = list_args.iter().position(|a| a == "--");
     let mut cmd = Command::new(&command[0]);
     cmd.args(&command[1..rest_at - 1]).arg("list");
@@ -973,25 +950,7 @@ fn nextest(command: &[String], rest_at: usize) -> Result<(Vec<Binary>, Vec<Strin
         };
         let manifest =
             package.map_or_else(|| suite.cwd.join("Cargo.toml"), |p| p.manifest_path.clone());
-        // nextest's library path: the binary's folder, the output folders,
-        // the build scripts' linked paths (relative to the build folder).
-        let mut dirs: Vec<PathBuf> = suite
-            .binary
-            .binary_path
-            .parent()
-            .map(|d| d.as_std_path().to_owned())
-            .into_iter()
-            .collect();
-        dirs.extend(
-            meta.base_output_directories
-                .iter()
-                .map(|d| build_dir.join(d).into_std_path_buf()),
-        );
-        dirs.extend(
-            meta.linked_paths
-                .iter()
-                .map(|p| build_dir.join(p).into_std_path_buf()),
-        );
+        let dirs = nextest_library_dirs(&suite.binary.binary_path, meta, build_dir);
         let mut env = runtime_env(
             &command[0],
             package,
@@ -1041,6 +1000,63 @@ fn nextest(command: &[String], rest_at: usize) -> Result<(Vec<Binary>, Vec<Strin
         b.jobs = jobs;
     }
     Ok((binaries, warnings))
+}
+
+/// `cargo nextest run`'s arguments as `cargo nextest list` takes them: the
+/// run-only options dropped (before any `--`), and the thread count they
+/// named, if any (`-j N`, `-jN`, `--test-threads=N`).
+fn nextest_list_args(run_args: &[String]) -> (Vec<String>, Option<String>) {
+    let mut list_args = Vec::new();
+    let mut threads = None;
+    let mut it = run_args.iter();
+    let mut after_dashes = false;
+    while let Some(a) = it.next() {
+        if a == "--" {
+            after_dashes = true;
+        }
+        if !after_dashes && let Some(takes_value) = nextest_run_only(a) {
+            let value = if takes_value {
+                it.next().cloned()
+            } else {
+                a.split_once('=').map(|(_, v)| v.to_owned()).or_else(|| {
+                    // `-j4`
+                    (a.starts_with("-j") && a.len() > 2).then(|| a[2..].to_owned())
+                })
+            };
+            if a.starts_with("-j") || a.starts_with("--test-threads") {
+                threads = value;
+            }
+            continue;
+        }
+        list_args.push(a.clone());
+    }
+    (list_args, threads)
+}
+
+/// nextest's library path for a test binary: the binary's folder, the
+/// output folders, the build scripts' linked paths (relative to the build
+/// folder).
+fn nextest_library_dirs(
+    binary: &cargo_metadata::camino::Utf8Path,
+    meta: &RustBuildMetaSummary,
+    build_dir: &cargo_metadata::camino::Utf8Path,
+) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = binary
+        .parent()
+        .map(|d| d.as_std_path().to_owned())
+        .into_iter()
+        .collect();
+    dirs.extend(
+        meta.base_output_directories
+            .iter()
+            .map(|d| build_dir.join(d).into_std_path_buf()),
+    );
+    dirs.extend(
+        meta.linked_paths
+            .iter()
+            .map(|p| build_dir.join(p).into_std_path_buf()),
+    );
+    dirs
 }
 
 /// How many tests `cargo nextest run` runs at once, as it decides:

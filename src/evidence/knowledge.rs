@@ -2068,143 +2068,176 @@ fn judge_cell(
 pub fn check(files: &[ResultsFile]) -> CheckReport {
     let mut out = CheckReport::default();
     for file in files {
-        let platform = &file.platform;
-        let measured_claims = has_measured_claims(&platform.os);
-        let mut push = |finding: Finding, cell: String, claim: String, evidence: String| {
-            let c = Contradiction {
-                finding,
-                platform: platform.id.clone(),
-                cell,
-                claim,
-                evidence,
-            };
-            if finding.fails() {
-                out.failures.push(c);
-            } else {
-                out.listed.push(c);
-            }
+        let mut found = Findings {
+            out: &mut out,
+            platform: &file.platform.id,
         };
-        // Every measured cell against its claim.
-        for (hazard, report) in &file.probes {
-            for arm in &report.arms {
-                let claim = claim_on(platform, hazard, &arm.arm, arm.window);
-                // An `emulated` cell (a statistical or timed arm under QEMU's
-                // TCG) measures the emulator: it passes as undecided whatever
-                // it shows, and no claim is held against it.
-                if arm.emulated {
-                    push(
-                        Finding::Undecided,
-                        format!("{hazard} {} {}", arm.arm, arm.window.id()),
-                        claim
-                            .as_ref()
-                            .map_or_else(|| "nothing".to_owned(), claim_text),
-                        format!("{} (emulated)", evidence(report, arm)),
-                    );
-                    continue;
-                }
-                let measured = report.judgement(arm).verdict;
-                match judge_cell(claim.as_ref(), measured, arm.kind, measured_claims) {
-                    None => out.passed += 1,
-                    Some(finding) => push(
-                        finding,
-                        format!("{hazard} {} {}", arm.arm, arm.window.id()),
-                        claim
-                            .as_ref()
-                            .map_or_else(|| "nothing".to_owned(), claim_text),
-                        evidence(report, arm),
-                    ),
-                }
-            }
+        check_cells(file, &mut found);
+        check_file_answers(file, &mut found);
+        check_claims_measured(file, &mut found);
+    }
+    out
+}
+
+/// Where [`check`]'s findings go: a failure or a listed note, each naming
+/// the platform it was found on.
+struct Findings<'a> {
+    out: &'a mut CheckReport,
+    platform: &'a str,
+}
+
+impl Findings<'_> {
+    fn push(&mut self, finding: Finding, cell: String, claim: String, evidence: String) {
+        let c = Contradiction {
+            finding,
+            platform: self.platform.to_owned(),
+            cell,
+            claim,
+            evidence,
+        };
+        if finding.fails() {
+            self.out.failures.push(c);
+        } else {
+            self.out.listed.push(c);
         }
-        // Every answer of the file's tables against its claim, and every
-        // answer claim against the table it speaks of.
-        for (finding, cell, claim, evidence) in check_answers(file) {
-            let finding = match finding {
-                AnswerFinding::Agrees => {
-                    out.passed += 1;
-                    continue;
-                }
-                AnswerFinding::Contradiction => Finding::Contradiction,
-                AnswerFinding::WithoutEvidence => Finding::WithoutEvidence,
-                AnswerFinding::NotObserved => Finding::NotAllowed,
-                AnswerFinding::WithoutClaim if measured_claims => Finding::WithoutClaim,
-                AnswerFinding::WithoutClaim => Finding::News,
-                AnswerFinding::NotMeasured => Finding::NotMeasured,
-            };
-            push(finding, cell, claim, evidence);
-        }
-        // Every claim for this platform against the report it speaks of.
-        for claim in
-            claims().filter(|c| c.os == platform.os && c.range.is_none_or(|r| r.contains(platform)))
-        {
-            let window = claim.window.map_or("every", Window::id);
-            let cell = format!("{} {} {window}", claim.hazard, claim.arm);
-            let Some(report) = file.probes.get(claim.hazard) else {
-                push(
-                    Finding::NotMeasured,
-                    cell,
-                    claim_text(&claim),
-                    "probe not run".into(),
+    }
+
+    fn pass(&mut self) {
+        self.out.passed += 1;
+    }
+}
+
+/// Every measured cell of `file` against its claim.
+fn check_cells(file: &ResultsFile, found: &mut Findings<'_>) {
+    let platform = &file.platform;
+    let measured_claims = has_measured_claims(&platform.os);
+    for (hazard, report) in &file.probes {
+        for arm in &report.arms {
+            let claim = claim_on(platform, hazard, &arm.arm, arm.window);
+            // An `emulated` cell (a statistical or timed arm under QEMU's
+            // TCG) measures the emulator: it passes as undecided whatever
+            // it shows, and no claim is held against it.
+            if arm.emulated {
+                found.push(
+                    Finding::Undecided,
+                    format!("{hazard} {} {}", arm.arm, arm.window.id()),
+                    claim
+                        .as_ref()
+                        .map_or_else(|| "nothing".to_owned(), claim_text),
+                    format!("{} (emulated)", evidence(report, arm)),
                 );
                 continue;
-            };
-            let ran = |w: Window| report.arms.iter().any(|a| a.window == w);
-            let has = |w: Window| report.find(claim.arm, w).is_some();
-            // A cell the run left out on purpose (a default run races no
-            // mitigation a deterministic window decides) is not measured.
-            let left_out = |w: Window| report.left_out(claim.arm, w).is_some();
-            let missing = match claim.window {
-                Some(w) if left_out(w) => {
-                    push(
-                        Finding::NotMeasured,
-                        cell,
-                        claim_text(&claim),
-                        "not measured in a default run (`--thorough`)".into(),
-                    );
-                    continue;
-                }
-                Some(w) if !ran(w) => {
-                    push(
-                        Finding::NotMeasured,
-                        cell,
-                        claim_text(&claim),
-                        "window not run".into(),
-                    );
-                    continue;
-                }
-                Some(w) => (!has(w)).then(|| w.id().to_owned()),
-                // A claim for every window speaks of each window the probe
-                // ran: an arm dropped from one of them is missing there, even
-                // when another window still has it.
-                None => {
-                    for w in Window::ALL.into_iter().filter(|&w| left_out(w)) {
-                        push(
-                            Finding::NotMeasured,
-                            format!("{} {} {}", claim.hazard, claim.arm, w.id()),
-                            claim_text(&claim),
-                            "not measured in a default run (`--thorough`)".into(),
-                        );
-                    }
-                    let mut gone: Vec<&str> = Window::ALL
-                        .iter()
-                        .filter(|&&w| ran(w) && !has(w) && !left_out(w))
-                        .map(|w| w.id())
-                        .collect();
-                    gone.dedup();
-                    (!gone.is_empty()).then(|| gone.join(", "))
-                }
-            };
-            if let Some(windows) = missing {
-                push(
-                    Finding::WithoutEvidence,
-                    cell,
-                    claim_text(&claim),
-                    format!("nothing: the arm is missing from the report in {windows}"),
-                );
+            }
+            let measured = report.judgement(arm).verdict;
+            match judge_cell(claim.as_ref(), measured, arm.kind, measured_claims) {
+                None => found.pass(),
+                Some(finding) => found.push(
+                    finding,
+                    format!("{hazard} {} {}", arm.arm, arm.window.id()),
+                    claim
+                        .as_ref()
+                        .map_or_else(|| "nothing".to_owned(), claim_text),
+                    evidence(report, arm),
+                ),
             }
         }
     }
-    out
+}
+
+/// Every answer of `file`'s tables against its claim, and every answer claim
+/// against the table it speaks of.
+fn check_file_answers(file: &ResultsFile, found: &mut Findings<'_>) {
+    let measured_claims = has_measured_claims(&file.platform.os);
+    for (finding, cell, claim, evidence) in check_answers(file) {
+        let finding = match finding {
+            AnswerFinding::Agrees => {
+                found.pass();
+                continue;
+            }
+            AnswerFinding::Contradiction => Finding::Contradiction,
+            AnswerFinding::WithoutEvidence => Finding::WithoutEvidence,
+            AnswerFinding::NotObserved => Finding::NotAllowed,
+            AnswerFinding::WithoutClaim if measured_claims => Finding::WithoutClaim,
+            AnswerFinding::WithoutClaim => Finding::News,
+            AnswerFinding::NotMeasured => Finding::NotMeasured,
+        };
+        found.push(finding, cell, claim, evidence);
+    }
+}
+
+/// Every claim for `file`'s platform against the report it speaks of: a
+/// claimed arm missing from a window the probe ran is without evidence.
+fn check_claims_measured(file: &ResultsFile, found: &mut Findings<'_>) {
+    let platform = &file.platform;
+    for claim in
+        claims().filter(|c| c.os == platform.os && c.range.is_none_or(|r| r.contains(platform)))
+    {
+        let window = claim.window.map_or("every", Window::id);
+        let cell = format!("{} {} {window}", claim.hazard, claim.arm);
+        let Some(report) = file.probes.get(claim.hazard) else {
+            found.push(
+                Finding::NotMeasured,
+                cell,
+                claim_text(&claim),
+                "probe not run".into(),
+            );
+            continue;
+        };
+        let ran = |w: Window| report.arms.iter().any(|a| a.window == w);
+        let has = |w: Window| report.find(claim.arm, w).is_some();
+        // A cell the run left out on purpose (a default run races no
+        // mitigation a deterministic window decides) is not measured.
+        let left_out = |w: Window| report.left_out(claim.arm, w).is_some();
+        let missing = match claim.window {
+            Some(w) if left_out(w) => {
+                found.push(
+                    Finding::NotMeasured,
+                    cell,
+                    claim_text(&claim),
+                    "not measured in a default run (`--thorough`)".into(),
+                );
+                continue;
+            }
+            Some(w) if !ran(w) => {
+                found.push(
+                    Finding::NotMeasured,
+                    cell,
+                    claim_text(&claim),
+                    "window not run".into(),
+                );
+                continue;
+            }
+            Some(w) => (!has(w)).then(|| w.id().to_owned()),
+            // A claim for every window speaks of each window the probe
+            // ran: an arm dropped from one of them is missing there, even
+            // when another window still has it.
+            None => {
+                for w in Window::ALL.into_iter().filter(|&w| left_out(w)) {
+                    found.push(
+                        Finding::NotMeasured,
+                        format!("{} {} {}", claim.hazard, claim.arm, w.id()),
+                        claim_text(&claim),
+                        "not measured in a default run (`--thorough`)".into(),
+                    );
+                }
+                let mut gone: Vec<&str> = Window::ALL
+                    .iter()
+                    .filter(|&&w| ran(w) && !has(w) && !left_out(w))
+                    .map(|w| w.id())
+                    .collect();
+                gone.dedup();
+                (!gone.is_empty()).then(|| gone.join(", "))
+            }
+        };
+        if let Some(windows) = missing {
+            found.push(
+                Finding::WithoutEvidence,
+                cell,
+                claim_text(&claim),
+                format!("nothing: the arm is missing from the report in {windows}"),
+            );
+        }
+    }
 }
 
 /// The failures of [`check`]: every measurement that disagrees with a claim,

@@ -182,75 +182,86 @@ pub fn run(
     };
     let mut runs = Vec::new();
     for (kernel, boot_dir) in &kernels {
-        let source = &kernel.source;
         let accel =
             *accel.get_or_insert_with(|| pick_accel(&kernel.image, &initrd, boot_dir.dir()));
         if fdwindow_fix::base::interrupts::interrupted() {
             return Err(VmError::Interrupted);
         }
-        let mut params = Vec::new();
-        if !opts.only.is_empty() {
-            params.push(format!("fdwindow.only={}", opts.only.join(",")));
-        }
-        let boot = qemu::Boot {
-            kernel: kernel.image.clone(),
-            initrd: initrd.clone(),
-            accel,
-            params,
-            timeout: opts.timeout,
-            memory_mib: MEMORY_MIB,
-            cpus: CPUS,
-            progress: true,
-        };
-        crate::base::out::note!(
-            "fdwindow: booting {} under {} (at most {} s) …",
-            kernel.release,
-            accel.id(),
-            opts.timeout.as_secs()
-        );
-        let outcome =
-            qemu::run(&boot, boot_dir.dir()).map_err(|e| VmError::Failed(e.to_string()))?;
-        let run = match outcome {
-            qemu::Outcome::Interrupted => return Err(VmError::Interrupted),
-            qemu::Outcome::Broken {
-                why,
-                console_tail,
-                elapsed,
-            } => KernelRun {
-                source: source.clone(),
-                accel,
-                results_path: None,
-                broken: Some((why, console_tail)),
-                boot_time: None,
-                elapsed,
-            },
-            qemu::Outcome::Delivered {
-                frame,
-                boot_time,
-                elapsed,
-                console_tail,
-            } => {
-                let (results_path, broken) = merge_frame(
-                    &frame,
-                    accel,
-                    &kernel.release,
-                    &opts.results_dir,
-                    console_tail,
-                )?;
-                KernelRun {
-                    source: source.clone(),
-                    accel,
-                    results_path,
-                    broken,
-                    boot_time,
-                    elapsed,
-                }
-            }
-        };
+        let run = boot_kernel(opts, kernel, boot_dir, &initrd, accel)?;
         report(&run);
         runs.push(run);
     }
     Ok(runs)
+}
+
+/// Boots `kernel` once under `accel` and merges what its probes sent into
+/// the results folder.
+fn boot_kernel(
+    opts: &VmOptions,
+    kernel: &kernel::Kernel,
+    boot_dir: &Scratch,
+    initrd: &Path,
+    accel: Accel,
+) -> Result<KernelRun, VmError> {
+    let source = &kernel.source;
+    let mut params = Vec::new();
+    if !opts.only.is_empty() {
+        params.push(format!("fdwindow.only={}", opts.only.join(",")));
+    }
+    let boot = qemu::Boot {
+        kernel: kernel.image.clone(),
+        initrd: initrd.to_path_buf(),
+        accel,
+        params,
+        timeout: opts.timeout,
+        memory_mib: MEMORY_MIB,
+        cpus: CPUS,
+        progress: true,
+    };
+    crate::base::out::note!(
+        "fdwindow: booting {} under {} (at most {} s) …",
+        kernel.release,
+        accel.id(),
+        opts.timeout.as_secs()
+    );
+    let outcome = qemu::run(&boot, boot_dir.dir()).map_err(|e| VmError::Failed(e.to_string()))?;
+    Ok(match outcome {
+        qemu::Outcome::Interrupted => return Err(VmError::Interrupted),
+        qemu::Outcome::Broken {
+            why,
+            console_tail,
+            elapsed,
+        } => KernelRun {
+            source: source.clone(),
+            accel,
+            results_path: None,
+            broken: Some((why, console_tail)),
+            boot_time: None,
+            elapsed,
+        },
+        qemu::Outcome::Delivered {
+            frame,
+            boot_time,
+            elapsed,
+            console_tail,
+        } => {
+            let (results_path, broken) = merge_frame(
+                &frame,
+                accel,
+                &kernel.release,
+                &opts.results_dir,
+                console_tail,
+            )?;
+            KernelRun {
+                source: source.clone(),
+                accel,
+                results_path,
+                broken,
+                boot_time,
+                elapsed,
+            }
+        }
+    })
 }
 
 /// Removes the scratch folders (`fdwindow-vm-<pid>-<n>`) of `fdwindow vm`

@@ -148,36 +148,7 @@ pub fn kernel_params(boot: &Boot) -> String {
 /// Boots once; `scratch` is this boot's own folder (removed by the caller).
 pub fn run(boot: &Boot, scratch: &Path) -> std::io::Result<Outcome> {
     let results_port = scratch.join("ttyS1");
-    let mut cmd = Command::new(qemu_program().map_err(std::io::Error::other)?);
-    cmd.args([
-        "-nodefaults",
-        "-display",
-        "none",
-        "-monitor",
-        "none",
-        "-no-reboot",
-    ]);
-    match boot.accel {
-        Accel::Kvm => cmd.args(["-accel", "kvm", "-cpu", "host"]),
-        Accel::Tcg => cmd.args(["-accel", "tcg", "-cpu", "max"]),
-    };
-    cmd.arg("-m")
-        .arg(boot.memory_mib.to_string())
-        .arg("-smp")
-        .arg(boot.cpus.to_string())
-        .arg("-kernel")
-        .arg(&boot.kernel)
-        .arg("-initrd")
-        .arg(&boot.initrd)
-        .arg("-append")
-        .arg(kernel_params(boot))
-        // ttyS0, the console, on stdout; ttyS1, the results, into a file.
-        .args(["-serial", "stdio", "-serial"])
-        .arg(format!("file:{}", results_port.display()))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
+    let mut cmd = qemu_command(boot, &results_port)?;
     fdwindow_fix::sys::die_with_parent(&mut cmd);
     let started = Instant::now();
     let mut child = cmd.spawn().map_err(|e| {
@@ -223,26 +194,7 @@ pub fn run(boot: &Boot, scratch: &Path) -> std::io::Result<Outcome> {
     let _ = reader.join();
     let qemu_err = err_reader.join().unwrap_or_default();
     let console = std::mem::take(&mut *console.lock().unwrap_or_else(|e| e.into_inner()));
-    let mut tail: Vec<String> = Vec::new();
-    if let Some(panic) = console.panic.filter(|p| !console.lines.contains(p)) {
-        tail.push(panic);
-        tail.push("[…]".into());
-    }
-    tail.extend(console.lines);
-    let qemu_err: Vec<String> = qemu_err
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        // QEMU starts its own lines with its program name: one prefix is enough.
-        .map(|l| {
-            format!(
-                "qemu: {}",
-                l.split_once(": ")
-                    .filter(|(p, _)| p.starts_with("qemu"))
-                    .map_or(l, |(_, rest)| rest)
-            )
-        })
-        .collect();
-    tail.extend(qemu_err.iter().cloned());
+    let (tail, qemu_err) = console_tail(&console, &qemu_err);
     let broken = |why: String| Outcome::Broken {
         why,
         console_tail: tail.clone(),
@@ -300,6 +252,70 @@ pub fn run(boot: &Boot, scratch: &Path) -> std::io::Result<Outcome> {
         ))),
         (Err(why), None) => Ok(broken(why)),
     }
+}
+
+/// QEMU for `boot`: no devices but two serial ports, ttyS0 (the console) on
+/// stdout and ttyS1 (the results) into `results_port`, in its own process
+/// group.
+fn qemu_command(boot: &Boot, results_port: &Path) -> std::io::Result<Command> {
+    let mut cmd = Command::new(qemu_program().map_err(std::io::Error::other)?);
+    cmd.args([
+        "-nodefaults",
+        "-display",
+        "none",
+        "-monitor",
+        "none",
+        "-no-reboot",
+    ]);
+    match boot.accel {
+        Accel::Kvm => cmd.args(["-accel", "kvm", "-cpu", "host"]),
+        Accel::Tcg => cmd.args(["-accel", "tcg", "-cpu", "max"]),
+    };
+    cmd.arg("-m")
+        .arg(boot.memory_mib.to_string())
+        .arg("-smp")
+        .arg(boot.cpus.to_string())
+        .arg("-kernel")
+        .arg(&boot.kernel)
+        .arg("-initrd")
+        .arg(&boot.initrd)
+        .arg("-append")
+        .arg(kernel_params(boot))
+        // ttyS0, the console, on stdout; ttyS1, the results, into a file.
+        .args(["-serial", "stdio", "-serial"])
+        .arg(format!("file:{}", results_port.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    Ok(cmd)
+}
+
+/// What a broken run shows: the console's first panic line (when it has
+/// scrolled away), its last lines, then QEMU's own complaints, one prefix
+/// each. The second list is those complaints alone.
+fn console_tail(console: &Console, qemu_err: &str) -> (Vec<String>, Vec<String>) {
+    let mut tail: Vec<String> = Vec::new();
+    if let Some(panic) = console.panic.clone().filter(|p| !console.lines.contains(p)) {
+        tail.push(panic);
+        tail.push("[…]".into());
+    }
+    tail.extend(console.lines.iter().cloned());
+    let qemu_err: Vec<String> = qemu_err
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        // QEMU starts its own lines with its program name: one prefix is enough.
+        .map(|l| {
+            format!(
+                "qemu: {}",
+                l.split_once(": ")
+                    .filter(|(p, _)| p.starts_with("qemu"))
+                    .map_or(l, |(_, rest)| rest)
+            )
+        })
+        .collect();
+    tail.extend(qemu_err.iter().cloned());
+    (tail, qemu_err)
 }
 
 /// The console's last lines, the first panic line, and when `/init` said it runs.
