@@ -14,6 +14,7 @@
 //! The folders here are the stages above it, lowest first; each imports only
 //! from those before it (`tests/layers.rs` holds the order):
 //!
+//! 0. [`error`]: the one error type, and the exit status each kind ends with;
 //! 1. [`report`]: the vocabulary: documents, verdict rules, the platform;
 //! 2. [`base`]: the one writer of stdout and stderr;
 //! 3. [`hazards`]: what probes are made of beyond the fixes;
@@ -30,6 +31,7 @@
 
 pub mod base;
 pub mod cotenant;
+pub mod error;
 pub mod evidence;
 pub mod harness;
 pub mod hazards;

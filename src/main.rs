@@ -16,13 +16,14 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 
 use fdwindow::base::out;
+use fdwindow::error::{Error, Result};
 use fdwindow::evidence::query::{arm_verdict, cell_detail, cell_line};
 use fdwindow::evidence::results;
 use fdwindow::evidence::sources::{self, Source, Sources};
 use fdwindow::report::ResultsFile;
 use fdwindow::report::platform::Platform;
 use fdwindow::report::verdict::Window;
-use fdwindow::runner::{self, RunError, RunOptions, Written};
+use fdwindow::runner::{self, RunOptions, Written};
 use fdwindow::{note, say};
 use fdwindow_fix::base::interrupts;
 
@@ -228,9 +229,6 @@ enum Cmd {
     },
 }
 
-/// Bad input: printed as `error: …` with exit status 2.
-struct Usage(String);
-
 fn main() -> ExitCode {
     // Help, version and usage errors through the writer too: clap's own
     // `exit` drops a failed write (`--help >/dev/full` would exit 0).
@@ -285,7 +283,7 @@ fn main() -> ExitCode {
         Cmd::Merge { inputs, results } => merge(&inputs, &results),
         Cmd::Check { results } => check(results.as_deref()),
         Cmd::Summary { platform, results } => summary(results.as_deref(), platform.as_deref()),
-        Cmd::Stress(args) => stress::run(args).map_err(Usage),
+        Cmd::Stress(args) => stress::run(args).map_err(Error::Usage),
         Cmd::Vm {
             kernels,
             only,
@@ -304,28 +302,28 @@ fn main() -> ExitCode {
                 Ok(ExitCode::FAILURE)
             }
         },
-        Cmd::Audit(args) => audit::run(args).map_err(Usage),
+        Cmd::Audit(args) => audit::run(args).map_err(Error::Usage),
         Cmd::Preload { name, out } => write_preload(&name, &out),
         Cmd::Probe { hazard, args } => match probes::find(&hazard) {
             Some(main) => return main(args),
-            None => Err(Usage(format!(
+            None => Err(Error::Usage(format!(
                 "no probe for hazard {hazard:?}; probes: {}",
                 runner::PROBES.join(", ")
             ))),
         },
         Cmd::RecordEnv { file, run } => cli::discover::record_env(&file, &run)
             .map(|()| ExitCode::SUCCESS)
-            .map_err(Usage),
+            .map_err(Error::Usage),
     };
     // 141 after a closed pipe, 1 after another failed write (see base::out).
-    out::status(result.unwrap_or_else(|Usage(msg)| {
-        note!("error: {msg}");
-        ExitCode::from(2)
+    out::status(result.unwrap_or_else(|e| {
+        note!("error: {e}");
+        e.exit_code()
     }))
 }
 
 /// `fdwindow preload NAME --out PATH`: the library's bytes, written atomically.
-fn write_preload(name: &str, out: &Path) -> Result<ExitCode, Usage> {
+fn write_preload(name: &str, out: &Path) -> Result<ExitCode> {
     let names = || {
         let all: Vec<&str> = fdwindow::cotenant::preload::Library::ALL
             .iter()
@@ -334,16 +332,16 @@ fn write_preload(name: &str, out: &Path) -> Result<ExitCode, Usage> {
         all.join(", ")
     };
     let library = fdwindow::cotenant::preload::Library::named(name).ok_or_else(|| {
-        Usage(format!(
+        Error::Usage(format!(
             "no preload library {name:?}; fdwindow ships {}",
             names()
         ))
     })?;
     let bytes = library
         .bytes()
-        .map_err(|e| Usage(format!("unsupported: {e}")))?;
+        .map_err(|e| Error::Usage(format!("unsupported: {e}")))?;
     results::write_atomic(out, bytes)
-        .map_err(|e| Usage(format!("cannot write {}: {e}", out.display())))?;
+        .map_err(|e| Error::Usage(format!("cannot write {}: {e}", out.display())))?;
     note!(
         "wrote {} ({} bytes); preload it with {}",
         out.display(),
@@ -361,11 +359,12 @@ fn run(
     thorough: bool,
     timeout: u64,
     only: Vec<String>,
-) -> Result<ExitCode, Usage> {
+) -> Result<ExitCode> {
     let exe = match probe_exe {
         Some(exe) => exe,
-        None => std::env::current_exe()
-            .map_err(|e| Usage(format!("cannot locate this program to run the probes: {e}")))?,
+        None => std::env::current_exe().map_err(|e| {
+            Error::Usage(format!("cannot locate this program to run the probes: {e}"))
+        })?,
     };
     interrupts::catch_interrupts();
     let opts = RunOptions {
@@ -409,15 +408,11 @@ fn run(
                 Ok(ExitCode::FAILURE)
             }
         }
-        Err(RunError::Usage(msg)) => Err(Usage(msg)),
-        Err(RunError::Interrupted) => {
+        Err(Error::Interrupted) => {
             note!("interrupted: probes killed, results unchanged");
             Ok(fdwindow_fix::base::interrupts::exit_code())
         }
-        Err(RunError::Io(e)) => {
-            note!("error: {e}");
-            Ok(ExitCode::FAILURE)
-        }
+        Err(e) => Err(e),
     }
 }
 
@@ -427,12 +422,12 @@ fn vm(
     accel: &str,
     results_dir: PathBuf,
     timeout: u64,
-) -> Result<ExitCode, Usage> {
-    use fdwindow::vm::{self, Accel, AccelChoice, VmError};
+) -> Result<ExitCode> {
+    use fdwindow::vm::{self, Accel, AccelChoice};
     let bin_dir = std::env::current_exe()
         .ok()
         .and_then(|p| p.parent().map(Path::to_owned))
-        .ok_or_else(|| Usage("cannot locate this fdwindow to pack into the guest".into()))?;
+        .ok_or_else(|| Error::Usage("cannot locate this fdwindow to pack into the guest".into()))?;
     let accel = match accel {
         "kvm" => AccelChoice::Only(Accel::Kvm),
         "tcg" => AccelChoice::Only(Accel::Tcg),
@@ -482,33 +477,29 @@ fn vm(
     match vm::run(&opts, print) {
         Ok(runs) if runs.iter().all(|r| r.broken.is_none()) => Ok(ExitCode::SUCCESS),
         Ok(_) => Ok(ExitCode::FAILURE),
-        Err(VmError::Usage(msg)) => Err(Usage(msg)),
-        Err(VmError::Interrupted) => {
+        Err(Error::Interrupted) => {
             note!("interrupted: the VM was killed; kernels done before were merged");
             Ok(fdwindow_fix::base::interrupts::exit_code())
         }
-        Err(VmError::Failed(msg)) => {
-            note!("error: {msg}");
-            Ok(ExitCode::FAILURE)
-        }
+        Err(e) => Err(e),
     }
 }
 
-fn matrix(dir: &Path, readme: Option<PathBuf>, check: bool) -> Result<ExitCode, Usage> {
+fn matrix(dir: &Path, readme: Option<PathBuf>, check: bool) -> Result<ExitCode> {
     // A writer holds the folder's lock from reading to writing, so a run that
     // lands meanwhile is never overwritten by a matrix of the files before it.
     // The lock would create a missing folder: a mistyped --results must not
     // become a new, empty results folder with an empty matrix.
-    results::check_folder(dir, false).map_err(Usage)?;
+    results::check_folder(dir, false)?;
     // The README only when named, or when this is the project's own folder;
     // a named one without a section to rewrite is a mistake, said before
     // anything is written.
     let readme = match readme {
         Some(path) => {
             let text = std::fs::read_to_string(&path)
-                .map_err(|e| Usage(format!("{}: {e}", path.display())))?;
+                .map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
             if !fdwindow::views::readme::has_sections(&text) {
-                return Err(Usage(format!(
+                return Err(Error::Usage(format!(
                     "{}: no generated section (`<!-- fdwindow:begin NAME -->`) to rewrite",
                     path.display()
                 )));
@@ -537,11 +528,11 @@ fn matrix(dir: &Path, readme: Option<PathBuf>, check: bool) -> Result<ExitCode, 
                 note!("interrupted while waiting for the results folder's lock: nothing written");
                 return Ok(fdwindow_fix::base::interrupts::exit_code());
             }
-            Err(e) => return Err(Usage(format!("results folder is not writable: {e}"))),
+            Err(e) => return Err(Error::Usage(format!("results folder is not writable: {e}"))),
         }
     };
     let mut outputs: Vec<(PathBuf, String)> = runner::render_outputs(dir)
-        .map_err(|e| Usage(e.to_string()))?
+        .map_err(|e| Error::Usage(e.to_string()))?
         .into_iter()
         .map(|(name, text)| (dir.join(name), text))
         .collect();
@@ -553,9 +544,9 @@ fn matrix(dir: &Path, readme: Option<PathBuf>, check: bool) -> Result<ExitCode, 
             .map(|(_, text)| text.clone())
             .unwrap_or_default();
         let inputs = fdwindow::views::readme::Inputs::load(dir, matrix_md)
-            .map_err(|e| Usage(e.to_string()))?;
+            .map_err(|e| Error::Usage(e.to_string()))?;
         let rendered = fdwindow::views::readme::rewrite(&text, &inputs)
-            .map_err(|e| Usage(format!("{}: {e}", path.display())))?;
+            .map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
         outputs.push((path, rendered));
     }
     if check {
@@ -580,7 +571,7 @@ fn matrix(dir: &Path, readme: Option<PathBuf>, check: bool) -> Result<ExitCode, 
             continue;
         }
         if let Err(e) = results::write_atomic(path, rendered.as_bytes()) {
-            return Err(Usage(format!("cannot write: {e}")));
+            return Err(Error::Usage(format!("cannot write: {e}")));
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -588,11 +579,8 @@ fn matrix(dir: &Path, readme: Option<PathBuf>, check: bool) -> Result<ExitCode, 
 
 /// The results file for `--platform`, else this machine's, else the only
 /// one, and where it was read.
-fn pick_platform(
-    named: Option<&Path>,
-    platform: Option<&str>,
-) -> Result<(ResultsFile, Source), Usage> {
-    let mut sources = Sources::load(named).map_err(Usage)?;
+fn pick_platform(named: Option<&Path>, platform: Option<&str>) -> Result<(ResultsFile, Source)> {
+    let mut sources = Sources::load(named)?;
     let ids: Vec<String> = sources.read.iter().map(|s| s.platform.clone()).collect();
     let wanted = platform.map(str::to_owned).or_else(|| {
         let mine = sources.read.iter().find(|s| s.this_machine);
@@ -607,7 +595,7 @@ fn pick_platform(
         None => format!("{} and {}", sources::LOCAL, sources::COMMITTED),
     };
     let Some(wanted) = wanted else {
-        return Err(Usage(format!(
+        return Err(Error::Usage(format!(
             "{} {} no results for this machine ({}); run `make probe-linux` (it writes {}), pass --results DIR where a run wrote them, or --platform (one of: {})",
             folders(),
             if named.is_some() { "holds" } else { "hold" },
@@ -621,7 +609,7 @@ fn pick_platform(
         )));
     };
     let Some(i) = ids.iter().position(|id| *id == wanted) else {
-        return Err(Usage(format!(
+        return Err(Error::Usage(format!(
             "no results for platform {wanted:?} in {}; have: {}",
             folders(),
             ids.join(", ")
@@ -649,7 +637,7 @@ fn read_from(source: &Source) -> String {
 }
 
 /// `fdwindow summary`: every arm's verdict on one platform.
-fn summary(named: Option<&Path>, platform: Option<&str>) -> Result<ExitCode, Usage> {
+fn summary(named: Option<&Path>, platform: Option<&str>) -> Result<ExitCode> {
     let (file, source) = pick_platform(named, platform)?;
     out::stdout(&summary_table(&file, &read_from(&source)));
     Ok(ExitCode::SUCCESS)
@@ -661,19 +649,19 @@ fn verdict(
     hazard: &str,
     arm: &str,
     window: Option<&str>,
-) -> Result<ExitCode, Usage> {
+) -> Result<ExitCode> {
     let window = window
         .map(|w| {
             Window::from_id(w).ok_or_else(|| {
                 let all: Vec<_> = Window::ALL.iter().map(|w| w.id()).collect();
-                Usage(format!("unknown window {w:?}; windows: {}", all.join(", ")))
+                Error::Usage(format!("unknown window {w:?}; windows: {}", all.join(", ")))
             })
         })
         .transpose()?;
     let (file, source) = pick_platform(named, platform)?;
     let Some(report) = file.probes.get(hazard) else {
         let known: Vec<_> = file.probes.keys().map(String::as_str).collect();
-        return Err(Usage(format!(
+        return Err(Error::Usage(format!(
             "unknown hazard {hazard:?}; {} has: {}",
             file.platform.id,
             known.join(", ")
@@ -716,7 +704,7 @@ fn verdict(
                 rows.push(key);
             }
         }
-        return Err(Usage(match (known.is_empty(), rows.is_empty()) {
+        return Err(Error::Usage(match (known.is_empty(), rows.is_empty()) {
             (true, false) => format!(
                 "unknown row {arm:?} for {hazard}; rows: {}",
                 rows.join(", ")
@@ -732,7 +720,7 @@ fn verdict(
         .filter(|a| window.is_none_or(|w| a.window == w))
         .collect();
     if chosen.is_empty() && left_out.is_empty() {
-        return Err(Usage(format!(
+        return Err(Error::Usage(format!(
             "{hazard} {arm} did not run in window {}",
             window.map_or("", Window::id)
         )));
@@ -749,10 +737,10 @@ fn verdict(
     Ok(ExitCode::SUCCESS)
 }
 
-fn check(named: Option<&Path>) -> Result<ExitCode, Usage> {
-    let sources = Sources::load(named).map_err(Usage)?;
+fn check(named: Option<&Path>) -> Result<ExitCode> {
+    let sources = Sources::load(named)?;
     if sources.files.is_empty() {
-        return Err(Usage(format!(
+        return Err(Error::Usage(format!(
             "{} no results files; run `make probe-linux` first",
             named.map_or_else(
                 || format!("{} and {} hold", sources::LOCAL, sources::COMMITTED),
@@ -781,16 +769,16 @@ fn check(named: Option<&Path>) -> Result<ExitCode, Usage> {
     })
 }
 
-fn merge(inputs: &[PathBuf], dir: &Path) -> Result<ExitCode, Usage> {
+fn merge(inputs: &[PathBuf], dir: &Path) -> Result<ExitCode> {
     // Read every input first: one bad input changes nothing.
     let mut incoming = Vec::new();
     for input in inputs {
-        incoming.extend(results::collect(input).map_err(|e| Usage(e.to_string()))?);
+        incoming.extend(results::collect(input).map_err(|e| Error::Usage(e.to_string()))?);
     }
-    results::check_folder(dir, true).map_err(Usage)?;
-    results::load_dir(dir).map_err(|e| Usage(e.to_string()))?;
+    results::check_folder(dir, true)?;
+    results::load_dir(dir).map_err(|e| Error::Usage(e.to_string()))?;
     results::check_writable(dir)
-        .map_err(|e| Usage(format!("results folder is not writable: {e}")))?;
+        .map_err(|e| Error::Usage(format!("results folder is not writable: {e}")))?;
     interrupts::catch_interrupts();
     // Read, merge and write under the folder's lock, so a run that finishes
     // meanwhile loses nothing.
@@ -805,7 +793,7 @@ fn merge(inputs: &[PathBuf], dir: &Path) -> Result<ExitCode, Usage> {
             return Ok(ExitCode::FAILURE);
         }
     };
-    let mut all = results::load_dir(dir).map_err(|e| Usage(e.to_string()))?;
+    let mut all = results::load_dir(dir).map_err(|e| Error::Usage(e.to_string()))?;
     all.extend(incoming);
     let merged = results::merge(all);
     let mut lines = String::new();
@@ -842,8 +830,8 @@ fn advise(
     os: Option<String>,
     format: &str,
     list: bool,
-) -> Result<ExitCode, Usage> {
-    let sources = Sources::load(named).map_err(Usage)?;
+) -> Result<ExitCode> {
+    let sources = Sources::load(named)?;
     let files = &sources.files;
     if list {
         let lines: String = fdwindow::views::advise::hazards(files)
@@ -855,13 +843,13 @@ fn advise(
     }
     let hazard = hazard.expect("clap requires a hazard without --list");
     let os = os.unwrap_or_else(|| Platform::detect().os);
-    let costs = sources.costs().map_err(Usage)?;
+    let costs = sources.costs()?;
     let Some(mut advice) = fdwindow::views::advise::advise(files, &costs, hazard, &os) else {
         let known: Vec<String> = fdwindow::views::advise::hazards(files)
             .into_iter()
             .map(|(id, _)| id)
             .collect();
-        return Err(Usage(format!(
+        return Err(Error::Usage(format!(
             "unknown hazard {hazard:?}; hazards: {}",
             known.join(", ")
         )));

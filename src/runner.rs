@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::error::{Error, Result};
 use crate::evidence::results;
 use crate::harness::PARENT_ENV;
 use crate::report::platform::Platform;
@@ -67,17 +68,6 @@ pub struct RunOptions {
     pub only: Vec<String>,
 }
 
-/// Why a run did not complete.
-#[derive(Debug)]
-pub enum RunError {
-    /// Bad input: unknown hazard, corrupt or future results file, unwritable folder.
-    Usage(String),
-    /// SIGINT, SIGTERM or SIGHUP: probes killed, nothing written.
-    Interrupted,
-    /// Writing the results failed.
-    Io(std::io::Error),
-}
-
 /// What a completed run did to its platform's results file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Written {
@@ -111,10 +101,10 @@ pub struct RunSummary {
 /// 2. Runs the probes; a report is kept only if it ran on this platform.
 /// 3. Takes the folder's lock, re-reads this platform's file, merges only
 ///    this run's reports ([`merge_own`]), writes it and the matrix, unlocks.
-pub fn run(opts: &RunOptions) -> Result<RunSummary, RunError> {
+pub fn run(opts: &RunOptions) -> Result<RunSummary> {
     let started = Instant::now();
     if let Some(unknown) = opts.only.iter().find(|h| !PROBES.contains(&h.as_str())) {
-        return Err(RunError::Usage(format!(
+        return Err(Error::Usage(format!(
             "no probe for hazard {unknown:?}; probes: {}",
             PROBES.join(", ")
         )));
@@ -124,12 +114,12 @@ pub fn run(opts: &RunOptions) -> Result<RunSummary, RunError> {
         .copied()
         .filter(|h| opts.only.is_empty() || opts.only.iter().any(|o| o == h))
         .collect();
-    check_exe(&opts.exe).map_err(RunError::Usage)?;
+    check_exe(&opts.exe).map_err(Error::Usage)?;
     let platform = Platform::detect();
     let results_path = opts.results_dir.join(format!("{}.json", platform.id));
     // Refuse before measuring anything: bad files stay untouched.
     results::check_writable(&opts.results_dir)
-        .map_err(|e| RunError::Usage(format!("results folder is not writable: {e}")))?;
+        .map_err(|e| Error::Usage(format!("results folder is not writable: {e}")))?;
     // A full run replaces this platform's file when it has an older schema:
     // that is the command the refusal names.
     let replaces_older = |e: &results::BadResults| {
@@ -137,15 +127,14 @@ pub fn run(opts: &RunOptions) -> Result<RunSummary, RunError> {
     };
     let before = match results::load(&results_path) {
         Err(e) if replaces_older(&e) => None,
-        other => other.map_err(|e| RunError::Usage(e.to_string()))?,
+        other => other.map_err(|e| Error::Usage(e.to_string()))?,
     };
     match results::load_dir(&opts.results_dir) {
-        Err(e) if !replaces_older(&e) => return Err(RunError::Usage(e.to_string())),
+        Err(e) if !replaces_older(&e) => return Err(Error::Usage(e.to_string())),
         _ => {}
     }
-    crate::evidence::costs::load_dir(&opts.results_dir)
-        .map_err(|e| RunError::Usage(e.to_string()))?;
-    let scratch = Scratch::new_swept("run").map_err(RunError::Io)?;
+    crate::evidence::costs::load_dir(&opts.results_dir).map_err(|e| Error::Usage(e.to_string()))?;
+    let scratch = Scratch::new_swept("run").map_err(Error::io("make the scratch folder"))?;
 
     let (mut measured, failures) = run_probes(&selected, opts, scratch.dir(), &platform)?;
     drop(scratch);
@@ -173,16 +162,16 @@ pub fn run(opts: &RunOptions) -> Result<RunSummary, RunError> {
 
     let lock = results::FolderLock::acquire(&opts.results_dir, interrupted).map_err(|e| {
         if e.kind() == std::io::ErrorKind::Interrupted {
-            RunError::Interrupted
+            Error::Interrupted
         } else {
-            RunError::Io(e)
+            Error::io("lock the results folder")(e)
         }
     })?;
     // Re-read under the lock: another run may have written since we started.
     // The older-schema file this full run replaces is still there: replace it.
     let current = match results::load(&results_path) {
         Err(e) if replaces_older(&e) => None,
-        other => other.map_err(|e| RunError::Usage(e.to_string()))?,
+        other => other.map_err(|e| Error::Usage(e.to_string()))?,
     };
     let written = if current.is_some() || results_path.exists() {
         Written::Updated
@@ -194,8 +183,9 @@ pub fn run(opts: &RunOptions) -> Result<RunSummary, RunError> {
         crate::base::out::note!("fdwindow: {note}");
     }
     let json = serde_json::to_string_pretty(&merged).expect("results serialise") + "\n";
-    results::write_atomic(&results_path, json.as_bytes()).map_err(RunError::Io)?;
-    write_matrix(&opts.results_dir).map_err(RunError::Io)?;
+    results::write_atomic(&results_path, json.as_bytes())
+        .map_err(Error::io(format!("write {}", results_path.display())))?;
+    write_matrix(&opts.results_dir).map_err(Error::io("write the matrix"))?;
     drop(lock);
     Ok(RunSummary {
         results_path,
@@ -214,12 +204,12 @@ fn run_probes(
     opts: &RunOptions,
     scratch: &Path,
     platform: &Platform,
-) -> Result<ProbeRuns, RunError> {
+) -> Result<ProbeRuns> {
     let mut measured = BTreeMap::new();
     let mut failures = Vec::new();
     for &hazard in selected {
         if interrupted() {
-            return Err(RunError::Interrupted);
+            return Err(Error::Interrupted);
         }
         crate::base::out::note!("fdwindow: probing {hazard} …");
         let outcome = run_probe(hazard, opts, scratch).and_then(|report| {
@@ -242,7 +232,7 @@ fn run_probes(
             Ok(report) => {
                 measured.insert(hazard.to_string(), report);
             }
-            Err(ProbeFailure::Interrupted) => return Err(RunError::Interrupted),
+            Err(ProbeFailure::Interrupted) => return Err(Error::Interrupted),
             Err(ProbeFailure::Failed(why)) => {
                 crate::base::out::note!("fdwindow: {hazard} failed: {why}");
                 failures.push((hazard.to_string(), why));
@@ -447,10 +437,12 @@ fn run_probe(hazard: &str, opts: &RunOptions, scratch: &Path) -> Result<ProbeRep
     }
     // Strictly, as every file is read: this report is written into one.
     let report: ProbeReport = std::str::from_utf8(&stdout)
-        .map_err(|e| e.to_string())
+        .map_err(Error::usage)
         .and_then(|text| crate::evidence::strict_json::from_str(text, "bad report"))
         .map_err(|e| ProbeFailure::Failed(format!("unreadable report: {e}")))?;
-    report.validate().map_err(ProbeFailure::Failed)?;
+    report
+        .validate()
+        .map_err(|e| ProbeFailure::Failed(e.to_string()))?;
     if report.hazard != hazard {
         return Err(ProbeFailure::Failed(format!(
             "reported hazard {} instead",

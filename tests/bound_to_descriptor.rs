@@ -227,6 +227,6 @@ fn no_copy_is_declared_only_by_a_fix_in_a_window_it_runs_in() {
     ] {
         let probe = Probe { arms, ..PROBE };
         let err = fdwindow::harness::check(&probe).unwrap_err();
-        assert!(err.contains(says), "{err}");
+        assert!(err.to_string().contains(says), "{err}");
     }
 }

@@ -58,6 +58,7 @@ const FIX: Crate = Crate {
 const FDWINDOW: Crate = Crate {
     src: "src",
     layers: &[
+        &["error"],    // the one error type and its exit statuses
         &["report"],   // the vocabulary: windows, verdict rules, the platform, the documents
         &["base"],     // the one writer of stdout and stderr
         &["hazards"],  // what probes are made of beyond the fixes

@@ -146,7 +146,7 @@ fn an_overflowed_sum_is_refused_on_load() {
         .into(),
     };
     let json = serde_json::to_string(&file).unwrap();
-    let err = ResultsFile::from_json(&json).unwrap_err();
+    let err = ResultsFile::from_json(&json).unwrap_err().to_string();
     assert!(
         err.contains("18446744073709551615 hits in 3 trials"),
         "{err}"

@@ -8,6 +8,7 @@
 
 use std::path::Path;
 
+use crate::error::{Result, usage};
 use crate::evidence::results::BadResults;
 
 /// The schema version of the benchmark's document this build reads.
@@ -31,11 +32,11 @@ pub struct AuditBench {
 impl AuditBench {
     /// Parses a document strictly (no repeated key: the whole document is
     /// kept, so nothing else can be lost); refuses another schema.
-    pub fn from_json(text: &str) -> Result<AuditBench, String> {
+    pub fn from_json(text: &str) -> Result<AuditBench> {
         let doc = crate::evidence::strict_json::parse(text)?;
         let schema = doc["schema"].as_u64();
         if schema != Some(AUDIT_BENCH_SCHEMA) {
-            return Err(format!(
+            return Err(usage!(
                 "schema {schema:?}, this build reads {AUDIT_BENCH_SCHEMA}: rerun `make bench-audit`"
             ));
         }
@@ -43,7 +44,7 @@ impl AuditBench {
             doc[k]
                 .as_str()
                 .map(str::to_owned)
-                .ok_or_else(|| format!("no {k:?}"))
+                .ok_or_else(|| usage!("no {k:?}"))
         };
         Ok(AuditBench {
             platform: field("platform")?,
@@ -59,7 +60,10 @@ pub fn load_dir(dir: &Path) -> Result<Vec<AuditBench>, BadResults> {
     json_files(dir, AUDIT_BENCH_PREFIX)?
         .into_iter()
         .map(|(path, text)| {
-            AuditBench::from_json(&text).map_err(|problem| BadResults { path, problem })
+            AuditBench::from_json(&text).map_err(|problem| BadResults {
+                path,
+                problem: problem.to_string(),
+            })
         })
         .collect()
 }
@@ -113,7 +117,7 @@ fn load_documents(
         .map(|(path, text)| {
             let doc = crate::evidence::strict_json::parse(&text).map_err(|problem| BadResults {
                 path: path.clone(),
-                problem,
+                problem: problem.to_string(),
             })?;
             match doc["schema"].as_u64() {
                 Some(found) if found == schema => Ok(doc),

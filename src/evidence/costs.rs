@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::{Result, usage};
 use crate::evidence::results::BadResults;
 use crate::report::platform::Platform;
 
@@ -433,7 +434,7 @@ impl CostsFile {
     }
 
     /// Parses and checks a costs document.
-    pub fn from_json(text: &str) -> Result<CostsFile, String> {
+    pub fn from_json(text: &str) -> Result<CostsFile> {
         use crate::evidence::strict_json;
         // Strictly: a bench merges into this file and rewrites it.
         let head = strict_json::parse(text)?;
@@ -445,7 +446,7 @@ impl CostsFile {
             .iter()
             .find(|(_, c)| !time(c.median_ns) || !c.samples.iter().all(|&t| time(t)))
         {
-            return Err(format!(
+            return Err(usage!(
                 "{id}: median {} or a sample is not a time",
                 c.median_ns
             ));
@@ -453,9 +454,10 @@ impl CostsFile {
         if let Some((id, d)) = file.differences.iter().find(|(_, d)| {
             !(d.low_ns.is_finite() && d.high_ns.is_finite() && d.low_ns <= d.high_ns)
         }) {
-            return Err(format!(
+            return Err(usage!(
                 "{id}: interval {}..{} is not one",
-                d.low_ns, d.high_ns
+                d.low_ns,
+                d.high_ns
             ));
         }
         Ok(file)
@@ -658,26 +660,36 @@ mod tests {
         assert!(
             CostsFile::from_json("{\"schema\": 99}")
                 .unwrap_err()
+                .to_string()
                 .contains("newer")
         );
         assert!(
             CostsFile::from_json("{\"schema\": 1}")
                 .unwrap_err()
+                .to_string()
                 .contains("make bench-quick")
         );
         assert!(
             CostsFile::from_json("{\"schema\": -1}")
                 .unwrap_err()
+                .to_string()
                 .contains("not a version number")
         );
-        assert!(CostsFile::from_json("[").unwrap_err().contains("not JSON"));
+        assert!(
+            CostsFile::from_json("[")
+                .unwrap_err()
+                .to_string()
+                .contains("not JSON")
+        );
         let mut f = CostsFile {
             schema: COSTS_SCHEMA,
             platform: Platform::detect(),
             benches: [("x".to_owned(), bench(vec![1.0, -1.0, 2.0]))].into(),
             differences: BTreeMap::new(),
         };
-        let err = CostsFile::from_json(&serde_json::to_string(&f).unwrap()).unwrap_err();
+        let err = CostsFile::from_json(&serde_json::to_string(&f).unwrap())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("not a time"), "{err}");
         f.benches.clear();
         assert!(CostsFile::from_json(&serde_json::to_string(&f).unwrap()).is_ok());

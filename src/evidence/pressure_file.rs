@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::{Result, usage};
 use crate::evidence::results::BadResults;
 use crate::report::platform::Platform;
 
@@ -74,7 +75,7 @@ pub struct RateRow {
 
 impl PressureFile {
     /// Parses and checks a pressure document.
-    pub fn from_json(text: &str) -> Result<PressureFile, String> {
+    pub fn from_json(text: &str) -> Result<PressureFile> {
         use crate::evidence::strict_json;
         let head = strict_json::parse(text)?;
         crate::evidence::results::check_schema(
@@ -89,10 +90,7 @@ impl PressureFile {
             .iter()
             .find(|c| c.alone_failures > c.runs || c.pressure_failures > c.runs)
         {
-            return Err(format!(
-                "{} {}: more failures than runs",
-                c.pressure, c.case
-            ));
+            return Err(usage!("{} {}: more failures than runs", c.pressure, c.case));
         }
         Ok(file)
     }

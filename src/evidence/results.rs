@@ -10,6 +10,7 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+use crate::error::{Error, Result, usage};
 use crate::report::ResultsFile;
 
 /// A results file that could not be used, with its path.
@@ -36,18 +37,18 @@ pub fn check_schema(
     current: u32,
     kind: &str,
     regenerate: &str,
-) -> Result<(), String> {
+) -> Result<()> {
     let Some(field) = head.get("schema") else {
-        return Err(format!("no \"schema\" field: not an fdwindow {kind} file"));
+        return Err(usage!("no \"schema\" field: not an fdwindow {kind} file"));
     };
     match field.as_u64() {
-        None => Err(format!(
+        None => Err(usage!(
             "\"schema\" is {field}, not a version number: not an fdwindow {kind} file"
         )),
-        Some(v) if v > u64::from(current) => Err(format!(
+        Some(v) if v > u64::from(current) => Err(usage!(
             "schema {v} is newer than this fdwindow reads ({current}); upgrade fdwindow"
         )),
-        Some(v) if v < u64::from(current) => Err(format!(
+        Some(v) if v < u64::from(current) => Err(usage!(
             "schema {v} is older than this fdwindow reads ({current}); regenerate it with `{regenerate}`"
         )),
         Some(_) => Ok(()),
@@ -68,7 +69,7 @@ pub fn load(path: &Path) -> Result<Option<ResultsFile>, BadResults> {
 /// and whether it is newer than the one there, is for a person to decide.
 ///
 /// [`strict_json`]: crate::evidence::strict_json
-pub fn parse(text: &str) -> Result<ResultsFile, String> {
+pub fn parse(text: &str) -> Result<ResultsFile> {
     use crate::evidence::strict_json;
     let doc = strict_json::parse(text)?;
     let file = ResultsFile::from_value(doc.clone())?;
@@ -78,9 +79,10 @@ pub fn parse(text: &str) -> Result<ResultsFile, String> {
         .iter()
         .find(|(_, r)| r.platform.id != file.platform.id)
     {
-        return Err(format!(
+        return Err(usage!(
             "the {hazard} report ran on platform {}, not on this file's {}",
-            r.platform.id, file.platform.id
+            r.platform.id,
+            file.platform.id
         ));
     }
     Ok(file)
@@ -89,18 +91,18 @@ pub fn parse(text: &str) -> Result<ResultsFile, String> {
 /// Fails unless `dir` is a folder (one that is not there yet passes when
 /// `missing_ok`: a writer creates it). A read command passes `false`: there a
 /// missing folder is a mistyped path, not an empty results folder.
-pub fn check_folder(dir: &Path, missing_ok: bool) -> Result<(), String> {
+pub fn check_folder(dir: &Path, missing_ok: bool) -> Result<()> {
     match fs::metadata(dir) {
         Ok(m) if m.is_dir() => Ok(()),
-        Ok(_) => Err(format!(
+        Ok(_) => Err(usage!(
             "results folder {} is not a directory",
             dir.display()
         )),
         Err(e) if e.kind() == io::ErrorKind::NotFound && missing_ok => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            Err(format!("results folder {} does not exist", dir.display()))
+            Err(usage!("results folder {} does not exist", dir.display()))
         }
-        Err(e) => Err(format!("results folder {}: {e}", dir.display())),
+        Err(e) => Err(usage!("results folder {}: {e}", dir.display())),
     }
 }
 
@@ -108,16 +110,16 @@ pub fn check_folder(dir: &Path, missing_ok: bool) -> Result<(), String> {
 /// does not exist. Shared by every kind of file in the results folder.
 pub fn load_with<T>(
     path: &Path,
-    parse: impl FnOnce(&str) -> Result<T, String>,
+    parse: impl FnOnce(&str) -> Result<T>,
 ) -> Result<Option<T>, BadResults> {
-    let bad = |problem: String| BadResults {
+    let bad = |problem: Error| BadResults {
         path: path.to_owned(),
-        problem,
+        problem: problem.to_string(),
     };
     match fs::read_to_string(path) {
         Ok(text) => parse(&text).map(Some).map_err(bad),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(bad(e.to_string())),
+        Err(e) => Err(bad(Error::usage(e))),
     }
 }
 
@@ -260,7 +262,7 @@ pub fn load_dir(dir: &Path) -> Result<Vec<ResultsFile>, BadResults> {
 pub fn load_kind<T>(
     dir: &Path,
     keep: impl Fn(&Path) -> bool,
-    parse: impl Fn(&str) -> Result<T, String>,
+    parse: impl Fn(&str) -> Result<T>,
     platform_id: impl Fn(&T) -> &str,
     (prefix, holds): (&str, &str),
 ) -> Result<Vec<T>, BadResults> {
@@ -510,7 +512,7 @@ mod tests {
         assert_eq!(fs::read(&path).unwrap(), b"two");
         assert_eq!(fs::read_dir(s.dir()).unwrap().count(), 1);
         assert!(load_dir(&s.dir().join("missing")).unwrap().is_empty());
-        let err = load(&path).unwrap_err();
+        let err = load(&path).unwrap_err().to_string();
         assert!(err.to_string().contains("not JSON"), "{err}");
     }
 
@@ -572,19 +574,31 @@ mod tests {
             let v: serde_json::Value = serde_json::from_str(text).unwrap();
             check_schema(&v, 3, "results", "fdwindow run")
         };
-        assert!(check("{}").unwrap_err().contains("no \"schema\" field"));
+        assert!(
+            check("{}")
+                .unwrap_err()
+                .to_string()
+                .contains("no \"schema\" field")
+        );
         assert!(
             check("{\"schema\": -1}")
                 .unwrap_err()
+                .to_string()
                 .contains("-1, not a version number")
         );
         assert!(
             check("{\"schema\": \"3\"}")
                 .unwrap_err()
+                .to_string()
                 .contains("not a version number")
         );
-        assert!(check("{\"schema\": 4}").unwrap_err().contains("newer"));
-        let old = check("{\"schema\": 1}").unwrap_err();
+        assert!(
+            check("{\"schema\": 4}")
+                .unwrap_err()
+                .to_string()
+                .contains("newer")
+        );
+        let old = check("{\"schema\": 1}").unwrap_err().to_string();
         assert!(
             old.contains("older") && old.contains("`fdwindow run`"),
             "{old}"

@@ -12,6 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::error::{Error, Result, usage};
 use crate::evidence::costs::{self, CostsFile};
 use crate::evidence::results;
 use crate::report::ResultsFile;
@@ -54,7 +55,7 @@ impl Sources {
     /// [`COMMITTED`] (relative to the current directory). A named folder
     /// must exist; by default at least one of the two must. The error is one
     /// line.
-    pub fn load(named: Option<&Path>) -> Result<Sources, String> {
+    pub fn load(named: Option<&Path>) -> Result<Sources> {
         Self::load_from(
             named,
             Path::new(COMMITTED),
@@ -69,7 +70,7 @@ impl Sources {
         committed: &Path,
         local: &Path,
         here: String,
-    ) -> Result<Sources, String> {
+    ) -> Result<Sources> {
         let folders: Vec<PathBuf> = match named {
             Some(dir) => {
                 results::check_folder(dir, false)?;
@@ -82,7 +83,7 @@ impl Sources {
                     .map(Path::to_owned)
                     .collect();
                 if present.is_empty() {
-                    return Err(format!(
+                    return Err(usage!(
                         "no results here: neither {} nor {} is a folder (run `make probe-linux` \
                          in a clone of fdwindow, or pass --results DIR)",
                         local.display(),
@@ -96,7 +97,7 @@ impl Sources {
         let mut read: Vec<(ResultsFile, Source)> = Vec::new();
         let mut shadowed = Vec::new();
         for dir in &folders {
-            for file in results::load_dir(dir).map_err(|e| e.to_string())? {
+            for file in results::load_dir(dir).map_err(Error::usage)? {
                 let path = dir.join(format!("{}.json", file.platform.id));
                 if read.iter().any(|(f, _)| f.platform.id == file.platform.id) {
                     shadowed.push(path);
@@ -124,10 +125,10 @@ impl Sources {
     /// The benches' costs from the same folders, one file per platform (the
     /// first folder's where both hold one). Read only when asked: a command
     /// that shows no cost does not depend on the costs files.
-    pub fn costs(&self) -> Result<Vec<CostsFile>, String> {
+    pub fn costs(&self) -> Result<Vec<CostsFile>> {
         let mut all: Vec<CostsFile> = Vec::new();
         for dir in &self.folders {
-            for c in costs::load_dir(dir).map_err(|e| e.to_string())? {
+            for c in costs::load_dir(dir).map_err(Error::usage)? {
                 if !all.iter().any(|k| k.platform.id == c.platform.id) {
                     all.push(c);
                 }
@@ -265,9 +266,13 @@ mod tests {
     fn without_either_folder_it_says_where_it_looked() {
         let s = fdwindow_fix::base::scratch::Scratch::new("sources-test").unwrap();
         let (committed, local) = (s.dir().join("results"), s.dir().join("results/local"));
-        let err = Sources::load_from(None, &committed, &local, "x".into()).unwrap_err();
+        let err = Sources::load_from(None, &committed, &local, "x".into())
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("no results here"), "{err}");
-        let err = Sources::load_from(Some(&local), &committed, &local, "x".into()).unwrap_err();
+        let err = Sources::load_from(Some(&local), &committed, &local, "x".into())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("does not exist"), "{err}");
     }
 }

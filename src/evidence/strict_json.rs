@@ -23,6 +23,7 @@
 //!   an object SHOULD be unique"; behaviour on duplicates is unpredictable)
 //! - <https://www.rfc-editor.org/rfc/rfc6901> (JSON Pointer)
 
+use crate::error::{Error, Result, usage};
 use std::fmt;
 
 use serde::Serialize;
@@ -32,7 +33,7 @@ use serde_json::{Map, Number, Value};
 /// Parses `text` as one JSON document, refusing any object that repeats a
 /// key. Errors read `not JSON: …` or `duplicate key "k" in /p at line L
 /// column C`.
-pub fn parse(text: &str) -> Result<Value, String> {
+pub fn parse(text: &str) -> Result<Value> {
     let mut de = serde_json::Deserializer::from_str(text);
     Strict { at: &Step::Root }
         .deserialize(&mut de)
@@ -40,13 +41,13 @@ pub fn parse(text: &str) -> Result<Value, String> {
         .map_err(|e| match e.classify() {
             // Only this module's own refusal is a data error here: a
             // `Value` takes any well-formed JSON.
-            serde_json::error::Category::Data => e.to_string(),
-            _ => format!("not JSON: {e}"),
+            serde_json::error::Category::Data => Error::usage(e),
+            _ => usage!("not JSON: {e}"),
         })
 }
 
 /// Parses `text` strictly ([`parse`]) into `T` ([`typed`]).
-pub fn from_str<T>(text: &str, bad: &str) -> Result<T, String>
+pub fn from_str<T>(text: &str, bad: &str) -> Result<T>
 where
     T: serde::de::DeserializeOwned + Serialize,
 {
@@ -57,11 +58,11 @@ where
 /// writing the `T` back ([`kept`]). `bad` is put before a type error (`bad
 /// costs: missing field …`). A reader that checks a document's schema first
 /// parses, checks, then calls this.
-pub fn typed<T>(doc: &Value, bad: &str) -> Result<T, String>
+pub fn typed<T>(doc: &Value, bad: &str) -> Result<T>
 where
     T: serde::de::DeserializeOwned + Serialize,
 {
-    let parsed: T = serde_json::from_value(doc.clone()).map_err(|e| format!("{bad}: {e}"))?;
+    let parsed: T = serde_json::from_value(doc.clone()).map_err(|e| usage!("{bad}: {e}"))?;
     kept(doc, &parsed)?;
     Ok(parsed)
 }
@@ -72,12 +73,12 @@ where
 /// passes). A field left out of the written form passes only when it holds
 /// its type's default (`null`, `false`, `0`, `[]`, `{}`): a writer skips
 /// such a field (`skip_serializing_if`) and reading it back gives the same.
-pub fn kept<T: Serialize>(read: &Value, parsed: &T) -> Result<(), String> {
-    let written = serde_json::to_value(parsed).map_err(|e| format!("cannot write back: {e}"))?;
+pub fn kept<T: Serialize>(read: &Value, parsed: &T) -> Result<()> {
+    let written = serde_json::to_value(parsed).map_err(|e| usage!("cannot write back: {e}"))?;
     contained(read, &written, &Step::Root)
 }
 
-fn contained(read: &Value, written: &Value, at: &Step<'_>) -> Result<(), String> {
+fn contained(read: &Value, written: &Value, at: &Step<'_>) -> Result<()> {
     match (read, written) {
         (Value::Object(r), Value::Object(w)) => {
             for (key, value) in r {
@@ -86,7 +87,7 @@ fn contained(read: &Value, written: &Value, at: &Step<'_>) -> Result<(), String>
                     Some(w) => contained(value, w, &here)?,
                     None if is_default(value) => {}
                     None => {
-                        return Err(format!(
+                        return Err(usage!(
                             "{here}: unknown field: this fdwindow would drop it on a rewrite"
                         ));
                     }
@@ -102,7 +103,7 @@ fn contained(read: &Value, written: &Value, at: &Step<'_>) -> Result<(), String>
         }
         (Value::Number(r), Value::Number(w)) if same_number(r, w) => Ok(()),
         (r, w) if r == w => Ok(()),
-        (r, w) => Err(format!(
+        (r, w) => Err(usage!(
             "{at}: {} would be written back as {}",
             brief(r),
             brief(w)
@@ -261,12 +262,16 @@ mod tests {
 
     #[test]
     fn a_repeated_key_is_named_with_its_object() {
-        let e = parse(r#"{"probes": {}, "schema": 1, "probes": {}}"#).unwrap_err();
+        let e = parse(r#"{"probes": {}, "schema": 1, "probes": {}}"#)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with(r#"duplicate key "probes" in the top-level object at line 1"#),
             "{e}"
         );
-        let e = parse(r#"{"probes": {"a/b": [{"x": 1, "x": 1}]}}"#).unwrap_err();
+        let e = parse(r#"{"probes": {"a/b": [{"x": 1, "x": 1}]}}"#)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with(r#"duplicate key "x" in /probes/a~1b/0 "#),
             "{e}"
@@ -277,8 +282,18 @@ mod tests {
             v,
             serde_json::json!([{"x": 1}, {"x": 2.5, "y": null, "z": [true, "s", -3]}])
         );
-        assert!(parse("{").unwrap_err().starts_with("not JSON: "));
-        assert!(parse("{} {}").unwrap_err().starts_with("not JSON: "));
+        assert!(
+            parse("{")
+                .unwrap_err()
+                .to_string()
+                .starts_with("not JSON: ")
+        );
+        assert!(
+            parse("{} {}")
+                .unwrap_err()
+                .to_string()
+                .starts_with("not JSON: ")
+        );
     }
 
     #[derive(Debug, PartialEq, Serialize, serde::Deserialize)]
@@ -296,20 +311,30 @@ mod tests {
         let doc: Doc = from_str(r#"{"n": 1, "note": null, "list": []}"#, "bad").unwrap();
         assert_eq!(doc.n, 1.0);
         // An unknown field, even nested, would be dropped.
-        let e = from_str::<Doc>(r#"{"n": 1, "extra": "kept?"}"#, "bad").unwrap_err();
+        let e = from_str::<Doc>(r#"{"n": 1, "extra": "kept?"}"#, "bad")
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             e,
             "/extra: unknown field: this fdwindow would drop it on a rewrite"
         );
-        let e = from_str::<Vec<Doc>>(r#"[{"n": 1}, {"n": 2, "x": [1]}]"#, "bad").unwrap_err();
+        let e = from_str::<Vec<Doc>>(r#"[{"n": 1}, {"n": 2, "x": [1]}]"#, "bad")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("/1/x: unknown field"), "{e}");
-        let e = from_str::<Doc>(r#"{"n": "1"}"#, "bad doc").unwrap_err();
+        let e = from_str::<Doc>(r#"{"n": "1"}"#, "bad doc")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("bad doc: invalid type"), "{e}");
         // A value the types would change is refused too.
         let read = serde_json::json!({"n": 1.5});
-        let e = kept(&read, &serde_json::json!({"n": 2})).unwrap_err();
+        let e = kept(&read, &serde_json::json!({"n": 2}))
+            .unwrap_err()
+            .to_string();
         assert_eq!(e, "/n: 1.5 would be written back as 2");
-        let e = kept(&serde_json::json!([1, 2]), &serde_json::json!([1])).unwrap_err();
+        let e = kept(&serde_json::json!([1, 2]), &serde_json::json!([1]))
+            .unwrap_err()
+            .to_string();
         assert_eq!(e, "/: an array of 2 would be written back as an array of 1");
     }
 }

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::{Error, Result, usage};
 use crate::report::platform::Platform;
 
 /// The schema version this build writes and the only one it reads.
@@ -126,12 +127,12 @@ impl Spread {
 
 impl TimingFile {
     /// Parses and validates a timing document.
-    pub fn from_json(text: &str) -> Result<TimingFile, String> {
+    pub fn from_json(text: &str) -> Result<TimingFile> {
         use crate::evidence::strict_json;
         let doc = strict_json::parse(text)?;
-        let file: TimingFile = serde_json::from_value(doc.clone()).map_err(|e| e.to_string())?;
+        let file: TimingFile = serde_json::from_value(doc.clone()).map_err(Error::usage)?;
         if file.schema != TIMING_SCHEMA {
-            return Err(format!(
+            return Err(usage!(
                 "timing schema {} is not {TIMING_SCHEMA}: regenerate it with `make timing`",
                 file.schema
             ));
@@ -276,20 +277,19 @@ pub fn is_timing_file(path: &Path) -> bool {
 }
 
 /// Loads every `timing-*.json` in `dir`, sorted by platform id.
-pub fn load_dir(dir: &Path) -> Result<Vec<TimingFile>, String> {
+pub fn load_dir(dir: &Path) -> Result<Vec<TimingFile>> {
     let mut files = Vec::new();
     let entries = match fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(files),
-        Err(e) => return Err(format!("{}: {e}", dir.display())),
+        Err(e) => return Err(usage!("{}: {e}", dir.display())),
     };
     for entry in entries {
-        let path: PathBuf = entry.map_err(|e| e.to_string())?.path();
+        let path: PathBuf = entry.map_err(Error::usage)?.path();
         if is_timing_file(&path) && path.extension().is_some_and(|x| x == "json") {
-            let text = fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-            files.push(
-                TimingFile::from_json(&text).map_err(|e| format!("{}: {e}", path.display()))?,
-            );
+            let text = fs::read_to_string(&path).map_err(|e| usage!("{}: {e}", path.display()))?;
+            files
+                .push(TimingFile::from_json(&text).map_err(|e| usage!("{}: {e}", path.display()))?);
         }
     }
     files.sort_by(|a, b| a.platform.id.cmp(&b.platform.id));

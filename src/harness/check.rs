@@ -1,6 +1,7 @@
 //! The declaration check: unique ids, kinds where the window needs one, a
 //! control for every fix in each window, shams named after their fix.
 
+use crate::error::{Result, failed};
 use crate::report::verdict::{Kind, Role, Window};
 
 use super::declare::{Probe, control_for, sham_of};
@@ -9,9 +10,9 @@ use super::declare::{Probe, control_for, sham_of};
 /// in-process arm and none elsewhere; every mitigation and sham has a control
 /// in each of its windows; a sham is `<mitigation>-sham` of a declared
 /// mitigation; controls name no control and make no argument.
-pub fn check(probe: &Probe) -> Result<(), String> {
+pub fn check(probe: &Probe) -> Result<()> {
     for (i, arm) in probe.arms.iter().enumerate() {
-        let bad = |why: &str| Err(format!("{} arm {:?}: {why}", probe.hazard, arm.id));
+        let bad = |why: &str| Err(failed!("{} arm {:?}: {why}", probe.hazard, arm.id));
         if arm.id.is_empty() || arm.windows.is_empty() {
             return bad("needs an id and at least one window");
         }
@@ -172,7 +173,12 @@ mod tests {
             trial: ok,
             ..ARM
         }];
-        assert!(check(&probe(NO_KIND)).unwrap_err().contains("kind"));
+        assert!(
+            check(&probe(NO_KIND))
+                .unwrap_err()
+                .to_string()
+                .contains("kind")
+        );
         // An in-process kind other than report::IN_PROCESS_KINDS's.
         static WRONG_KIND: &[Arm] = &[Arm {
             id: "c",
@@ -185,7 +191,7 @@ mod tests {
             hazard: "posix-lock-drop",
             ..probe(WRONG_KIND)
         };
-        let e = check(&wrong).unwrap_err();
+        let e = check(&wrong).unwrap_err().to_string();
         assert!(e.contains("IN_PROCESS_KINDS says deterministic"), "{e}");
         static ORPHAN: &[Arm] = &[Arm {
             id: "m",
@@ -194,7 +200,12 @@ mod tests {
             trial: ok,
             ..ARM
         }];
-        assert!(check(&probe(ORPHAN)).unwrap_err().contains("no control"));
+        assert!(
+            check(&probe(ORPHAN))
+                .unwrap_err()
+                .to_string()
+                .contains("no control")
+        );
         static BAD_SHAM: &[Arm] = &[
             Arm {
                 id: "c",
@@ -210,7 +221,12 @@ mod tests {
                 ..ARM
             },
         ];
-        assert!(check(&probe(BAD_SHAM)).unwrap_err().contains("sham"));
+        assert!(
+            check(&probe(BAD_SHAM))
+                .unwrap_err()
+                .to_string()
+                .contains("sham")
+        );
         static UNNAMED: &[Arm] = &[ARM];
         assert!(check(&probe(UNNAMED)).is_err());
         // A fix sham-tested in one of its windows but not in the other.
@@ -237,7 +253,7 @@ mod tests {
                 ..ARM
             },
         ];
-        let e = check(&probe(HALF_SHAM)).unwrap_err();
+        let e = check(&probe(HALF_SHAM)).unwrap_err().to_string();
         assert!(e.contains("not in posix-spawn"), "{e}");
     }
 }

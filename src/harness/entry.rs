@@ -13,7 +13,8 @@ use fdwindow_fix::pressure::HoldBy;
 
 use super::check::check;
 use super::declare::{Probe, Settings};
-use super::schedule::{RunError, run};
+use super::schedule::run;
+use crate::error::Error;
 
 #[derive(Parser, Debug)]
 #[command(about = "An fdwindow probe: prints its report as JSON on stdout.")]
@@ -129,16 +130,16 @@ pub fn main(probe: &Probe, args: Vec<String>) -> ExitCode {
                 ExitCode::FAILURE
             }
         },
-        Err(RunError::Interrupted) => {
+        Err(Error::Interrupted) => {
             out::note!(
                 "{}: interrupted; children reaped, scratch removed",
                 probe.hazard
             );
             fdwindow_fix::base::interrupts::exit_code()
         }
-        Err(RunError::Setup(e)) => {
+        Err(e) => {
             out::note!("error: {}: {e}", probe.hazard);
-            ExitCode::FAILURE
+            e.exit_code()
         }
     };
     out::status(status)

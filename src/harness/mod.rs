@@ -51,5 +51,5 @@ pub use check::check;
 pub use declare::{ARM, Arm, Declared, Probe, Settings, declared};
 pub use entry::{PARENT_ENV, main, probe_command};
 pub use race::{RACE_BLOCKS, THOROUGH_RACE_ROUNDS};
-pub use schedule::{RunError, THOROUGH_ONLY, covered, races, races_with, run};
+pub use schedule::{THOROUGH_ONLY, covered, races, races_with, run};
 pub use trial::{Context, Fault, NEVER_OPENED, NO_COPY, Trial};

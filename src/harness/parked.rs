@@ -56,6 +56,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use crate::error::{Error, Result, failed};
 use crate::harness::{Context, Fault};
 use crate::hazards::cloexec::{Call, Flag, Holder, Maker, SpawnHow};
 
@@ -206,17 +207,19 @@ fn not_loaded_reason(built: io::Result<&[u8]>, preload_failed: Option<&String>) 
 
 impl Interposer {
     /// The shim's control functions, or why they are unavailable.
-    pub fn find() -> Result<Interposer, String> {
+    pub fn find() -> Result<Interposer> {
         let Some(table) = fdwindow_fix::sys::symbol(c"fdwindow_parked_api") else {
             // An ABI 1 shim exported only the functions, no table.
-            return Err(if fdwindow_fix::sys::has_function(c"fdwindow_parked_abi") {
-                format!("the parked-call interposer predates ABI {ABI} (no control table)")
-            } else {
-                not_loaded_reason(
-                    crate::cotenant::preload::Library::PARKED_CALL.bytes(),
-                    PRELOAD_FAILED.get(),
-                )
-            });
+            return Err(Error::Failed(
+                if fdwindow_fix::sys::has_function(c"fdwindow_parked_abi") {
+                    format!("the parked-call interposer predates ABI {ABI} (no control table)")
+                } else {
+                    not_loaded_reason(
+                        crate::cotenant::preload::Library::PARKED_CALL.bytes(),
+                        PRELOAD_FAILED.get(),
+                    )
+                },
+            ));
         };
         // SAFETY: `fdwindow_parked_api` is the shim's `const struct
         // fdwindow_parked_api`, a static object that lives as long as the
@@ -226,9 +229,10 @@ impl Interposer {
         let api: &'static Api = unsafe { table.cast::<Api>().as_ref() };
         let size = std::mem::size_of::<Api>();
         if api.abi != ABI || usize::try_from(api.size) != Ok(size) {
-            return Err(format!(
+            return Err(failed!(
                 "the parked-call interposer speaks ABI {} (table of {} bytes); this build needs {ABI} ({size} bytes)",
-                api.abi, api.size
+                api.abi,
+                api.size
             ));
         }
         Ok(Interposer { api })
@@ -341,7 +345,7 @@ pub fn trial<T>(
     family: Family,
     make: impl FnOnce() -> io::Result<T> + Send,
 ) -> Result<Seen, Fault> {
-    let lot = Interposer::find().map_err(Fault::Unsupported)?;
+    let lot = Interposer::find().map_err(|e| Fault::Unsupported(e.to_string()))?;
     std::thread::scope(|s| {
         let (armed_tx, armed_rx) = mpsc::channel();
         let creator = s.spawn(move || {

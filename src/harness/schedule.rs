@@ -2,9 +2,9 @@
 //! each stopped once its verdict is decided, then each race window's arms in
 //! interleaved rounds.
 
-use std::io;
 use std::time::{Duration, Instant};
 
+use crate::error::{Error, Result};
 use crate::report::platform::Platform;
 use crate::report::stats::MAX_TRIALS;
 use crate::report::verdict::{Kind, MIN_DETERMINISTIC_TRIALS, Role, Verdict, Window};
@@ -21,15 +21,6 @@ use super::cell::{Cell, Cells, arm_report, judge_now};
 use super::declare::{Arm, Probe, Settings, control_for};
 use super::race::{RACE_BLOCKS, SpawnHits, THOROUGH_RACE_ROUNDS, race_rounds, still_racing};
 use super::trial::{Fault, NEVER_OPENED, Trial};
-
-/// Why a whole probe run stopped.
-#[derive(Debug)]
-pub enum RunError {
-    /// SIGINT or SIGTERM.
-    Interrupted,
-    /// The scratch folder could not be made.
-    Setup(io::Error),
-}
 
 /// Whether a deterministic window also tests `arm` here (fork-window,
 /// inherited, a deterministic in-process cell, or parked-call when this
@@ -88,14 +79,14 @@ pub const THOROUGH_ONLY: &str =
 /// then mitigations, each stopped once the report's judgement has what it
 /// needs), then each race window's arms in interleaved rounds ([`races`]
 /// says which arms race).
-pub fn run(probe: &Probe, settings: Settings, only: &[String]) -> Result<ProbeReport, RunError> {
+pub fn run(probe: &Probe, settings: Settings, only: &[String]) -> Result<ProbeReport> {
     let started = Instant::now();
     let started_at = utc_now();
     let platform = Platform::detect();
-    let scratch = Scratch::new(probe.hazard).map_err(RunError::Setup)?;
+    let scratch = Scratch::new(probe.hazard).map_err(Error::io("make the scratch folder"))?;
     // Forked before any trial's descriptor exists, so it holds none of theirs.
     let holder = match settings.hold_by {
-        HoldBy::Pass => Some(CopyHolder::start().map_err(RunError::Setup)?),
+        HoldBy::Pass => Some(CopyHolder::start().map_err(Error::io("start the copy holder"))?),
         HoldBy::Fork => None,
     };
     let ground = Ground {
@@ -129,7 +120,7 @@ pub fn run(probe: &Probe, settings: Settings, only: &[String]) -> Result<ProbeRe
     }
     race_windows(probe, &settings, &mut cells, &ground, &platform)?;
     if interrupted() {
-        return Err(RunError::Interrupted);
+        return Err(Error::Interrupted);
     }
     let arms = cells
         .iter()
@@ -139,7 +130,7 @@ pub fn run(probe: &Probe, settings: Settings, only: &[String]) -> Result<ProbeRe
         .observe
         .map_or_else(Vec::new, |observe| observe(&scratch, settings));
     if interrupted() {
-        return Err(RunError::Interrupted);
+        return Err(Error::Interrupted);
     }
     Ok(ProbeReport {
         schema: SCHEMA_VERSION,
@@ -209,7 +200,7 @@ fn race_windows(
     cells: &mut Cells<'_>,
     ground: &Ground<'_>,
     platform: &Platform,
-) -> Result<(), RunError> {
+) -> Result<()> {
     for race_window in Window::ALL.into_iter().filter(|w| w.is_race()) {
         let block = settings.race / RACE_BLOCKS;
         let max_rounds = if settings.thorough {
@@ -293,7 +284,7 @@ pub(super) fn run_block(
     race: Option<SpawnRace>,
     ground: &Ground<'_>,
     cell: &mut Cell,
-) -> Result<(), RunError> {
+) -> Result<()> {
     let began = Instant::now();
     let result = block_trials(arm, window, trials, cap, deadline, race, ground, cell);
     cell.elapsed += began.elapsed();
@@ -319,7 +310,7 @@ pub(super) fn block_trials(
     race: Option<SpawnRace>,
     ground: &Ground<'_>,
     cell: &mut Cell,
-) -> Result<(), RunError> {
+) -> Result<()> {
     let mut own_spawns = None::<bool>;
     let mut spawn_hits = SpawnHits::default();
     let mut confirmed = 0u64;
@@ -331,7 +322,7 @@ pub(super) fn block_trials(
             break;
         }
         if interrupted() {
-            return Err(RunError::Interrupted);
+            return Err(Error::Interrupted);
         }
         let enough = match (&race, deadline) {
             (Some(race), Some(end)) => {
@@ -466,6 +457,7 @@ pub(super) mod tests {
     use super::*;
     use crate::harness::{ARM, Context};
     use crate::report::verdict::Outcome;
+    use std::io;
     use std::sync::atomic::Ordering;
 
     pub(in crate::harness) fn ok(_: &mut Trial<'_>) -> Result<bool, Fault> {

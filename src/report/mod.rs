@@ -22,6 +22,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::{Error, Result, usage};
 use crate::report::platform::Platform;
 use crate::report::stats::{Count, MAX_TRIALS};
 use crate::report::verdict::{
@@ -52,13 +53,13 @@ pub fn is_older_schema(problem: &str) -> bool {
 const OLDER: &str = "older schema: ";
 
 /// Refuses any schema but this build's, in one line.
-fn check_schema(v: u64) -> Result<(), String> {
+fn check_schema(v: u64) -> Result<()> {
     match v.cmp(&u64::from(SCHEMA_VERSION)) {
         std::cmp::Ordering::Equal => Ok(()),
-        std::cmp::Ordering::Greater => Err(format!(
+        std::cmp::Ordering::Greater => Err(usage!(
             "schema {v} is newer than this fdwindow reads ({SCHEMA_VERSION}); upgrade fdwindow"
         )),
-        std::cmp::Ordering::Less => Err(format!(
+        std::cmp::Ordering::Less => Err(usage!(
             "{OLDER}schema {v} is older than this fdwindow reads ({SCHEMA_VERSION}); regenerate it with `{REGENERATE}`"
         )),
     }
@@ -254,7 +255,7 @@ impl ProbeReport {
     }
 
     /// Checks what a reader relies on: a known schema and unique (arm, window) pairs.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<()> {
         check_schema(u64::from(self.schema))?;
         check_platform_id(&self.platform.id)?;
         let mut seen = std::collections::BTreeSet::new();
@@ -267,9 +268,9 @@ impl ProbeReport {
                 ..
             } = a.outcome
             {
-                Count::checked(hits, trials).map_err(|e| format!("{}: {e}", at()))?;
+                Count::checked(hits, trials).map_err(|e| usage!("{}: {e}", at()))?;
                 if broken_trials > MAX_TRIALS {
-                    return Err(format!("{}: {broken_trials} broken trials", at()));
+                    return Err(usage!("{}: {broken_trials} broken trials", at()));
                 }
             }
             // A window's kind is fixed (fork-window, inherited and
@@ -281,7 +282,7 @@ impl ProbeReport {
             match expected {
                 Some(k) if k == a.kind => {}
                 Some(k) => {
-                    return Err(format!(
+                    return Err(usage!(
                         "{}: kind {} where the probe's cells are {}",
                         at(),
                         a.kind.id(),
@@ -289,7 +290,7 @@ impl ProbeReport {
                     ));
                 }
                 None => {
-                    return Err(format!(
+                    return Err(usage!(
                         "{}: {} declares no in-process kind",
                         at(),
                         self.hazard
@@ -302,14 +303,14 @@ impl ProbeReport {
             // real. A deterministic cell on a TCG guest is emulated only when
             // its arm is timed, which the file alone cannot tell.
             if a.emulated && !self.platform.emulated() {
-                return Err(format!(
+                return Err(usage!(
                     "{}: marked emulated, but {} is not an emulated platform",
                     at(),
                     self.platform.id
                 ));
             }
             if !a.emulated && self.platform.emulated() && a.kind == Kind::Statistical {
-                return Err(format!(
+                return Err(usage!(
                     "{}: a statistical cell on the emulated {} must be marked emulated",
                     at(),
                     self.platform.id
@@ -318,13 +319,13 @@ impl ProbeReport {
             if a.role == Role::Control
                 && (a.against.is_some() || a.sham.is_some() || a.avoids.is_some())
             {
-                return Err(format!(
+                return Err(usage!(
                     "{}: a control has no control, sham or argument",
                     at()
                 ));
             }
             if !seen.insert((&a.arm, a.window)) {
-                return Err(format!(
+                return Err(usage!(
                     "arm {} appears twice in window {}",
                     a.arm,
                     a.window.id()
@@ -340,21 +341,21 @@ impl ProbeReport {
         for l in &self.left_out {
             let at = format!("left-out arm {} in window {}", l.arm, l.window.id());
             if self.find(&l.arm, l.window).is_some() {
-                return Err(format!("{at}: the report also measured it"));
+                return Err(usage!("{at}: the report also measured it"));
             }
             if !l.window.is_race() {
-                return Err(format!("{at}: only a race window leaves arms out"));
+                return Err(usage!("{at}: only a race window leaves arms out"));
             }
             if l.role == Role::Control {
-                return Err(format!("{at}: a run races every control"));
+                return Err(usage!("{at}: a run races every control"));
             }
             if !left.insert((&l.arm, l.window)) {
-                return Err(format!("{at}: listed twice"));
+                return Err(usage!("{at}: listed twice"));
             }
         }
         for t in &self.tables {
             if let Some(row) = t.rows.iter().find(|r| r.len() != t.columns.len()) {
-                return Err(format!(
+                return Err(usage!(
                     "table {}: row {row:?} does not match its columns",
                     t.id
                 ));
@@ -402,33 +403,37 @@ pub struct ResultsFile {
 
 impl ResultsFile {
     /// Parses and validates a results document.
-    pub fn from_json(text: &str) -> Result<ResultsFile, String> {
-        ResultsFile::from_value(serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?)
+    pub fn from_json(text: &str) -> Result<ResultsFile> {
+        ResultsFile::from_value(serde_json::from_str(text).map_err(|e| usage!("not JSON: {e}"))?)
     }
 
     /// Validates a results document already parsed as JSON.
-    pub fn from_value(head: serde_json::Value) -> Result<ResultsFile, String> {
+    pub fn from_value(head: serde_json::Value) -> Result<ResultsFile> {
         // Read the version first, so a future schema is named as such rather
         // than reported as whatever field it no longer has.
         match head.get("schema") {
             Some(v) => match v.as_u64() {
                 Some(v) => check_schema(v)?,
                 None => {
-                    return Err(format!(
+                    return Err(usage!(
                         "\"schema\" is {v}, not a version number: not an fdwindow results file"
                     ));
                 }
             },
-            None => return Err("no \"schema\" field: not an fdwindow results file".into()),
+            None => {
+                return Err(Error::usage(
+                    "no \"schema\" field: not an fdwindow results file",
+                ));
+            }
         }
         let file: ResultsFile =
-            serde_json::from_value(head).map_err(|e| format!("bad results: {e}"))?;
+            serde_json::from_value(head).map_err(|e| usage!("bad results: {e}"))?;
         check_platform_id(&file.platform.id)?;
         for (id, p) in &file.probes {
             if *id != p.hazard {
-                return Err(format!("entry {id} holds a report for {}", p.hazard));
+                return Err(usage!("entry {id} holds a report for {}", p.hazard));
             }
-            p.validate().map_err(|e| format!("{id}: {e}"))?;
+            p.validate().map_err(|e| usage!("{id}: {e}"))?;
         }
         Ok(file)
     }
@@ -436,7 +441,7 @@ impl ResultsFile {
 
 /// A platform id names a file in the results folder, so it must be a plain
 /// file name: letters, digits, `.`, `_`, `-`, not starting with a dot.
-pub fn check_platform_id(id: &str) -> Result<(), String> {
+pub fn check_platform_id(id: &str) -> Result<()> {
     let plain = !id.is_empty()
         && !id.starts_with('.')
         && id
@@ -445,7 +450,7 @@ pub fn check_platform_id(id: &str) -> Result<(), String> {
     if plain {
         Ok(())
     } else {
-        Err(format!("platform id {id:?} is not a plain file name"))
+        Err(usage!("platform id {id:?} is not a plain file name"))
     }
 }
 
@@ -498,7 +503,7 @@ mod tests {
             why: "not measured in a default run".into(),
         };
         report.left_out = vec![entry("a", Role::Mitigation, Window::PosixSpawn)];
-        assert_eq!(report.validate(), Ok(()));
+        report.validate().unwrap();
         for (bad, says) in [
             (
                 entry("a", Role::Mitigation, Window::ForkWindow),
@@ -516,7 +521,7 @@ mod tests {
         ] {
             let mut r = report.clone();
             r.left_out.push(bad.clone());
-            let e = r.validate().unwrap_err();
+            let e = r.validate().unwrap_err().to_string();
             assert!(e.contains(says), "{bad:?}: {e}");
         }
     }
@@ -530,22 +535,22 @@ mod tests {
         let mut file = sample();
         let report = file.probes.values_mut().next().unwrap();
         report.platform.virtualization = Virtualization::KvmGuest;
-        assert_eq!(report.validate(), Ok(()));
+        report.validate().unwrap();
         let mut forged = report.clone();
         forged.arms[1].emulated = true;
-        let e = forged.validate().unwrap_err();
+        let e = forged.validate().unwrap_err().to_string();
         assert!(e.contains("not an emulated platform"), "{e}");
 
         let mut tcg = report.clone();
         tcg.platform.virtualization = Virtualization::Tcg;
         // Deterministic cells may be either there (a timed arm is emulated).
         tcg.arms[1].emulated = true;
-        assert_eq!(tcg.validate(), Ok(()));
+        tcg.validate().unwrap();
         tcg.arms[1].kind = Kind::Statistical;
         tcg.arms[1].window = Window::PosixSpawn;
-        assert_eq!(tcg.validate(), Ok(()));
+        tcg.validate().unwrap();
         tcg.arms[1].emulated = false;
-        let e = tcg.validate().unwrap_err();
+        let e = tcg.validate().unwrap_err().to_string();
         assert!(e.contains("must be marked emulated"), "{e}");
     }
 
@@ -673,7 +678,9 @@ mod tests {
             let mut file = sample();
             file.probes.get_mut("flock-survival").unwrap().arms[0].outcome =
                 Outcome::observed(hits, trials);
-            ResultsFile::from_json(&serde_json::to_string(&file).unwrap()).unwrap_err()
+            ResultsFile::from_json(&serde_json::to_string(&file).unwrap())
+                .unwrap_err()
+                .to_string()
         };
         assert!(bad(4, 3).contains("4 hits in 3 trials"), "{}", bad(4, 3));
         let over = bad(0, MAX_TRIALS + 1);
@@ -693,21 +700,27 @@ mod tests {
     fn refuses_future_and_foreign_documents() {
         let mut file = sample();
         file.schema = SCHEMA_VERSION + 1;
-        let err = ResultsFile::from_json(&serde_json::to_string(&file).unwrap()).unwrap_err();
+        let err = ResultsFile::from_json(&serde_json::to_string(&file).unwrap())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("newer"), "{err}");
         let mut file = sample();
         file.schema = 1;
-        let err = ResultsFile::from_json(&serde_json::to_string(&file).unwrap()).unwrap_err();
+        let err = ResultsFile::from_json(&serde_json::to_string(&file).unwrap())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("older") && err.contains(REGENERATE), "{err}");
         assert!(!err.contains('\n'), "{err}");
         assert!(
             ResultsFile::from_json("{\"x\":1}")
                 .unwrap_err()
+                .to_string()
                 .contains("schema")
         );
         assert!(
             ResultsFile::from_json("{trunc")
                 .unwrap_err()
+                .to_string()
                 .contains("not JSON")
         );
         let mut file = sample();
@@ -717,7 +730,9 @@ mod tests {
             .unwrap()
             .arms
             .push(dup);
-        let err = ResultsFile::from_json(&serde_json::to_string(&file).unwrap()).unwrap_err();
+        let err = ResultsFile::from_json(&serde_json::to_string(&file).unwrap())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("twice"), "{err}");
     }
 }
@@ -760,7 +775,10 @@ mod kind_tests {
         use Kind::{Deterministic, Statistical};
         for w in [Window::ForkWindow, Window::Inherited, Window::ParkedCall] {
             one_arm("h", w, Deterministic).validate().unwrap();
-            let e = one_arm("h", w, Statistical).validate().unwrap_err();
+            let e = one_arm("h", w, Statistical)
+                .validate()
+                .unwrap_err()
+                .to_string();
             assert!(e.contains("kind statistical"), "{e}");
         }
         one_arm("h", Window::PosixSpawn, Statistical)
@@ -777,13 +795,15 @@ mod kind_tests {
             .unwrap();
         let e = one_arm("posix-lock-drop", w, Statistical)
             .validate()
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("probe's cells are deterministic"), "{e}");
         one_arm("env-race", w, Statistical).validate().unwrap();
         assert!(one_arm("env-race", w, Deterministic).validate().is_err());
         let e = one_arm("no-such-hazard", w, Statistical)
             .validate()
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("declares no in-process kind"), "{e}");
     }
 }

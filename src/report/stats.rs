@@ -15,6 +15,7 @@
 //! - C. Lanczos, "A precision approximation of the gamma function", SIAM J.
 //!   Numer. Anal. B 1 (1964); coefficients g = 7, n = 9 as in Numerical Recipes.
 
+use crate::error::{Result, usage};
 use serde::{Deserialize, Serialize};
 
 /// The two-sided 95% normal quantile.
@@ -54,11 +55,11 @@ impl Count {
     }
 
     /// A count, if `hits <= trials <= MAX_TRIALS`; else why not.
-    pub fn checked(hits: u64, trials: u64) -> Result<Count, String> {
+    pub fn checked(hits: u64, trials: u64) -> Result<Count> {
         if trials > MAX_TRIALS {
-            Err(format!("{trials} trials is over the limit of {MAX_TRIALS}"))
+            Err(usage!("{trials} trials is over the limit of {MAX_TRIALS}"))
         } else if hits > trials {
-            Err(format!("{hits} hits in {trials} trials"))
+            Err(usage!("{hits} hits in {trials} trials"))
         } else {
             Ok(Count { trials, hits })
         }

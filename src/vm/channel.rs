@@ -6,6 +6,7 @@
 //! channel itself may lose (a guest that dies mid-write, a port left in cooked
 //! mode that rewrites `\n` as `\r\n`).
 
+use crate::error::{Error, Result, failed};
 use std::fmt::Write as _;
 
 const HEADER: &str = "FDWINDOW-RESULTS v1";
@@ -78,29 +79,31 @@ struct Header {
     body: usize,
 }
 
-fn header(bytes: &[u8]) -> Result<Header, String> {
-    let start = find(bytes, HEADER.as_bytes())
-        .ok_or("no results frame on the results port: the guest stopped before sending one")?;
+fn header(bytes: &[u8]) -> Result<Header> {
+    let start = find(bytes, HEADER.as_bytes()).ok_or_else(|| {
+        Error::failed("no results frame on the results port: the guest stopped before sending one")
+    })?;
     let rest = &bytes[start + HEADER.len()..];
     let eol = rest
         .iter()
         .position(|&b| b == b'\n')
-        .ok_or("results frame: header cut short")?;
-    let line = std::str::from_utf8(&rest[..eol]).map_err(|_| "results frame: bad header")?;
+        .ok_or_else(|| Error::failed("results frame: header cut short"))?;
+    let line = std::str::from_utf8(&rest[..eol])
+        .map_err(|_| Error::failed("results frame: bad header"))?;
     let field = |name: &str| {
         line.split_ascii_whitespace()
             .find_map(|w| w.strip_prefix(name)?.strip_prefix('='))
-            .ok_or_else(|| format!("results frame: header lacks {name}: {line:?}"))
+            .ok_or_else(|| failed!("results frame: header lacks {name}: {line:?}"))
     };
     Ok(Header {
         status: field("status")?
             .parse()
-            .map_err(|_| format!("results frame: bad status in {line:?}"))?,
+            .map_err(|_| failed!("results frame: bad status in {line:?}"))?,
         len: field("len")?
             .parse()
-            .map_err(|_| format!("results frame: bad len in {line:?}"))?,
+            .map_err(|_| failed!("results frame: bad len in {line:?}"))?,
         sum: u64::from_str_radix(field("fnv1a64")?, 16)
-            .map_err(|_| format!("results frame: bad checksum in {line:?}"))?,
+            .map_err(|_| failed!("results frame: bad checksum in {line:?}"))?,
         body: start + HEADER.len() + eol + 1,
     })
 }
@@ -127,7 +130,7 @@ pub fn progress(head: &[u8], total: u64) -> Option<Progress> {
 }
 
 /// The frame in what the host read from the port, or why there is none.
-pub fn decode(bytes: &[u8]) -> Result<Frame, String> {
+pub fn decode(bytes: &[u8]) -> Result<Frame> {
     let Header {
         status,
         len,
@@ -140,17 +143,21 @@ pub fn decode(bytes: &[u8]) -> Result<Frame, String> {
         .checked_add(TRAILER.len())
         .is_none_or(|need| body.len() < need)
     {
-        return Err(format!(
+        return Err(failed!(
             "results frame cut short: {} of {len} bytes and the end marker arrived",
             body.len()
         ));
     }
     let payload = &body[..len];
     if &body[len..len + TRAILER.len()] != TRAILER {
-        return Err("results frame: no end marker after the declared length".into());
+        return Err(Error::failed(
+            "results frame: no end marker after the declared length",
+        ));
     }
     if Fnv1a::of(payload) != sum {
-        return Err("results frame: checksum mismatch: the document was damaged".into());
+        return Err(Error::failed(
+            "results frame: checksum mismatch: the document was damaged",
+        ));
     }
     Ok(Frame {
         status,
@@ -177,7 +184,7 @@ mod tests {
     fn round_trip_with_noise_before() {
         let mut bytes = b"garbage\r\n".to_vec();
         bytes.extend(encode(&sample()));
-        assert_eq!(decode(&bytes), Ok(sample()));
+        assert_eq!(decode(&bytes).unwrap(), sample());
     }
 
     #[test]
@@ -193,9 +200,14 @@ mod tests {
         let mut flipped = good.clone();
         let at = good.len() - TRAILER.len() - 3;
         flipped[at] ^= 0x20;
-        assert!(decode(&flipped).unwrap_err().contains("checksum"));
+        assert!(
+            decode(&flipped)
+                .unwrap_err()
+                .to_string()
+                .contains("checksum")
+        );
         let cut = &good[..good.len() - 5];
-        assert!(decode(cut).unwrap_err().contains("cut short"));
+        assert!(decode(cut).unwrap_err().to_string().contains("cut short"));
         // A cooked port turns \n into \r\n: the length no longer lines up.
         let cooked: Vec<u8> = good
             .iter()
@@ -208,7 +220,12 @@ mod tests {
             })
             .collect();
         assert!(decode(&cooked).is_err());
-        assert!(decode(b"").unwrap_err().contains("no results frame"));
+        assert!(
+            decode(b"")
+                .unwrap_err()
+                .to_string()
+                .contains("no results frame")
+        );
     }
 
     #[test]
@@ -217,9 +234,19 @@ mod tests {
             "\n{HEADER} status=0 len={} fnv1a64=0\n{{}}\nFDWINDOW-END\n",
             usize::MAX
         );
-        assert!(decode(frame.as_bytes()).unwrap_err().contains("cut short"));
+        assert!(
+            decode(frame.as_bytes())
+                .unwrap_err()
+                .to_string()
+                .contains("cut short")
+        );
         let empty = format!("\n{HEADER} status=0 len=0 fnv1a64=0\nFDWINDOW");
-        assert!(decode(empty.as_bytes()).unwrap_err().contains("cut short"));
+        assert!(
+            decode(empty.as_bytes())
+                .unwrap_err()
+                .to_string()
+                .contains("cut short")
+        );
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //! - deb(5): <https://manpages.debian.org/bookworm/dpkg-dev/deb.5.en.html>
 //! - The `ar` format's member header: <https://www.freebsd.org/cgi/man.cgi?query=ar&sektion=5>
 
+use crate::error::{Error, Result, usage};
 use std::fs::File;
 use std::io::{self, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -30,22 +31,21 @@ pub struct Found {
 
 /// Extracts the kernel image (and its config) of `deb` into `scratch`.
 /// Errors are one line, without the file's name (the caller adds it).
-pub fn extract_kernel(deb: &Path, scratch: &Path) -> Result<Found, String> {
-    let file = File::open(deb).map_err(|e| e.to_string())?;
-    let size = file.metadata().map_err(|e| e.to_string())?.len();
+pub fn extract_kernel(deb: &Path, scratch: &Path) -> Result<Found> {
+    let file = File::open(deb).map_err(Error::usage)?;
+    let size = file.metadata().map_err(Error::usage)?.len();
     let mut ar = BufReader::new(file);
     let mut magic = [0u8; 8];
-    if read_full(&mut ar, &mut magic).map_err(|e| e.to_string())? < magic.len()
-        || &magic != b"!<arch>\n"
+    if read_full(&mut ar, &mut magic).map_err(Error::usage)? < magic.len() || &magic != b"!<arch>\n"
     {
-        return Err("not a .deb (no ar archive signature)".into());
+        return Err(Error::usage("not a .deb (no ar archive signature)"));
     }
     let mut offset = magic.len() as u64;
     let mut control = None;
     while let Some(member) = next_member(&mut ar, &mut offset)? {
         let ends = offset + member.size;
         if ends > size {
-            return Err(format!(
+            return Err(usage!(
                 "cut short: its {} member is {} bytes, the file holds {} of them",
                 member.name,
                 member.size,
@@ -54,20 +54,20 @@ pub fn extract_kernel(deb: &Path, scratch: &Path) -> Result<Found, String> {
         }
         if member.name.starts_with("data.tar") {
             return extract_from_data(&member.name, ar, member.size, scratch)
-                .and_then(|found| found.ok_or_else(|| no_kernel(control.as_ref())));
+                .and_then(|found| found.ok_or_else(|| Error::Usage(no_kernel(control.as_ref()))));
         }
         let mut body = (&mut ar).take(member.size);
         if member.name.starts_with("control.tar") {
             control = Some(read_control(&member.name, &mut body)?);
         }
-        io::copy(&mut body, &mut io::sink()).map_err(|e| e.to_string())?;
+        io::copy(&mut body, &mut io::sink()).map_err(Error::usage)?;
         // Members start on even offsets.
         if member.size % 2 == 1 {
-            read_full(&mut ar, &mut [0u8; 1]).map_err(|e| e.to_string())?;
+            read_full(&mut ar, &mut [0u8; 1]).map_err(Error::usage)?;
         }
         offset = ends + member.size % 2;
     }
-    Err("not a .deb: no data.tar member".into())
+    Err(Error::usage("not a .deb: no data.tar member"))
 }
 
 /// Why a package with no `boot/vmlinuz-*` cannot boot, naming the package
@@ -101,17 +101,17 @@ struct Member {
 
 /// Reads the next member header at `offset` (advanced past it); `None` at
 /// the archive's end.
-fn next_member(ar: &mut impl Read, offset: &mut u64) -> Result<Option<Member>, String> {
+fn next_member(ar: &mut impl Read, offset: &mut u64) -> Result<Option<Member>> {
     let mut header = [0u8; 60];
-    match read_full(ar, &mut header).map_err(|e| e.to_string())? {
+    match read_full(ar, &mut header).map_err(Error::usage)? {
         0 => return Ok(None),
         60 => {}
-        n => return Err(format!("cut short: an ar member header of {n} of 60 bytes")),
+        n => return Err(usage!("cut short: an ar member header of {n} of 60 bytes")),
     }
     *offset += 60;
     let text = |range: std::ops::Range<usize>| String::from_utf8_lossy(&header[range]).into_owned();
     if &header[58..60] != b"`\n" {
-        return Err(format!(
+        return Err(usage!(
             "not a .deb: a damaged ar member header at byte {}",
             *offset - 60
         ));
@@ -121,7 +121,7 @@ fn next_member(ar: &mut impl Read, offset: &mut u64) -> Result<Option<Member>, S
     let size = text(48..58)
         .trim()
         .parse()
-        .map_err(|_| format!("not a .deb: member {name:?} has no size"))?;
+        .map_err(|_| usage!("not a .deb: member {name:?} has no size"))?;
     Ok(Some(Member { name, size }))
 }
 
@@ -149,23 +149,23 @@ struct Control {
 /// The control member is a few kilobytes: decompressed whole.
 const CONTROL_LIMIT: u64 = 1 << 20;
 
-fn read_control(name: &str, body: impl Read) -> Result<Control, String> {
+fn read_control(name: &str, body: impl Read) -> Result<Control> {
     let mut packed = Vec::new();
     body.take(CONTROL_LIMIT)
         .read_to_end(&mut packed)
-        .map_err(|e| e.to_string())?;
+        .map_err(Error::usage)?;
     let tar = decompress_whole(name, &packed)?;
     let mut archive = tar::Archive::new(tar.as_slice());
-    for entry in archive.entries().map_err(|e| format!("{name}: {e}"))? {
-        let mut entry = entry.map_err(|e| format!("{name}: {e}"))?;
-        let path = entry.path().map_err(|e| e.to_string())?.into_owned();
+    for entry in archive.entries().map_err(|e| usage!("{name}: {e}"))? {
+        let mut entry = entry.map_err(|e| usage!("{name}: {e}"))?;
+        let path = entry.path().map_err(Error::usage)?.into_owned();
         if path.strip_prefix("./").unwrap_or(&path) != Path::new("control") {
             continue;
         }
         let mut text = String::new();
         entry
             .read_to_string(&mut text)
-            .map_err(|e| format!("{name}: control: {e}"))?;
+            .map_err(|e| usage!("{name}: control: {e}"))?;
         return Ok(parse_control(&text));
     }
     Ok(Control::default())
@@ -190,17 +190,17 @@ fn parse_control(text: &str) -> Control {
     }
 }
 
-fn decompress_whole(name: &str, packed: &[u8]) -> Result<Vec<u8>, String> {
+fn decompress_whole(name: &str, packed: &[u8]) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     match compression(name)? {
         Compression::None => out.extend_from_slice(packed),
         Compression::Xz => lzma_rs::xz_decompress(&mut { packed }, &mut out)
-            .map_err(|e| format!("{name}: xz: {e}"))?,
+            .map_err(|e| usage!("{name}: xz: {e}"))?,
         Compression::Zstd => {
             ruzstd::decoding::StreamingDecoder::new(packed)
-                .map_err(|e| format!("{name}: zstd: {e}"))?
+                .map_err(|e| usage!("{name}: zstd: {e}"))?
                 .read_to_end(&mut out)
-                .map_err(|e| format!("{name}: zstd: {e}"))?;
+                .map_err(|e| usage!("{name}: zstd: {e}"))?;
         }
     }
     Ok(out)
@@ -214,12 +214,12 @@ enum Compression {
 
 /// The member's compression, from its suffix: Debian's packages use xz,
 /// Ubuntu's zstd.
-fn compression(name: &str) -> Result<Compression, String> {
+fn compression(name: &str) -> Result<Compression> {
     match name.rsplit_once(".tar").map(|(_, suffix)| suffix) {
         Some("") => Ok(Compression::None),
         Some(".xz") => Ok(Compression::Xz),
         Some(".zst") => Ok(Compression::Zstd),
-        _ => Err(format!(
+        _ => Err(usage!(
             "its {name} is compressed in a way read here only by dpkg (xz, zstd and none are \
              read here): extract boot/vmlinuz-* with `dpkg-deb -x` and pass the image"
         )),
@@ -233,41 +233,43 @@ fn extract_from_data(
     ar: BufReader<File>,
     size: u64,
     scratch: &Path,
-) -> Result<Option<Found>, String> {
+) -> Result<Option<Found>> {
     let body = ar.take(size);
     match compression(name)? {
         Compression::None => walk_data(name, body, scratch),
         Compression::Zstd => {
             let decoder = ruzstd::decoding::StreamingDecoder::new(body)
-                .map_err(|e| format!("{name}: zstd: {e}"))?;
+                .map_err(|e| usage!("{name}: zstd: {e}"))?;
             walk_data(name, decoder, scratch)
         }
         Compression::Xz => {
             // lzma-rs decodes into a writer: a thread feeds a pipe the walk
             // reads, and dropping the read end stops the thread (EPIPE).
-            let (reader, mut writer) = io::pipe().map_err(|e| e.to_string())?;
+            let (reader, mut writer) = io::pipe().map_err(Error::usage)?;
             let decoder = std::thread::spawn(move || {
                 lzma_rs::xz_decompress(&mut BufReader::new(body), &mut writer)
             });
             let walked = walk_data(name, reader, scratch);
-            let decoded = decoder.join().map_err(|_| "the xz decoder panicked")?;
+            let decoded = decoder
+                .join()
+                .map_err(|_| Error::usage("the xz decoder panicked"))?;
             match (walked, decoded) {
                 (Ok(Some(found)), _) => Ok(Some(found)),
                 // The decoder's error is the cause of the walk's.
-                (_, Err(e)) => Err(format!("{name}: xz: {e}")),
+                (_, Err(e)) => Err(usage!("{name}: xz: {e}")),
                 (walked, Ok(())) => walked,
             }
         }
     }
 }
 
-fn walk_data(name: &str, tar: impl Read, scratch: &Path) -> Result<Option<Found>, String> {
+fn walk_data(name: &str, tar: impl Read, scratch: &Path) -> Result<Option<Found>> {
     let boot = scratch.join("boot");
-    std::fs::create_dir_all(&boot).map_err(|e| format!("create {}: {e}", boot.display()))?;
+    std::fs::create_dir_all(&boot).map_err(|e| usage!("create {}: {e}", boot.display()))?;
     let mut archive = tar::Archive::new(tar);
     let mut image: Option<(PathBuf, String)> = None;
     let mut config = None;
-    let bad = |e: io::Error| format!("{name}: {e}");
+    let bad = |e: io::Error| usage!("{name}: {e}");
     for entry in archive.entries().map_err(bad)? {
         let mut entry = entry.map_err(bad)?;
         let path = entry.path().map_err(bad)?.into_owned();
@@ -285,7 +287,7 @@ fn walk_data(name: &str, tar: impl Read, scratch: &Path) -> Result<Option<Found>
             continue;
         }
         let out = boot.join(&file);
-        let mut dest = File::create(&out).map_err(|e| format!("create {}: {e}", out.display()))?;
+        let mut dest = File::create(&out).map_err(|e| usage!("create {}: {e}", out.display()))?;
         io::copy(&mut entry, &mut dest).map_err(bad)?;
         if is_image {
             image = Some((out, file["vmlinuz-".len()..].to_owned()));
@@ -331,7 +333,7 @@ mod tests {
         assert!(matches!(compression("data.tar.xz"), Ok(Compression::Xz)));
         assert!(matches!(compression("data.tar.zst"), Ok(Compression::Zstd)));
         assert!(matches!(compression("data.tar"), Ok(Compression::None)));
-        let gz = compression("data.tar.gz").err().unwrap();
+        let gz = compression("data.tar.gz").err().unwrap().to_string();
         assert!(gz.contains("dpkg-deb -x"), "{gz}");
     }
 }

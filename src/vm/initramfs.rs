@@ -8,6 +8,7 @@
 //! cached under a key hashed from every input's path, mode and bytes and the
 //! `/init` script, so any change to any of them builds a new one.
 
+use crate::error::{Error, Result, failed, usage};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -96,11 +97,11 @@ impl Spec {
     /// The standard guest: `fdwindow` from `bin_dir` (it runs every probe as
     /// `fdwindow probe HAZARD`), busybox, `/usr/bin/true`, `/bin/cat`, their
     /// shared libraries, `/init`.
-    pub fn standard(bin_dir: &Path) -> Result<Spec, String> {
+    pub fn standard(bin_dir: &Path) -> Result<Spec> {
         let mut spec = Spec::default();
         let fdwindow = bin_dir.join("fdwindow");
         if !fdwindow.is_file() {
-            return Err(format!(
+            return Err(usage!(
                 "{}: not built (run `cargo build --release --bins`)",
                 fdwindow.display()
             ));
@@ -129,7 +130,7 @@ impl Spec {
             .iter()
             .map(PathBuf::from)
             .find(|p| p.is_file())
-            .ok_or("busybox not found (install busybox-static)")?;
+            .ok_or_else(|| Error::usage("busybox not found (install busybox-static)"))?;
         spec.file("/bin/busybox", &busybox, 0o755, false);
         for applet in APPLETS {
             spec.entries
@@ -193,7 +194,7 @@ impl Spec {
     }
 
     /// The cache key: every entry's path, kind, mode and bytes.
-    pub fn key(&self) -> Result<String, String> {
+    pub fn key(&self) -> Result<String> {
         let mut h = Fnv1a::default();
         h.update(LAYOUT.as_bytes());
         for (path, entry) in &self.entries {
@@ -223,7 +224,7 @@ impl Spec {
     }
 
     /// The archive's bytes; `scratch` holds stripped copies while it is built.
-    pub fn build(&self, scratch: &Path) -> Result<Vec<u8>, String> {
+    pub fn build(&self, scratch: &Path) -> Result<Vec<u8>> {
         let mut cpio = Cpio::default();
         for (path, entry) in &self.entries {
             let mut parent = Path::new(path).parent();
@@ -260,7 +261,7 @@ impl Spec {
 
     /// The archive in `cache_dir`, built when no archive has this key.
     /// Returns its path and whether it was built now.
-    pub fn cached(&self, cache_dir: &Path, scratch: &Path) -> Result<(PathBuf, bool), String> {
+    pub fn cached(&self, cache_dir: &Path, scratch: &Path) -> Result<(PathBuf, bool)> {
         let key = self.key()?;
         let path = cache_dir.join(format!("initramfs-{key}.cpio"));
         if path.is_file() {
@@ -268,9 +269,9 @@ impl Spec {
         }
         let bytes = self.build(scratch)?;
         std::fs::create_dir_all(cache_dir)
-            .map_err(|e| format!("create {}: {e}", cache_dir.display()))?;
+            .map_err(|e| failed!("create {}: {e}", cache_dir.display()))?;
         crate::evidence::results::write_atomic(&path, &bytes)
-            .map_err(|e| format!("write {}: {e}", path.display()))?;
+            .map_err(|e| failed!("write {}: {e}", path.display()))?;
         prune(cache_dir, &path);
         Ok((path, true))
     }
@@ -299,13 +300,13 @@ fn prune(cache_dir: &Path, keep: &Path) {
     }
 }
 
-fn read(path: &Path) -> Result<Vec<u8>, String> {
-    std::fs::read(path).map_err(|e| format!("read {}: {e}", path.display()))
+fn read(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| failed!("read {}: {e}", path.display()))
 }
 
 /// A copy of `source` without symbols (`strip(1)`), or its bytes as they are
 /// when no `strip` runs here.
-fn stripped(source: &Path, scratch: &Path) -> Result<Vec<u8>, String> {
+fn stripped(source: &Path, scratch: &Path) -> Result<Vec<u8>> {
     let out = scratch.join(format!(
         "stripped-{}",
         source.file_name().expect("a file").to_string_lossy()
@@ -325,12 +326,12 @@ fn stripped(source: &Path, scratch: &Path) -> Result<Vec<u8>, String> {
 
 /// The shared libraries `program` loads, as `ldd(1)` lists them (the loader
 /// included, the vDSO excluded); none for a static program.
-pub fn shared_libraries(program: &Path) -> Result<Vec<PathBuf>, String> {
+pub fn shared_libraries(program: &Path) -> Result<Vec<PathBuf>> {
     let out = Command::new("ldd")
         .arg(program)
         .stdin(std::process::Stdio::null())
         .output()
-        .map_err(|e| format!("ldd {}: {e}", program.display()))?;
+        .map_err(|e| failed!("ldd {}: {e}", program.display()))?;
     let text = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
         // "not a dynamic executable": a static program needs nothing.

@@ -3,6 +3,7 @@
 //! `linux-image-*.deb` ([`deb`](super::deb)), and a configuration with
 //! everything the guest needs built in.
 
+use crate::error::{Error, Result, usage};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -22,11 +23,11 @@ pub struct Kernel {
 /// Opens `file`, a `.deb` (its kernel extracted under `scratch`) or a kernel
 /// image, and checks the image's boot header. Every error is one line that
 /// names `file`.
-pub fn open(file: &Path, scratch: &Path) -> Result<Kernel, String> {
-    let named = |why: String| format!("{}: {why}", file.display());
-    let meta = std::fs::metadata(file).map_err(|e| named(format!("{e}")))?;
+pub fn open(file: &Path, scratch: &Path) -> Result<Kernel> {
+    let named = |why: Error| why.context(file.display());
+    let meta = std::fs::metadata(file).map_err(|e| named(Error::usage(e)))?;
     if !meta.is_file() {
-        return Err(named("not a file".into()));
+        return Err(named(Error::usage("not a file")));
     }
     let kernel = if file.extension().is_some_and(|e| e == "deb") {
         let found = super::deb::extract_kernel(file, scratch).map_err(named)?;
@@ -71,25 +72,25 @@ const HEADER_LEN: usize = 0x268;
 ///
 /// # References
 /// - The Linux/x86 Boot Protocol: <https://www.kernel.org/doc/html/latest/arch/x86/boot.html>
-pub fn check_image(image: &Path) -> Result<(), String> {
-    let mut f = std::fs::File::open(image).map_err(|e| format!("{}: {e}", image.display()))?;
-    let size = f.metadata().map_err(|e| e.to_string())?.len();
+pub fn check_image(image: &Path) -> Result<()> {
+    let mut f = std::fs::File::open(image).map_err(|e| usage!("{}: {e}", image.display()))?;
+    let size = f.metadata().map_err(Error::usage)?.len();
     let mut head = Vec::with_capacity(HEADER_LEN);
     (&mut f)
         .take(HEADER_LEN as u64)
         .read_to_end(&mut head)
-        .map_err(|e| format!("read {}: {e}", image.display()))?;
+        .map_err(|e| usage!("read {}: {e}", image.display()))?;
     check_header(&head, size)
 }
 
 /// [`check_image`] on the file's first bytes and its size.
-pub fn check_header(head: &[u8], size: u64) -> Result<(), String> {
+pub fn check_header(head: &[u8], size: u64) -> Result<()> {
     const NOT: &str = "not an x86 kernel image (bzImage)";
     if size == 0 {
-        return Err(format!("empty file: {NOT}"));
+        return Err(usage!("empty file: {NOT}"));
     }
     if head.starts_with(b"\x7fELF") {
-        return Err(format!(
+        return Err(usage!(
             "an ELF file (vmlinux?), {NOT}: pass arch/x86/boot/bzImage or /boot/vmlinuz-*"
         ));
     }
@@ -102,11 +103,11 @@ pub fn check_header(head: &[u8], size: u64) -> Result<(), String> {
             .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     };
     if u16_at(0x1FE) != Some(0xAA55) || head.get(0x202..0x206) != Some(b"HdrS".as_slice()) {
-        return Err(format!("no Linux boot header (HdrS at 0x202): {NOT}"));
+        return Err(usage!("no Linux boot header (HdrS at 0x202): {NOT}"));
     }
     let version = u16_at(0x206).unwrap_or(0);
     if version < 0x0200 {
-        return Err(format!(
+        return Err(usage!(
             "boot protocol {}.{:02}: an initramfs needs 2.00 or later",
             version >> 8,
             version & 0xff
@@ -119,7 +120,7 @@ pub fn check_header(head: &[u8], size: u64) -> Result<(), String> {
     };
     let expected = (setup_sects + 1) * 512 + u64::from(u32_at(0x1F4).unwrap_or(0)) * 16;
     if size < expected {
-        return Err(format!(
+        return Err(usage!(
             "cut short: {size} bytes, its boot header says {expected}"
         ));
     }
@@ -219,7 +220,9 @@ mod tests {
 
     #[test]
     fn a_missing_file_is_named() {
-        let err = open(Path::new("/nonexistent/vmlinuz-1"), Path::new("/tmp")).unwrap_err();
+        let err = open(Path::new("/nonexistent/vmlinuz-1"), Path::new("/tmp"))
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("/nonexistent/vmlinuz-1: "), "{err}");
         assert!(err.contains("No such file"), "{err}");
     }
@@ -239,12 +242,12 @@ mod tests {
 
     #[test]
     fn a_whole_bzimage_passes() {
-        assert_eq!(check_header(&header(0x020f, 27, 8 << 20), 8 << 20), Ok(()));
+        check_header(&header(0x020f, 27, 8 << 20), 8 << 20).unwrap();
     }
 
     #[test]
     fn each_bad_image_is_named_for_what_is_wrong() {
-        let bad = |head: &[u8], size: u64| check_header(head, size).unwrap_err();
+        let bad = |head: &[u8], size: u64| check_header(head, size).unwrap_err().to_string();
         assert!(bad(b"", 0).starts_with("empty file"));
         assert!(bad(b"hello, world\n", 13).starts_with("no Linux boot header"));
         assert!(bad(b"\x7fELF\x02\x01\x01", 7).contains("ELF file (vmlinux?)"));

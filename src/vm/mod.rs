@@ -23,8 +23,10 @@ pub mod kernel;
 pub mod qemu;
 
 use std::path::{Path, PathBuf};
+
 use std::time::{Duration, Instant};
 
+use crate::error::{Error, Result, failed};
 use crate::evidence::results;
 use crate::report::platform::Platform;
 use fdwindow_fix::base::scratch::Scratch;
@@ -70,17 +72,6 @@ pub struct VmOptions {
     pub cache_dir: PathBuf,
 }
 
-/// Why `fdwindow vm` stopped early.
-#[derive(Debug)]
-pub enum VmError {
-    /// Bad input (exit 2).
-    Usage(String),
-    /// Ctrl-C, SIGTERM or SIGHUP: the VM was killed (exit 130).
-    Interrupted,
-    /// Something outside the guest failed (exit 1).
-    Failed(String),
-}
-
 /// `broken`: why, and the console's last lines.
 pub type Broken = (String, Vec<String>);
 
@@ -120,41 +111,38 @@ const CPUS: u32 = 2;
 const SMOKE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Boots every kernel in turn; `report` hears of each as it ends.
-pub fn run(
-    opts: &VmOptions,
-    mut report: impl FnMut(&KernelRun),
-) -> Result<Vec<KernelRun>, VmError> {
+pub fn run(opts: &VmOptions, mut report: impl FnMut(&KernelRun)) -> Result<Vec<KernelRun>> {
     if let Some(unknown) = opts
         .only
         .iter()
         .find(|h| !crate::runner::PROBES.contains(&h.as_str()))
     {
-        return Err(VmError::Usage(format!(
+        return Err(Error::Usage(format!(
             "no probe for hazard {unknown:?}; probes: {}",
             crate::runner::PROBES.join(", ")
         )));
     }
     if let Some(missing) = opts.kernels.iter().find(|k| !k.is_file()) {
-        return Err(VmError::Usage(format!(
+        return Err(Error::Usage(format!(
             "{}: no such kernel file",
             missing.display()
         )));
     }
     results::check_writable(&opts.results_dir)
-        .map_err(|e| VmError::Usage(format!("results folder is not writable: {e}")))?;
-    results::load_dir(&opts.results_dir).map_err(|e| VmError::Usage(e.to_string()))?;
+        .map_err(|e| Error::Usage(format!("results folder is not writable: {e}")))?;
+    results::load_dir(&opts.results_dir).map_err(|e| Error::Usage(e.to_string()))?;
 
     remove_stale_scratch(&std::env::temp_dir());
-    let scratch = Scratch::new("vm").map_err(|e| VmError::Failed(e.to_string()))?;
+    let scratch = Scratch::new("vm").map_err(|e| Error::Failed(e.to_string()))?;
     // Every kernel checked before any tool is looked for, the initramfs
     // built or anything booted: a bad file is about that file.
     let mut kernels = Vec::new();
     for (n, source) in opts.kernels.iter().enumerate() {
         let boot_dir = Scratch::new_in(scratch.dir(), &format!("kernel-{n}"))
-            .map_err(|e| VmError::Failed(e.to_string()))?;
-        let kernel = kernel::open(source, boot_dir.dir()).map_err(VmError::Usage)?;
+            .map_err(|e| Error::Failed(e.to_string()))?;
+        let kernel = kernel::open(source, boot_dir.dir())?;
         if let Some(gaps) = config_gaps(&kernel) {
-            return Err(VmError::Usage(format!(
+            return Err(Error::Usage(format!(
                 "{}: kernel {} cannot run the guest: {}",
                 source.display(),
                 kernel.release,
@@ -163,14 +151,12 @@ pub fn run(
         }
         kernels.push((kernel, boot_dir));
     }
-    qemu::qemu_program().map_err(VmError::Usage)?;
+    qemu::qemu_program()?;
     if opts.accel == AccelChoice::Only(Accel::Kvm) {
-        qemu::kvm_usable().map_err(|e| VmError::Usage(format!("--accel kvm: {e}")))?;
+        qemu::kvm_usable().map_err(|e| Error::Usage(format!("--accel kvm: {e}")))?;
     }
-    let spec = initramfs::Spec::standard(&opts.bin_dir).map_err(VmError::Usage)?;
-    let (initrd, built) = spec
-        .cached(&opts.cache_dir, scratch.dir())
-        .map_err(VmError::Failed)?;
+    let spec = initramfs::Spec::standard(&opts.bin_dir)?;
+    let (initrd, built) = spec.cached(&opts.cache_dir, scratch.dir())?;
     crate::base::out::note!(
         "fdwindow: initramfs {} ({})",
         initrd.display(),
@@ -185,7 +171,7 @@ pub fn run(
         let accel =
             *accel.get_or_insert_with(|| pick_accel(&kernel.image, &initrd, boot_dir.dir()));
         if fdwindow_fix::base::interrupts::interrupted() {
-            return Err(VmError::Interrupted);
+            return Err(Error::Interrupted);
         }
         let run = boot_kernel(opts, kernel, boot_dir, &initrd, accel)?;
         report(&run);
@@ -202,7 +188,7 @@ fn boot_kernel(
     boot_dir: &Scratch,
     initrd: &Path,
     accel: Accel,
-) -> Result<KernelRun, VmError> {
+) -> Result<KernelRun> {
     let source = &kernel.source;
     let mut params = Vec::new();
     if !opts.only.is_empty() {
@@ -224,9 +210,9 @@ fn boot_kernel(
         accel.id(),
         opts.timeout.as_secs()
     );
-    let outcome = qemu::run(&boot, boot_dir.dir()).map_err(|e| VmError::Failed(e.to_string()))?;
+    let outcome = qemu::run(&boot, boot_dir.dir()).map_err(|e| Error::Failed(e.to_string()))?;
     Ok(match outcome {
-        qemu::Outcome::Interrupted => return Err(VmError::Interrupted),
+        qemu::Outcome::Interrupted => return Err(Error::Interrupted),
         qemu::Outcome::Broken {
             why,
             console_tail,
@@ -363,7 +349,7 @@ fn merge_frame(
     release: &str,
     dir: &Path,
     console_tail: Vec<String>,
-) -> Result<(Option<PathBuf>, Option<Broken>), VmError> {
+) -> Result<(Option<PathBuf>, Option<Broken>)> {
     let text = String::from_utf8_lossy(&frame.payload);
     let file = match crate::evidence::results::parse(&text) {
         Ok(f) => f,
@@ -407,12 +393,12 @@ fn merge_frame(
     let _lock = results::FolderLock::acquire(dir, fdwindow_fix::base::interrupts::interrupted)
         .map_err(|e| {
             if e.kind() == std::io::ErrorKind::Interrupted {
-                VmError::Interrupted
+                Error::Interrupted
             } else {
-                VmError::Failed(e.to_string())
+                Error::Failed(e.to_string())
             }
         })?;
-    let mut all = results::load_dir(dir).map_err(|e| VmError::Usage(e.to_string()))?;
+    let mut all = results::load_dir(dir).map_err(|e| Error::Usage(e.to_string()))?;
     all.push(file);
     let merged = results::merge(all);
     let mine = merged
@@ -421,8 +407,8 @@ fn merge_frame(
         .expect("merged keeps every platform");
     let path = dir.join(format!("{id}.json"));
     let json = serde_json::to_string_pretty(mine).expect("results serialise") + "\n";
-    results::write_atomic(&path, json.as_bytes()).map_err(|e| VmError::Failed(e.to_string()))?;
-    crate::runner::write_matrix(dir).map_err(|e| VmError::Failed(e.to_string()))?;
+    results::write_atomic(&path, json.as_bytes()).map_err(|e| Error::Failed(e.to_string()))?;
+    crate::runner::write_matrix(dir).map_err(|e| Error::Failed(e.to_string()))?;
     let broken = (frame.status != 0).then(|| {
         (
             format!(
@@ -438,7 +424,7 @@ fn merge_frame(
 /// The guest side of the channel (`fdwindow vm-send`): frames the results
 /// file in `results_dir` (none for a smoke boot) with `status` and writes it
 /// to `port`, a serial port set raw first so no byte is rewritten.
-pub fn send(port: &Path, status: i32, results_dir: Option<&Path>) -> Result<(), String> {
+pub fn send(port: &Path, status: i32, results_dir: Option<&Path>) -> Result<()> {
     let payload = match results_dir {
         None => Vec::new(),
         Some(dir) => {
@@ -448,12 +434,12 @@ pub fn send(port: &Path, status: i32, results_dir: Option<&Path>) -> Result<(), 
                         .file_name()
                         .is_some_and(|n| n.to_string_lossy().starts_with("costs-"))
             })
-            .map_err(|e| e.to_string())?;
+            .map_err(Error::failed)?;
             match files.len() {
                 0 => Vec::new(),
-                1 => std::fs::read(files.remove(0)).map_err(|e| e.to_string())?,
+                1 => std::fs::read(files.remove(0)).map_err(Error::failed)?,
                 n => {
-                    return Err(format!(
+                    return Err(failed!(
                         "{}: {n} results files; expected one",
                         dir.display()
                     ));
@@ -478,16 +464,16 @@ fn send_budget(len: usize) -> Duration {
 /// a port that stops taking bytes (its interrupt disabled, say) is an error
 /// that says how far the frame got, not a guest that hangs until the host's
 /// timeout.
-fn write_frame(port: &Path, bytes: &[u8], deadline: Instant) -> Result<(), String> {
+fn write_frame(port: &Path, bytes: &[u8], deadline: Instant) -> Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
     let f = std::fs::OpenOptions::new()
         .write(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(port)
-        .map_err(|e| format!("open {}: {e}", port.display()))?;
-    set_raw(&f).map_err(|e| format!("{}: set raw: {e}", port.display()))?;
+        .map_err(|e| failed!("open {}: {e}", port.display()))?;
+    set_raw(&f).map_err(|e| failed!("{}: set raw: {e}", port.display()))?;
     let short = |sent: usize, why: &str| {
-        format!(
+        failed!(
             "{}: sent {sent} of {} bytes: {why}",
             port.display(),
             bytes.len()
@@ -508,7 +494,7 @@ fn write_frame(port: &Path, bytes: &[u8], deadline: Instant) -> Result<(), Strin
             Err(e) => return Err(short(sent, &e.to_string())),
         }
     }
-    drain(&f, deadline).map_err(|e| short(sent, &e))
+    drain(&f, deadline).map_err(|e| short(sent, &e.to_string()))
 }
 
 /// Waits up to `limit` for `port` to take bytes again.
@@ -538,7 +524,7 @@ fn set_raw(port: &std::fs::File) -> std::io::Result<()> {
 /// short; by `deadline`. `tcdrain(3)` would wait the same way but without
 /// a limit. QEMU's UART hands each byte to its backend as the guest writes
 /// the transmit register, so an empty queue is a delivered frame.
-fn drain(port: &std::fs::File, deadline: Instant) -> Result<(), String> {
+fn drain(port: &std::fs::File, deadline: Instant) -> Result<()> {
     let mut pause = Duration::from_millis(1);
     loop {
         let mut queued: libc::c_int = 0;
@@ -551,13 +537,13 @@ fn drain(port: &std::fs::File, deadline: Instant) -> Result<(), String> {
             )
         };
         if rc != 0 {
-            return Err(format!("TIOCOUTQ: {}", std::io::Error::last_os_error()));
+            return Err(failed!("TIOCOUTQ: {}", std::io::Error::last_os_error()));
         }
         if queued == 0 {
             return Ok(());
         }
         if Instant::now() >= deadline {
-            return Err(format!("{queued} bytes still queued at the deadline"));
+            return Err(failed!("{queued} bytes still queued at the deadline"));
         }
         std::thread::sleep(pause);
         pause = (pause * 2).min(Duration::from_millis(100));

@@ -6,6 +6,7 @@
 //! The console (ttyS0) comes back on QEMU's stdout and is kept for its last
 //! lines; the results come on ttyS1 into a file in the boot's scratch folder.
 
+use crate::error::{Error, Result, usage};
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -109,13 +110,13 @@ pub enum Outcome {
 }
 
 /// The QEMU program for this machine's architecture (`FDWINDOW_QEMU` overrides).
-pub fn qemu_program() -> Result<String, String> {
+pub fn qemu_program() -> Result<String> {
     if let Ok(q) = std::env::var("FDWINDOW_QEMU") {
         return Ok(q);
     }
     match std::env::consts::ARCH {
         "x86_64" => Ok("qemu-system-x86_64".into()),
-        other => Err(format!(
+        other => Err(usage!(
             "fdwindow vm boots x86_64 guests only so far; this is {other} \
              (set FDWINDOW_QEMU to a QEMU for it to try)"
         )),
@@ -250,7 +251,7 @@ pub fn run(boot: &Boot, scratch: &Path) -> std::io::Result<Outcome> {
                 .first()
                 .map_or(String::new(), |l| format!(" ({l})"))
         ))),
-        (Err(why), None) => Ok(broken(why)),
+        (Err(why), None) => Ok(broken(why.to_string())),
     }
 }
 
@@ -396,7 +397,7 @@ impl ChannelWatch {
 /// reading and writing and answers `KVM_GET_API_VERSION` with 12, the
 /// only stable API (Documentation/virt/kvm/api.rst, 4.1). The error says
 /// what to do.
-pub fn kvm_usable() -> Result<(), String> {
+pub fn kvm_usable() -> Result<()> {
     /// `_IO(KVMIO, 0x00)`, KVMIO being 0xAE.
     const KVM_GET_API_VERSION: u64 = 0xAE00;
     const KVM_API_VERSION: libc::c_int = 12;
@@ -405,16 +406,16 @@ pub fn kvm_usable() -> Result<(), String> {
         .write(true)
         .open("/dev/kvm")
         .map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => "/dev/kvm does not exist: no KVM on this machine \
+            std::io::ErrorKind::NotFound => Error::usage(
+                "/dev/kvm does not exist: no KVM on this machine \
                  (the kvm module is not loaded, or a VM without nested virtualization); \
-                 use --accel tcg or auto"
-                .to_owned(),
-            std::io::ErrorKind::PermissionDenied => {
+                 use --accel tcg or auto",
+            ),
+            std::io::ErrorKind::PermissionDenied => Error::usage(
                 "/dev/kvm: permission denied (add this user to its group, often kvm, \
-                 or use --accel tcg)"
-                    .to_owned()
-            }
-            _ => format!("/dev/kvm: {e}"),
+                 or use --accel tcg)",
+            ),
+            _ => usage!("/dev/kvm: {e}"),
         })?;
     // SAFETY: KVM_GET_API_VERSION takes no argument and writes no memory.
     let version = unsafe {
@@ -427,7 +428,7 @@ pub fn kvm_usable() -> Result<(), String> {
     if version == KVM_API_VERSION {
         Ok(())
     } else {
-        Err(format!(
+        Err(usage!(
             "/dev/kvm: KVM_GET_API_VERSION answered {version} ({}), not {KVM_API_VERSION}",
             std::io::Error::last_os_error()
         ))

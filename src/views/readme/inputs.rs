@@ -42,7 +42,7 @@ impl Inputs {
             pressure: crate::evidence::pressure_file::load_dir(dir)?,
             timing: crate::evidence::timing::load_dir(dir).map_err(|problem| BadResults {
                 path: dir.to_owned(),
-                problem,
+                problem: problem.to_string(),
             })?,
             audit_bench: crate::evidence::audit_bench::load_dir(dir)?,
             workspace_bench: crate::evidence::audit_bench::load_workspace_dir(&dir.join("audits"))?,

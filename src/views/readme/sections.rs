@@ -4,6 +4,7 @@ use super::audits::{audit_bench, hold_compare, workspace_bench};
 use super::inputs::Inputs;
 use super::machine::{excerpt, platform, showed, spawn_window, timing, verdict_example};
 use super::pressure::{pressure_rate, pressure_stress};
+use crate::error::{Result, usage};
 
 /// One generated section: its name in the markers, and its renderer.
 pub struct Section {
@@ -72,21 +73,21 @@ pub fn has_sections(text: &str) -> bool {
 
 /// `text` with every section's body rendered anew. Fails on an unknown
 /// name, a section without its end, or an end without its beginning.
-pub fn rewrite(text: &str, inputs: &Inputs) -> Result<String, String> {
+pub fn rewrite(text: &str, inputs: &Inputs) -> Result<String> {
     let mut out = String::with_capacity(text.len());
     let mut open: Option<&str> = None;
     for (n, line) in text.split_inclusive('\n').enumerate() {
         let trimmed = line.trim();
         if let Some(name) = marker(trimmed, BEGIN) {
             if let Some(outer) = open {
-                return Err(format!(
+                return Err(usage!(
                     "line {}: section {name} begins inside section {outer}",
                     n + 1
                 ));
             }
             let section = SECTIONS.iter().find(|s| s.name == name).ok_or_else(|| {
                 let names: Vec<&str> = SECTIONS.iter().map(|s| s.name).collect();
-                format!(
+                usage!(
                     "line {}: unknown section {name:?}; sections: {}",
                     n + 1,
                     names.join(", ")
@@ -101,7 +102,7 @@ pub fn rewrite(text: &str, inputs: &Inputs) -> Result<String, String> {
             open = Some(section.name);
         } else if let Some(name) = marker(trimmed, END) {
             if open != Some(name) {
-                return Err(format!(
+                return Err(usage!(
                     "line {}: end of section {name} without its beginning",
                     n + 1
                 ));
@@ -113,7 +114,7 @@ pub fn rewrite(text: &str, inputs: &Inputs) -> Result<String, String> {
         }
     }
     match open {
-        Some(name) => Err(format!("section {name} has no end marker")),
+        Some(name) => Err(usage!("section {name} has no end marker")),
         None => Ok(out),
     }
 }
@@ -145,7 +146,7 @@ mod tests {
 
     #[test]
     fn refuses_broken_markers() {
-        let err = |t: &str| rewrite(t, &empty()).unwrap_err();
+        let err = |t: &str| rewrite(t, &empty()).unwrap_err().to_string();
         assert!(
             err("<!-- fdwindow:begin nope -->\n<!-- fdwindow:end nope -->\n")
                 .contains("unknown section")
