@@ -283,7 +283,7 @@ fn main() -> ExitCode {
         Cmd::Merge { inputs, results } => merge(&inputs, &results),
         Cmd::Check { results } => check(results.as_deref()),
         Cmd::Summary { platform, results } => summary(results.as_deref(), platform.as_deref()),
-        Cmd::Stress(args) => stress::run(args).map_err(Error::Usage),
+        Cmd::Stress(args) => stress::run(args),
         Cmd::Vm {
             kernels,
             only,
@@ -302,7 +302,7 @@ fn main() -> ExitCode {
                 Ok(ExitCode::FAILURE)
             }
         },
-        Cmd::Audit(args) => audit::run(args).map_err(Error::Usage),
+        Cmd::Audit(args) => audit::run(args),
         Cmd::Preload { name, out } => write_preload(&name, &out),
         Cmd::Probe { hazard, args } => match probes::find(&hazard) {
             Some(main) => return main(args),
@@ -311,9 +311,9 @@ fn main() -> ExitCode {
                 runner::PROBES.join(", ")
             ))),
         },
-        Cmd::RecordEnv { file, run } => cli::discover::record_env(&file, &run)
-            .map(|()| ExitCode::SUCCESS)
-            .map_err(Error::Usage),
+        Cmd::RecordEnv { file, run } => {
+            cli::discover::record_env(&file, &run).map(|()| ExitCode::SUCCESS)
+        }
     };
     // 141 after a closed pipe, 1 after another failed write (see base::out).
     out::status(result.unwrap_or_else(|e| {

@@ -660,12 +660,12 @@ impl fmt::Display for ProcessId {
 }
 
 impl std::str::FromStr for ProcessId {
-    type Err = String;
+    type Err = SpecError;
 
     /// `PID@START`, as the injector reads it: a pid of 1 to 2^31-1 and a
     /// start time of at most 18 digits.
-    fn from_str(text: &str) -> Result<ProcessId, String> {
-        let bad = || format!("controller={text}: expected PID@START");
+    fn from_str(text: &str) -> Result<ProcessId, SpecError> {
+        let bad = || bad_spec!("controller={text}: expected PID@START");
         let digits =
             |s: &str| !s.is_empty() && s.len() <= 18 && s.bytes().all(|b| b.is_ascii_digit());
         let (pid, start) = text.split_once('@').ok_or_else(bad)?;
@@ -778,17 +778,17 @@ impl Spec {
 }
 
 impl FromStr for Spec {
-    type Err = String;
+    type Err = SpecError;
 
-    fn from_str(s: &str) -> Result<Spec, String> {
+    fn from_str(s: &str) -> Result<Spec, SpecError> {
         let mut spec = Spec::default();
         for pair in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (key, value) = pair
                 .split_once('=')
-                .ok_or_else(|| format!("{pair:?} is not key=value"))?;
+                .ok_or_else(|| bad_spec!("{pair:?} is not key=value"))?;
             let count = |v: &str| match v.parse::<usize>() {
                 Ok(n) if (1..=1024).contains(&n) => Ok(n),
-                _ => Err(format!("{key}={v}: expected a number from 1 to 1024")),
+                _ => Err(bad_spec!("{key}={v}: expected a number from 1 to 1024")),
             };
             let c = &mut spec.config;
             match key {
@@ -801,18 +801,18 @@ impl FromStr for Spec {
                         "fork" | "fork-exec" => SpawnPath::ForkExec,
                         "spawn" | "posix-spawn" => SpawnPath::PosixSpawn,
                         "mix" => SpawnPath::Mix,
-                        _ => return Err(format!("path={value}: expected fork, spawn or mix")),
+                        _ => return Err(bad_spec!("path={value}: expected fork, spawn or mix")),
                     }
                 }
                 "match" if !value.is_empty() => spec.exe_match = Some(value.to_owned()),
                 "controller" => spec.controller = Some(value.parse()?),
                 "hold-by" => {
                     spec.hold_by = HoldBy::from_id(value)
-                        .ok_or_else(|| format!("hold-by={value}: expected pass or fork"))?;
+                        .ok_or_else(|| bad_spec!("hold-by={value}: expected pass or fork"))?;
                 }
                 "close-site" => {
                     let bad = || {
-                        format!("close-site={value}: expected hexadecimal addresses joined by +")
+                        bad_spec!("close-site={value}: expected hexadecimal addresses joined by +")
                     };
                     spec.close_sites = value
                         .split('+')
@@ -822,7 +822,7 @@ impl FromStr for Spec {
                         })
                         .collect::<Result<_, _>>()?;
                     if spec.close_sites.len() > MAX_CLOSE_SITES {
-                        return Err(format!(
+                        return Err(bad_spec!(
                             "close-site={value}: at most {MAX_CLOSE_SITES} addresses"
                         ));
                     }
@@ -831,7 +831,7 @@ impl FromStr for Spec {
                     let class = match value {
                         "none" => None,
                         _ => Some(DropClass::from_id(value).ok_or_else(|| {
-                            format!(
+                            bad_spec!(
                                 "{key}={value}: expected none, file, listener, bound, stream, dgram, pipe or all"
                             )
                         })?),
@@ -843,14 +843,14 @@ impl FromStr for Spec {
                     }
                 }
                 _ => {
-                    return Err(format!(
+                    return Err(bad_spec!(
                         "unknown key {key:?}; keys: threads, hold, path, max-alive, for, match, drop, close-hold, hold-by, close-site, controller"
                     ));
                 }
             }
         }
         if spec.config.hold >= spec.config.deadline {
-            return Err("hold must be shorter than for".into());
+            return Err(bad_spec!("hold must be shorter than for"));
         }
         Ok(spec)
     }
@@ -891,9 +891,30 @@ impl fmt::Display for Spec {
     }
 }
 
+/// A pressure spec, a duration or a controller id that does not parse: what
+/// was given, and what was expected instead, in one line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpecError(String);
+
+impl fmt::Display for SpecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SpecError {}
+
+/// A [`SpecError`] with a `format!` message.
+macro_rules! bad_spec {
+    ($($arg:tt)*) => {
+        SpecError(format!($($arg)*))
+    };
+}
+use bad_spec;
+
 /// `0`, `250us`, `20ms`, `2s`.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let bad = || format!("{text:?}: expected a duration such as 0, 500us, 20ms or 2s");
+pub fn parse_duration(text: &str) -> Result<Duration, SpecError> {
+    let bad = || bad_spec!("{text:?}: expected a duration such as 0, 500us, 20ms or 2s");
     if text == "0" {
         return Ok(Duration::ZERO);
     }
@@ -908,7 +929,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     // Deadlines are `Instant + duration`: keep them far from overflow. A day
     // is longer than any pressured run needs.
     if d > MAX_DURATION {
-        return Err(format!("{text:?}: at most a day (86400s)"));
+        return Err(bad_spec!("{text:?}: at most a day (86400s)"));
     }
     Ok(d)
 }
@@ -957,7 +978,9 @@ mod tests {
     #[test]
     fn durations_are_bounded() {
         assert_eq!(parse_duration("86400s"), Ok(MAX_DURATION));
-        let err = parse_duration("18446744073709551615s").unwrap_err();
+        let err = parse_duration("18446744073709551615s")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("at most a day"), "{err}");
         assert!(parse_duration("99999999999999999999s").is_err());
     }

@@ -19,6 +19,7 @@
 //! - <https://doc.rust-lang.org/rustc/tests/index.html> (libtest's options)
 //! - <https://nexte.st/docs/machine-readable/list/>
 
+use fdwindow::error::{Error, Result};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -194,7 +195,7 @@ pub struct Found {
 
 /// The test binaries of `command` with their tests; `Err` says why they
 /// could not be learned, or that there is nothing to audit.
-pub fn discover(command: &[String]) -> Result<Found, String> {
+pub fn discover(command: &[String]) -> Result<Found> {
     let (kind, rest_at) = kind(command);
     let shown = command.join(" ");
     let (binaries, mut warnings) = match kind {
@@ -238,7 +239,7 @@ pub fn discover(command: &[String]) -> Result<Found, String> {
                 )
             }
         };
-        return Err(format!("nothing to audit: `{shown}`: {found}"));
+        return Err(usage!("nothing to audit: `{shown}`: {found}"));
     }
     // A binary that lists no test at all with no filter of the user's (a
     // `harness = false` target, an empty one) is named, not dropped unseen.
@@ -280,14 +281,14 @@ const CARGO_VALUE_OPTIONS: &[&str] = &[
 
 /// Splits `cargo test`'s own arguments (before `--`) into the build's and
 /// the `TESTNAME` filter, if any.
-fn split_cargo(args: &[String]) -> Result<(Vec<String>, Option<String>), String> {
+fn split_cargo(args: &[String]) -> Result<(Vec<String>, Option<String>)> {
     let mut build = Vec::new();
     let mut testname = None;
     let mut it = args.iter().peekable();
     while let Some(a) = it.next() {
         let takes_value = CARGO_VALUE_OPTIONS.contains(&a.as_str());
         match a.as_str() {
-            "--doc" => return Err("--doc: doctests have no test binary to audit".into()),
+            "--doc" => return Err(Error::usage("--doc: doctests have no test binary to audit")),
             // The audit asks for these itself.
             "--no-run" => continue,
             "--message-format" => {
@@ -307,7 +308,7 @@ fn split_cargo(args: &[String]) -> Result<(Vec<String>, Option<String>), String>
         } else if testname.is_none() {
             testname = Some(a.clone());
         } else {
-            return Err(format!(
+            return Err(usage!(
                 "cargo test takes one TESTNAME; {a:?} is a second (more filters go after `--`)"
             ));
         }
@@ -334,7 +335,7 @@ fn libtest_binary(
     path: PathBuf,
     cwd: Option<PathBuf>,
     args: &[String],
-) -> Result<Binary, String> {
+) -> Result<Binary> {
     let mut options = Vec::new();
     let mut selection = Vec::new();
     let mut kept = Vec::new();
@@ -347,7 +348,7 @@ fn libtest_binary(
         let value = if LIBTEST_VALUE_OPTIONS.contains(&flag) && !attached {
             Some(
                 it.next()
-                    .ok_or_else(|| format!("{flag} needs a value"))?
+                    .ok_or_else(|| usage!("{flag} needs a value"))?
                     .clone(),
             )
         } else {
@@ -360,9 +361,9 @@ fn libtest_binary(
             }
             "--format" | "--color" | "-q" | "--quiet" | "--nocapture" | "--no-capture"
             | "--list" => continue,
-            "-h" | "--help" => return Err(format!("{name}: --help is not a run to audit")),
+            "-h" | "--help" => return Err(usage!("{name}: --help is not a run to audit")),
             "--bench" => {
-                return Err(format!("{name}: --bench runs benchmarks, not tests"));
+                return Err(usage!("{name}: --bench runs benchmarks, not tests"));
             }
             f if f.starts_with('-') => {
                 options.push(a.clone());
@@ -399,7 +400,7 @@ fn is_ignore_flag(a: &str) -> bool {
 /// Lists `bin`'s tests with its options and selection: what a run of it
 /// runs. Tests marked `#[ignore]` are left out unless the options run them,
 /// and those kept are in [`Binary::ignored`].
-fn list(bin: &mut Binary) -> Result<(), String> {
+fn list(bin: &mut Binary) -> Result<()> {
     let only_ignored = bin.options.iter().any(|o| o == "--ignored");
     let runs_ignored = bin.options.iter().any(|o| is_ignore_flag(o));
     let listed = listing(bin, &bin.args, &[])?;
@@ -435,7 +436,7 @@ fn list(bin: &mut Binary) -> Result<(), String> {
 }
 
 /// What `bin ARGS EXTRA --list --format terse` prints.
-fn listing(bin: &Binary, args: &[String], extra: &[&str]) -> Result<Vec<String>, String> {
+fn listing(bin: &Binary, args: &[String], extra: &[&str]) -> Result<Vec<String>> {
     let mut cmd = Command::new(&bin.path);
     cmd.args(args)
         .args(extra)
@@ -453,11 +454,11 @@ fn listing(bin: &Binary, args: &[String], extra: &[&str]) -> Result<Vec<String>,
         .chain(["--list", "--format", "terse"].map(String::from))
         .collect::<Vec<_>>()
         .join(" ");
-    let out = cmd.output().map_err(|e| format!("{shown}: {e}"))?;
+    let out = cmd.output().map_err(|e| usage!("{shown}: {e}"))?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
         let last = err.lines().rev().find(|l| !l.trim().is_empty());
-        return Err(format!(
+        return Err(usage!(
             "{shown} failed ({}){}",
             out.status,
             last.map(|l| format!(": {l}")).unwrap_or_default()
@@ -470,7 +471,7 @@ fn listing(bin: &Binary, args: &[String], extra: &[&str]) -> Result<Vec<String>,
 
 /// `cargo test …`: built with `--no-run`, each test artifact listed. A
 /// binary whose `--list` fails is named and left out, unless all fail.
-fn cargo_test(command: &[String], rest_at: usize) -> Result<(Vec<Binary>, Vec<String>), String> {
+fn cargo_test(command: &[String], rest_at: usize) -> Result<(Vec<Binary>, Vec<String>)> {
     let rest = &command[rest_at..];
     let (before, after) = match rest.iter().position(|a| a == "--") {
         Some(i) => (&rest[..i], &rest[i + 1..]),
@@ -487,7 +488,7 @@ fn cargo_test(command: &[String], rest_at: usize) -> Result<(Vec<Binary>, Vec<St
     // and `cargo::rustc-env` variables cargo gives the package's tests.
     let mut scripts: BTreeMap<String, cargo_metadata::BuildScript> = BTreeMap::new();
     for message in cargo_metadata::Message::parse_stream(stdout.as_bytes()) {
-        match message.map_err(|e| format!("cargo's JSON messages: {e}"))? {
+        match message.map_err(|e| usage!("cargo's JSON messages: {e}"))? {
             cargo_metadata::Message::CompilerArtifact(a)
                 if a.profile.test && a.executable.is_some() =>
             {
@@ -563,10 +564,8 @@ fn cargo_test(command: &[String], rest_at: usize) -> Result<(Vec<Binary>, Vec<St
             Err(e) => failures.push(e),
         }
     }
-    if binaries.is_empty()
-        && let Some(first) = failures.first()
-    {
-        return Err(first.clone());
+    if binaries.is_empty() && !failures.is_empty() {
+        return Err(failures.swap_remove(0));
     }
     warnings.extend(failures.into_iter().map(|e| format!("not audited: {e}")));
     Ok((binaries, warnings))
@@ -585,12 +584,12 @@ fn cargo_envs(
     command: &[String],
     rest_at: usize,
     build_args: &[String],
-) -> Result<BTreeMap<PathBuf, Vec<(String, String)>>, String> {
-    let me = std::env::current_exe().map_err(|e| format!("fdwindow's own path: {e}"))?;
+) -> Result<BTreeMap<PathBuf, Vec<(String, String)>>> {
+    let me = std::env::current_exe().map_err(|e| usage!("fdwindow's own path: {e}"))?;
     let file = tempfile::Builder::new()
         .prefix("fdwindow-env-")
         .tempfile()
-        .map_err(|e| format!("a file for cargo's environment: {e}"))?;
+        .map_err(|e| usage!("a file for cargo's environment: {e}"))?;
     let quote = |s: &str| serde_json::to_string(s).expect("a string");
     let runner = format!(
         "target.'cfg(all())'.runner=[{}, \"__record-env\", {}]",
@@ -614,7 +613,7 @@ fn cargo_envs(
         .stderr(Stdio::null());
     let status = cmd
         .status()
-        .map_err(|e| format!("cargo, to learn its test environment: {e}"))?;
+        .map_err(|e| usage!("cargo, to learn its test environment: {e}"))?;
     let text = std::fs::read_to_string(file.path()).unwrap_or_default();
     let mut envs = BTreeMap::new();
     let ours = std::env::var_os("RUSTDOC");
@@ -631,7 +630,7 @@ fn cargo_envs(
         envs.insert(record.program, env);
     }
     if envs.is_empty() {
-        return Err(format!(
+        return Err(usage!(
             "cargo ran no test binary through fdwindow's recorder ({status}; a target runner \
              of the project's own takes precedence)"
         ));
@@ -694,8 +693,10 @@ struct EnvRecord {
 /// `fdwindow __record-env FILE PROGRAM ARGS…`: appends the environment this
 /// process was given for `PROGRAM` to `FILE` as one JSON line (one write,
 /// `O_APPEND`), and runs nothing.
-pub fn record_env(file: &Path, run: &[String]) -> Result<(), String> {
-    let program = run.first().ok_or("__record-env: no program")?;
+pub fn record_env(file: &Path, run: &[String]) -> Result<()> {
+    let program = run
+        .first()
+        .ok_or_else(|| Error::usage("__record-env: no program"))?;
     let record = EnvRecord {
         program: PathBuf::from(program),
         env: std::env::vars_os()
@@ -713,7 +714,7 @@ pub fn record_env(file: &Path, run: &[String]) -> Result<(), String> {
         .append(true)
         .open(file)
         .and_then(|mut f| f.write_all(line.as_bytes()))
-        .map_err(|e| format!("__record-env {}: {e}", file.display()))
+        .map_err(|e| usage!("__record-env {}: {e}", file.display()))
 }
 
 /// A build script's `cargo::rustc-link-search=[KIND=]PATH` as a folder.
@@ -902,7 +903,7 @@ const NEXTEST_RUN_ONLY: &[(&str, bool)] = &[
 
 /// `cargo nextest run …`: listed (and so built) by `cargo nextest list`
 /// with the same filters.
-fn nextest(command: &[String], rest_at: usize) -> Result<(Vec<Binary>, Vec<String>), String> {
+fn nextest(command: &[String], rest_at: usize) -> Result<(Vec<Binary>, Vec<String>)> {
     let (list_args, threads) = nextest_list_args(&command[rest_at..]);
     let dashes_at = list_args.iter().position(|a| a == "--");
     let mut cmd = Command::new(&command[0]);
@@ -916,7 +917,7 @@ fn nextest(command: &[String], rest_at: usize) -> Result<(Vec<Binary>, Vec<Strin
     };
     let stdout = build(cmd)?;
     let list: TestListSummary = serde_json::from_str(stdout.trim())
-        .map_err(|e| format!("cargo nextest list gave no test list: {e}"))?;
+        .map_err(|e| usage!("cargo nextest list gave no test list: {e}"))?;
     let mut warnings = Vec::new();
     let packages = packages(command, &list_args, std::iter::empty(), &mut warnings);
     let config_env = cargo_config_env(command);
@@ -1070,7 +1071,7 @@ fn nextest_threads(
     given: Option<&str>,
     list_args: &[String],
     root: Option<&Path>,
-) -> Result<usize, String> {
+) -> Result<usize> {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     if let Some(v) = given {
         return threads_value(v, "--test-threads", cpus);
@@ -1096,7 +1097,7 @@ fn nextest_threads(
         return Ok(cpus);
     };
     let from = config.display().to_string();
-    match profile_threads(&text, &profile).map_err(|e| format!("{from}: {e}"))? {
+    match profile_threads(&text, &profile).map_err(|e| usage!("{from}: {e}"))? {
         Some(v) => threads_value(&v, &from, cpus),
         None => Ok(cpus),
     }
@@ -1104,7 +1105,7 @@ fn nextest_threads(
 
 /// A test-threads value: a count, `num-cpus`, or a negative count taken
 /// from `cpus` (at least 1).
-fn threads_value(value: &str, from: &str, cpus: usize) -> Result<usize, String> {
+fn threads_value(value: &str, from: &str, cpus: usize) -> Result<usize> {
     match value.trim() {
         "num-cpus" => Ok(cpus),
         v => match v.parse::<i64>() {
@@ -1112,7 +1113,7 @@ fn threads_value(value: &str, from: &str, cpus: usize) -> Result<usize, String> 
             Ok(n) if n < 0 => Ok(cpus
                 .saturating_sub(usize::try_from(-n).unwrap_or(usize::MAX))
                 .max(1)),
-            _ => Err(format!(
+            _ => Err(usage!(
                 "{from}: {v:?} is not a number of test threads (a count, num-cpus, or a negative \
                  count)"
             )),
@@ -1122,10 +1123,10 @@ fn threads_value(value: &str, from: &str, cpus: usize) -> Result<usize, String> 
 
 /// A nextest config's `test-threads` for `profile` (a profile inherits
 /// what it leaves out from `default`), as text.
-fn profile_threads(text: &str, profile: &str) -> Result<Option<String>, String> {
+fn profile_threads(text: &str, profile: &str) -> Result<Option<String>> {
     let table: toml::Table = text
         .parse()
-        .map_err(|e| format!("not TOML nextest reads: {e}"))?;
+        .map_err(|e| usage!("not TOML nextest reads: {e}"))?;
     let threads = |name: &str| {
         table
             .get("profile")
@@ -1136,7 +1137,7 @@ fn profile_threads(text: &str, profile: &str) -> Result<Option<String>, String> 
     match threads(profile).or_else(|| threads("default")) {
         Some(toml::Value::Integer(n)) => Ok(Some(n.to_string())),
         Some(toml::Value::String(v)) => Ok(Some(v)),
-        Some(other) => Err(format!(
+        Some(other) => Err(usage!(
             "test-threads is a {}: expected a count or num-cpus",
             other.type_str()
         )),
@@ -1162,7 +1163,7 @@ fn nextest_run_only(arg: &str) -> Option<bool> {
 /// Runs a build command, its progress on our stderr; its stdout. The
 /// build runs in its own process group: a signal to the audit ends it too
 /// (killed with its group) instead of waiting for it to finish.
-fn build(mut cmd: Command) -> Result<String, String> {
+fn build(mut cmd: Command) -> Result<String> {
     use std::io::Read as _;
     use std::os::unix::process::CommandExt as _;
     let shown = format!("{cmd:?}");
@@ -1175,7 +1176,7 @@ fn build(mut cmd: Command) -> Result<String, String> {
         .stderr(Stdio::inherit())
         .process_group(0)
         .spawn()
-        .map_err(|e| format!("{shown}: {e}"))?;
+        .map_err(|e| usage!("{shown}: {e}"))?;
     let mut stdout = child.stdout.take().expect("piped");
     let reader = std::thread::spawn(move || {
         let mut buf = Vec::new();
@@ -1187,19 +1188,19 @@ fn build(mut cmd: Command) -> Result<String, String> {
         far,
         fdwindow_fix::base::interrupts::interrupted,
     )
-    .map_err(|e| format!("{shown}: {e}"))?;
+    .map_err(|e| usage!("{shown}: {e}"))?;
     let out = reader
         .join()
-        .map_err(|_| format!("{shown}: its output reader panicked"))?
-        .map_err(|e| format!("{shown}: {e}"))?;
+        .map_err(|_| usage!("{shown}: its output reader panicked"))?
+        .map_err(|e| usage!("{shown}: {e}"))?;
     match ended {
         fdwindow_fix::base::child::GroupExit::Exited(st) if st.success() => {}
         fdwindow_fix::base::child::GroupExit::Exited(st) => {
-            return Err(format!("{shown} failed ({st})"));
+            return Err(usage!("{shown} failed ({st})"));
         }
-        _ => return Err(format!("{shown}: interrupted")),
+        _ => return Err(usage!("{shown}: interrupted")),
     }
-    String::from_utf8(out).map_err(|_| format!("{shown}: output is not UTF-8"))
+    String::from_utf8(out).map_err(|_| usage!("{shown}: output is not UTF-8"))
 }
 
 #[cfg(test)]
@@ -1381,27 +1382,40 @@ mod tests {
     /// negative count off the CPU count; a profile's, else `default`'s.
     #[test]
     fn nextest_threads_are_read_as_nextest_reads_them() {
-        assert_eq!(threads_value("3", "-j", 8), Ok(3));
-        assert_eq!(threads_value("num-cpus", "-j", 8), Ok(8));
-        assert_eq!(threads_value("-2", "-j", 8), Ok(6));
-        assert_eq!(threads_value("-20", "-j", 8), Ok(1));
-        assert!(threads_value("0", "-j", 8).unwrap_err().contains("\"0\""));
+        assert_eq!(threads_value("3", "-j", 8).unwrap(), 3);
+        assert_eq!(threads_value("num-cpus", "-j", 8).unwrap(), 8);
+        assert_eq!(threads_value("-2", "-j", 8).unwrap(), 6);
+        assert_eq!(threads_value("-20", "-j", 8).unwrap(), 1);
+        assert!(
+            threads_value("0", "-j", 8)
+                .unwrap_err()
+                .to_string()
+                .contains("\"0\"")
+        );
         assert!(threads_value("many", "-j", 8).is_err());
         let config = "[profile.default]\ntest-threads = 16\n[profile.ci]\nretries = 2\n\
                       [profile.slow]\ntest-threads = \"num-cpus\"\n";
-        assert_eq!(profile_threads(config, "default"), Ok(Some("16".into())));
-        assert_eq!(profile_threads(config, "ci"), Ok(Some("16".into())));
-        assert_eq!(profile_threads(config, "slow"), Ok(Some("num-cpus".into())));
-        assert_eq!(profile_threads("[profile.ci]\n", "ci"), Ok(None));
+        assert_eq!(
+            profile_threads(config, "default").unwrap(),
+            Some("16".into())
+        );
+        assert_eq!(profile_threads(config, "ci").unwrap(), Some("16".into()));
+        assert_eq!(
+            profile_threads(config, "slow").unwrap(),
+            Some("num-cpus".into())
+        );
+        assert_eq!(profile_threads("[profile.ci]\n", "ci").unwrap(), None);
         assert!(profile_threads("[profile.default]\ntest-threads = true\n", "x").is_err());
         assert!(profile_threads("[profile", "default").is_err());
     }
 
     #[test]
     fn a_plain_binary_that_lists_nothing_is_nothing_to_audit() {
-        let err = discover(&v(&["/bin/true"])).unwrap_err();
+        let err = discover(&v(&["/bin/true"])).unwrap_err().to_string();
         assert!(err.starts_with("nothing to audit"), "{err}");
-        let err = discover(&v(&["/bin/sh", "-c", "exit 127"])).unwrap_err();
+        let err = discover(&v(&["/bin/sh", "-c", "exit 127"]))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("failed"), "{err}");
     }
 }

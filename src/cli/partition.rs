@@ -13,6 +13,7 @@
 //! - nextest's `nextest-runner/src/partition.rs` (`CountPartitioner`,
 //!   `HashPartitioner`)
 
+use fdwindow::error::{Error, Result};
 use std::collections::BTreeSet;
 use std::fmt;
 use std::str::FromStr;
@@ -40,18 +41,18 @@ pub struct Partition {
 }
 
 impl FromStr for Partition {
-    type Err = String;
+    type Err = Error;
 
-    fn from_str(s: &str) -> Result<Partition, String> {
+    fn from_str(s: &str) -> Result<Partition> {
         let (scheme, rest) = match s.split_once(':') {
             Some(("count", rest)) => (Scheme::Count, rest),
             Some(("hash", rest)) => (Scheme::Hash, rest),
             Some((other, _)) => {
-                return Err(format!("{other:?}: the schemes are count: and hash:"));
+                return Err(usage!("{other:?}: the schemes are count: and hash:"));
             }
             None => (Scheme::Count, s),
         };
-        let bad = || format!("{s:?}: expected K/N, count:K/N or hash:K/N with 1 <= K <= N");
+        let bad = || usage!("{s:?}: expected K/N, count:K/N or hash:K/N with 1 <= K <= N");
         let (k, n) = rest.split_once('/').ok_or_else(bad)?;
         let (shard, total): (u64, u64) =
             (k.parse().map_err(|_| bad())?, n.parse().map_err(|_| bad())?);

@@ -136,7 +136,7 @@ mod tests {
         }
         // The parser's own list (its error for an unknown key): each key is
         // in the help, or one of those a user does not set.
-        let err = "no-such-key=1".parse::<Spec>().unwrap_err();
+        let err = "no-such-key=1".parse::<Spec>().unwrap_err().to_string();
         let parsed: Vec<&str> = err
             .split_once("keys: ")
             .map_or("", |(_, keys)| keys)

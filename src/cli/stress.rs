@@ -37,6 +37,7 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use fdwindow::cotenant::preload;
+use fdwindow::error::{Error, Result};
 use fdwindow::note;
 use fdwindow::report::stats::{Count, fisher_less};
 use fdwindow_fix::base::child::{GroupExit, wait_group};
@@ -340,9 +341,9 @@ fn verdict_line(verdict: Verdict, p: f64, alone: Count, pressured: Count) -> Str
 /// on Linux, a kqueue on macOS) and stops its threads within one hold once
 /// it ends, SIGKILL included. Nothing is passed down to the command: a
 /// process the pressure does not reach (`match=`) holds no descriptor of ours.
-pub(crate) fn controller() -> Result<fdwindow_fix::pressure::ProcessId, String> {
+pub(crate) fn controller() -> Result<fdwindow_fix::pressure::ProcessId> {
     fdwindow_fix::pressure::ProcessId::this_process()
-        .map_err(|e| format!("cannot name this process for the injector to watch: {e}"))
+        .map_err(|e| usage!("cannot name this process for the injector to watch: {e}"))
 }
 
 /// What the injector reported for one pressured run.
@@ -398,7 +399,7 @@ impl Drop for ReportFile {
 }
 
 /// Runs `fdwindow stress`; `Err` is bad input (exit status 2).
-pub fn run(args: StressArgs) -> Result<ExitCode, String> {
+pub fn run(args: StressArgs) -> Result<ExitCode> {
     let mut spec = pressure_spec(&args)?;
     // Ctrl-C and SIGTERM set a flag from here on, before the injector's file
     // exists: a signal that killed the process after the write would leave it.
@@ -414,7 +415,7 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
     };
     if let Some(dir) = &args.keep_failures {
         std::fs::create_dir_all(dir)
-            .map_err(|e| format!("--keep-failures {}: {e}", dir.display()))?;
+            .map_err(|e| usage!("--keep-failures {}: {e}", dir.display()))?;
     }
     let launch = Launch {
         // `cargo test` and `cargo nextest run` are built first; each run then
@@ -474,7 +475,7 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
     }
     if judged.never_overlapped {
         // `main` prints it as one `error:` line and exits EXIT_USAGE.
-        return Err(NEVER_OVERLAPPED.into());
+        return Err(Error::usage(NEVER_OVERLAPPED));
     }
     Ok(ExitCode::from(match judged.verdict {
         Verdict::Unpressured => {
@@ -490,9 +491,9 @@ pub fn run(args: StressArgs) -> Result<ExitCode, String> {
 }
 
 /// `--pressure` as a [`Spec`], with `--match`; refuses the audit's own keys.
-fn pressure_spec(args: &StressArgs) -> Result<Spec, String> {
+fn pressure_spec(args: &StressArgs) -> Result<Spec> {
     if args.duration.is_some_and(|d| d.is_zero()) {
-        return Err("--duration must be longer than 0".into());
+        return Err(Error::usage("--duration must be longer than 0"));
     }
     check_command(&args.command)?;
     let mut spec: Spec = args
@@ -500,13 +501,12 @@ fn pressure_spec(args: &StressArgs) -> Result<Spec, String> {
         .as_deref()
         .unwrap_or_default()
         .parse()
-        .map_err(|e| format!("--pressure: {e}"))?;
+        .map_err(|e| usage!("--pressure: {e}"))?;
     if spec.close_hold.is_some() || !spec.close_sites.is_empty() {
         // It starts no spawning threads: stress would compare nothing.
-        return Err(
-            "--pressure: close-hold= and close-site= are the audit's diagnosis, not pressure"
-                .into(),
-        );
+        return Err(Error::usage(
+            "--pressure: close-hold= and close-site= are the audit's diagnosis, not pressure",
+        ));
     }
     if args.exe_match.is_some() {
         spec.exe_match = args.exe_match.clone();
@@ -577,7 +577,7 @@ fn run_arms(
     launch: &Launch,
     folder: &Path,
     exe_match: Option<&str>,
-) -> Result<Arms, String> {
+) -> Result<Arms> {
     let mut arms = Arms::default();
     let timeout = Duration::from_secs(args.timeout);
     let started = Instant::now();
@@ -641,7 +641,7 @@ fn run_turn(
     timeout: Duration,
     pressured_run: bool,
     arms: &mut Arms,
-) -> Result<(), String> {
+) -> Result<()> {
     let arm = if pressured_run {
         &arms.pressured
     } else {
@@ -656,7 +656,7 @@ fn run_turn(
     let (ended, took, output) = run_steps(&launch.steps, timeout, |step| {
         launch.command(step, report.as_ref().map(|r| r.0.as_path()))
     })
-    .map_err(|e| format!("{}: {e}", args.command[0]))?;
+    .map_err(|e| usage!("{}: {e}", args.command[0]))?;
     if let Some(report) = &report {
         // Written as pressure went: a run killed at --timeout counts too.
         let got = read_report(&report.0);
@@ -752,9 +752,9 @@ fn judge(args: &StressArgs, spec: &Spec, arms: &Arms) -> Judged {
 /// ([`preload::check_preloadable`]): anything else (a PIE executable such as
 /// `/bin/true` is `ET_DYN` like a library) would fail or run unpressured
 /// every command. Read, never loaded.
-fn check_library(path: &Path) -> Result<(), String> {
+fn check_library(path: &Path) -> Result<()> {
     preload::check_preloadable(path).map_err(|e| {
-        format!(
+        usage!(
             "injector {} {e}; give a shared library, or leave out --injector for the one built \
              into fdwindow (`fdwindow preload {} --out FILE` writes it)",
             path.display(),
@@ -765,10 +765,12 @@ fn check_library(path: &Path) -> Result<(), String> {
 
 /// Fails unless the command names a program: an empty one would fail every
 /// run with a bare "No such file or directory".
-pub(crate) fn check_command(command: &[String]) -> Result<(), String> {
+pub(crate) fn check_command(command: &[String]) -> Result<()> {
     match command.first() {
         Some(program) if !program.is_empty() => Ok(()),
-        _ => Err("the command is empty: name the program to run after --".into()),
+        _ => Err(Error::usage(
+            "the command is empty: name the program to run after --",
+        )),
     }
 }
 
@@ -782,10 +784,10 @@ pub(crate) fn check_command(command: &[String]) -> Result<(), String> {
 /// preloaded process may look for in its mappings to tell it is pressured;
 /// those folders (`fdwindow-preload-XXXXXX`) are not of this scheme and are
 /// never swept.
-pub(crate) fn run_folder() -> Result<Scratch, String> {
+pub(crate) fn run_folder() -> Result<Scratch> {
     let temp = std::env::temp_dir();
     Scratch::new_swept_in(&temp, "preload")
-        .map_err(|e| format!("a private folder for the run in {}: {e}", temp.display()))
+        .map_err(|e| usage!("a private folder for the run in {}: {e}", temp.display()))
 }
 
 /// The injector a run preloads: the file given by `--injector`, or the one
@@ -799,22 +801,24 @@ pub(crate) struct Injector {
 impl Injector {
     /// `given`, else the built-in injector written into `folder` (which
     /// removes it: [`run_folder`]); `Err` says why neither works.
-    pub(crate) fn locate(given: Option<&Path>, folder: &Path) -> Result<Injector, String> {
+    pub(crate) fn locate(given: Option<&Path>, folder: &Path) -> Result<Injector> {
         let Some(var) = preload::variable() else {
-            return Err("unsupported: this OS has no preload mechanism fdwindow knows".into());
+            return Err(Error::usage(
+                "unsupported: this OS has no preload mechanism fdwindow knows",
+            ));
         };
         let path = match given {
             Some(p) => {
                 let path = std::fs::canonicalize(p)
-                    .map_err(|e| format!("--injector {}: {e}", p.display()))?;
+                    .map_err(|e| usage!("--injector {}: {e}", p.display()))?;
                 check_library(&path)?;
                 path
             }
             None => preload::Library::INJECT
                 .write_in(folder)
                 .map_err(|e| match e.kind() {
-                    std::io::ErrorKind::Unsupported => format!("unsupported: {e}"),
-                    _ => format!("cannot write the injector: {e}"),
+                    std::io::ErrorKind::Unsupported => usage!("unsupported: {e}"),
+                    _ => usage!("cannot write the injector: {e}"),
                 })?,
         };
         Ok(Injector { var, path })
@@ -837,7 +841,7 @@ struct Step {
 
 /// The processes of one run: the command itself, or, for `cargo test` and
 /// `cargo nextest run`, each test binary it builds (built here, once).
-fn steps(command: &[String]) -> Result<Vec<Step>, String> {
+fn steps(command: &[String]) -> Result<Vec<Step>> {
     if !crate::cli::discover::builds_tests(command) {
         return Ok(vec![Step {
             program: command[0].clone().into(),

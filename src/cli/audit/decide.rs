@@ -3,6 +3,7 @@
 use std::time::{Duration, Instant};
 
 use fdwindow::cotenant::detect::Verdict;
+use fdwindow::error::Result;
 use fdwindow_fix::base::interrupts;
 use fdwindow_fix::pressure::Spec;
 
@@ -29,7 +30,7 @@ pub(super) fn diagnose_suspects(
     (spec, hold): (&Spec, Duration),
     end: Instant,
     progress: &mut Progress,
-) -> Result<(), String> {
+) -> Result<()> {
     let mut order: Vec<usize> = (0..audit.tests.len())
         .filter(|&t| audit.detection.verdict(t) == Verdict::Exposed)
         .collect();

@@ -35,6 +35,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use fdwindow::cotenant::detect::{Coin, Seen, Tally};
+use fdwindow::error::Result;
 use fdwindow::report::stats::{Count, fisher_less};
 use fdwindow_fix::base::interrupts;
 use fdwindow_fix::pressure::{DropClass, MAX_CLOSE_SITES, SpawnPath, Spec};
@@ -364,7 +365,7 @@ pub fn join(
     cause: &KnownCause,
     end: Instant,
     progress: &mut Progress,
-) -> Result<Option<Diagnosis>, String> {
+) -> Result<Option<Diagnosis>> {
     let t0 = Instant::now();
     let mut s = hold_spec(spec, hold, cause.class, false);
     s.close_sites.clone_from(&cause.addrs);
@@ -625,7 +626,7 @@ pub fn diagnose(
     end: Instant,
     progress: &mut Progress,
     sites: (&mut Symbols, &Workspace),
-) -> Result<Diagnosis, String> {
+) -> Result<Diagnosis> {
     let t0 = Instant::now();
     let mut classes = hold_rounds(runner, bin, case, (spec, hold), end, progress)?;
     let named_first = named(&classes);
@@ -710,7 +711,7 @@ fn hold_rounds(
     (spec, hold): (&Spec, Duration),
     end: Instant,
     progress: &mut Progress,
-) -> Result<Vec<ClassRuns>, String> {
+) -> Result<Vec<ClassRuns>> {
     let mut classes: Vec<ClassRuns> = CLASSES
         .iter()
         .map(|&class| ClassRuns {
@@ -783,7 +784,7 @@ fn sham_rounds(
     classes: &mut [ClassRuns],
     named: &[DropClass],
     end: Instant,
-) -> Result<Vec<(DropClass, Tally)>, String> {
+) -> Result<Vec<(DropClass, Tally)>> {
     // The sham of each class named so far: the same forks at the same
     // closes, its children keeping nothing. A test that fails as often is
     // broken by the forks themselves (copy-on-write, CPU), not by the copy.
@@ -844,7 +845,7 @@ fn separate_sites(
     sites: &mut [SiteRuns],
     end: Instant,
     progress: &mut Progress,
-) -> Result<(), String> {
+) -> Result<()> {
     if sites.iter().any(|s| s.only) {
         return Ok(());
     }
@@ -877,7 +878,7 @@ fn site_rounds(
     (what, until_pass): (&str, bool),
     end: Instant,
     progress: &mut Progress,
-) -> Result<AloneRuns, String> {
+) -> Result<AloneRuns> {
     let mut runs = AloneRuns::default();
     for round in 1..=ROUNDS {
         if interrupts::interrupted() || Instant::now() >= end {
@@ -922,7 +923,7 @@ fn load_check(
     spec: &Spec,
     end: Instant,
     progress: &mut Progress,
-) -> Result<[Tally; 2], String> {
+) -> Result<[Tally; 2]> {
     let mut control = spec.clone();
     control.config.path = SpawnPath::ForkExec;
     let mut sham = control.clone();

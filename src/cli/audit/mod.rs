@@ -41,6 +41,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use fdwindow::cotenant::detect::{self, Detection, Plan, ScreenStop};
+use fdwindow::error::{Error, Result};
 use fdwindow_fix::base::interrupts;
 use fdwindow_fix::pressure::{self, Spec};
 
@@ -246,7 +247,7 @@ struct MergeArgs {
 }
 
 /// Runs `fdwindow audit`; `Err` is bad input (exit status 2).
-pub fn run(mut args: AuditArgs) -> Result<ExitCode, String> {
+pub fn run(mut args: AuditArgs) -> Result<ExitCode> {
     if let Some(AuditCommand::Merge(m)) = &args.merge {
         return merge(m);
     }
@@ -265,7 +266,7 @@ pub fn run(mut args: AuditArgs) -> Result<ExitCode, String> {
     let preload_var = injector.var;
     if let Some(dir) = &args.keep_failures {
         std::fs::create_dir_all(dir)
-            .map_err(|e| format!("--keep-failures {}: {e}", dir.display()))?;
+            .map_err(|e| usage!("--keep-failures {}: {e}", dir.display()))?;
     }
     let binaries = discover::discover(&args.command);
     if interrupts::interrupted() {
@@ -365,7 +366,7 @@ fn conclude(
     args: &AuditArgs,
     took: Duration,
     advisor: &report::Advisor,
-) -> Result<(String, ExitCode), String> {
+) -> Result<(String, ExitCode)> {
     audit.pressured = runner.pressured();
     rerun_warnings(&mut audit, took, args.budget());
     leftover_warnings(&mut audit, &runner.leftovers.sweep());
@@ -383,36 +384,35 @@ fn conclude(
 
 /// The audit's pressure from `args`, every argument checked before the
 /// build; `Err` is bad input.
-fn checked_spec(args: &AuditArgs) -> Result<Spec, String> {
+fn checked_spec(args: &AuditArgs) -> Result<Spec> {
     crate::stress::check_command(&args.command)?;
     let spec: Spec = format!("{PRESSURE},{}", args.pressure)
         .parse()
-        .map_err(|e| format!("--pressure: {e}"))?;
+        .map_err(|e| usage!("--pressure: {e}"))?;
     if spec.config.drop.is_some()
         || spec.controller.is_some()
         || spec.close_hold.is_some()
         || !spec.close_sites.is_empty()
     {
-        return Err(
-            "--pressure: drop=, close-hold=, close-site= and controller= are the audit's to set"
-                .into(),
-        );
+        return Err(Error::usage(
+            "--pressure: drop=, close-hold=, close-site= and controller= are the audit's to set",
+        ));
     }
     // The audit runs each test binary itself, so every pressured run is of
     // a test binary: a `match=` could only keep the pressure out of it.
     if spec.exe_match.is_some() {
-        return Err(
-            "--pressure: match= is not the audit's: it pressures each test binary it runs".into(),
-        );
+        return Err(Error::usage(
+            "--pressure: match= is not the audit's: it pressures each test binary it runs",
+        ));
     }
     if args.budget.is_some_and(|b| b.is_zero()) {
-        return Err("--budget must be longer than 0".into());
+        return Err(Error::usage("--budget must be longer than 0"));
     }
     // The injector refuses a hold as long as its deadline (`for`), and a
     // hold as long as a run's timeout times every held run out.
     let longest = spec.config.deadline.min(Duration::from_secs(args.timeout));
     if args.hold.is_zero() || args.hold >= longest {
-        return Err(format!(
+        return Err(usage!(
             "--hold must be longer than 0 and shorter than {longest:?} (the pressure's `for` \
              and `--timeout`, whichever is shorter)"
         ));
@@ -465,7 +465,7 @@ fn screen_warnings(audit: &mut Audit, unpressured: &[u64], unheld_by: &BTreeMap<
 
 /// Whether the pressured runs were pressured: a warning where some were
 /// not, and `Err` (nothing audited) where none was.
-fn pressure_reached(audit: &mut Audit, preload_var: &str) -> Result<(), String> {
+fn pressure_reached(audit: &mut Audit, preload_var: &str) -> Result<()> {
     let (runs, reached) = audit.pressured;
     if reached < runs {
         audit.warnings.push(format!(
@@ -474,7 +474,7 @@ fn pressure_reached(audit: &mut Audit, preload_var: &str) -> Result<(), String> 
         ));
     }
     if !audit.interrupted && runs > 0 && reached == 0 {
-        return Err(format!(
+        return Err(usage!(
             "pressure never started in any of the {runs} pressured runs (the loader ignored \
              {preload_var}: a static or setuid test binary?): nothing was audited"
         ));
@@ -588,7 +588,7 @@ impl Audit {
 }
 
 /// `fdwindow audit merge`.
-fn merge(m: &MergeArgs) -> Result<ExitCode, String> {
+fn merge(m: &MergeArgs) -> Result<ExitCode> {
     let shards = m
         .reports
         .iter()
@@ -850,7 +850,7 @@ mod tests {
 
     #[test]
     fn merge_refuses_what_is_not_one_sharded_audit() {
-        let err = |shards: &[report::Shard]| report::merge(shards).unwrap_err();
+        let err = |shards: &[report::Shard]| report::merge(shards).unwrap_err().to_string();
         let missing = err(&[shard(1, 3, &["a"], Word::NotExposed)]);
         assert_eq!(missing, "missing shards: 2/3, 3/3");
         let twice = err(&[
@@ -958,13 +958,14 @@ mod tests {
         let mut r = shard(1, 1, &["a"], Word::NotExposed).report;
         r.schema = "fdwindow-audit/0".into();
         std::fs::write(&path, r.json()).unwrap();
-        let e = report::read_shard(&path).err().unwrap();
+        let e = report::read_shard(&path).err().unwrap().to_string();
         assert!(e.contains("schema fdwindow-audit/0"), "{e}");
         std::fs::write(&path, "{\"tests\": []}").unwrap();
         assert!(
             report::read_shard(&path)
                 .err()
                 .unwrap()
+                .to_string()
                 .contains("no schema")
         );
         std::fs::write(&path, "{\"schema\": \"fdwindow-audit/4\"}").unwrap();
@@ -972,6 +973,7 @@ mod tests {
             report::read_shard(&path)
                 .err()
                 .unwrap()
+                .to_string()
                 .contains("malformed")
         );
     }

@@ -8,6 +8,7 @@ use super::model::TestCase;
 use super::progress::Progress;
 use super::runner::Runner;
 use crate::cli::discover::Binary;
+use fdwindow::error::Result;
 
 /// The timing run: each binary once, alone, with libtest's `--report-time`
 /// (an unstable option, so `RUSTC_BOOTSTRAP=1` for that run only), for
@@ -18,7 +19,7 @@ pub(super) fn timing(
     binaries: &[Binary],
     tests: &mut [TestCase],
     progress: &mut Progress,
-) -> Result<(f64, Vec<f64>), String> {
+) -> Result<(f64, Vec<f64>)> {
     let started = Instant::now();
     let mut each = vec![0.0; binaries.len()];
     progress.update("timing run: each binary once, alone");

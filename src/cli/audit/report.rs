@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use fdwindow::cotenant::detect::{self, Pairs, SIGN_FAILURES, Tally};
+use fdwindow::error::{Error, Result};
 use fdwindow::report::ResultsFile;
 use fdwindow::report::stats::{Count, fisher_less};
 use fdwindow::report::verdict::Verdict;
@@ -68,7 +69,7 @@ pub enum Advisor {
 impl Advisor {
     /// `--results DIR` when given (it must load and hold results), else
     /// `./results` when it loads, else the claims.
-    pub fn choose(given: Option<&Path>) -> Result<Advisor, String> {
+    pub fn choose(given: Option<&Path>) -> Result<Advisor> {
         let Some(dir) = given else {
             // Every user's own crate: a `results` folder, if any, may be
             // theirs, so an unreadable one is said, never an error.
@@ -86,7 +87,7 @@ impl Advisor {
             });
         };
         if !dir.is_dir() {
-            return Err(format!(
+            return Err(usage!(
                 "--results {}: {}",
                 dir.display(),
                 if dir.exists() {
@@ -97,9 +98,9 @@ impl Advisor {
             ));
         }
         let files =
-            fdwindow::evidence::results::load_dir(dir).map_err(|e| format!("--results: {e}"))?;
+            fdwindow::evidence::results::load_dir(dir).map_err(|e| usage!("--results: {e}"))?;
         if files.is_empty() {
-            return Err(format!(
+            return Err(usage!(
                 "--results {}: holds no results file (make probe-linux writes one)",
                 dir.display()
             ));
@@ -1251,33 +1252,33 @@ pub struct Shard {
 }
 
 /// Reads a shard report; `Err` names the file and what is wrong with it.
-pub fn read_shard(path: &Path) -> Result<Shard, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+pub fn read_shard(path: &Path) -> Result<Shard> {
+    let text = std::fs::read_to_string(path).map_err(|e| usage!("{}: {e}", path.display()))?;
     // Strictly: a merge writes one report from the shards.
     let value = fdwindow::evidence::strict_json::parse(&text)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+        .map_err(|e| usage!("{}: {e}", path.display()))?;
     match value.get("schema").and_then(|s| s.as_str()) {
         Some(SCHEMA) => {}
         Some(other) => {
-            return Err(format!(
+            return Err(usage!(
                 "{}: schema {other}, this fdwindow reads {SCHEMA}",
                 path.display()
             ));
         }
         None => {
-            return Err(format!(
+            return Err(usage!(
                 "{}: no schema: not an `fdwindow audit --format json` report",
                 path.display()
             ));
         }
     }
     let report: Report = fdwindow::evidence::strict_json::typed(&value, "malformed audit report")
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+        .map_err(|e| usage!("{}: {e}", path.display()))?;
     // The partition as `--partition` would have taken it.
     if let Some(p) = report.partition
         && p.to_string().parse::<Partition>().is_err()
     {
-        return Err(format!(
+        return Err(usage!(
             "{}: malformed audit report: partition {p}",
             path.display()
         ));
@@ -1292,7 +1293,7 @@ pub fn read_shard(path: &Path) -> Result<Shard, String> {
 /// their tests. Refuses reports of another command, pressure, partition
 /// scheme or fdwindow version, a shard given twice, a test in two shards,
 /// and names the shards missing.
-pub fn merge(shards: &[Shard]) -> Result<Report, String> {
+pub fn merge(shards: &[Shard]) -> Result<Report> {
     let by_shard = shards_in_order(shards)?;
     // The first report given leads (checked there: it is a shard).
     let lead = &shards[0].report;
@@ -1460,11 +1461,13 @@ fn test_md(out: &mut String, t: &TestReport, d: &DiagnosisReport) {
 /// The shards by number, each checked against the first: the same
 /// command, pressure, fdwindow and partition scheme, not interrupted, each
 /// shard once and none missing, no test in two.
-fn shards_in_order(shards: &[Shard]) -> Result<BTreeMap<u64, &Shard>, String> {
-    let first = shards.first().ok_or("merge needs at least one report")?;
+fn shards_in_order(shards: &[Shard]) -> Result<BTreeMap<u64, &Shard>> {
+    let first = shards
+        .first()
+        .ok_or_else(|| Error::usage("merge needs at least one report"))?;
     let lead = &first.report;
     let Some(lead_part) = lead.partition else {
-        return Err(format!(
+        return Err(usage!(
             "{}: not a shard (audited without --partition)",
             first.path.display()
         ));
@@ -1474,7 +1477,7 @@ fn shards_in_order(shards: &[Shard]) -> Result<BTreeMap<u64, &Shard>, String> {
         let r = &s.report;
         let name = s.path.display();
         let differs = |what: &str, a: &dyn std::fmt::Debug, b: &dyn std::fmt::Debug| {
-            format!(
+            usage!(
                 "{name}: another {what} ({b:?}) than {} ({a:?})",
                 first.path.display()
             )
@@ -1493,10 +1496,10 @@ fn shards_in_order(shards: &[Shard]) -> Result<BTreeMap<u64, &Shard>, String> {
             ));
         }
         let Some(p) = r.partition else {
-            return Err(format!("{name}: not a shard (audited without --partition)"));
+            return Err(usage!("{name}: not a shard (audited without --partition)"));
         };
         if r.interrupted {
-            return Err(format!(
+            return Err(usage!(
                 "{name}: a signal stopped that shard's audit: audit the shard again"
             ));
         }
@@ -1508,7 +1511,7 @@ fn shards_in_order(shards: &[Shard]) -> Result<BTreeMap<u64, &Shard>, String> {
             ));
         }
         if let Some(other) = by_shard.insert(p.shard, s) {
-            return Err(format!(
+            return Err(usage!(
                 "{name} and {}: both are shard {}",
                 other.path.display(),
                 p.shard
@@ -1520,15 +1523,16 @@ fn shards_in_order(shards: &[Shard]) -> Result<BTreeMap<u64, &Shard>, String> {
         .map(|k| format!("{k}/{}", lead_part.total))
         .collect();
     if !missing.is_empty() {
-        return Err(format!("missing shards: {}", missing.join(", ")));
+        return Err(usage!("missing shards: {}", missing.join(", ")));
     }
     let mut seen: BTreeMap<(&str, &str), u64> = BTreeMap::new();
     for (k, s) in &by_shard {
         for t in &s.report.tests {
             if let Some(other) = seen.insert((&t.binary, &t.name), *k) {
-                return Err(format!(
+                return Err(usage!(
                     "{} `{}` is in shards {other} and {k}: the reports are of different suites",
-                    t.binary, t.name
+                    t.binary,
+                    t.name
                 ));
             }
         }

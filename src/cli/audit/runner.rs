@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use fdwindow::cotenant::detect::Seen;
+use fdwindow::error::Result;
 use fdwindow_fix::base::child::{GroupExit, wait_group};
 use fdwindow_fix::base::interrupts;
 use fdwindow_fix::pressure::{ENV_VAR, Spec};
@@ -99,7 +100,7 @@ impl Runner {
         args: &[String],
         spec: Option<&Spec>,
         label: &str,
-    ) -> Result<RunResult, String> {
+    ) -> Result<RunResult> {
         self.start(bin, args, spec, label, false)
     }
 
@@ -114,9 +115,9 @@ impl Runner {
         spec: Option<&Spec>,
         label: &str,
         bootstrap: bool,
-    ) -> Result<Vec<RunResult>, String> {
+    ) -> Result<Vec<RunResult>> {
         let next = std::sync::atomic::AtomicUsize::new(0);
-        let results: Vec<std::sync::Mutex<Option<Result<RunResult, String>>>> =
+        let results: Vec<std::sync::Mutex<Option<Result<RunResult>>>> =
             runs.iter().map(|_| std::sync::Mutex::new(None)).collect();
         std::thread::scope(|scope| {
             for _ in 0..bin.jobs.clamp(1, runs.len().max(1)) {
@@ -191,7 +192,7 @@ impl Runner {
         spec: Option<&Spec>,
         label: &str,
         bootstrap: bool,
-    ) -> Result<RunResult, String> {
+    ) -> Result<RunResult> {
         let seq = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
         let report = spec
             .map(|_| crate::stress::ReportFile(self.report_dir.join(format!("{seq}.pressure"))));
@@ -203,7 +204,7 @@ impl Runner {
         let start = Instant::now();
         let mut child = cmd
             .spawn()
-            .map_err(|e| format!("{}: {e}", bin.path.display()))?;
+            .map_err(|e| usage!("{}: {e}", bin.path.display()))?;
         let drain = |pipe: Option<Box<dyn Read + Send>>| {
             std::thread::spawn(move || {
                 let mut buf = Vec::new();
@@ -216,7 +217,7 @@ impl Runner {
         let out = drain(child.stdout.take().map(|p| Box::new(p) as _));
         let err = drain(child.stderr.take().map(|p| Box::new(p) as _));
         let ended = wait_group(&mut child, start + self.timeout, interrupts::interrupted)
-            .map_err(|e| format!("{}: {e}", bin.name))?;
+            .map_err(|e| usage!("{}: {e}", bin.name))?;
         drop(running);
         let stdout = out.join().unwrap_or_default();
         let stderr = err.join().unwrap_or_default();

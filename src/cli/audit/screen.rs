@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use fdwindow::cotenant::detect::{self, Bench, HeldRun, Rerun, Seen, Verdict};
+use fdwindow::error::{Error, Result};
 use fdwindow_fix::base::interrupts;
 use fdwindow_fix::pressure::{DropClass, Spec};
 
@@ -38,7 +39,7 @@ pub(super) struct SuiteBench<'a> {
 }
 
 impl Bench for SuiteBench<'_> {
-    type Error = String;
+    type Error = Error;
 
     fn elapsed(&self) -> Duration {
         self.started.elapsed()
@@ -48,7 +49,7 @@ impl Bench for SuiteBench<'_> {
         interrupts::interrupted()
     }
 
-    fn screen(&mut self, b: usize) -> Result<Vec<(usize, Seen)>, String> {
+    fn screen(&mut self, b: usize) -> Result<Vec<(usize, Seen)>> {
         let bin = &self.binaries[b];
         let mine: Vec<usize> = (0..self.tests.len())
             .filter(|&t| self.tests[t].binary == b)
@@ -90,7 +91,7 @@ impl Bench for SuiteBench<'_> {
         Ok(out)
     }
 
-    fn screen_held(&mut self, b: usize, group: &[usize]) -> Result<Option<HeldRun>, String> {
+    fn screen_held(&mut self, b: usize, group: &[usize]) -> Result<Option<HeldRun>> {
         let bin = &self.binaries[b];
         let spec = diagnose::hold_spec(self.spec, self.hold, DropClass::All, false);
         let names: Vec<&str> = group.iter().map(|&t| self.tests[t].name.as_str()).collect();
@@ -134,7 +135,7 @@ impl Bench for SuiteBench<'_> {
         Ok(Some(held))
     }
 
-    fn rerun(&mut self, t: usize, pressured: bool) -> Result<Rerun, String> {
+    fn rerun(&mut self, t: usize, pressured: bool) -> Result<Rerun> {
         let case = &self.tests[t];
         let bin = &self.binaries[case.binary];
         let label = if pressured {
@@ -260,7 +261,7 @@ impl<'a> SuiteBench<'a> {
         &mut self,
         plan: &detect::Plan,
         timing: &[f64],
-    ) -> Result<detect::Detection, String> {
+    ) -> Result<detect::Detection> {
         let test_binaries: Vec<usize> = self.tests.iter().map(|t| t.binary).collect();
         let binaries = self.binaries.len();
         detect::detect(self, &test_binaries, binaries, plan, timing)
