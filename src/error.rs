@@ -13,6 +13,16 @@ pub enum Error {
     /// it must be. One line, exit status 2.
     #[error("{0}")]
     Usage(String),
+    /// A file fdwindow reads (a results, costs, pressure, timing or audit
+    /// file) that is missing, malformed, or of another schema: the file, and
+    /// what is wrong with it. Bad input: exit status 2.
+    #[error("{}: {problem}", path.display())]
+    BadFile {
+        /// The file (or folder).
+        path: std::path::PathBuf,
+        /// What is wrong with it, in one line.
+        problem: String,
+    },
     /// A file or system operation failed: what was being done, and the OS's
     /// error. Exit status 1.
     #[error("{context}: {source}")]
@@ -76,6 +86,10 @@ impl Error {
     pub fn context(self, what: impl Display) -> Error {
         match self {
             Error::Usage(m) => Error::Usage(format!("{what}: {m}")),
+            Error::BadFile { path, problem } => Error::BadFile {
+                path,
+                problem: format!("{what}: {problem}"),
+            },
             Error::Failed(m) => Error::Failed(format!("{what}: {m}")),
             Error::Io { context, source } => Error::Io {
                 context: format!("{what}: {context}"),
@@ -89,7 +103,7 @@ impl Error {
     /// 128 + N for signal N, 1 otherwise.
     pub fn exit_code(&self) -> ExitCode {
         match self {
-            Error::Usage(_) => ExitCode::from(2),
+            Error::Usage(_) | Error::BadFile { .. } => ExitCode::from(2),
             Error::Interrupted => fdwindow_fix::base::interrupts::exit_code(),
             Error::Io { .. } | Error::Failed(_) => ExitCode::FAILURE,
         }

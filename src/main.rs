@@ -531,8 +531,7 @@ fn matrix(dir: &Path, readme: Option<PathBuf>, check: bool) -> Result<ExitCode> 
             Err(e) => return Err(Error::Usage(format!("results folder is not writable: {e}"))),
         }
     };
-    let mut outputs: Vec<(PathBuf, String)> = runner::render_outputs(dir)
-        .map_err(|e| Error::Usage(e.to_string()))?
+    let mut outputs: Vec<(PathBuf, String)> = runner::render_outputs(dir)?
         .into_iter()
         .map(|(name, text)| (dir.join(name), text))
         .collect();
@@ -543,8 +542,7 @@ fn matrix(dir: &Path, readme: Option<PathBuf>, check: bool) -> Result<ExitCode> 
             .find(|(p, _)| p.file_name() == Some(std::ffi::OsStr::new("MATRIX.md")))
             .map(|(_, text)| text.clone())
             .unwrap_or_default();
-        let inputs = fdwindow::views::readme::Inputs::load(dir, matrix_md)
-            .map_err(|e| Error::Usage(e.to_string()))?;
+        let inputs = fdwindow::views::readme::Inputs::load(dir, matrix_md)?;
         let rendered = fdwindow::views::readme::rewrite(&text, &inputs)
             .map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
         outputs.push((path, rendered));
@@ -773,10 +771,10 @@ fn merge(inputs: &[PathBuf], dir: &Path) -> Result<ExitCode> {
     // Read every input first: one bad input changes nothing.
     let mut incoming = Vec::new();
     for input in inputs {
-        incoming.extend(results::collect(input).map_err(|e| Error::Usage(e.to_string()))?);
+        incoming.extend(results::collect(input)?);
     }
     results::check_folder(dir, true)?;
-    results::load_dir(dir).map_err(|e| Error::Usage(e.to_string()))?;
+    results::load_dir(dir)?;
     results::check_writable(dir)
         .map_err(|e| Error::Usage(format!("results folder is not writable: {e}")))?;
     interrupts::catch_interrupts();
@@ -793,7 +791,7 @@ fn merge(inputs: &[PathBuf], dir: &Path) -> Result<ExitCode> {
             return Ok(ExitCode::FAILURE);
         }
     };
-    let mut all = results::load_dir(dir).map_err(|e| Error::Usage(e.to_string()))?;
+    let mut all = results::load_dir(dir)?;
     all.extend(incoming);
     let merged = results::merge(all);
     let mut lines = String::new();

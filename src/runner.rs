@@ -122,18 +122,20 @@ pub fn run(opts: &RunOptions) -> Result<RunSummary> {
         .map_err(|e| Error::Usage(format!("results folder is not writable: {e}")))?;
     // A full run replaces this platform's file when it has an older schema:
     // that is the command the refusal names.
-    let replaces_older = |e: &results::BadResults| {
-        opts.only.is_empty() && e.path == results_path && crate::report::is_older_schema(&e.problem)
+    let replaces_older = |e: &Error| {
+        opts.only.is_empty()
+            && matches!(e, Error::BadFile { path, problem }
+                if *path == results_path && crate::report::is_older_schema(problem))
     };
     let before = match results::load(&results_path) {
         Err(e) if replaces_older(&e) => None,
-        other => other.map_err(|e| Error::Usage(e.to_string()))?,
+        other => other?,
     };
     match results::load_dir(&opts.results_dir) {
-        Err(e) if !replaces_older(&e) => return Err(Error::Usage(e.to_string())),
+        Err(e) if !replaces_older(&e) => return Err(e),
         _ => {}
     }
-    crate::evidence::costs::load_dir(&opts.results_dir).map_err(|e| Error::Usage(e.to_string()))?;
+    crate::evidence::costs::load_dir(&opts.results_dir)?;
     let scratch = Scratch::new_swept("run").map_err(Error::io("make the scratch folder"))?;
 
     let (mut measured, failures) = run_probes(&selected, opts, scratch.dir(), &platform)?;
@@ -171,7 +173,7 @@ pub fn run(opts: &RunOptions) -> Result<RunSummary> {
     // The older-schema file this full run replaces is still there: replace it.
     let current = match results::load(&results_path) {
         Err(e) if replaces_older(&e) => None,
-        other => other.map_err(|e| Error::Usage(e.to_string()))?,
+        other => other?,
     };
     let written = if current.is_some() || results_path.exists() {
         Written::Updated
@@ -337,7 +339,7 @@ pub fn merge_own(
 
 /// What `fdwindow matrix` writes: each file's name in the results folder and
 /// its contents, all derived from the results and costs files in `dir`.
-pub fn render_outputs(dir: &Path) -> Result<Vec<(&'static str, String)>, results::BadResults> {
+pub fn render_outputs(dir: &Path) -> Result<Vec<(&'static str, String)>, Error> {
     let files = results::load_dir(dir)?;
     let costs = crate::evidence::costs::load_dir(dir)?;
     let mut outputs = vec![("MATRIX.md", crate::views::matrix::render(&files, &costs))];
@@ -575,10 +577,12 @@ mod tests {
         let path = s.dir().join(format!("{}.json", here.id));
         let json = serde_json::to_string_pretty(&file(&here, &[&ours, &stale])).unwrap();
         std::fs::write(&path, &json).unwrap();
-        let err = results::load(&path).unwrap_err();
-        assert_eq!(err.path, path);
+        let Error::BadFile { path: at, problem } = results::load(&path).unwrap_err() else {
+            panic!("not a bad file");
+        };
+        assert_eq!(at, path);
         assert_eq!(
-            err.problem,
+            problem,
             format!(
                 "the peer-fin-with-clone report ran on platform {}, not on this file's {}",
                 other.id, here.id

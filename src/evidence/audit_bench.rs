@@ -6,10 +6,8 @@
 //! The driver is Python and owns the document's shape; this module checks
 //! its schema version and reads the fields the README shows.
 
+use crate::error::{Error, Result, usage};
 use std::path::Path;
-
-use crate::error::{Result, usage};
-use crate::evidence::results::BadResults;
 
 /// The schema version of the benchmark's document this build reads.
 pub const AUDIT_BENCH_SCHEMA: u64 = 1;
@@ -56,11 +54,11 @@ impl AuditBench {
 }
 
 /// Loads every benchmark document of `dir`, sorted by platform id.
-pub fn load_dir(dir: &Path) -> Result<Vec<AuditBench>, BadResults> {
+pub fn load_dir(dir: &Path) -> Result<Vec<AuditBench>, Error> {
     json_files(dir, AUDIT_BENCH_PREFIX)?
         .into_iter()
         .map(|(path, text)| {
-            AuditBench::from_json(&text).map_err(|problem| BadResults {
+            AuditBench::from_json(&text).map_err(|problem| Error::BadFile {
                 path,
                 problem: problem.to_string(),
             })
@@ -77,7 +75,7 @@ pub const WORKSPACE_BENCH_SCHEMA: u64 = 1;
 
 /// Loads every workspace benchmark document of `dir` (the results folder's
 /// `audits/`), sorted by platform id; refuses another schema.
-pub fn load_workspace_dir(dir: &Path) -> Result<Vec<serde_json::Value>, BadResults> {
+pub fn load_workspace_dir(dir: &Path) -> Result<Vec<serde_json::Value>, Error> {
     load_documents(
         dir,
         WORKSPACE_BENCH_PREFIX,
@@ -95,7 +93,7 @@ pub const HOLD_COMPARE_SCHEMA: u64 = 1;
 
 /// Loads every hold comparison document of `dir` (the results folder's
 /// `audits/`), sorted by platform id; refuses another schema.
-pub fn load_hold_compare_dir(dir: &Path) -> Result<Vec<serde_json::Value>, BadResults> {
+pub fn load_hold_compare_dir(dir: &Path) -> Result<Vec<serde_json::Value>, Error> {
     load_documents(
         dir,
         HOLD_COMPARE_PREFIX,
@@ -111,17 +109,18 @@ fn load_documents(
     prefix: &str,
     schema: u64,
     remedy: &str,
-) -> Result<Vec<serde_json::Value>, BadResults> {
+) -> Result<Vec<serde_json::Value>, Error> {
     json_files(dir, prefix)?
         .into_iter()
         .map(|(path, text)| {
-            let doc = crate::evidence::strict_json::parse(&text).map_err(|problem| BadResults {
-                path: path.clone(),
-                problem: problem.to_string(),
-            })?;
+            let doc =
+                crate::evidence::strict_json::parse(&text).map_err(|problem| Error::BadFile {
+                    path: path.clone(),
+                    problem: problem.to_string(),
+                })?;
             match doc["schema"].as_u64() {
                 Some(found) if found == schema => Ok(doc),
-                other => Err(BadResults {
+                other => Err(Error::BadFile {
                     path,
                     problem: format!(
                         "schema {other:?}, this build reads {schema}: rerun `{remedy}`"
@@ -134,7 +133,7 @@ fn load_documents(
 
 /// The `PREFIX*.json` files of `dir` with their text, sorted by name. A
 /// missing folder holds none.
-fn json_files(dir: &Path, prefix: &str) -> Result<Vec<(std::path::PathBuf, String)>, BadResults> {
+fn json_files(dir: &Path, prefix: &str) -> Result<Vec<(std::path::PathBuf, String)>, Error> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Ok(Vec::new());
     };
@@ -151,7 +150,7 @@ fn json_files(dir: &Path, prefix: &str) -> Result<Vec<(std::path::PathBuf, Strin
         .into_iter()
         .map(|path| match std::fs::read_to_string(&path) {
             Ok(text) => Ok((path, text)),
-            Err(e) => Err(BadResults {
+            Err(e) => Err(Error::BadFile {
                 problem: e.to_string(),
                 path,
             }),
@@ -173,8 +172,10 @@ mod tests {
         write("workspace-bench-linux-a.json", WORKSPACE_BENCH_SCHEMA);
         assert_eq!(load_hold_compare_dir(dir.path()).unwrap().len(), 1);
         write("hold-compare-linux-b.json", HOLD_COMPARE_SCHEMA + 1);
-        let err = load_hold_compare_dir(dir.path()).unwrap_err();
-        assert!(err.problem.contains("hold_compare.py"), "{}", err.problem);
+        let Error::BadFile { problem, .. } = load_hold_compare_dir(dir.path()).unwrap_err() else {
+            panic!("not a bad file");
+        };
+        assert!(problem.contains("hold_compare.py"), "{problem}");
     }
 
     #[test]
@@ -190,14 +191,13 @@ mod tests {
         assert_eq!(docs.len(), 1);
         assert_eq!(docs[0]["schema"], WORKSPACE_BENCH_SCHEMA);
         write("workspace-bench-linux-b.json", WORKSPACE_BENCH_SCHEMA + 1);
-        let err = load_workspace_dir(dir.path()).unwrap_err();
+        let Error::BadFile { path, problem } = load_workspace_dir(dir.path()).unwrap_err() else {
+            panic!("not a bad file");
+        };
+        assert!(path.ends_with("workspace-bench-linux-b.json"), "{path:?}");
         assert!(
-            err.path.ends_with("workspace-bench-linux-b.json"),
-            "{err:?}"
-        );
-        assert!(
-            err.problem.contains("rerun `make bench-workspace`"),
-            "{err:?}"
+            problem.contains("rerun `make bench-workspace`"),
+            "{problem}"
         );
         assert!(
             load_workspace_dir(&dir.path().join("missing"))

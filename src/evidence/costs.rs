@@ -23,8 +23,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Result, usage};
-use crate::evidence::results::BadResults;
+use crate::error::{Error, Result, usage};
 use crate::report::platform::Platform;
 
 /// The schema version this build writes and the newest it reads.
@@ -470,12 +469,12 @@ pub fn path_for(dir: &Path, platform_id: &str) -> PathBuf {
 }
 
 /// Loads one costs file; `Ok(None)` when it does not exist.
-pub fn load(path: &Path) -> Result<Option<CostsFile>, BadResults> {
+pub fn load(path: &Path) -> Result<Option<CostsFile>, Error> {
     crate::evidence::results::load_with(path, CostsFile::from_json)
 }
 
 /// Loads every `costs-*.json` in `dir`, sorted by platform id.
-pub fn load_dir(dir: &Path) -> Result<Vec<CostsFile>, BadResults> {
+pub fn load_dir(dir: &Path) -> Result<Vec<CostsFile>, Error> {
     crate::evidence::results::load_kind(
         dir,
         is_costs_file,
@@ -498,15 +497,16 @@ pub fn is_costs_file(path: &Path) -> bool {
 pub fn merge_and_write(
     dir: &Path,
     measured: BTreeMap<String, BenchCost>,
-) -> Result<PathBuf, BadResults> {
+) -> Result<PathBuf, Error> {
     let platform = Platform::detect();
     let path = path_for(dir, &platform.id);
     // Read, merge and write under the folder's lock, like every writer.
-    let _lock =
-        crate::evidence::results::FolderLock::acquire(dir, || false).map_err(|e| BadResults {
+    let _lock = crate::evidence::results::FolderLock::acquire(dir, || false).map_err(|e| {
+        Error::BadFile {
             path: dir.to_owned(),
             problem: e.to_string(),
-        })?;
+        }
+    })?;
     let mut file = load(&path)?.unwrap_or_else(|| CostsFile {
         schema: COSTS_SCHEMA,
         platform: platform.clone(),
@@ -520,7 +520,7 @@ pub fn merge_and_write(
     let json = serde_json::to_string_pretty(&file).expect("costs serialise") + "\n";
     fs::create_dir_all(dir)
         .and_then(|()| crate::evidence::results::write_atomic(&path, json.as_bytes()))
-        .map_err(|e| BadResults {
+        .map_err(|e| Error::BadFile {
             path: path.clone(),
             problem: e.to_string(),
         })?;

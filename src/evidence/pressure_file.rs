@@ -12,8 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Result, usage};
-use crate::evidence::results::BadResults;
+use crate::error::{Error, Result, usage};
 use crate::report::platform::Platform;
 
 /// The schema version this build writes and the only one it reads.
@@ -110,7 +109,7 @@ pub fn is_pressure_file(path: &Path) -> bool {
 }
 
 /// Loads every `pressure-*.json` in `dir`, sorted by platform id.
-pub fn load_dir(dir: &Path) -> Result<Vec<PressureFile>, BadResults> {
+pub fn load_dir(dir: &Path) -> Result<Vec<PressureFile>, Error> {
     crate::evidence::results::load_kind(
         dir,
         is_pressure_file,

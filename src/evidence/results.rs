@@ -13,21 +13,6 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result, usage};
 use crate::report::ResultsFile;
 
-/// A results file that could not be used, with its path.
-#[derive(Debug)]
-pub struct BadResults {
-    /// The file.
-    pub path: PathBuf,
-    /// What is wrong with it.
-    pub problem: String,
-}
-
-impl std::fmt::Display for BadResults {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.path.display(), self.problem)
-    }
-}
-
 /// Checks a document's `"schema"` against the version this build reads:
 /// a missing field, a value that is no version, a newer schema and an older
 /// one each get their own one-line message; an older one names `regenerate`,
@@ -56,7 +41,7 @@ pub fn check_schema(
 }
 
 /// Loads one results file; `Ok(None)` when it does not exist.
-pub fn load(path: &Path) -> Result<Option<ResultsFile>, BadResults> {
+pub fn load(path: &Path) -> Result<Option<ResultsFile>, Error> {
     load_with(path, parse)
 }
 
@@ -111,8 +96,8 @@ pub fn check_folder(dir: &Path, missing_ok: bool) -> Result<()> {
 pub fn load_with<T>(
     path: &Path,
     parse: impl FnOnce(&str) -> Result<T>,
-) -> Result<Option<T>, BadResults> {
-    let bad = |problem: Error| BadResults {
+) -> Result<Option<T>, Error> {
+    let bad = |problem: Error| Error::BadFile {
         path: path.to_owned(),
         problem: problem.to_string(),
     };
@@ -124,12 +109,12 @@ pub fn load_with<T>(
 }
 
 /// The paths in `dir` that `keep` accepts, sorted; a missing folder has none.
-pub fn list(dir: &Path, keep: impl Fn(&Path) -> bool) -> Result<Vec<PathBuf>, BadResults> {
+pub fn list(dir: &Path, keep: impl Fn(&Path) -> bool) -> Result<Vec<PathBuf>, Error> {
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => {
-            return Err(BadResults {
+            return Err(Error::BadFile {
                 path: dir.to_owned(),
                 problem: e.to_string(),
             });
@@ -243,7 +228,7 @@ fn is_other_kind(path: &Path) -> bool {
 
 /// Loads every `*.json` in `dir` but the costs, pressure and timing files, sorted by platform id.
 /// A missing folder holds none.
-pub fn load_dir(dir: &Path) -> Result<Vec<ResultsFile>, BadResults> {
+pub fn load_dir(dir: &Path) -> Result<Vec<ResultsFile>, Error> {
     // Costs, pressure and timing files have schemas of their own.
     load_kind(
         dir,
@@ -265,7 +250,7 @@ pub fn load_kind<T>(
     parse: impl Fn(&str) -> Result<T>,
     platform_id: impl Fn(&T) -> &str,
     (prefix, holds): (&str, &str),
-) -> Result<Vec<T>, BadResults> {
+) -> Result<Vec<T>, Error> {
     let mut files = Vec::new();
     for path in list(dir, keep)? {
         let Some(file) = load_with(&path, &parse)? else {
@@ -273,7 +258,7 @@ pub fn load_kind<T>(
         };
         let id = platform_id(&file).to_owned();
         if path != dir.join(format!("{prefix}{id}.json")) {
-            return Err(BadResults {
+            return Err(Error::BadFile {
                 path,
                 problem: format!("holds {holds} {id}, so it must be named {prefix}{id}.json"),
             });
@@ -470,8 +455,8 @@ pub fn merge(files: Vec<ResultsFile>) -> Vec<ResultsFile> {
 }
 
 /// Every results file under `path` (a file, or a folder searched recursively).
-pub fn collect(path: &Path) -> Result<Vec<ResultsFile>, BadResults> {
-    let meta = fs::metadata(path).map_err(|e| BadResults {
+pub fn collect(path: &Path) -> Result<Vec<ResultsFile>, Error> {
+    let meta = fs::metadata(path).map_err(|e| Error::BadFile {
         path: path.to_owned(),
         problem: e.to_string(),
     })?;
@@ -479,7 +464,7 @@ pub fn collect(path: &Path) -> Result<Vec<ResultsFile>, BadResults> {
         return Ok(vec![load(path)?.expect("file exists")]);
     }
     let mut entries: Vec<PathBuf> = fs::read_dir(path)
-        .map_err(|e| BadResults {
+        .map_err(|e| Error::BadFile {
             path: path.to_owned(),
             problem: e.to_string(),
         })?

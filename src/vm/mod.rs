@@ -130,7 +130,7 @@ pub fn run(opts: &VmOptions, mut report: impl FnMut(&KernelRun)) -> Result<Vec<K
     }
     results::check_writable(&opts.results_dir)
         .map_err(|e| Error::Usage(format!("results folder is not writable: {e}")))?;
-    results::load_dir(&opts.results_dir).map_err(|e| Error::Usage(e.to_string()))?;
+    results::load_dir(&opts.results_dir)?;
 
     remove_stale_scratch(&std::env::temp_dir());
     let scratch = Scratch::new("vm").map_err(|e| Error::Failed(e.to_string()))?;
@@ -398,7 +398,7 @@ fn merge_frame(
                 Error::Failed(e.to_string())
             }
         })?;
-    let mut all = results::load_dir(dir).map_err(|e| Error::Usage(e.to_string()))?;
+    let mut all = results::load_dir(dir)?;
     all.push(file);
     let merged = results::merge(all);
     let mine = merged

@@ -3,9 +3,9 @@
 
 use std::path::Path;
 
+use crate::error::{Error, Result};
 use crate::evidence::costs::CostsFile;
 use crate::evidence::pressure_file::PressureFile;
-use crate::evidence::results::BadResults;
 use crate::report::ResultsFile;
 
 /// Everything a section is rendered from.
@@ -35,12 +35,12 @@ pub struct Inputs {
 impl Inputs {
     /// Loads the results, costs and pressure files of `dir`; `matrix` is
     /// MATRIX.md rendered from them.
-    pub fn load(dir: &Path, matrix: String) -> Result<Inputs, BadResults> {
+    pub fn load(dir: &Path, matrix: String) -> Result<Inputs, Error> {
         Ok(Inputs {
             files: crate::evidence::results::load_dir(dir)?,
             costs: crate::evidence::costs::load_dir(dir)?,
             pressure: crate::evidence::pressure_file::load_dir(dir)?,
-            timing: crate::evidence::timing::load_dir(dir).map_err(|problem| BadResults {
+            timing: crate::evidence::timing::load_dir(dir).map_err(|problem| Error::BadFile {
                 path: dir.to_owned(),
                 problem: problem.to_string(),
             })?,
