@@ -291,27 +291,25 @@ pub fn set_fd_flags(fd: RawFd, flags: libc::c_int) -> io::Result<()> {
 /// `getsockname(2)` into rustix's stack storage, read without allocating:
 /// async-signal-safe, so a forked child may ask.
 pub fn has_socket_name(fd: BorrowedFd<'_>) -> bool {
-    use rustix::net::{SocketAddrAny, SocketAddrUnix, SocketAddrV4, SocketAddrV6};
+    use rustix::net::{AddressFamily, SocketAddrUnix, SocketAddrV4, SocketAddrV6};
     let Ok(addr) = rustix::net::getsockname(fd) else {
         return false;
     };
-    let port = |a: &SocketAddrAny| {
-        SocketAddrV4::try_from(a.clone())
-            .map(|v4| v4.port())
-            .or_else(|_| SocketAddrV6::try_from(a.clone()).map(|v6| v6.port()))
-    };
-    if let Ok(port) = port(&addr) {
-        return port != 0;
+    match addr.address_family() {
+        AddressFamily::INET => SocketAddrV4::try_from(addr).is_ok_and(|a| a.port() != 0),
+        AddressFamily::INET6 => SocketAddrV6::try_from(addr).is_ok_and(|a| a.port() != 0),
+        // An unnamed Unix socket has neither a path nor an abstract name
+        // (rustix reads its bare family as an empty name, hence the
+        // emptiness checks).
+        AddressFamily::UNIX => SocketAddrUnix::try_from(addr).is_ok_and(|unix| {
+            #[cfg(target_os = "linux")]
+            let abstract_name = unix.abstract_name().is_some_and(|n| !n.is_empty());
+            #[cfg(not(target_os = "linux"))]
+            let abstract_name = false;
+            unix.path_bytes().is_some_and(|p| !p.is_empty()) || abstract_name
+        }),
+        _ => false,
     }
-    // An unnamed Unix socket has neither a path nor an abstract name (rustix
-    // reads its bare family as an empty name, hence the emptiness checks).
-    SocketAddrUnix::try_from(addr).is_ok_and(|unix| {
-        #[cfg(target_os = "linux")]
-        let abstract_name = unix.abstract_name().is_some_and(|n| !n.is_empty());
-        #[cfg(not(target_os = "linux"))]
-        let abstract_name = false;
-        unix.path_bytes().is_some_and(|p| !p.is_empty()) || abstract_name
-    })
 }
 
 /// Whether the socket `fd` is connected (`getpeername(2)` names a peer).
