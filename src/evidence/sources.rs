@@ -12,7 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result, usage};
+use crate::error::{Result, usage};
 use crate::evidence::costs::{self, CostsFile};
 use crate::evidence::results;
 use crate::report::ResultsFile;
@@ -97,7 +97,7 @@ impl Sources {
         let mut read: Vec<(ResultsFile, Source)> = Vec::new();
         let mut shadowed = Vec::new();
         for dir in &folders {
-            for file in results::load_dir(dir).map_err(Error::usage)? {
+            for file in results::load_dir(dir)? {
                 let path = dir.join(format!("{}.json", file.platform.id));
                 if read.iter().any(|(f, _)| f.platform.id == file.platform.id) {
                     shadowed.push(path);
@@ -128,7 +128,7 @@ impl Sources {
     pub fn costs(&self) -> Result<Vec<CostsFile>> {
         let mut all: Vec<CostsFile> = Vec::new();
         for dir in &self.folders {
-            for c in costs::load_dir(dir).map_err(Error::usage)? {
+            for c in costs::load_dir(dir)? {
                 if !all.iter().any(|k| k.platform.id == c.platform.id) {
                     all.push(c);
                 }
